@@ -1,0 +1,71 @@
+// memplan planner: the problem and solution types every stage shares.
+//
+// A Problem is a set of buffers, each live during a half-open interval of
+// schedule steps and needing `size` bytes at an `alignment`. A Solution gives
+// every buffer an offset inside one arena such that no two buffers whose
+// lifetimes overlap share a byte (the dynamic storage allocation problem).
+//
+//   planner::Problem problem;
+//   problem.buffers.push_back({.name = "a", .start = 0, .end = 2, .size = 32});
+//   problem.buffers.push_back({.name = "b", .start = 1, .end = 3, .size = 28});
+//   int64_t bound = planner::LowerBound(problem);  // 60
+//
+// Thread-compatible plain data.
+#ifndef MEMPLAN_PLANNER_PROBLEM_H_
+#define MEMPLAN_PLANNER_PROBLEM_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memplan::planner {
+
+using Offset = int64_t;  // bytes from the arena's base
+using Bytes = int64_t;   // a size in bytes
+using Step = int64_t;    // a position in the schedule (op index)
+
+// One block of memory to place.
+struct Buffer {
+  std::string name;     // tensor name or buffer id; unique within a problem
+  Step start = 0;       // first step the buffer is live (inclusive)
+  Step end = 0;         // one past the last live step; REQUIRES start < end
+  Bytes size = 0;       // REQUIRES size > 0
+  Bytes alignment = 1;  // REQUIRES a power of two; offsets are multiples
+  std::optional<Offset> fixed_offset;  // pinned by an offline plan
+  bool persistent = false;  // graph input/output or weight: never shared
+};
+
+// Two half-open lifetimes overlap when each starts before the other ends.
+inline bool LifetimesOverlap(const Buffer& a, const Buffer& b) {
+  return a.start < b.end && b.start < a.end;
+}
+
+// The input of offset assignment.
+struct Problem {
+  std::vector<Buffer> buffers;
+  // When set, a plan must keep every offset + size <= capacity.
+  std::optional<Bytes> capacity;
+};
+
+// The output of offset assignment: offsets[i] belongs to buffers[i].
+struct Solution {
+  std::vector<Offset> offsets;
+  Bytes arena_size = 0;  // max(offset + size), 0 for an empty problem
+};
+
+// The largest sum of sizes live at one step: no plan can be smaller.
+// O(n log n) sweep.
+Bytes LowerBound(const Problem& problem);
+
+// The sum of all sizes: what a plan without any reuse would take.
+Bytes NaiveBytes(const Problem& problem);
+
+// Rounds `value` up to a multiple of `alignment` (a power of two).
+inline Bytes AlignUp(Bytes value, Bytes alignment) {
+  return (value + alignment - 1) & ~(alignment - 1);
+}
+
+}  // namespace memplan::planner
+
+#endif  // MEMPLAN_PLANNER_PROBLEM_H_
