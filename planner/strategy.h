@@ -54,8 +54,6 @@ class OffsetStrategy {
   // cancelled before it has a plan.
   virtual absl::StatusOr<Solution> Solve(const Problem& problem,
                                          const SolveContext& ctx) const = 0;
-  // True when the strategy proved its last answer optimal. Exact solvers
-  // override this through their own result type; heuristics never prove.
 };
 
 // Names of every strategy MakeStrategy knows, in the fixed tie-break order

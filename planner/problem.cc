@@ -1,0 +1,33 @@
+#include "planner/problem.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace memplan::planner {
+
+Bytes LowerBound(const Problem& problem) {
+  // Events (step, delta): frees sort before allocations at the same step
+  // because lifetimes are half-open.
+  std::vector<std::pair<Step, Bytes>> events;
+  events.reserve(problem.buffers.size() * 2);
+  for (const Buffer& b : problem.buffers) {
+    events.emplace_back(b.start, b.size);
+    events.emplace_back(b.end, -b.size);
+  }
+  std::sort(events.begin(), events.end());
+  Bytes live = 0;
+  Bytes peak = 0;
+  for (const auto& [step, delta] : events) {
+    live += delta;
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
+
+Bytes NaiveBytes(const Problem& problem) {
+  Bytes total = 0;
+  for (const Buffer& b : problem.buffers) total += b.size;
+  return total;
+}
+
+}  // namespace memplan::planner
