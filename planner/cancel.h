@@ -3,7 +3,8 @@
 // iterations; the check is two relaxed loads and, past a stride, a clock read.
 //
 //   planner::CancelToken token(absl::Now() + absl::Seconds(1));
-//   for (...) { if (token.Cancelled()) return absl::DeadlineExceededError(..); }
+//   for (...) { if (token.Cancelled()) return absl::DeadlineExceededError(..);
+//   }
 //
 // Thread-safe.
 #ifndef MEMPLAN_PLANNER_CANCEL_H_

@@ -36,9 +36,8 @@ struct SolveContext {
 inline void UpdateBest(std::atomic<Bytes>* best, Bytes value) {
   if (best == nullptr) return;
   Bytes current = best->load(std::memory_order_relaxed);
-  while (value < current &&
-         !best->compare_exchange_weak(current, value,
-                                      std::memory_order_relaxed)) {
+  while (value < current && !best->compare_exchange_weak(
+                                current, value, std::memory_order_relaxed)) {
   }
 }
 

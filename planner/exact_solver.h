@@ -1,0 +1,120 @@
+// memplan planner: an exact solver for offset assignment (dynamic storage
+// allocation), after the ideas of MiniMalloc (ASPLOS 2023).
+//
+// A depth-first branch and bound places buffers in canonical order (each at
+// the lowest offset its already placed neighbours allow, offsets never
+// decreasing along a path), prunes with cross-section bounds (the floor of
+// every section plus the sizes still to fit there must stay within the
+// target), skips dominated choices (a choice that leaves a gap some unplaced
+// buffer fits in), and splits the timeline into independent parts whenever
+// no unplaced buffer crosses a cut. It answers either "the smallest arena"
+// (kMinimize) or "any plan within a capacity" (kCapacity), under the
+// CancelToken's deadline, always returning its best plan so far.
+//
+//   planner::ExactOptions options;
+//   options.mode = planner::ExactMode::kCapacity;
+//   options.capacity = 1 << 20;
+//   absl::StatusOr<planner::ExactResult> result =
+//       planner::SolveExact(problem, options, planner::SolveContext{});
+//   if (result.ok() && result->feasible) Use(result->solution);
+//
+// Thread-compatible: every call keeps its state on its own stack.
+#ifndef MEMPLAN_PLANNER_EXACT_SOLVER_H_
+#define MEMPLAN_PLANNER_EXACT_SOLVER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "planner/problem.h"
+#include "planner/strategy.h"
+
+namespace memplan::planner {
+
+// What the exact solver is asked for.
+enum class ExactMode {
+  kMinimize,  // the smallest arena; proven optimal when the search ends
+  kCapacity,  // any plan with arena <= capacity, or a proof there is none
+};
+
+// The answer to "is there a plan within the capacity?".
+enum class CapacityStatus {
+  kFeasible,    // a plan within the capacity was found
+  kInfeasible,  // proven: no plan fits
+  kUnknown,     // ran out of time (or no capacity was asked for)
+};
+
+// Settings of SolveExact. Defaults suit the service; tests change them.
+struct ExactOptions {
+  // kMinimize by default.
+  ExactMode mode = ExactMode::kMinimize;
+  // The limit for kCapacity; when unset, problem.capacity is used.
+  // REQUIRES (kCapacity) one of the two set. kMinimize ignores it.
+  std::optional<Bytes> capacity;
+  // Problems with more buffers are not searched: the seed (or the built-in
+  // greedy plan) is returned as is. Default 4096.
+  int64_t max_buffers = 4096;
+  // Static buffer orderings tried round robin with doubling node limits
+  // (MiniMalloc's "preordering heuristics"); letters, each descending:
+  // W lifetime width, A area (size x width), T largest section total,
+  // Z size; ties by buffer index. Default {"WAT", "TAW", "TWA"}.
+  // REQUIRES non-empty, letters from "WATZ".
+  std::vector<std::string> orderings = {"WAT", "TAW", "TWA"};
+  // Threads searching orderings at once (1 or 2); the first to answer wins.
+  // Results do not depend on timing when 1. Default 1.
+  int threads = 1;
+  // kMinimize first tries the lower bound itself with this fraction of the
+  // remaining time (when there is a deadline). Default 0.5.
+  double lower_bound_share = 0.5;
+};
+
+// What SolveExact found.
+struct ExactResult {
+  // The best plan found; always complete and valid (it may be the seed).
+  Solution solution;
+  // True when no plan can have a smaller arena (search finished, or the
+  // arena equals the lower bound).
+  bool proven_optimal = false;
+  // kCapacity: the plan fits the capacity. kMinimize: a plan exists (true).
+  bool feasible = false;
+  // kCapacity: the verdict. kMinimize: kUnknown.
+  CapacityStatus capacity_status = CapacityStatus::kUnknown;
+  // Search nodes visited, over all probes and orderings.
+  int64_t nodes = 0;
+  // The lower bound used: max(LowerBound, fixed tops, largest buffer).
+  Bytes lower_bound = 0;
+};
+
+// Runs the exact search. `ctx.cancel` bounds the time (the best plan so far
+// is returned, not an error); `ctx.seed` (a valid plan) starts the incumbent,
+// else a best-fit-by-size greedy does; `ctx.best_arena` is lowered to every
+// improvement and, in kMinimize, caps the arenas worth probing.
+// INVALID_ARGUMENT for a malformed problem (size <= 0, alignment not a power
+// of two, start >= end, misaligned or negative fixed offset), or kCapacity
+// without a capacity.
+[[nodiscard]] absl::StatusOr<ExactResult> SolveExact(
+    const Problem& problem, const ExactOptions& options,
+    const SolveContext& ctx);
+
+// The exact solver as a portfolio strategy ("exact"): SolveExact with the
+// options given at construction (kMinimize by default), returning its plan.
+// Thread-safe.
+class ExactSolver : public OffsetStrategy {
+ public:
+  ExactSolver() = default;
+  explicit ExactSolver(ExactOptions options) : options_(std::move(options)) {}
+
+  std::string_view name() const override { return "exact"; }
+  absl::StatusOr<Solution> Solve(const Problem& problem,
+                                 const SolveContext& ctx) const override;
+
+ private:
+  ExactOptions options_;  // used by every Solve call
+};
+
+}  // namespace memplan::planner
+
+#endif  // MEMPLAN_PLANNER_EXACT_SOLVER_H_

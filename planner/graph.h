@@ -1,0 +1,42 @@
+// A computation graph as the planner sees it: named tensors with sizes, and
+// ops in execution order that read and write them by name. The liveness
+// stage (liveness.h) validates it and turns it into a Problem.
+//
+//   planner::Graph g;
+//   g.tensors = {{"x", 1024}, {"w", 512}, {"y", 1024}};
+//   g.ops = {{"matmul", {"x", "w"}, {"y"}}};
+//   g.inputs = {"x"};
+//   g.outputs = {"y"};  // "w" has no producer and is no input: a weight
+#ifndef MEMPLAN_PLANNER_GRAPH_H_
+#define MEMPLAN_PLANNER_GRAPH_H_
+
+#include <string>
+#include <vector>
+
+#include "planner/problem.h"
+
+namespace memplan::planner {
+
+struct Tensor {
+  std::string name;      // unique, non-empty
+  Bytes size_bytes = 0;  // REQUIRES > 0
+  Bytes alignment = 0;   // 0: the plan's default alignment
+};
+
+struct Op {
+  std::string name;                  // unique, non-empty
+  std::vector<std::string> inputs;   // tensor names read
+  std::vector<std::string> outputs;  // tensor names written
+};
+
+struct Graph {
+  std::string name;  // for messages only
+  std::vector<Tensor> tensors;
+  std::vector<Op> ops;               // in execution order
+  std::vector<std::string> inputs;   // graph inputs (persistent)
+  std::vector<std::string> outputs;  // graph outputs (persistent)
+};
+
+}  // namespace memplan::planner
+
+#endif  // MEMPLAN_PLANNER_GRAPH_H_

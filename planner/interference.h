@@ -1,0 +1,52 @@
+// Stage 2, interference graph: which buffers are live at the same time.
+// Built by one sweep over lifetimes sorted by start (never an all-pairs
+// loop); adjacency in compressed sparse rows, usable by pool coloring.
+//
+//   absl::StatusOr<planner::InterferenceGraph> g =
+//       planner::BuildInterferenceGraph(problem, /*max_edges=*/1 << 26);
+//   for (int j : g->Neighbours(i)) ...
+//
+// Cost: O(n log n + E) time and O(n + E) memory for E interfering pairs.
+#ifndef MEMPLAN_PLANNER_INTERFERENCE_H_
+#define MEMPLAN_PLANNER_INTERFERENCE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "planner/cancel.h"
+#include "planner/problem.h"
+
+namespace memplan::planner {
+
+class InterferenceGraph {
+ public:
+  InterferenceGraph(std::vector<int64_t> row_start, std::vector<int> columns)
+      : row_start_(std::move(row_start)), columns_(std::move(columns)) {}
+
+  int num_nodes() const { return static_cast<int>(row_start_.size()) - 1; }
+  int64_t num_edges() const {
+    return static_cast<int64_t>(columns_.size()) / 2;
+  }
+  // The buffers live at some step together with buffer i, ascending.
+  absl::Span<const int> Neighbours(int i) const {
+    return absl::MakeConstSpan(columns_.data() + row_start_[i],
+                               row_start_[i + 1] - row_start_[i]);
+  }
+
+ private:
+  std::vector<int64_t> row_start_;  // CSR offsets, num_nodes + 1 entries
+  std::vector<int> columns_;        // both directions of every edge
+};
+
+// RESOURCE_EXHAUSTED when there are more than `max_edges` interfering pairs
+// (the graph would not fit the memory allowed); DEADLINE_EXCEEDED when
+// cancelled.
+[[nodiscard]] absl::StatusOr<InterferenceGraph> BuildInterferenceGraph(
+    const Problem& problem, int64_t max_edges,
+    const CancelToken* cancel = nullptr);
+
+}  // namespace memplan::planner
+
+#endif  // MEMPLAN_PLANNER_INTERFERENCE_H_

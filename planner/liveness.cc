@@ -1,0 +1,243 @@
+#include "planner/liveness.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace memplan::planner {
+namespace {
+
+constexpr int kNone = -1;
+// Sums of sizes stay below this, so that offsets, alignment padding and
+// arena sizes can never overflow 64 bits.
+constexpr Bytes kMaxTotalBytes = Bytes{1} << 62;
+constexpr Bytes kMaxAlignment = Bytes{1} << 32;
+
+template <typename... Parts>
+absl::Status Invalid(const Parts&... parts) {
+  return absl::InvalidArgumentError(absl::StrCat(parts...));
+}
+
+// Adds `size` to `*total`, failing when the sum could overflow 64 bits.
+absl::Status AddSize(Bytes size, const std::string& what, Bytes* total) {
+  if (__builtin_add_overflow(*total, size, total) || *total > kMaxTotalBytes) {
+    return Invalid("sizes overflow 64 bits at ", what,
+                   " (the sum of sizes must stay below 2^62)");
+  }
+  return absl::OkStatus();
+}
+
+bool ValidAlignment(Bytes a) { return IsPowerOfTwo(a) && a <= kMaxAlignment; }
+
+// Indexes tensors by name and checks each tensor alone.
+absl::StatusOr<absl::flat_hash_map<std::string, int>> IndexTensors(
+    const Graph& graph) {
+  absl::flat_hash_map<std::string, int> index;
+  Bytes total = 0;
+  for (int i = 0; i < static_cast<int>(graph.tensors.size()); ++i) {
+    const Tensor& t = graph.tensors[i];
+    if (t.name.empty()) return Invalid("tensor #", i, " has no name");
+    if (!index.emplace(t.name, i).second) {
+      return Invalid("duplicate tensor name '", t.name, "'");
+    }
+    if (t.size_bytes <= 0) {
+      return Invalid("tensor '", t.name, "' has size ", t.size_bytes,
+                     "; sizes must be positive");
+    }
+    if (t.alignment != 0 && !ValidAlignment(t.alignment)) {
+      return Invalid("tensor '", t.name, "' alignment ", t.alignment,
+                     " is not a power of two up to 2^32");
+    }
+    if (auto s = AddSize(t.size_bytes, "tensor '" + t.name + "'", &total);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return index;
+}
+
+// Per-tensor facts gathered from the op list.
+struct Usage {
+  std::vector<int> producer;       // op index, kNone for none
+  std::vector<int> last_consumer;  // op index, kNone for none
+  std::vector<bool> persistent;
+};
+
+// Resolves a name used by op `op_name`, failing for an unknown tensor.
+absl::StatusOr<int> Resolve(const absl::flat_hash_map<std::string, int>& index,
+                            const std::string& name, const std::string& op,
+                            const char* role) {
+  auto it = index.find(name);
+  if (it == index.end()) {
+    return Invalid("op '", op, "' ", role, " unknown tensor '", name, "'");
+  }
+  return it->second;
+}
+
+// Records producers, checking names of ops and that no tensor is produced
+// twice.
+absl::Status FindProducers(const Graph& graph,
+                           const absl::flat_hash_map<std::string, int>& index,
+                           Usage* usage) {
+  absl::flat_hash_set<std::string> op_names;
+  for (int step = 0; step < static_cast<int>(graph.ops.size()); ++step) {
+    const Op& op = graph.ops[step];
+    if (op.name.empty()) return Invalid("op #", step, " has no name");
+    if (!op_names.insert(op.name).second) {
+      return Invalid("duplicate op name '", op.name, "'");
+    }
+    for (const std::string& name : op.outputs) {
+      absl::StatusOr<int> t = Resolve(index, name, op.name, "writes");
+      if (!t.ok()) return t.status();
+      int& producer = usage->producer[*t];
+      if (producer != kNone) {
+        return Invalid("tensor '", name, "' is produced twice, by op '",
+                       graph.ops[producer].name, "' and by op '", op.name, "'");
+      }
+      producer = step;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Records last consumers, checking every read comes after the write.
+absl::Status FindConsumers(const Graph& graph,
+                           const absl::flat_hash_map<std::string, int>& index,
+                           Usage* usage) {
+  for (int step = 0; step < static_cast<int>(graph.ops.size()); ++step) {
+    const Op& op = graph.ops[step];
+    for (const std::string& name : op.inputs) {
+      absl::StatusOr<int> t = Resolve(index, name, op.name, "reads");
+      if (!t.ok()) return t.status();
+      int producer = usage->producer[*t];
+      if (producer == step) {
+        return Invalid("cycle: op '", op.name, "' reads its own output '", name,
+                       "'");
+      }
+      if (producer > step) {
+        return Invalid("op '", op.name, "' (step ", step, ") reads tensor '",
+                       name, "' before op '", graph.ops[producer].name,
+                       "' (step ", producer,
+                       ") produces it: ops out of order, or a cycle");
+      }
+      usage->last_consumer[*t] = std::max(usage->last_consumer[*t], step);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Marks graph inputs, outputs and weights persistent.
+absl::Status MarkPersistent(const Graph& graph,
+                            const absl::flat_hash_map<std::string, int>& index,
+                            Usage* usage) {
+  for (const std::string& name : graph.inputs) {
+    auto it = index.find(name);
+    if (it == index.end()) return Invalid("unknown graph input '", name, "'");
+    if (int p = usage->producer[it->second]; p != kNone) {
+      return Invalid("graph input '", name, "' is produced by op '",
+                     graph.ops[p].name, "'");
+    }
+    usage->persistent[it->second] = true;
+  }
+  for (const std::string& name : graph.outputs) {
+    auto it = index.find(name);
+    if (it == index.end()) return Invalid("unknown graph output '", name, "'");
+    usage->persistent[it->second] = true;
+  }
+  for (size_t t = 0; t < graph.tensors.size(); ++t) {
+    if (usage->producer[t] == kNone) usage->persistent[t] = true;  // weight
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
+                                        Bytes default_alignment) {
+  const std::string label =
+      graph.name.empty() ? "graph" : "graph '" + graph.name + "'";
+  if (graph.tensors.empty()) return Invalid(label, " has no tensors");
+  if (graph.ops.empty()) return Invalid(label, " has no ops");
+  if (!ValidAlignment(default_alignment)) {
+    return Invalid("alignment ", default_alignment,
+                   " is not a power of two up to 2^32");
+  }
+  absl::StatusOr<absl::flat_hash_map<std::string, int>> index =
+      IndexTensors(graph);
+  if (!index.ok()) return index.status();
+  const size_t n = graph.tensors.size();
+  Usage usage{std::vector<int>(n, kNone), std::vector<int>(n, kNone),
+              std::vector<bool>(n, false)};
+  if (auto s = FindProducers(graph, *index, &usage); !s.ok()) return s;
+  if (auto s = FindConsumers(graph, *index, &usage); !s.ok()) return s;
+  if (auto s = MarkPersistent(graph, *index, &usage); !s.ok()) return s;
+
+  const Step steps = static_cast<Step>(graph.ops.size());
+  Problem problem;
+  problem.buffers.reserve(n);
+  for (size_t t = 0; t < n; ++t) {
+    const Tensor& tensor = graph.tensors[t];
+    Buffer b;
+    b.name = tensor.name;
+    b.size = tensor.size_bytes;
+    b.alignment = tensor.alignment != 0 ? tensor.alignment : default_alignment;
+    b.persistent = usage.persistent[t];
+    if (b.persistent) {
+      b.start = 0;
+      b.end = steps;
+    } else {
+      b.start = usage.producer[t];
+      b.end = std::max(usage.producer[t], usage.last_consumer[t]) + 1;
+    }
+    problem.buffers.push_back(std::move(b));
+  }
+  return problem;
+}
+
+absl::Status ValidateProblem(const Problem& problem) {
+  if (problem.buffers.empty()) return Invalid("no buffers to plan");
+  absl::flat_hash_set<std::string> names;
+  Bytes total = 0;
+  for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    const Buffer& b = problem.buffers[i];
+    const std::string what = b.name.empty() ? absl::StrCat("buffer #", i)
+                                            : "buffer '" + b.name + "'";
+    if (b.name.empty()) return Invalid(what, " has no id");
+    if (!names.insert(b.name).second)
+      return Invalid("duplicate buffer id '", b.name, "'");
+    if (b.start < 0) return Invalid(what, " has negative start ", b.start);
+    if (b.start >= b.end) {
+      return Invalid(what, " has start ", b.start, " >= end ", b.end,
+                     "; lifetimes are half-open [start, end)");
+    }
+    if (b.size <= 0)
+      return Invalid(what, " has size ", b.size, "; sizes must be positive");
+    if (!ValidAlignment(b.alignment)) {
+      return Invalid(what, " alignment ", b.alignment,
+                     " is not a power of two up to 2^32");
+    }
+    if (auto s = AddSize(b.size, what, &total); !s.ok()) return s;
+    if (b.fixed_offset.has_value()) {
+      Offset o = *b.fixed_offset;
+      if (o < 0) return Invalid(what, " has negative fixed_offset ", o);
+      if (o % b.alignment != 0) {
+        return Invalid(what, " fixed_offset ", o,
+                       " is not a multiple of its alignment ", b.alignment);
+      }
+      Bytes end;
+      if (__builtin_add_overflow(o, b.size, &end)) {
+        return Invalid(what, " fixed_offset + size overflows 64 bits");
+      }
+      if (end > kMaxTotalBytes) {
+        return Invalid(what, " fixed_offset ", o, " is past 2^62 bytes");
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace memplan::planner

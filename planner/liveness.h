@@ -1,0 +1,40 @@
+// Stage 1, schedule + liveness: checks that a graph's ops are in a valid
+// execution order and turns its tensors into buffers with lifetimes.
+//
+// Step i is op i. An intermediate tensor is born at its producer's step and
+// dies after its last consumer (an unused one lives for its producer's step
+// only). Graph inputs, graph outputs and weights (tensors no op produces that
+// are not graph inputs) are persistent: live for the whole schedule, so they
+// never share memory (Mini-Infer's rules).
+//
+//   absl::StatusOr<planner::Problem> p = planner::AnalyzeLiveness(graph, 64);
+#ifndef MEMPLAN_PLANNER_LIVENESS_H_
+#define MEMPLAN_PLANNER_LIVENESS_H_
+
+#include "absl/status/statusor.h"
+#include "planner/graph.h"
+#include "planner/problem.h"
+
+namespace memplan::planner {
+
+// Returns one buffer per tensor, in the graph's tensor order, named as the
+// tensor. `default_alignment` applies to tensors whose alignment is 0.
+// INVALID_ARGUMENT, naming the tensor or op, for: an empty graph, an empty
+// or duplicate name, size <= 0, sizes whose sum overflows 64 bits, an
+// alignment that is not a power of two, an op reading or writing an unknown
+// tensor, a tensor produced twice, a graph input produced by an op, a tensor
+// read before it is produced (ops out of order, or a cycle).
+[[nodiscard]] absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
+                                                      Bytes default_alignment);
+
+// Checks a buffer list (the MiniMalloc model) the same way: unique non-empty
+// names, 0 <= start < end, size > 0, power-of-two alignment, fixed offsets
+// non-negative and aligned, no 64-bit overflow. INVALID_ARGUMENT names the
+// buffer.
+[[nodiscard]] absl::Status ValidateProblem(const Problem& problem);
+
+inline bool IsPowerOfTwo(Bytes v) { return v > 0 && (v & (v - 1)) == 0; }
+
+}  // namespace memplan::planner
+
+#endif  // MEMPLAN_PLANNER_LIVENESS_H_

@@ -1,0 +1,88 @@
+// memplan's planning pipeline, the library's front door. A graph goes
+// through liveness, the interference graph, pool coloring, offset assignment
+// (a portfolio of strategies on the worker pool) and verification; a buffer
+// list skips liveness. Every returned plan has passed the verifier.
+//
+//   planner::WorkerPool pool(2, 64);
+//   planner::PlanOptions options;  // alignment 64, strategy "auto"
+//   absl::StatusOr<planner::PlanResult> plan =
+//       planner::PlanGraph(graph, options, &pool, /*cancel=*/nullptr);
+//   // plan->solution.arena_size, plan->lower_bound, plan->pools ...
+#ifndef MEMPLAN_PLANNER_PLANNER_H_
+#define MEMPLAN_PLANNER_PLANNER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "planner/cancel.h"
+#include "planner/graph.h"
+#include "planner/pool_coloring.h"
+#include "planner/problem.h"
+#include "planner/worker_pool.h"
+
+namespace memplan::planner {
+
+struct PlanOptions {
+  // Alignment of graph tensors that do not set their own. Default 64.
+  // REQUIRES: a power of two.
+  Bytes alignment = 64;
+  // "auto" (every strategy, smallest verified arena wins) or one name from
+  // StrategyNames(). Default "auto".
+  std::string strategy = "auto";
+  // How long the search for a better plan than the heuristics' may take
+  // (the exact solver). Default 1 s; the client's deadline also bounds it.
+  absl::Duration time_budget = absl::Seconds(1);
+  // When set, a plan must fit in this many bytes, or planning fails with
+  // FAILED_PRECONDITION. Default: none.
+  std::optional<Bytes> capacity;
+  // Pools are computed only when the interference graph has at most this
+  // many edges; above it the plan has offsets but no pools. Default 2^26.
+  int64_t max_interference_edges = int64_t{1} << 26;
+};
+
+// How long one stage took.
+struct StageTime {
+  std::string stage;  // "liveness", "interference", "pools", "offsets",
+                      // "verify"
+  int64_t micros = 0;
+};
+
+struct PlanResult {
+  Problem problem;              // the buffers planned, with lifetimes
+  Solution solution;            // offsets[i] for problem.buffers[i]
+  std::string strategy;         // the strategy whose plan won
+  bool proven_optimal = false;  // arena == lower bound or search finished
+  bool pools_computed = false;  // false when over max_interference_edges
+  Pools pools;                  // valid when pools_computed
+  Bytes lower_bound = 0;        // largest sum of sizes live at one step
+  Bytes naive_bytes = 0;        // sum of all sizes
+  std::vector<StageTime> stages;
+};
+
+// Plans a graph. INVALID_ARGUMENT for a malformed graph (liveness.h),
+// FAILED_PRECONDITION when a capacity is set and no plan fits it,
+// DEADLINE_EXCEEDED when cancelled before any plan, INTERNAL when no
+// strategy's plan passes the verifier. `pool` and `cancel` may be null.
+[[nodiscard]] absl::StatusOr<PlanResult> PlanGraph(const Graph& graph,
+                                                   const PlanOptions& options,
+                                                   WorkerPool* pool,
+                                                   const CancelToken* cancel);
+
+// Plans a buffer list (validated by ValidateProblem). Same errors.
+[[nodiscard]] absl::StatusOr<PlanResult> PlanBuffers(Problem problem,
+                                                     const PlanOptions& options,
+                                                     WorkerPool* pool,
+                                                     const CancelToken* cancel);
+
+// A text report: arena, lower bound, efficiency, saving against naive, the
+// pools, and for small plans an ASCII picture (steps across, memory down).
+std::string FormatReport(const PlanResult& result, int max_picture_rows = 40);
+
+}  // namespace memplan::planner
+
+#endif  // MEMPLAN_PLANNER_PLANNER_H_

@@ -1,0 +1,31 @@
+// Stage 3, pool coloring: groups buffers into shared objects ("pools") so
+// that no two buffers of a pool are live together; a pool is as large as its
+// largest member. Mini-Infer's greedy: buffers by size, largest first, each
+// into the first pool holding none of its interference neighbours (TFLite
+// GPU's "greedy by size" shared objects).
+//
+//   planner::Pools pools = planner::ColorPools(problem, graph);
+//   // pools.pool_of[i] is buffer i's pool; pools.size[p] its size.
+#ifndef MEMPLAN_PLANNER_POOL_COLORING_H_
+#define MEMPLAN_PLANNER_POOL_COLORING_H_
+
+#include <vector>
+
+#include "planner/interference.h"
+#include "planner/problem.h"
+
+namespace memplan::planner {
+
+struct Pools {
+  std::vector<int> pool_of;  // pool index of each buffer
+  std::vector<Bytes> size;   // size of each pool: its largest member
+  // The memory the pools take if each gets its own block.
+  Bytes TotalBytes() const;
+};
+
+// Persistent buffers interfere with everything, so each gets a pool alone.
+Pools ColorPools(const Problem& problem, const InterferenceGraph& graph);
+
+}  // namespace memplan::planner
+
+#endif  // MEMPLAN_PLANNER_POOL_COLORING_H_

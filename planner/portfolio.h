@@ -1,0 +1,36 @@
+// Stage 4, offset assignment: runs several strategies at once as tasks on the
+// worker pool and keeps the smallest verified plan. Ties go to the strategy
+// listed first, so the same input and options always give the same plan
+// whatever the thread timing.
+//
+//   absl::StatusOr<planner::PortfolioResult> r = planner::RunPortfolio(
+//       problem, {"best_fit_size", "first_fit_size"}, ctx, &pool);
+#ifndef MEMPLAN_PLANNER_PORTFOLIO_H_
+#define MEMPLAN_PLANNER_PORTFOLIO_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "planner/strategy.h"
+#include "planner/worker_pool.h"
+
+namespace memplan::planner {
+
+struct PortfolioResult {
+  Solution solution;          // the winner's plan, verified
+  std::string strategy;       // the winner's name
+  int64_t verify_micros = 0;  // time the verifier took on the winner
+};
+
+// Runs `strategies` (names for MakeStrategy) on `pool` (or inline where the
+// pool is null or full) and waits for all of them. Plans that fail the
+// verifier are dropped. DEADLINE_EXCEEDED when cancelled before any plan;
+// INTERNAL when every plan failed verification.
+[[nodiscard]] absl::StatusOr<PortfolioResult> RunPortfolio(
+    const Problem& problem, const std::vector<std::string>& strategies,
+    const SolveContext& ctx, WorkerPool* pool);
+
+}  // namespace memplan::planner
+
+#endif  // MEMPLAN_PLANNER_PORTFOLIO_H_

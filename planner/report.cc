@@ -1,0 +1,99 @@
+// The text report of a plan (FormatReport in planner.h).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "planner/planner.h"
+
+namespace memplan::planner {
+namespace {
+
+// The summary lines: sizes and ratios a user looks at first.
+void AppendSummary(const PlanResult& r, std::string* out) {
+  const Bytes arena = r.solution.arena_size;
+  absl::StrAppendFormat(out, "arena:        %d bytes\n", arena);
+  absl::StrAppendFormat(out, "lower bound:  %d bytes\n", r.lower_bound);
+  absl::StrAppendFormat(
+      out, "efficiency:   %.3f (arena / lower bound)%s\n",
+      r.lower_bound > 0 ? static_cast<double>(arena) / r.lower_bound : 1.0,
+      r.proven_optimal ? ", optimal" : "");
+  absl::StrAppendFormat(
+      out, "naive:        %d bytes (saving %.1f%%)\n", r.naive_bytes,
+      r.naive_bytes > 0 ? 100.0 * (r.naive_bytes - arena) / r.naive_bytes : 0);
+  absl::StrAppendFormat(out, "buffers:      %d\n", r.problem.buffers.size());
+  absl::StrAppendFormat(out, "strategy:     %s\n", r.strategy);
+}
+
+// The pools table: id, size, members.
+void AppendPools(const PlanResult& r, std::string* out) {
+  if (!r.pools_computed) {
+    absl::StrAppend(out,
+                    "pools:        not computed (interference graph "
+                    "over its edge limit)\n");
+    return;
+  }
+  absl::StrAppendFormat(out, "pools:        %d, %d bytes in all\n",
+                        r.pools.size.size(), r.pools.TotalBytes());
+  std::vector<int> members(r.pools.size.size(), 0);
+  for (int p : r.pools.pool_of) ++members[p];
+  absl::StrAppend(out, "  pool        size  members\n");
+  const size_t shown = std::min<size_t>(r.pools.size.size(), 20);
+  for (size_t p = 0; p < shown; ++p) {
+    absl::StrAppendFormat(out, "  %4d  %10d  %7d\n", p, r.pools.size[p],
+                          members[p]);
+  }
+  if (shown < r.pools.size.size()) {
+    absl::StrAppendFormat(out, "  ... %d more\n", r.pools.size.size() - shown);
+  }
+}
+
+// An ASCII picture: one row per slice of memory, one column per step; each
+// buffer drawn with a letter (tflite-micro's PrintMemoryPlan idea).
+void AppendPicture(const PlanResult& r, int rows, std::string* out) {
+  const auto& b = r.problem.buffers;
+  Step steps = 0;
+  for (const Buffer& x : b) steps = std::max(steps, x.end);
+  const Bytes arena = r.solution.arena_size;
+  if (b.size() > 62 || steps > 100 || arena == 0 || rows <= 0) return;
+  const char* kSymbols =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  std::vector<std::string> grid(rows, std::string(steps, '.'));
+  for (size_t i = 0; i < b.size(); ++i) {
+    const Offset lo = r.solution.offsets[i];
+    const Offset hi = lo + b[i].size;
+    for (int row = 0; row < rows; ++row) {
+      const Bytes row_lo = arena * row / rows,
+                  row_hi = arena * (row + 1) / rows;
+      if (lo >= row_hi || hi <= row_lo) continue;
+      for (Step s = b[i].start; s < b[i].end; ++s) grid[row][s] = kSymbols[i];
+    }
+  }
+  absl::StrAppend(out,
+                  "\nplan (steps across, memory down, one row = ", arena / rows,
+                  " bytes):\n");
+  for (const std::string& line : grid) absl::StrAppend(out, "  |", line, "|\n");
+  absl::StrAppend(out, "legend:");
+  for (size_t i = 0; i < b.size(); ++i) {
+    absl::StrAppend(out, " ", std::string(1, kSymbols[i]), "=", b[i].name);
+  }
+  absl::StrAppend(out, "\n");
+}
+
+}  // namespace
+
+std::string FormatReport(const PlanResult& result, int max_picture_rows) {
+  std::string out;
+  AppendSummary(result, &out);
+  AppendPools(result, &out);
+  absl::StrAppend(&out, "stages (us):  ");
+  for (const StageTime& s : result.stages) {
+    absl::StrAppend(&out, s.stage, "=", s.micros, " ");
+  }
+  absl::StrAppend(&out, "\n");
+  AppendPicture(result, max_picture_rows, &out);
+  return out;
+}
+
+}  // namespace memplan::planner

@@ -1,0 +1,48 @@
+#include "planner/strategy.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "planner/greedy.h"
+
+namespace memplan::planner {
+namespace {
+
+struct GreedyKind {
+  const char* name;
+  GreedyOrder order;
+  FitPolicy fit;
+};
+
+// The heuristics in the fixed tie-break order: the first listed wins a tie.
+constexpr GreedyKind kGreedy[] = {
+    {"best_fit_size", GreedyOrder::kSize, FitPolicy::kBestFit},
+    {"first_fit_size", GreedyOrder::kSize, FitPolicy::kFirstFit},
+    {"best_fit_lifetime", GreedyOrder::kLifetime, FitPolicy::kBestFit},
+    {"first_fit_lifetime", GreedyOrder::kLifetime, FitPolicy::kFirstFit},
+    {"best_fit_area", GreedyOrder::kArea, FitPolicy::kBestFit},
+    {"first_fit_area", GreedyOrder::kArea, FitPolicy::kFirstFit},
+};
+
+}  // namespace
+
+const std::vector<std::string>& StrategyNames() {
+  static const auto* names = [] {
+    auto* v = new std::vector<std::string>;
+    for (const GreedyKind& k : kGreedy) v->push_back(k.name);
+    return v;
+  }();
+  return *names;
+}
+
+absl::StatusOr<std::unique_ptr<OffsetStrategy>> MakeStrategy(
+    std::string_view name) {
+  for (const GreedyKind& k : kGreedy) {
+    if (name == k.name) return std::make_unique<GreedyStrategy>(k.order, k.fit);
+  }
+  return absl::NotFoundError(
+      absl::StrCat("unknown strategy '", std::string(name), "'; known: auto, ",
+                   absl::StrJoin(StrategyNames(), ", ")));
+}
+
+}  // namespace memplan::planner

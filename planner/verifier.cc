@@ -1,0 +1,115 @@
+#include "planner/verifier.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace memplan::planner {
+namespace {
+
+// Checks what concerns one buffer alone.
+absl::Status CheckOne(const Buffer& b, Offset offset, Bytes arena) {
+  if (offset < 0) {
+    return absl::InternalError(
+        absl::StrCat("buffer '", b.name, "' has negative offset ", offset));
+  }
+  if (b.alignment > 0 && offset % b.alignment != 0) {
+    return absl::InternalError(absl::StrCat("buffer '", b.name, "' offset ",
+                                            offset, " is not a multiple of ",
+                                            b.alignment));
+  }
+  if (b.fixed_offset.has_value() && *b.fixed_offset != offset) {
+    return absl::InternalError(absl::StrCat("buffer '", b.name,
+                                            "' is pinned at ", *b.fixed_offset,
+                                            " but placed at ", offset));
+  }
+  if (offset + b.size > arena) {
+    return absl::InternalError(absl::StrCat("buffer '", b.name, "' ends at ",
+                                            offset + b.size,
+                                            ", past the arena size ", arena));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Collision(const Buffer& a, Offset oa, const Buffer& b, Offset ob) {
+  return absl::InternalError(absl::StrCat(
+      "buffers '", a.name, "' [", oa, ", ", oa + a.size, ") and '", b.name,
+      "' [", ob, ", ", ob + b.size, ") are live together (steps [", a.start,
+      ", ", a.end, ") and [", b.start, ", ", b.end,
+      ")) and overlap in memory"));
+}
+
+absl::Status CheckEach(const Problem& problem, const Solution& solution) {
+  if (solution.offsets.size() != problem.buffers.size()) {
+    return absl::InternalError(
+        absl::StrCat("solution has ", solution.offsets.size(), " offsets for ",
+                     problem.buffers.size(), " buffers"));
+  }
+  for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    absl::Status s =
+        CheckOne(problem.buffers[i], solution.offsets[i], solution.arena_size);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Verify(const Problem& problem, const Solution& solution) {
+  if (absl::Status s = CheckEach(problem, solution); !s.ok()) return s;
+  const auto& buffers = problem.buffers;
+  const auto& offsets = solution.offsets;
+  // Events: (step, is_start, index); at one step frees come first because
+  // lifetimes are half-open.
+  std::vector<std::tuple<Step, bool, int>> events;
+  events.reserve(buffers.size() * 2);
+  for (int i = 0; i < static_cast<int>(buffers.size()); ++i) {
+    events.emplace_back(buffers[i].start, true, i);
+    events.emplace_back(buffers[i].end, false, i);
+  }
+  std::sort(events.begin(), events.end());
+  // Live buffers ordered by offset; pairwise disjoint in memory, so a new
+  // buffer only needs checking against its neighbours in offset order.
+  std::set<std::pair<Offset, int>> live;
+  for (const auto& [step, is_start, i] : events) {
+    if (!is_start) {
+      live.erase({offsets[i], i});
+      continue;
+    }
+    auto next = live.lower_bound({offsets[i], -1});
+    if (next != live.end() && next->first < offsets[i] + buffers[i].size) {
+      return Collision(buffers[i], offsets[i], buffers[next->second],
+                       next->first);
+    }
+    if (next != live.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + buffers[prev->second].size > offsets[i]) {
+        return Collision(buffers[prev->second], prev->first, buffers[i],
+                         offsets[i]);
+      }
+    }
+    live.emplace(offsets[i], i);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status VerifyAllPairs(const Problem& problem, const Solution& solution) {
+  if (absl::Status s = CheckEach(problem, solution); !s.ok()) return s;
+  const auto& b = problem.buffers;
+  const auto& o = solution.offsets;
+  for (size_t i = 0; i < b.size(); ++i) {
+    for (size_t j = i + 1; j < b.size(); ++j) {
+      if (LifetimesOverlap(b[i], b[j]) && o[i] < o[j] + b[j].size &&
+          o[j] < o[i] + b[i].size) {
+        return Collision(b[i], o[i], b[j], o[j]);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace memplan::planner
