@@ -1,0 +1,795 @@
+#include "planner/exact_solver.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "planner/cancel.h"
+
+namespace memplan::planner {
+namespace {
+
+constexpr Offset kInfinity = std::numeric_limits<Offset>::max() / 4;
+constexpr int64_t kCancelStride = 256;  // nodes between deadline checks
+
+// A fixed buffer seen as an obstacle by a searched buffer.
+struct Obstacle {
+  Offset offset = 0;  // where the fixed buffer starts
+  Offset top = 0;     // offset + size
+};
+
+// Static facts about the searched (not fixed) buffers, built once.
+struct Model {
+  std::vector<int> ids;      // local index -> index in problem.buffers
+  std::vector<Bytes> size;   // per local buffer
+  std::vector<Bytes> align;  // per local buffer, a power of two
+  std::vector<Step> width;   // end - start, per local buffer
+  std::vector<int> sec_lo;   // first section a buffer is live in
+  std::vector<int> sec_hi;   // one past its last section
+  std::vector<std::vector<int>> sections;   // live local buffers per section
+  std::vector<std::vector<int>> neighbors;  // time-overlapping local buffers
+  std::vector<std::vector<Obstacle>> obstacles;  // fixed ones, by offset
+};
+
+// The outcome of one search (or sub-search).
+enum class Outcome { kFound, kNotFound, kAborted, kCancelled };
+
+// Checks the REQUIRES of Buffer; the message names the buffer.
+absl::Status Validate(const Problem& problem) {
+  for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    const Buffer& b = problem.buffers[i];
+    const std::string who = absl::StrCat("buffer ", i, " '", b.name, "'");
+    if (b.size <= 0) return absl::InvalidArgumentError(who + ": size <= 0");
+    if (b.start >= b.end) {
+      return absl::InvalidArgumentError(who + ": start >= end");
+    }
+    if (b.alignment <= 0 || (b.alignment & (b.alignment - 1)) != 0) {
+      return absl::InvalidArgumentError(who + ": alignment not a power of 2");
+    }
+    if (b.fixed_offset.has_value() &&
+        (*b.fixed_offset < 0 || *b.fixed_offset % b.alignment != 0)) {
+      return absl::InvalidArgumentError(who + ": bad fixed offset");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The largest offset + size of a plan.
+Bytes ArenaOf(const Problem& problem, const std::vector<Offset>& offsets) {
+  Bytes arena = 0;
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    arena = std::max(arena, offsets[i] + problem.buffers[i].size);
+  }
+  return arena;
+}
+
+// A bound no plan can beat: peak live bytes, any fixed top, any one size.
+Bytes StrongLowerBound(const Problem& problem) {
+  Bytes bound = LowerBound(problem);
+  for (const Buffer& b : problem.buffers) {
+    bound = std::max(bound, b.size);
+    if (b.fixed_offset) bound = std::max(bound, *b.fixed_offset + b.size);
+  }
+  return bound;
+}
+
+// The lowest offset >= `from` in the smallest gap among `taken` (sorted by
+// offset) that holds `size` at `align`; the top when no gap does.
+Offset BestFitGap(const std::vector<Obstacle>& taken, Bytes size, Bytes align) {
+  Offset cursor = 0;
+  Offset best = -1;
+  Bytes best_gap = kInfinity;
+  for (const Obstacle& t : taken) {
+    const Offset at = AlignUp(cursor, align);
+    if (at + size <= t.offset && t.offset - at < best_gap) {
+      best = at;
+      best_gap = t.offset - at;
+    }
+    cursor = std::max(cursor, t.top);
+  }
+  return best >= 0 ? best : AlignUp(cursor, align);
+}
+
+// A quick valid plan (best-fit by decreasing size, fixed buffers first) used
+// when the caller gives no seed. O(n^2); only run on searchable sizes.
+Solution GreedySeed(const Problem& problem) {
+  const size_t n = problem.buffers.size();
+  std::vector<int> order;
+  std::vector<Offset> offsets(n, -1);
+  for (size_t i = 0; i < n; ++i) {
+    const Buffer& b = problem.buffers[i];
+    if (b.fixed_offset) offsets[i] = *b.fixed_offset;
+    if (!b.fixed_offset) order.push_back(static_cast<int>(i));
+  }
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return problem.buffers[a].size > problem.buffers[b].size;
+  });
+  std::vector<Obstacle> taken;
+  for (int i : order) {
+    const Buffer& b = problem.buffers[i];
+    taken.clear();
+    for (size_t j = 0; j < n; ++j) {
+      if (offsets[j] < 0 || !LifetimesOverlap(b, problem.buffers[j])) continue;
+      taken.push_back({offsets[j], offsets[j] + problem.buffers[j].size});
+    }
+    std::sort(taken.begin(), taken.end(),
+              [](const Obstacle& x, const Obstacle& y) {
+                return x.offset < y.offset;
+              });
+    offsets[i] = BestFitGap(taken, b.size, b.alignment);
+  }
+  return Solution{offsets, ArenaOf(problem, offsets)};
+}
+
+// Fills sections (maximal sets of simultaneously live buffers, in time
+// order) and each buffer's section span, by one sweep over the lifetimes.
+void BuildSections(const Problem& problem, Model& model) {
+  const int m = static_cast<int>(model.ids.size());
+  std::vector<std::pair<Step, int>> events;  // (time, +1+i start | -1-i end)
+  for (int i = 0; i < m; ++i) {
+    const Buffer& b = problem.buffers[model.ids[i]];
+    events.emplace_back(b.start, i + 1);
+    events.emplace_back(b.end, -(i + 1));
+  }
+  std::sort(events.begin(), events.end());  // ends sort before starts
+  std::vector<int> live;
+  bool grown = false;  // a buffer started since the last section
+  for (const auto& [time, code] : events) {
+    if (code > 0) {
+      model.sec_lo[code - 1] = static_cast<int>(model.sections.size());
+      live.push_back(code - 1);
+      grown = true;
+      continue;
+    }
+    const int i = -code - 1;
+    if (grown) model.sections.push_back(live);
+    grown = false;
+    model.sec_hi[i] = static_cast<int>(model.sections.size());
+    live.erase(std::find(live.begin(), live.end(), i));
+  }
+}
+
+// Two local buffers overlap in time exactly when their section spans meet.
+void BuildNeighbors(Model& model) {
+  const int m = static_cast<int>(model.ids.size());
+  std::vector<int> by_lo(m);
+  for (int i = 0; i < m; ++i) by_lo[i] = i;
+  std::sort(by_lo.begin(), by_lo.end(),
+            [&](int a, int b) { return model.sec_lo[a] < model.sec_lo[b]; });
+  for (int x = 0; x < m; ++x) {
+    const int a = by_lo[x];
+    for (int y = x + 1; y < m; ++y) {
+      const int b = by_lo[y];
+      if (model.sec_lo[b] >= model.sec_hi[a]) break;
+      model.neighbors[a].push_back(b);
+      model.neighbors[b].push_back(a);
+    }
+  }
+}
+
+// Builds the Model: searched buffers, sections, neighbours, obstacles.
+Model BuildModel(const Problem& problem) {
+  Model model;
+  std::vector<int> fixed;
+  for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    const Buffer& b = problem.buffers[i];
+    (b.fixed_offset ? fixed : model.ids).push_back(static_cast<int>(i));
+  }
+  const int m = static_cast<int>(model.ids.size());
+  model.sec_lo.resize(m);
+  model.sec_hi.resize(m);
+  model.neighbors.resize(m);
+  model.obstacles.resize(m);
+  for (int i = 0; i < m; ++i) {
+    const Buffer& b = problem.buffers[model.ids[i]];
+    model.size.push_back(b.size);
+    model.align.push_back(b.alignment);
+    model.width.push_back(b.end - b.start);
+    for (int f : fixed) {
+      const Buffer& fb = problem.buffers[f];
+      if (!LifetimesOverlap(b, fb)) continue;
+      model.obstacles[i].push_back(
+          {*fb.fixed_offset, *fb.fixed_offset + fb.size});
+    }
+    std::sort(model.obstacles[i].begin(), model.obstacles[i].end(),
+              [](const Obstacle& x, const Obstacle& y) {
+                return x.offset < y.offset;
+              });
+  }
+  BuildSections(problem, model);
+  BuildNeighbors(model);
+  return model;
+}
+
+// Fixed buffers must not collide with each other; no search can fix that.
+absl::Status CheckFixed(const Problem& problem) {
+  std::vector<int> fixed;
+  for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    if (problem.buffers[i].fixed_offset) fixed.push_back(static_cast<int>(i));
+  }
+  for (size_t x = 0; x < fixed.size(); ++x) {
+    for (size_t y = x + 1; y < fixed.size(); ++y) {
+      const Buffer& a = problem.buffers[fixed[x]];
+      const Buffer& b = problem.buffers[fixed[y]];
+      if (LifetimesOverlap(a, b) &&
+          *a.fixed_offset < *b.fixed_offset + b.size &&
+          *b.fixed_offset < *a.fixed_offset + a.size) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "fixed buffers '", a.name, "' and '", b.name, "' overlap"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// One part of the timeline searched on its own: the unplaced buffers whose
+// lifetimes fall in sections [lo, hi), which no other unplaced buffer meets.
+struct Part {
+  std::vector<int> buffers;  // local buffer indices
+  int lo = 0;                // first section
+  int hi = 0;                // one past the last section
+};
+
+// The depth-first search for a plan within `capacity`. Keeps all its state
+// in flat arrays with undo logs, so one node costs O(buffers + sections).
+class Search {
+ public:
+  Search(const Model& model, Bytes capacity, const CancelToken* cancel)
+      : model_(model), capacity_(capacity), cancel_(cancel) {}
+
+  // Searches with one static ordering until found, proven absent, out of
+  // `node_limit` nodes (kAborted) or cancelled.
+  Outcome Run(const std::string& ordering, int64_t node_limit);
+
+  // Offsets of the local buffers after Run returned kFound.
+  const std::vector<Offset>& offsets() const { return solution_; }
+  int64_t nodes() const { return total_nodes_; }
+
+ private:
+  void Reset();
+  std::vector<Part> SplitAtCuts(const Part& part) const;
+  Outcome SolveParts(const std::vector<Part>& parts);
+  Outcome SubSolve(const Part& part);
+  void RankPart(const Part& part);
+  Outcome Dfs(const Part& part, Offset last_offset, int last_rank);
+  size_t CollectCandidates(const Part& part, Offset last_offset, int last_rank);
+  Outcome TryCandidate(const Part& part, int b, bool* hatless);
+  bool Place(int b, Offset offset);
+  void RaiseFloors(int b, Offset top);
+  void Undo(int b, size_t offset_mark, size_t floor_mark);
+  bool Check(const Part& part, Offset offset) const;
+  Outcome Decompose(const Part& part, int b, Offset offset, int rank);
+  Offset Lift(int b, Offset offset) const;
+
+  const Model& model_;
+  const Bytes capacity_;
+  const CancelToken* cancel_;
+  std::string ordering_;     // the static ordering of this run
+  int64_t node_limit_ = 0;   // nodes allowed in this run
+  int64_t nodes_ = 0;        // nodes visited in this run
+  int64_t total_nodes_ = 0;  // nodes visited over all runs
+
+  std::vector<char> placed_;        // per local buffer
+  std::vector<Offset> min_offset_;  // lowest canonical offset, per buffer
+  std::vector<int> rank_;           // position in the current part's ordering
+  std::vector<Offset> solution_;    // offsets along the latest success
+  std::vector<Offset> floor_;       // per section: no unplaced buffer below
+  std::vector<Bytes> total_;        // per section: unplaced bytes
+  std::vector<int> cuts_;           // per boundary s|s+1: unplaced crossing
+  std::vector<int> stamp_;          // per section: last visit mark
+  int stamp_now_ = 0;               // current visit mark
+  std::vector<std::pair<int, Offset>> offset_log_;  // undo: min_offset_
+  std::vector<std::pair<int, Offset>> floor_log_;   // undo: floor_
+  std::vector<int> touched_;     // sections to refresh after a placement
+  std::vector<int> candidates_;  // a stack of per-node candidate lists
+};
+
+// Clears the state for a fresh run.
+void Search::Reset() {
+  const int m = static_cast<int>(model_.ids.size());
+  const int s = static_cast<int>(model_.sections.size());
+  placed_.assign(m, 0);
+  rank_.assign(m, 0);
+  solution_.assign(m, -1);
+  min_offset_.resize(m);
+  for (int b = 0; b < m; ++b) min_offset_[b] = Lift(b, 0);
+  floor_.assign(s, kInfinity);
+  total_.assign(s, 0);
+  stamp_.assign(s, 0);
+  cuts_.assign(std::max(s - 1, 0), 0);
+  for (int b = 0; b < m; ++b) {
+    for (int x = model_.sec_lo[b]; x < model_.sec_hi[b]; ++x) {
+      total_[x] += model_.size[b];
+      floor_[x] = std::min(floor_[x], min_offset_[b]);
+      if (x + 1 < model_.sec_hi[b]) ++cuts_[x];
+    }
+  }
+  nodes_ = 0;
+}
+
+Outcome Search::Run(const std::string& ordering, int64_t node_limit) {
+  ordering_ = ordering;
+  node_limit_ = node_limit;
+  Reset();
+  Part all;
+  all.hi = static_cast<int>(model_.sections.size());
+  for (int b = 0; b < static_cast<int>(model_.ids.size()); ++b) {
+    all.buffers.push_back(b);
+  }
+  return SolveParts(SplitAtCuts(all));
+}
+
+// Splits a part at every boundary no unplaced buffer crosses.
+std::vector<Part> Search::SplitAtCuts(const Part& part) const {
+  std::vector<Part> parts;
+  int lo = part.lo;
+  for (int s = part.lo; s < part.hi; ++s) {
+    if (s + 1 < part.hi && cuts_[s] > 0) continue;
+    Part p;
+    p.lo = lo;
+    p.hi = s + 1;
+    for (int b : part.buffers) {
+      if (!placed_[b] && model_.sec_lo[b] < p.hi && p.lo < model_.sec_hi[b]) {
+        p.buffers.push_back(b);
+      }
+    }
+    if (!p.buffers.empty()) parts.push_back(std::move(p));
+    lo = s + 1;
+  }
+  return parts;
+}
+
+// Independent parts: all must succeed; the first failure ends the call.
+Outcome Search::SolveParts(const std::vector<Part>& parts) {
+  for (const Part& p : parts) {
+    const Outcome outcome = SubSolve(p);
+    if (outcome != Outcome::kFound) return outcome;
+  }
+  return Outcome::kFound;
+}
+
+// Orders a part's buffers by the run's static ordering (descending keys).
+void Search::RankPart(const Part& part) {
+  std::vector<std::pair<std::vector<int64_t>, int>> keyed;
+  for (int b : part.buffers) {
+    Bytes section_total = 0;
+    for (int s = model_.sec_lo[b]; s < model_.sec_hi[b]; ++s) {
+      section_total = std::max(section_total, total_[s]);
+    }
+    std::vector<int64_t> key;
+    for (char c : ordering_) {
+      if (c == 'W') key.push_back(-model_.width[b]);
+      if (c == 'A') key.push_back(-model_.width[b] * model_.size[b]);
+      if (c == 'T') key.push_back(-section_total);
+      if (c == 'Z') key.push_back(-model_.size[b]);
+    }
+    keyed.emplace_back(std::move(key), b);
+  }
+  std::sort(keyed.begin(), keyed.end());
+  for (size_t r = 0; r < keyed.size(); ++r) {
+    rank_[keyed[r].second] = static_cast<int>(r);
+  }
+}
+
+// Searches one part from scratch with its own ordering; restores the ranks
+// the enclosing part uses.
+Outcome Search::SubSolve(const Part& part) {
+  std::vector<int> saved(part.buffers.size());
+  for (size_t i = 0; i < part.buffers.size(); ++i) {
+    saved[i] = rank_[part.buffers[i]];
+  }
+  RankPart(part);
+  const Outcome outcome = Dfs(part, 0, -1);
+  for (size_t i = 0; i < part.buffers.size(); ++i) {
+    rank_[part.buffers[i]] = saved[i];
+  }
+  return outcome;
+}
+
+// Pushes the canonical, undominated candidates of this node on the stack,
+// sorted by (offset, rank); returns where they start.
+size_t Search::CollectCandidates(const Part& part, Offset last_offset,
+                                 int last_rank) {
+  // No buffer may start at or above the lowest top some unplaced buffer
+  // could reach: that buffer would fit below, a dominated choice.
+  Offset min_height = kInfinity;
+  for (int b : part.buffers) {
+    if (!placed_[b]) {
+      min_height = std::min(min_height, min_offset_[b] + model_.size[b]);
+    }
+  }
+  const size_t base = candidates_.size();
+  for (int b : part.buffers) {
+    const Offset o = min_offset_[b];
+    if (placed_[b] || o < last_offset || o >= min_height) continue;
+    if (o == last_offset && rank_[b] < last_rank) continue;
+    candidates_.push_back(b);
+  }
+  std::sort(candidates_.begin() + base, candidates_.end(), [&](int a, int b) {
+    if (min_offset_[a] != min_offset_[b]) {
+      return min_offset_[a] < min_offset_[b];
+    }
+    return rank_[a] < rank_[b];
+  });
+  return base;
+}
+
+// One node: branch over the candidates; kFound at a full placement.
+Outcome Search::Dfs(const Part& part, Offset last_offset, int last_rank) {
+  if (++nodes_ >= node_limit_) return Outcome::kAborted;
+  ++total_nodes_;
+  if (nodes_ % kCancelStride == 0 && cancel_ != nullptr &&
+      cancel_->Cancelled()) {
+    return Outcome::kCancelled;
+  }
+  bool done = true;
+  for (int b : part.buffers) done = done && placed_[b];
+  if (done) return Outcome::kFound;
+  const size_t base = CollectCandidates(part, last_offset, last_rank);
+  Outcome outcome = Outcome::kNotFound;
+  for (size_t i = base; i < candidates_.size(); ++i) {
+    bool hatless = false;
+    outcome = TryCandidate(part, candidates_[i], &hatless);
+    if (outcome != Outcome::kNotFound || hatless) break;
+  }
+  candidates_.resize(base);
+  return outcome;
+}
+
+// Places `b` at its canonical offset, checks the bounds, recurses, undoes.
+// `hatless` tells the caller that no unplaced buffer sits on `b`: then no
+// later sibling can succeed where this one failed.
+Outcome Search::TryCandidate(const Part& part, int b, bool* hatless) {
+  const Offset offset = min_offset_[b];
+  const size_t offset_mark = offset_log_.size();
+  const size_t floor_mark = floor_log_.size();
+  *hatless = !Place(b, offset);
+  Outcome outcome = Outcome::kNotFound;
+  if (Check(part, offset)) outcome = Decompose(part, b, offset, rank_[b]);
+  Undo(b, offset_mark, floor_mark);
+  return outcome;
+}
+
+// The lowest offset >= `offset` (aligned) clear of b's fixed obstacles.
+Offset Search::Lift(int b, Offset offset) const {
+  const Bytes size = model_.size[b];
+  offset = AlignUp(offset, model_.align[b]);
+  for (const Obstacle& o : model_.obstacles[b]) {
+    if (o.offset >= offset + size) break;
+    if (o.top > offset) offset = AlignUp(o.top, model_.align[b]);
+  }
+  return offset;
+}
+
+// Marks `b` placed and raises its neighbours' minimum offsets and the section
+// floors. Returns whether some unplaced neighbour exists.
+bool Search::Place(int b, Offset offset) {
+  placed_[b] = 1;
+  solution_[b] = offset;
+  const Offset top = offset + model_.size[b];
+  bool has_hat = false;
+  ++stamp_now_;
+  touched_.clear();
+  for (int n : model_.neighbors[b]) {
+    if (placed_[n]) continue;
+    has_hat = true;
+    if (min_offset_[n] >= top) continue;
+    offset_log_.emplace_back(n, min_offset_[n]);
+    min_offset_[n] = Lift(n, top);
+    for (int s = model_.sec_lo[n]; s < model_.sec_hi[n]; ++s) {
+      if (stamp_[s] != stamp_now_) touched_.push_back(s);
+      stamp_[s] = stamp_now_;
+    }
+  }
+  RaiseFloors(b, top);
+  return has_hat;
+}
+
+// Section floors: at least b's top where b lives, and at least the lowest
+// minimum offset of the unplaced buffers wherever those minimums rose.
+void Search::RaiseFloors(int b, Offset top) {
+  for (int s = model_.sec_lo[b]; s < model_.sec_hi[b]; ++s) {
+    total_[s] -= model_.size[b];
+    if (floor_[s] >= top) continue;
+    floor_log_.emplace_back(s, floor_[s]);
+    floor_[s] = top;
+  }
+  for (int s : touched_) {
+    Offset lowest = kInfinity;
+    for (int n : model_.sections[s]) {
+      if (placed_[n]) continue;
+      lowest = std::min(lowest, min_offset_[n]);
+      if (lowest <= floor_[s]) break;
+    }
+    if (lowest == kInfinity || lowest <= floor_[s]) continue;
+    floor_log_.emplace_back(s, floor_[s]);
+    floor_[s] = lowest;
+  }
+}
+
+// Reverses Place(b).
+void Search::Undo(int b, size_t offset_mark, size_t floor_mark) {
+  while (floor_log_.size() > floor_mark) {
+    floor_[floor_log_.back().first] = floor_log_.back().second;
+    floor_log_.pop_back();
+  }
+  while (offset_log_.size() > offset_mark) {
+    min_offset_[offset_log_.back().first] = offset_log_.back().second;
+    offset_log_.pop_back();
+  }
+  for (int s = model_.sec_lo[b]; s < model_.sec_hi[b]; ++s) {
+    total_[s] += model_.size[b];
+  }
+  placed_[b] = 0;
+}
+
+// The cross-section bound: in every section, the unplaced buffers stack
+// above max(floor, offset) (offsets never decrease along a path).
+bool Search::Check(const Part& part, Offset offset) const {
+  for (int s = part.lo; s < part.hi; ++s) {
+    if (std::max(offset, floor_[s]) + total_[s] > capacity_) return false;
+  }
+  return true;
+}
+
+// After placing `b`: continue in this part, or, if b was the last buffer
+// crossing some boundary, solve the pieces on each side independently.
+Outcome Search::Decompose(const Part& part, int b, Offset offset, int rank) {
+  bool split = false;
+  for (int s = model_.sec_lo[b]; s + 1 < model_.sec_hi[b]; ++s) {
+    split = (--cuts_[s] == 0) || split;
+  }
+  Outcome outcome =
+      split ? SolveParts(SplitAtCuts(part)) : Dfs(part, offset, rank);
+  for (int s = model_.sec_lo[b]; s + 1 < model_.sec_hi[b]; ++s) ++cuts_[s];
+  return outcome;
+}
+
+// What a capacity search over all orderings concluded.
+struct CapacityAnswer {
+  Outcome outcome = Outcome::kCancelled;  // kFound, kNotFound or kCancelled
+  std::vector<Offset> offsets;            // full plan when kFound
+  int64_t nodes = 0;                      // nodes visited
+};
+
+// A full plan from the fixed offsets and the searched local offsets.
+std::vector<Offset> FullOffsets(const Problem& problem, const Model& model,
+                                const std::vector<Offset>& local) {
+  std::vector<Offset> offsets(problem.buffers.size(), 0);
+  for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    const auto& fixed = problem.buffers[i].fixed_offset;
+    if (fixed) offsets[i] = *fixed;
+  }
+  for (size_t l = 0; l < model.ids.size(); ++l)
+    offsets[model.ids[l]] = local[l];
+  return offsets;
+}
+
+// Round robin over orderings first, first + stride, ... with doubling node
+// limits (MiniMalloc's scheme): an easy ordering answers early, and a run
+// that proves infeasibility under any ordering settles the question.
+CapacityAnswer RoundRobin(const Model& model, const Problem& problem,
+                          Bytes capacity, const ExactOptions& options,
+                          const CancelToken* cancel, size_t first,
+                          size_t stride) {
+  CapacityAnswer answer;
+  Search search(model, capacity, cancel);
+  int64_t limit = std::max<int64_t>(1024, 2 * model.ids.size());
+  while (limit < std::numeric_limits<int64_t>::max() / 4) {
+    for (size_t k = first; k < options.orderings.size(); k += stride) {
+      const Outcome outcome = search.Run(options.orderings[k], limit);
+      answer.nodes = search.nodes();
+      if (outcome == Outcome::kAborted) continue;
+      answer.outcome = outcome;
+      if (outcome == Outcome::kFound) {
+        answer.offsets = FullOffsets(problem, model, search.offsets());
+      }
+      return answer;
+    }
+    limit *= 2;
+  }
+  return answer;
+}
+
+// Runs the round robin on one or two threads (orderings split between them);
+// the first conclusive answer wins and stops the other thread.
+CapacityAnswer SearchCapacity(const Model& model, const Problem& problem,
+                              Bytes capacity, const ExactOptions& options,
+                              const CancelToken* cancel) {
+  if (options.threads <= 1 || options.orderings.size() < 2) {
+    return RoundRobin(model, problem, capacity, options, cancel, 0, 1);
+  }
+  CancelToken stop(cancel, absl::InfiniteFuture());
+  CapacityAnswer answers[2];
+  auto run = [&](size_t first) {
+    answers[first] =
+        RoundRobin(model, problem, capacity, options, &stop, first, 2);
+    if (answers[first].outcome != Outcome::kCancelled) stop.Cancel();
+  };
+  std::thread helper(run, 1);
+  run(0);
+  helper.join();
+  CapacityAnswer& winner =
+      answers[0].outcome != Outcome::kCancelled ? answers[0] : answers[1];
+  winner.nodes = answers[0].nodes + answers[1].nodes;
+  return std::move(winner);
+}
+
+// Everything one SolveExact call shares among its steps.
+struct Job {
+  const Problem& problem;       // the input
+  const ExactOptions& options;  // the settings
+  const SolveContext& ctx;      // cancel token, shared incumbent
+  const Model& model;           // the searched buffers
+};
+
+// kCapacity: is there a plan within `capacity`?
+ExactResult SolveCapacity(const Job& job, Bytes capacity, ExactResult result) {
+  if (result.lower_bound > capacity) {
+    result.capacity_status = CapacityStatus::kInfeasible;
+  } else if (result.solution.arena_size <= capacity) {
+    result.capacity_status = CapacityStatus::kFeasible;
+  } else {
+    CapacityAnswer answer = SearchCapacity(job.model, job.problem, capacity,
+                                           job.options, job.ctx.cancel);
+    result.nodes += answer.nodes;
+    if (answer.outcome == Outcome::kFound) {
+      result.solution.arena_size = ArenaOf(job.problem, answer.offsets);
+      result.solution.offsets = std::move(answer.offsets);
+      result.capacity_status = CapacityStatus::kFeasible;
+    } else if (answer.outcome == Outcome::kNotFound) {
+      result.capacity_status = CapacityStatus::kInfeasible;
+    }
+  }
+  result.feasible = result.capacity_status == CapacityStatus::kFeasible;
+  result.proven_optimal = result.solution.arena_size == result.lower_bound;
+  UpdateBest(job.ctx.best_arena, result.solution.arena_size);
+  return result;
+}
+
+// One probe of kMinimize: a plan within `capacity`, under `cancel`. Returns
+// the outcome and adopts a found plan as the incumbent.
+Outcome Probe(const Job& job, Bytes capacity, const CancelToken* cancel,
+              ExactResult& result) {
+  CapacityAnswer answer =
+      SearchCapacity(job.model, job.problem, capacity, job.options, cancel);
+  result.nodes += answer.nodes;
+  if (answer.outcome == Outcome::kFound) {
+    result.solution.arena_size = ArenaOf(job.problem, answer.offsets);
+    result.solution.offsets = std::move(answer.offsets);
+    UpdateBest(job.ctx.best_arena, result.solution.arena_size);
+  }
+  return answer.outcome;
+}
+
+// A token for the lower-bound probe: a share of the time left, if bounded.
+std::unique_ptr<CancelToken> ShareOfTime(const CancelToken* cancel,
+                                         double share) {
+  absl::Time deadline = absl::InfiniteFuture();
+  if (cancel != nullptr && cancel->deadline() != absl::InfiniteFuture()) {
+    const absl::Time now = absl::Now();
+    deadline = now + (cancel->deadline() - now) * share;
+  }
+  return std::make_unique<CancelToken>(cancel, deadline);
+}
+
+// kMinimize: try the lower bound first (near-perfect packings are common),
+// then binary search between the proven bound and the incumbent.
+ExactResult SolveMinimize(const Job& job, ExactResult result) {
+  const CancelToken* cancel = job.ctx.cancel;
+  Bytes lo = result.lower_bound;  // every arena below lo is impossible
+  if (lo < result.solution.arena_size) {
+    auto token = ShareOfTime(cancel, job.options.lower_bound_share);
+    const Outcome outcome = Probe(job, lo, token.get(), result);
+    if (outcome == Outcome::kNotFound) ++lo;
+  }
+  while (lo < result.solution.arena_size &&
+         (cancel == nullptr || !cancel->Cancelled())) {
+    Bytes hi = result.solution.arena_size;
+    if (job.ctx.best_arena != nullptr) {
+      hi = std::min(hi, job.ctx.best_arena->load(std::memory_order_relaxed));
+    }
+    if (lo >= hi) break;
+    const Bytes mid = lo + (hi - lo) / 2;
+    const Outcome outcome = Probe(job, mid, cancel, result);
+    if (outcome == Outcome::kNotFound) lo = mid + 1;
+    if (outcome == Outcome::kCancelled) break;
+  }
+  result.proven_optimal = lo >= result.solution.arena_size;
+  result.feasible = true;
+  return result;
+}
+
+// The starting incumbent: the caller's seed when it fits the problem, else
+// the built-in greedy.
+absl::StatusOr<Solution> StartingPlan(const Problem& problem,
+                                      const ExactOptions& options,
+                                      const SolveContext& ctx) {
+  const size_t n = problem.buffers.size();
+  if (ctx.seed != nullptr && ctx.seed->offsets.size() == n) {
+    return Solution{ctx.seed->offsets, ArenaOf(problem, ctx.seed->offsets)};
+  }
+  if (static_cast<int64_t>(n) > options.max_buffers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("exact solver: ", n, " buffers exceed max_buffers ",
+                     options.max_buffers, " and no seed was given"));
+  }
+  return GreedySeed(problem);
+}
+
+// The capacity kCapacity works against, or an error if none was given.
+absl::StatusOr<Bytes> CapacityOf(const Problem& problem,
+                                 const ExactOptions& options) {
+  if (options.capacity) return *options.capacity;
+  if (problem.capacity) return *problem.capacity;
+  return absl::InvalidArgumentError(
+      "exact solver: capacity mode needs options.capacity or "
+      "problem.capacity");
+}
+
+// Too many buffers to search: report on the starting plan as it is.
+ExactResult Unsearched(const ExactOptions& options, Bytes capacity,
+                       ExactResult result) {
+  result.proven_optimal = result.solution.arena_size == result.lower_bound;
+  if (options.mode == ExactMode::kMinimize) {
+    result.feasible = true;
+    return result;
+  }
+  result.feasible = result.solution.arena_size <= capacity;
+  result.capacity_status = result.feasible ? CapacityStatus::kFeasible
+                           : result.lower_bound > capacity
+                               ? CapacityStatus::kInfeasible
+                               : CapacityStatus::kUnknown;
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<ExactResult> SolveExact(const Problem& problem,
+                                       const ExactOptions& options,
+                                       const SolveContext& ctx) {
+  if (absl::Status s = Validate(problem); !s.ok()) return s;
+  if (absl::Status s = CheckFixed(problem); !s.ok()) return s;
+  if (options.orderings.empty()) {
+    return absl::InvalidArgumentError("exact solver: no orderings");
+  }
+  Bytes capacity = 0;
+  if (options.mode == ExactMode::kCapacity) {
+    absl::StatusOr<Bytes> c = CapacityOf(problem, options);
+    if (!c.ok()) return c.status();
+    capacity = *c;
+  }
+  absl::StatusOr<Solution> seed = StartingPlan(problem, options, ctx);
+  if (!seed.ok()) return seed.status();
+  ExactResult result;
+  result.solution = *std::move(seed);
+  result.lower_bound = StrongLowerBound(problem);
+  if (static_cast<int64_t>(problem.buffers.size()) > options.max_buffers) {
+    return Unsearched(options, capacity, std::move(result));
+  }
+  const Model model = BuildModel(problem);
+  const Job job{problem, options, ctx, model};
+  if (options.mode == ExactMode::kCapacity) {
+    return SolveCapacity(job, capacity, std::move(result));
+  }
+  return SolveMinimize(job, std::move(result));
+}
+
+absl::StatusOr<Solution> ExactSolver::Solve(const Problem& problem,
+                                            const SolveContext& ctx) const {
+  absl::StatusOr<ExactResult> result = SolveExact(problem, options_, ctx);
+  if (!result.ok()) return result.status();
+  return std::move(result->solution);
+}
+
+}  // namespace memplan::planner
