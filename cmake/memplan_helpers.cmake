@@ -1,7 +1,8 @@
 # Helpers that keep each folder's CMakeLists short (after abseil's
 # absl_cc_library and leveldb's leveldb_test).
 
-set(MEMPLAN_WARNINGS -Wall -Wextra -Wno-unused-parameter)
+set(MEMPLAN_WARNINGS -Wall -Wextra -Wno-unused-parameter
+    -Wno-missing-field-initializers)
 
 # memplan_cc_library(NAME name SRCS ... [HDRS ...] [DEPS ...])
 # Defines memplan_<name> with the alias memplan::<name>.
@@ -21,10 +22,10 @@ function(memplan_cc_library)
   add_library(memplan::${ARG_NAME} ALIAS ${target})
 endfunction()
 
-# memplan_cc_test(NAME name SRCS ... [DEPS ...] [LABELS ...])
+# memplan_cc_test(NAME name SRCS ... [DEPS ...])
 # A GoogleTest binary registered with CTest, one CTest entry per test case.
 function(memplan_cc_test)
-  cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS" ${ARGN})
   if(NOT MEMPLAN_BUILD_TESTS)
     return()
   endif()
@@ -34,5 +35,5 @@ function(memplan_cc_test)
   set_target_properties(${ARG_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY
                         ${CMAKE_BINARY_DIR}/tests)
   gtest_discover_tests(${ARG_NAME} DISCOVERY_TIMEOUT 60
-                       PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT 600)
+                       PROPERTIES TIMEOUT 600)
 endfunction()

@@ -1,0 +1,113 @@
+#include "planner/greedy.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "planner/testing/random_problems.h"
+#include "planner/verifier.h"
+
+namespace memplan::planner {
+namespace {
+
+// The 8-tensor example of "Efficient Memory Management for Deep Neural Net
+// Inference" (Pisarchyk and Lee): (first, last inclusive, size).
+Problem PaperExample() {
+  const int rows[8][3] = {{0, 1, 32}, {1, 4, 28}, {2, 5, 36}, {3, 5, 16},
+                          {4, 5, 8},  {5, 7, 64}, {6, 8, 10}, {7, 8, 40}};
+  Problem p;
+  for (int i = 0; i < 8; ++i) {
+    p.buffers.push_back({std::string(1, static_cast<char>('a' + i)), rows[i][0],
+                         rows[i][1] + 1, rows[i][2]});
+  }
+  return p;
+}
+
+TEST(GreedyTest, PaperExampleBestFitBySizeReachesTheLowerBound) {
+  Problem p = PaperExample();
+  EXPECT_EQ(LowerBound(p), 124);
+  EXPECT_EQ(NaiveBytes(p), 234);
+  GreedyStrategy greedy(GreedyOrder::kSize, FitPolicy::kBestFit);
+  absl::StatusOr<Solution> s = greedy.Solve(p, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->arena_size, 124);
+  EXPECT_TRUE(VerifyAllPairs(p, *s).ok());
+}
+
+TEST(GreedyTest, AlignmentIsApplied) {
+  Problem p;
+  p.buffers = {{"a", 0, 2, 10, 1}, {"b", 0, 2, 10, 64}, {"c", 1, 3, 3, 16}};
+  for (FitPolicy fit : {FitPolicy::kBestFit, FitPolicy::kFirstFit}) {
+    absl::StatusOr<Solution> s = PlaceInOrder(
+        p, GreedyPlacementOrder(p, GreedyOrder::kSize), fit, nullptr);
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s->offsets[1] % 64, 0);
+    EXPECT_EQ(s->offsets[2] % 16, 0);
+    EXPECT_TRUE(VerifyAllPairs(p, *s).ok());
+  }
+}
+
+TEST(GreedyTest, FixedOffsetsArePlacedFirstAndKept) {
+  Problem p;
+  p.buffers = {{"pinned", 0, 4, 16, 1, Offset{100}},
+               {"big", 0, 4, 200},
+               {"small", 1, 2, 50}};
+  GreedyStrategy greedy(GreedyOrder::kSize, FitPolicy::kFirstFit);
+  absl::StatusOr<Solution> s = greedy.Solve(p, {});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->offsets[0], 100);
+  EXPECT_TRUE(VerifyAllPairs(p, *s).ok());
+  // "small" fits in the gap below the pinned buffer; "big" goes above it.
+  EXPECT_EQ(s->offsets[2], 0);
+  EXPECT_EQ(s->offsets[1], 116);
+}
+
+TEST(GreedyTest, BestFitPicksTheSmallestGap) {
+  // Two gaps open at step 1: [0,100) and [150,180); a 20-byte buffer goes
+  // into the smaller one under best fit, into the first under first fit.
+  Problem p;
+  p.buffers = {{"hold1", 0, 3, 150, 1, Offset{100}},
+               {"hold2", 0, 3, 20, 1, Offset{180}},
+               {"x", 1, 2, 20}};
+  auto place = [&](FitPolicy fit) {
+    return PlaceInOrder(p, {0, 1, 2}, fit, nullptr)->offsets[2];
+  };
+  p.buffers[0].size = 50;  // [100,150) taken, gap [150,180) of 30 bytes
+  EXPECT_EQ(place(FitPolicy::kBestFit), 150);
+  EXPECT_EQ(place(FitPolicy::kFirstFit), 0);
+}
+
+TEST(GreedyTest, CancelledPlacementStops) {
+  Problem p = testing::RandomProblem(5000, 1);
+  CancelToken token;
+  token.Cancel();
+  absl::StatusOr<Solution> s =
+      PlaceInOrder(p, GreedyPlacementOrder(p, GreedyOrder::kSize),
+                   FitPolicy::kBestFit, &token);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+class GreedyPropertyTest
+    : public ::testing::TestWithParam<std::tuple<GreedyOrder, FitPolicy>> {};
+
+TEST_P(GreedyPropertyTest, RandomProblemsVerifyAndRespectTheBound) {
+  const auto [order, fit] = GetParam();
+  GreedyStrategy greedy(order, fit);
+  for (uint32_t seed = 0; seed < 1000; ++seed) {
+    Problem p = testing::RandomProblem(2 + seed % 60, seed, 1 << (seed % 7));
+    absl::StatusOr<Solution> s = greedy.Solve(p, {});
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_TRUE(VerifyAllPairs(p, *s).ok()) << "seed " << seed;
+    ASSERT_GE(s->arena_size, LowerBound(p)) << "seed " << seed;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllStrategies, GreedyPropertyTest,
+    ::testing::Combine(
+        ::testing::Values(GreedyOrder::kSize, GreedyOrder::kLifetime,
+                          GreedyOrder::kArea),
+        ::testing::Values(FitPolicy::kBestFit, FitPolicy::kFirstFit)));
+
+}  // namespace
+}  // namespace memplan::planner

@@ -1,0 +1,74 @@
+#include "planner/interference.h"
+
+#include <set>
+#include <utility>
+
+#include "gtest/gtest.h"
+#include "planner/pool_coloring.h"
+#include "planner/testing/random_problems.h"
+
+namespace memplan::planner {
+namespace {
+
+TEST(InterferenceTest, MatchesAllPairsOnRandomProblems) {
+  for (uint32_t seed = 0; seed < 300; ++seed) {
+    Problem p = testing::RandomProblem(1 + seed % 80, seed);
+    absl::StatusOr<InterferenceGraph> g = BuildInterferenceGraph(p, 1 << 20);
+    ASSERT_TRUE(g.ok());
+    std::set<std::pair<int, int>> expected, actual;
+    const int n = static_cast<int>(p.buffers.size());
+    for (int i = 0; i < n; ++i) {
+      for (int j = i + 1; j < n; ++j) {
+        if (LifetimesOverlap(p.buffers[i], p.buffers[j]))
+          expected.insert({i, j});
+      }
+      for (int j : g->Neighbours(i)) {
+        if (i < j) actual.insert({i, j});
+      }
+    }
+    ASSERT_EQ(actual, expected) << "seed " << seed;
+    EXPECT_EQ(g->num_edges(), static_cast<int64_t>(expected.size()));
+  }
+}
+
+TEST(InterferenceTest, EdgeLimitIsResourceExhausted) {
+  Problem p;
+  for (int i = 0; i < 100; ++i) p.buffers.push_back({"b", 0, 10, 1});
+  absl::StatusOr<InterferenceGraph> g = BuildInterferenceGraph(p, 1000);
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST(PoolColoringTest, NoPoolHoldsTwoInterferingBuffers) {
+  for (uint32_t seed = 0; seed < 300; ++seed) {
+    Problem p = testing::RandomProblem(1 + seed % 80, seed);
+    InterferenceGraph g = *BuildInterferenceGraph(p, 1 << 20);
+    Pools pools = ColorPools(p, g);
+    const int n = static_cast<int>(p.buffers.size());
+    std::vector<Bytes> largest(pools.size.size(), 0);
+    for (int i = 0; i < n; ++i) {
+      const int pool = pools.pool_of[i];
+      ASSERT_GE(pool, 0);
+      largest[pool] = std::max(largest[pool], p.buffers[i].size);
+      for (int j : g.Neighbours(i)) ASSERT_NE(pools.pool_of[j], pool);
+    }
+    EXPECT_EQ(largest, pools.size);  // a pool is as big as its largest member
+    EXPECT_GE(pools.TotalBytes(), LowerBound(p));
+  }
+}
+
+TEST(PoolColoringTest, PaperExampleSharesObjects) {
+  // Greedy by size on the paper's example: 64 ([5,7]) opens pool 0, 40
+  // ([7,8]) overlaps it and opens pool 1, 32 ([0,1]) joins 64's pool.
+  Problem p;
+  const int rows[8][3] = {{0, 1, 32}, {1, 4, 28}, {2, 5, 36}, {3, 5, 16},
+                          {4, 5, 8},  {5, 7, 64}, {6, 8, 10}, {7, 8, 40}};
+  for (auto& r : rows) p.buffers.push_back({"t", r[0], r[1] + 1, r[2]});
+  Pools pools = ColorPools(p, *BuildInterferenceGraph(p, 100));
+  EXPECT_NE(pools.pool_of[5], pools.pool_of[7]);
+  EXPECT_EQ(pools.pool_of[5], pools.pool_of[0]);  // 64 takes 32's pool
+  EXPECT_LT(pools.size.size(), 8u);
+  EXPECT_LT(pools.TotalBytes(), NaiveBytes(p));
+}
+
+}  // namespace
+}  // namespace memplan::planner

@@ -1,0 +1,185 @@
+#include "planner/liveness.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace memplan::planner {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A small graph: x -> conv -> a -> relu -> b -> add(a, b) -> y, weight w.
+Graph SmallGraph() {
+  Graph g;
+  g.name = "small";
+  g.tensors = {{"x", 100}, {"w", 40}, {"a", 200}, {"b", 300}, {"y", 50}};
+  g.ops = {{"conv", {"x", "w"}, {"a"}},
+           {"relu", {"a"}, {"b"}},
+           {"add", {"a", "b"}, {"y"}}};
+  g.inputs = {"x"};
+  g.outputs = {"y"};
+  return g;
+}
+
+const Buffer& Find(const Problem& p, const std::string& name) {
+  for (const Buffer& b : p.buffers) {
+    if (b.name == name) return b;
+  }
+  ADD_FAILURE() << "no buffer " << name;
+  return p.buffers.front();
+}
+
+TEST(LivenessTest, LifetimesFollowProducersAndLastConsumers) {
+  absl::StatusOr<Problem> p = AnalyzeLiveness(SmallGraph(), 64);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->buffers.size(), 5u);
+  // "a" is read by relu (step 1) and add (step 2): dies after step 2.
+  EXPECT_EQ(Find(*p, "a").start, 0);
+  EXPECT_EQ(Find(*p, "a").end, 3);
+  EXPECT_FALSE(Find(*p, "a").persistent);
+  EXPECT_EQ(Find(*p, "b").start, 1);
+  EXPECT_EQ(Find(*p, "b").end, 3);
+  EXPECT_EQ(Find(*p, "a").alignment, 64);
+}
+
+TEST(LivenessTest, InputsOutputsAndWeightsArePersistent) {
+  absl::StatusOr<Problem> p = AnalyzeLiveness(SmallGraph(), 64);
+  ASSERT_TRUE(p.ok()) << p.status();
+  for (const char* name : {"x", "w", "y"}) {
+    EXPECT_TRUE(Find(*p, name).persistent) << name;
+    EXPECT_EQ(Find(*p, name).start, 0) << name;
+    EXPECT_EQ(Find(*p, name).end, 3) << name;
+  }
+}
+
+TEST(LivenessTest, UnusedOutputAndMultiOutputOps) {
+  Graph g;
+  g.tensors = {{"x", 8}, {"l", 8}, {"r", 8}, {"y", 8}};
+  g.ops = {{"split", {"x"}, {"l", "r"}}, {"neg", {"l"}, {"y"}}};
+  g.inputs = {"x"};
+  g.outputs = {"y"};
+  absl::StatusOr<Problem> p = AnalyzeLiveness(g, 1);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(Find(*p, "l").start, 0);
+  EXPECT_EQ(Find(*p, "l").end, 2);
+  // "r" is never read: live only while its producer runs.
+  EXPECT_EQ(Find(*p, "r").start, 0);
+  EXPECT_EQ(Find(*p, "r").end, 1);
+}
+
+TEST(LivenessTest, TensorAlignmentOverridesDefault) {
+  Graph g = SmallGraph();
+  g.tensors[2].alignment = 256;
+  absl::StatusOr<Problem> p = AnalyzeLiveness(g, 64);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(Find(*p, "a").alignment, 256);
+}
+
+struct BadGraphCase {
+  std::string label;
+  void (*mutate)(Graph*);
+  std::string message;  // the error names what is wrong
+};
+
+class BadGraphTest : public ::testing::TestWithParam<BadGraphCase> {};
+
+TEST_P(BadGraphTest, IsInvalidArgumentNamingTheCulprit) {
+  Graph g = SmallGraph();
+  GetParam().mutate(&g);
+  absl::StatusOr<Problem> p = AnalyzeLiveness(g, 64);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(p.status().message()), HasSubstr(GetParam().message));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadGraphTest,
+    ::testing::Values(
+        BadGraphCase{"UnknownTensor",
+                     [](Graph* g) { g->ops[1].inputs = {"nope"}; },
+                     "op 'relu' reads unknown tensor 'nope'"},
+        BadGraphCase{"UnknownOutput",
+                     [](Graph* g) { g->ops[1].outputs = {"zz"}; },
+                     "op 'relu' writes unknown tensor 'zz'"},
+        BadGraphCase{"DuplicateTensor",
+                     [](Graph* g) {
+                       g->tensors.push_back({"a", 4});
+                     },
+                     "duplicate tensor name 'a'"},
+        BadGraphCase{"DuplicateOp", [](Graph* g) { g->ops[2].name = "conv"; },
+                     "duplicate op name 'conv'"},
+        BadGraphCase{"ProducedTwice",
+                     [](Graph* g) { g->ops[2].outputs = {"b"}; },
+                     "tensor 'b' is produced twice, by op 'relu' and by op "
+                     "'add'"},
+        BadGraphCase{"ReadBeforeProduced",
+                     [](Graph* g) { std::swap(g->ops[0], g->ops[1]); },
+                     "op 'relu' (step 0) reads tensor 'a' before op 'conv'"},
+        BadGraphCase{"Cycle", [](Graph* g) { g->ops[1].inputs = {"b"}; },
+                     "cycle: op 'relu' reads its own output 'b'"},
+        BadGraphCase{"ZeroSize", [](Graph* g) { g->tensors[3].size_bytes = 0; },
+                     "tensor 'b' has size 0"},
+        BadGraphCase{"NegativeSize",
+                     [](Graph* g) { g->tensors[3].size_bytes = -5; },
+                     "tensor 'b' has size -5"},
+        BadGraphCase{"Overflow",
+                     [](Graph* g) {
+                       g->tensors[2].size_bytes = int64_t{1} << 61;
+                       g->tensors[3].size_bytes = int64_t{1} << 62;
+                     },
+                     "sizes overflow 64 bits at tensor 'b'"},
+        BadGraphCase{"BadAlignment",
+                     [](Graph* g) { g->tensors[2].alignment = 48; },
+                     "tensor 'a' alignment 48 is not a power of two"},
+        BadGraphCase{"InputProduced",
+                     [](Graph* g) { g->inputs.push_back("a"); },
+                     "graph input 'a' is produced by op 'conv'"},
+        BadGraphCase{"UnknownGraphOutput",
+                     [](Graph* g) { g->outputs.push_back("q"); },
+                     "unknown graph output 'q'"},
+        BadGraphCase{"NoTensors",
+                     [](Graph* g) {
+                       g->tensors.clear();
+                       g->ops.clear();
+                     },
+                     "graph 'small' has no tensors"},
+        BadGraphCase{"NoOps", [](Graph* g) { g->ops.clear(); },
+                     "graph 'small' has no ops"},
+        BadGraphCase{"UnnamedOp", [](Graph* g) { g->ops[1].name.clear(); },
+                     "op #1 has no name"}),
+    [](const auto& info) { return info.param.label; });
+
+TEST(ValidateProblemTest, AcceptsAValidList) {
+  Problem p;
+  p.buffers = {{"0", 0, 2, 10}, {"1", 1, 3, 20, 4, Offset{8}}};
+  EXPECT_TRUE(ValidateProblem(p).ok());
+}
+
+TEST(ValidateProblemTest, NamesTheBadBuffer) {
+  auto error = [](Buffer b) {
+    Problem p;
+    p.buffers = {{"ok", 0, 1, 8}, b};
+    return std::string(ValidateProblem(p).message());
+  };
+  EXPECT_THAT(error({"x", 3, 3, 8}),
+              HasSubstr("buffer 'x' has start 3 >= end 3"));
+  EXPECT_THAT(error({"x", -1, 3, 8}),
+              HasSubstr("buffer 'x' has negative start"));
+  EXPECT_THAT(error({"x", 0, 3, 0}), HasSubstr("buffer 'x' has size 0"));
+  EXPECT_THAT(error({"x", 0, 3, 8, 3}),
+              HasSubstr("buffer 'x' alignment 3 is not a power of two"));
+  EXPECT_THAT(error({"x", 0, 3, 8, 4, Offset{6}}),
+              HasSubstr("buffer 'x' fixed_offset 6 is not a multiple"));
+  EXPECT_THAT(error({"ok", 0, 3, 8}), HasSubstr("duplicate buffer id 'ok'"));
+  EXPECT_THAT(error({"", 0, 3, 8}), HasSubstr("buffer #1 has no id"));
+}
+
+TEST(ValidateProblemTest, RejectsEmptyList) {
+  EXPECT_EQ(ValidateProblem(Problem{}).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace memplan::planner

@@ -1,0 +1,152 @@
+#include "planner/planner.h"
+
+#include <string>
+
+#include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "planner/liveness.h"
+#include "planner/strategy.h"
+#include "planner/testing/random_problems.h"
+#include "planner/verifier.h"
+
+namespace memplan::planner {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(PlannerTest, GraphPlanIsVerifiedAndReportsEveryStage) {
+  WorkerPool pool(2, 16);
+  Graph g = testing::RandomGraph(50, 7);
+  absl::StatusOr<PlanResult> r = PlanGraph(g, PlanOptions{}, &pool, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->problem.buffers.size(), g.tensors.size());
+  EXPECT_TRUE(VerifyAllPairs(r->problem, r->solution).ok());
+  EXPECT_GE(r->solution.arena_size, r->lower_bound);
+  EXPECT_LE(r->solution.arena_size, r->naive_bytes + 64 * 200);
+  for (Offset o : r->solution.offsets) EXPECT_EQ(o % 64, 0);
+  std::vector<std::string> stages;
+  for (const StageTime& s : r->stages) stages.push_back(s.stage);
+  EXPECT_THAT(stages,
+              ::testing::UnorderedElementsAre("liveness", "interference",
+                                              "pools", "offsets", "verify"));
+  EXPECT_TRUE(r->pools_computed);
+}
+
+TEST(PlannerTest, AutoPicksTheSmallestArenaOfAllStrategies) {
+  Problem p = testing::RandomProblem(300, 3);
+  PlanOptions options;
+  absl::StatusOr<PlanResult> best = PlanBuffers(p, options, nullptr, nullptr);
+  ASSERT_TRUE(best.ok());
+  for (const std::string& name : StrategyNames()) {
+    options.strategy = name;
+    absl::StatusOr<PlanResult> one = PlanBuffers(p, options, nullptr, nullptr);
+    ASSERT_TRUE(one.ok()) << name;
+    EXPECT_EQ(one->strategy, name);
+    EXPECT_LE(best->solution.arena_size, one->solution.arena_size) << name;
+  }
+}
+
+TEST(PlannerTest, SamePlanWithAndWithoutThreads) {
+  WorkerPool pool(4, 64);
+  for (uint32_t seed = 0; seed < 20; ++seed) {
+    Problem p = testing::RandomProblem(400, seed);
+    absl::StatusOr<PlanResult> threaded = PlanBuffers(p, {}, &pool, nullptr);
+    absl::StatusOr<PlanResult> inline_run =
+        PlanBuffers(p, {}, nullptr, nullptr);
+    ASSERT_TRUE(threaded.ok() && inline_run.ok());
+    EXPECT_EQ(threaded->strategy, inline_run->strategy);
+    EXPECT_EQ(threaded->solution.offsets, inline_run->solution.offsets);
+  }
+}
+
+TEST(PlannerTest, UnknownStrategyIsInvalidArgument) {
+  PlanOptions options;
+  options.strategy = "magic";
+  absl::StatusOr<PlanResult> r =
+      PlanBuffers(testing::RandomProblem(5, 1), options, nullptr, nullptr);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("unknown strategy 'magic'"));
+}
+
+TEST(PlannerTest, CapacityBelowLowerBoundIsInfeasible) {
+  Problem p = testing::RandomProblem(50, 2);
+  PlanOptions options;
+  options.capacity = LowerBound(p) - 1;
+  absl::StatusOr<PlanResult> r = PlanBuffers(p, options, nullptr, nullptr);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("infeasible"));
+  options.capacity = NaiveBytes(p);
+  EXPECT_TRUE(PlanBuffers(p, options, nullptr, nullptr).ok());
+}
+
+TEST(PlannerTest, CancelledBeforeAnyPlanIsDeadlineExceeded) {
+  CancelToken token;
+  token.Cancel();
+  absl::StatusOr<PlanResult> r =
+      PlanBuffers(testing::RandomProblem(20000, 1), {}, nullptr, &token);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST(PlannerTest, PersistentTensorsNeverShareMemory) {
+  Graph g = testing::RandomGraph(30, 11);
+  absl::StatusOr<PlanResult> r = PlanGraph(g, {}, nullptr, nullptr);
+  ASSERT_TRUE(r.ok());
+  const auto& b = r->problem.buffers;
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (!b[i].persistent) continue;
+    for (size_t j = 0; j < b.size(); ++j) {
+      if (i == j) continue;
+      const Offset oi = r->solution.offsets[i], oj = r->solution.offsets[j];
+      EXPECT_TRUE(oi + b[i].size <= oj || oj + b[j].size <= oi)
+          << b[i].name << " shares memory with " << b[j].name;
+      EXPECT_NE(r->pools.pool_of[i], r->pools.pool_of[j]);
+    }
+  }
+}
+
+TEST(PlannerTest, RandomGraphsProperty) {
+  WorkerPool pool(2, 16);
+  for (uint32_t seed = 0; seed < 500; ++seed) {
+    Graph g = testing::RandomGraph(1 + seed % 40, seed);
+    absl::StatusOr<PlanResult> r = PlanGraph(g, {}, &pool, nullptr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_TRUE(VerifyAllPairs(r->problem, r->solution).ok()) << seed;
+    ASSERT_GE(r->solution.arena_size, r->lower_bound);
+    ASSERT_EQ(r->solution.offsets.size(), g.tensors.size());
+  }
+}
+
+TEST(PlannerTest, ReportShowsTheFiguresAndAPicture) {
+  Graph g;
+  g.name = "tiny";
+  g.tensors = {{"x", 64}, {"h", 128}, {"y", 64}};
+  g.ops = {{"f", {"x"}, {"h"}}, {"g", {"h"}, {"y"}}};
+  g.inputs = {"x"};
+  g.outputs = {"y"};
+  absl::StatusOr<PlanResult> r = PlanGraph(g, {}, nullptr, nullptr);
+  ASSERT_TRUE(r.ok());
+  std::string report = FormatReport(*r);
+  EXPECT_THAT(report, HasSubstr("arena:        256 bytes"));
+  EXPECT_THAT(report, HasSubstr("lower bound:  256 bytes"));
+  EXPECT_THAT(report, HasSubstr("efficiency:   1.000"));
+  EXPECT_THAT(report, HasSubstr("legend: A=x B=h C=y"));
+}
+
+TEST(WorkerPoolTest, FullQueueRefusesWork) {
+  WorkerPool pool(1, 1);
+  absl::Notification release, started;
+  ASSERT_TRUE(pool.TrySchedule([&] {
+    started.Notify();
+    release.WaitForNotification();
+  }));
+  started.WaitForNotification();
+  EXPECT_TRUE(pool.TrySchedule([] {}));  // waits in the queue
+  EXPECT_EQ(pool.queue_depth(), 1);
+  EXPECT_FALSE(pool.TrySchedule([] {}));  // queue full
+  release.Notify();
+}
+
+}  // namespace
+}  // namespace memplan::planner

@@ -1,0 +1,75 @@
+// Random problems and graphs for property tests and benchmarks: sizes and
+// lifetimes drawn like real graphs (many small short-lived tensors, a few
+// large long-lived ones). Deterministic for a given seed.
+#ifndef MEMPLAN_PLANNER_TESTING_RANDOM_PROBLEMS_H_
+#define MEMPLAN_PLANNER_TESTING_RANDOM_PROBLEMS_H_
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "planner/graph.h"
+#include "planner/problem.h"
+
+namespace memplan::planner::testing {
+
+// `n` buffers over about n/2 steps; most live a few steps, one in 50 lives
+// long; sizes from 64 B to 1 MiB, skewed small.
+inline Problem RandomProblem(int n, uint32_t seed, Bytes alignment = 1) {
+  std::mt19937_64 rng(seed);
+  const Step steps = std::max<Step>(2, n / 2);
+  Problem p;
+  p.buffers.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    Buffer b;
+    b.name = absl::StrCat("b", i);
+    b.start = static_cast<Step>(rng() % steps);
+    const bool long_lived = rng() % 50 == 0;
+    const Step length =
+        long_lived ? 1 + static_cast<Step>(rng() % steps) : 1 + rng() % 8;
+    b.end = std::min(steps + 8, b.start + length);
+    const int shift = static_cast<int>(rng() % 15);  // 2^6 .. 2^20
+    b.size = (Bytes{64} << shift) / (1 + static_cast<Bytes>(rng() % 4));
+    b.alignment = alignment;
+    p.buffers.push_back(std::move(b));
+  }
+  return p;
+}
+
+// A random DAG in execution order: each op reads 1-3 earlier tensors (or
+// graph inputs/weights) and writes 1-2 new ones.
+inline Graph RandomGraph(int ops, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Graph g;
+  g.name = absl::StrCat("random", seed);
+  auto add = [&](const std::string& name) {
+    g.tensors.push_back(
+        {name, Bytes{4} * (1 + static_cast<Bytes>(rng() % 4096)), 0});
+    return name;
+  };
+  g.inputs.push_back(add("input"));
+  add("weight");
+  for (int i = 0; i < ops; ++i) {
+    Op op;
+    op.name = absl::StrCat("op", i);
+    const int reads = 1 + static_cast<int>(rng() % 3);
+    for (int r = 0; r < reads; ++r) {
+      // Prefer recent tensors, as real graphs do.
+      const int n = static_cast<int>(g.tensors.size());
+      const int back = static_cast<int>(rng() % std::min(n, 6));
+      op.inputs.push_back(g.tensors[n - 1 - back].name);
+    }
+    const int writes = 1 + static_cast<int>(rng() % 2);
+    for (int w = 0; w < writes; ++w) {
+      op.outputs.push_back(add(absl::StrCat("t", i, "_", w)));
+    }
+    g.ops.push_back(std::move(op));
+  }
+  g.outputs.push_back(g.tensors.back().name);
+  return g;
+}
+
+}  // namespace memplan::planner::testing
+
+#endif  // MEMPLAN_PLANNER_TESTING_RANDOM_PROBLEMS_H_

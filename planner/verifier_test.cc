@@ -1,0 +1,76 @@
+#include "planner/verifier.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "planner/greedy.h"
+#include "planner/testing/random_problems.h"
+
+namespace memplan::planner {
+namespace {
+
+using ::testing::HasSubstr;
+
+Problem TwoBuffers() {
+  Problem p;
+  p.buffers = {{"a", 0, 2, 16, 8}, {"b", 1, 3, 16, 8}};
+  return p;
+}
+
+TEST(VerifierTest, AcceptsDisjointPlacement) {
+  EXPECT_TRUE(Verify(TwoBuffers(), {{0, 16}, 32}).ok());
+}
+
+TEST(VerifierTest, RejectsOverlapOfLiveBuffers) {
+  absl::Status s = Verify(TwoBuffers(), {{0, 8}, 32});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("'a'"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("'b'"));
+}
+
+TEST(VerifierTest, AllowsOverlapOfBuffersNotLiveTogether) {
+  Problem p = TwoBuffers();
+  p.buffers[1].start = 2;  // [0,2) and [2,3): half-open, no overlap
+  EXPECT_TRUE(Verify(p, {{0, 0}, 16}).ok());
+}
+
+TEST(VerifierTest, RejectsMisalignedOffset) {
+  EXPECT_THAT(std::string(Verify(TwoBuffers(), {{0, 20}, 40}).message()),
+              HasSubstr("not a multiple of 8"));
+}
+
+TEST(VerifierTest, RejectsArenaTooSmall) {
+  EXPECT_THAT(std::string(Verify(TwoBuffers(), {{0, 16}, 31}).message()),
+              HasSubstr("past the arena size 31"));
+}
+
+TEST(VerifierTest, RejectsMovedFixedOffset) {
+  Problem p = TwoBuffers();
+  p.buffers[0].fixed_offset = 16;
+  EXPECT_THAT(std::string(Verify(p, {{0, 16}, 32}).message()),
+              HasSubstr("pinned at 16"));
+}
+
+TEST(VerifierTest, RejectsMissingOffsets) {
+  EXPECT_FALSE(Verify(TwoBuffers(), {{0}, 32}).ok());
+}
+
+// The sweep and the all-pairs check agree on random, often broken, plans.
+TEST(VerifierTest, SweepAgreesWithAllPairs) {
+  int rejected = 0;
+  for (uint32_t seed = 0; seed < 2000; ++seed) {
+    Problem p = testing::RandomProblem(2 + seed % 40, seed);
+    Solution s = *PlaceInOrder(p, GreedyPlacementOrder(p, GreedyOrder::kSize),
+                               FitPolicy::kBestFit, nullptr);
+    // Break every third plan by moving one buffer onto another.
+    if (seed % 3 == 0) s.offsets[seed % p.buffers.size()] = s.offsets[0];
+    const bool sweep = Verify(p, s).ok();
+    ASSERT_EQ(sweep, VerifyAllPairs(p, s).ok()) << "seed " << seed;
+    rejected += sweep ? 0 : 1;
+  }
+  EXPECT_GT(rejected, 100);  // the breakage was really caught
+}
+
+}  // namespace
+}  // namespace memplan::planner
