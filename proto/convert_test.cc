@@ -1,0 +1,102 @@
+#include "proto/convert.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+
+namespace memplan::api {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The contract's field names, as scripts send them through protobuf's JSON
+// mapping.
+constexpr char kGraphJson[] = R"({
+  "graph": {
+    "name": "mlp",
+    "tensors": [{"name": "x", "size_bytes": 256}, {"name": "w", "size_bytes": 128},
+                {"name": "h", "size_bytes": 512}, {"name": "y", "size_bytes": 256}],
+    "ops": [{"name": "fc", "inputs": ["x", "w"], "outputs": ["h"]},
+            {"name": "out", "inputs": ["h"], "outputs": ["y"]}],
+    "inputs": ["x"], "outputs": ["y"]
+  },
+  "options": {"alignment": 64, "strategy": "auto"}
+})";
+
+v1::PlanRequest Parse(const std::string& json) {
+  v1::PlanRequest request;
+  auto status = google::protobuf::util::JsonStringToMessage(json, &request);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  return request;
+}
+
+TEST(ConvertTest, PlansAGraphFromContractJson) {
+  absl::StatusOr<v1::PlanResponse> r =
+      Plan(Parse(kGraphJson), Limits{}, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // x, w, y persistent (256+128+256) plus h (512): nothing can share.
+  EXPECT_EQ(r->lower_bound_bytes(), 1152);
+  EXPECT_EQ(r->naive_bytes(), 1152);
+  EXPECT_EQ(r->arena_size_bytes(), 1152);
+  ASSERT_EQ(r->assignments_size(), 4);
+  EXPECT_EQ(r->assignments(2).name(), "h");
+  EXPECT_EQ(r->assignments(2).first_step(), 0);
+  EXPECT_EQ(r->assignments(2).last_step(), 1);
+  EXPECT_TRUE(r->assignments(0).persistent());
+  EXPECT_FALSE(r->assignments(2).persistent());
+  EXPECT_EQ(r->pools_size(), 4);
+  EXPECT_TRUE(r->proven_optimal());
+  EXPECT_FALSE(r->strategy().empty());
+  EXPECT_TRUE(r->stage_micros().contains("liveness"));
+  EXPECT_TRUE(r->stage_micros().contains("verify"));
+}
+
+TEST(ConvertTest, PlansBuffersWithAlignmentAndFixedOffsets) {
+  v1::PlanRequest request = Parse(R"({"buffers": [
+      {"id": "a", "start": 0, "end": 2, "size": 100, "alignment": 1},
+      {"id": "b", "start": 1, "end": 3, "size": 100, "fixed_offset": 128},
+      {"id": "c", "start": 2, "end": 4, "size": 50}]})");
+  absl::StatusOr<v1::PlanResponse> r = Plan(request, Limits{}, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->assignments(1).offset(), 128);
+  EXPECT_EQ(r->assignments(2).offset() % 64, 0);  // default alignment 64
+  EXPECT_EQ(r->assignments(0).last_step(), 1);
+  EXPECT_EQ(r->lower_bound_bytes(), 200);
+}
+
+TEST(ConvertTest, NeitherOrBothIsInvalid) {
+  EXPECT_THAT(std::string(FromProto(v1::PlanRequest(), {}).status().message()),
+              HasSubstr("neither a graph nor buffers"));
+  v1::PlanRequest both = Parse(kGraphJson);
+  both.add_buffers()->set_id("x");
+  EXPECT_THAT(std::string(FromProto(both, {}).status().message()),
+              HasSubstr("both a graph and buffers"));
+}
+
+TEST(ConvertTest, OverTheTensorLimitIsResourceExhausted) {
+  Limits limits;
+  limits.max_tensors = 3;
+  absl::StatusOr<PlanInput> in = FromProto(Parse(kGraphJson), limits);
+  EXPECT_EQ(in.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(in.status().message()), HasSubstr("at most 3"));
+}
+
+TEST(ConvertTest, BadOptionsAreInvalid) {
+  v1::PlanRequest r = Parse(kGraphJson);
+  r.mutable_options()->set_alignment(48);
+  EXPECT_THAT(std::string(FromProto(r, {}).status().message()),
+              HasSubstr("options.alignment 48 is not a power of two"));
+  r = Parse(kGraphJson);
+  r.mutable_options()->set_capacity(0);
+  EXPECT_THAT(std::string(FromProto(r, {}).status().message()),
+              HasSubstr("options.capacity 0 must be positive"));
+  r = Parse(kGraphJson);
+  r.mutable_options()->set_time_budget_ms(-1);
+  EXPECT_EQ(FromProto(r, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace memplan::api
