@@ -1,0 +1,128 @@
+// memplan-server: serves memplan.v1.MemoryPlanner, grpc.health.v1 and server
+// reflection. SIGTERM/SIGINT: health turns NOT_SERVING, plans in progress
+// are cancelled, the server shuts down within --grace_seconds and exits 0.
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "planner/worker_pool.h"
+#include "server/service.h"
+
+ABSL_FLAG(std::string, address, "127.0.0.1:50051",
+          "host:port to serve gRPC on; port 0 picks a free port (printed)");
+ABSL_FLAG(int, worker_threads, 0,
+          "threads planning requests; 0 means one per core");
+ABSL_FLAG(int64_t, max_request_bytes, 64 << 20,
+          "largest request message accepted, in bytes");
+ABSL_FLAG(int64_t, max_tensors, 1'000'000,
+          "most tensors (or buffers) one request may hold");
+ABSL_FLAG(int64_t, max_ops, 1'000'000, "most ops one graph may hold");
+ABSL_FLAG(int, max_in_flight, 64,
+          "requests planned at once; more answer RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, default_time_budget_ms, 1000,
+          "search time for a plan when the request sets none");
+ABSL_FLAG(int64_t, max_time_budget_ms, 60000,
+          "largest search time a request may ask for");
+ABSL_FLAG(double, grace_seconds, 5,
+          "on SIGTERM/SIGINT, how long calls in progress may take to finish");
+
+namespace memplan::server {
+namespace {
+
+constexpr char kServiceName[] = "memplan.v1.MemoryPlanner";
+
+ServiceOptions OptionsFromFlags() {
+  ServiceOptions options;
+  options.limits.max_tensors = absl::GetFlag(FLAGS_max_tensors);
+  options.limits.max_ops = absl::GetFlag(FLAGS_max_ops);
+  options.limits.default_time_budget =
+      absl::Milliseconds(absl::GetFlag(FLAGS_default_time_budget_ms));
+  options.limits.max_time_budget =
+      absl::Milliseconds(absl::GetFlag(FLAGS_max_time_budget_ms));
+  options.max_in_flight = std::max(1, absl::GetFlag(FLAGS_max_in_flight));
+  return options;
+}
+
+// Waits for SIGTERM or SIGINT (blocked in every thread), then drains.
+void WaitForSignalThenShutdown(grpc::Server* server,
+                               planner::CancelToken* shutdown) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  std::fprintf(stderr, "memplan-server: signal %d, shutting down\n",
+               signal_number);
+  server->GetHealthCheckService()->SetServingStatus(false);
+  shutdown->Cancel();
+  const absl::Duration grace =
+      absl::Seconds(absl::GetFlag(FLAGS_grace_seconds));
+  server->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+}
+
+int Run() {
+  const int threads = absl::GetFlag(FLAGS_worker_threads) > 0
+                          ? absl::GetFlag(FLAGS_worker_threads)
+                          : static_cast<int>(std::max(
+                                1u, std::thread::hardware_concurrency()));
+  const ServiceOptions options = OptionsFromFlags();
+  planner::WorkerPool pool(threads, options.max_in_flight * 8);
+  planner::CancelToken shutdown;
+  PlannerService service(options, &pool, &shutdown);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  const std::string address = absl::GetFlag(FLAGS_address);
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(std::min<int64_t>(absl::GetFlag(FLAGS_max_request_bytes),
+                                         INT32_MAX)));
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    std::fprintf(stderr, "memplan-server: cannot listen on %s\n",
+                 address.c_str());
+    return 1;
+  }
+  server->GetHealthCheckService()->SetServingStatus(kServiceName, true);
+  const std::string host = address.substr(0, address.rfind(':'));
+  std::printf("memplan-server listening on %s:%d (%d worker threads)\n",
+              host.c_str(), port, threads);
+  std::fflush(stdout);
+
+  std::thread signals(WaitForSignalThenShutdown, server.get(), &shutdown);
+  server->Wait();
+  signals.join();
+  std::fprintf(stderr, "memplan-server: stopped\n");
+  return 0;
+}
+
+}  // namespace
+}  // namespace memplan::server
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "memplan-server: plans memory for ML computation graphs over gRPC.\n"
+      "Usage: memplan-server [--address=127.0.0.1:50051] [flags]");
+  absl::ParseCommandLine(argc, argv);
+  // Block the shutdown signals in every thread; one thread waits for them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return memplan::server::Run();
+}
