@@ -1,0 +1,149 @@
+// Allocation traces and their replay: a graph's schedule (or a synthetic
+// workload) becomes a list of alloc/free events, which is replayed on any
+// Allocator to measure latency, peak memory and fragmentation, or on a
+// static plan inside one arena, checking that no two live tensors overlap.
+//
+//   allocators::Schedule graph;
+//   graph.tensor_sizes = {1024, 4096, 1024};  // input, hidden, output
+//   graph.persistent = {true, false, true};
+//   graph.ops = {{"fc1", {0}, {1}}, {"fc2", {1}, {2}}};
+//   absl::StatusOr<allocators::Trace> trace =
+//       allocators::TraceFromSchedule(graph);
+//   auto bfc = allocators::MakeAllocator("bfc");
+//   absl::StatusOr<allocators::ReplayResult> r =
+//       allocators::ReplayTrace(*trace, **bfc);  // r->peak_bytes_in_use ...
+//
+// Plain data and free functions; thread-compatible.
+#ifndef MEMPLAN_ALLOCATORS_TRACE_H_
+#define MEMPLAN_ALLOCATORS_TRACE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "allocators/allocator.h"
+
+namespace memplan::allocators {
+
+using TensorId = int64_t;  // dense: 0 .. Trace::NumIds() - 1
+
+enum class EventKind {
+  kAlloc,  // the tensor is born
+  kFree,   // the tensor dies
+};
+
+// One step of a trace.
+struct TraceEvent {
+  EventKind kind = EventKind::kAlloc;  // what happens
+  TensorId id = 0;                     // which tensor
+  int64_t size = 0;                    // bytes (also set on kFree)
+  int64_t alignment = static_cast<int64_t>(kDefaultAlignment);  // power of 2
+};
+
+// A sequence of events; every id is allocated once, then freed at most once.
+struct Trace {
+  std::vector<TraceEvent> events;  // in order
+  std::vector<std::string> names;  // optional: names[id], for messages
+
+  // 1 + the largest id (0 for an empty trace).
+  TensorId NumIds() const;
+  // names[id] when given, else "tensor <id>".
+  std::string TensorName(TensorId id) const;
+};
+
+// One op of a schedule.
+struct ScheduleOp {
+  std::string name;          // for messages
+  std::vector<int> inputs;   // tensors read (indices into tensor_sizes)
+  std::vector<int> outputs;  // tensors written; each written by one op only
+};
+
+// A graph in execution order, the input of TraceFromSchedule. Tensors no op
+// writes are graph inputs or weights.
+struct Schedule {
+  std::vector<int64_t> tensor_sizes;      // bytes; REQUIRES each > 0
+  std::vector<std::string> tensor_names;  // empty, or one per tensor
+  std::vector<bool> persistent;  // empty, or one per tensor: never freed
+                                 // before the end (graph inputs/outputs,
+                                 // weights)
+  std::vector<ScheduleOp> ops;   // in execution order
+  int64_t alignment = static_cast<int64_t>(kDefaultAlignment);  // per tensor
+};
+
+// The events a runtime without a plan performs: graph inputs and weights
+// allocated first (in index order); at each op its outputs allocated, then
+// every non-persistent tensor whose last use is this op freed (in index
+// order; an output nobody reads dies at its own op, an input nobody reads
+// right after the start); persistent tensors freed at the end. Tensor ids
+// are tensor indices. INVALID_ARGUMENT, naming the op or tensor, for an
+// index out of range, a tensor written twice, a tensor read before it is
+// written, a size <= 0, or vectors of the wrong length.
+absl::StatusOr<Trace> TraceFromSchedule(const Schedule& schedule);
+
+// TensorFlow's BM_Allocation: `num_allocs` allocations, each freed right
+// away, sizes drawn with a fixed seed from {256, 4096, 16384, 524288, 512,
+// 1048576}.
+Trace AllocationWorkload(int num_allocs, uint64_t seed = 1);
+
+// TensorFlow's BM_AllocationDelayed: each allocation is freed `delay`
+// allocations later (a ring of `delay` slots); sizes cycle through {256,
+// 4096, 16384, 4096, 512, 1024, 1024}. REQUIRES delay >= 1.
+Trace DelayedFreeWorkload(int num_allocs, int delay);
+
+// A larson-style mixed workload: `num_slots` slots are filled, then each of
+// `num_ops` steps picks a random slot, frees its block and allocates one of
+// a random size in [min_size, max_size]; everything is freed at the end.
+Trace LarsonWorkload(int num_ops, int num_slots, int64_t min_size,
+                     int64_t max_size, uint64_t seed = 1);
+
+// What a replay measured. Latencies are of the allocator calls alone.
+struct ReplayResult {
+  int64_t allocations = 0;             // allocations that succeeded
+  int64_t failures = 0;                // allocations that returned nullptr
+  int64_t alloc_p50_ns = 0;            // median Allocate latency
+  int64_t alloc_p99_ns = 0;            // 99th percentile Allocate latency
+  int64_t free_p50_ns = 0;             // median Deallocate latency
+  int64_t free_p99_ns = 0;             // 99th percentile Deallocate latency
+  int64_t total_ns = 0;                // sum of all timed calls
+  int64_t peak_bytes_in_use = 0;       // max bytes_in_use after an allocation
+  int64_t peak_bytes_reserved = 0;     // max bytes_reserved after an allocation
+  double fragmentation_at_peak = 0.0;  // fragmentation when in use peaked
+};
+
+// Replays `trace` on `allocator` (normally a fresh one). A failed
+// allocation is counted and its free skipped; tensors still live at the end
+// are freed untimed. GetStats() is read after every allocation, outside
+// the timed section. INVALID_ARGUMENT for a malformed trace (an id
+// allocated twice, freed before it is allocated or twice); a Deallocate
+// error is returned as is.
+absl::StatusOr<ReplayResult> ReplayTrace(const Trace& trace,
+                                         Allocator& allocator);
+
+// Options of ReplayStaticPlan.
+struct StaticReplayOptions {
+  // false: each tensor's pattern is checked once, when it is freed (or at
+  // the end): enough to catch any overlap, since the later-born tensor
+  // overwrites the earlier one. Cost: every byte written once, read once.
+  // true: every live tensor is checked after every event, which names the
+  // victim at the first corrupting event. Cost: O(events x live bytes), for
+  // tests only. Default false.
+  bool check_all_live_at_each_event = false;
+};
+
+// Replays `trace` on a static plan: one PlannedArena of arena_size bytes
+// from `arena_source` (normally a BfcAllocator), tensor id at
+// offsets[id]. When a tensor is born, a pattern unique to it is written over
+// all its bytes; it is checked as StaticReplayOptions says. DATA_LOSS,
+// naming the overwritten tensor and a later-born tensor that overlaps it,
+// when a pattern changed; INVALID_ARGUMENT when an offset is missing, out
+// of the arena or misaligned; RESOURCE_EXHAUSTED when the arena cannot be
+// allocated. peak_bytes_in_use and peak_bytes_reserved are arena_size.
+absl::StatusOr<ReplayResult> ReplayStaticPlan(
+    const Trace& trace, const std::vector<int64_t>& offsets, int64_t arena_size,
+    Allocator& arena_source,
+    const StaticReplayOptions& options = StaticReplayOptions());
+
+}  // namespace memplan::allocators
+
+#endif  // MEMPLAN_ALLOCATORS_TRACE_H_
