@@ -267,7 +267,7 @@ class Search {
   bool Place(int b, Offset offset);
   void RaiseFloors(int b, Offset top);
   void Undo(int b, size_t offset_mark, size_t floor_mark);
-  bool Check(const Part& part, Offset offset) const;
+  bool Check(size_t floor_mark) const;
   Outcome Decompose(const Part& part, int b, Offset offset, int rank);
   Offset Lift(int b, Offset offset) const;
 
@@ -321,6 +321,9 @@ Outcome Search::Run(const std::string& ordering, int64_t node_limit) {
   ordering_ = ordering;
   node_limit_ = node_limit;
   Reset();
+  for (size_t s = 0; s < floor_.size(); ++s) {
+    if (floor_[s] + total_[s] > capacity_) return Outcome::kNotFound;
+  }
   Part all;
   all.hi = static_cast<int>(model_.sections.size());
   for (int b = 0; b < static_cast<int>(model_.ids.size()); ++b) {
@@ -329,23 +332,28 @@ Outcome Search::Run(const std::string& ordering, int64_t node_limit) {
   return SolveParts(SplitAtCuts(all));
 }
 
-// Splits a part at every boundary no unplaced buffer crosses.
+// Splits a part at every boundary no unplaced buffer crosses: finds the cut
+// sections, then files each unplaced buffer under the piece holding it.
 std::vector<Part> Search::SplitAtCuts(const Part& part) const {
-  std::vector<Part> parts;
-  int lo = part.lo;
-  for (int s = part.lo; s < part.hi; ++s) {
-    if (s + 1 < part.hi && cuts_[s] > 0) continue;
-    Part p;
-    p.lo = lo;
-    p.hi = s + 1;
-    for (int b : part.buffers) {
-      if (!placed_[b] && model_.sec_lo[b] < p.hi && p.lo < model_.sec_hi[b]) {
-        p.buffers.push_back(b);
-      }
-    }
-    if (!p.buffers.empty()) parts.push_back(std::move(p));
-    lo = s + 1;
+  std::vector<int> starts = {part.lo};  // first section of every piece
+  for (int s = part.lo; s + 1 < part.hi; ++s) {
+    if (cuts_[s] == 0) starts.push_back(s + 1);
   }
+  std::vector<Part> parts(starts.size());
+  for (size_t k = 0; k < starts.size(); ++k) {
+    parts[k].lo = starts[k];
+    parts[k].hi = k + 1 < starts.size() ? starts[k + 1] : part.hi;
+  }
+  for (int b : part.buffers) {
+    if (placed_[b]) continue;
+    const size_t k =
+        std::upper_bound(starts.begin(), starts.end(), model_.sec_lo[b]) -
+        starts.begin() - 1;
+    parts[k].buffers.push_back(b);
+  }
+  parts.erase(std::remove_if(parts.begin(), parts.end(),
+                             [](const Part& p) { return p.buffers.empty(); }),
+              parts.end());
   return parts;
 }
 
@@ -408,10 +416,17 @@ size_t Search::CollectCandidates(const Part& part, Offset last_offset,
       min_height = std::min(min_height, min_offset_[b] + model_.size[b]);
     }
   }
+  // Whatever goes next at offset o, every section's unplaced bytes stack
+  // above o: o + total(s) <= capacity for all s.
+  Bytes max_total = 0;
+  for (int s = part.lo; s < part.hi; ++s) {
+    max_total = std::max(max_total, total_[s]);
+  }
+  const Offset limit = std::min(min_height, capacity_ - max_total + 1);
   const size_t base = candidates_.size();
   for (int b : part.buffers) {
     const Offset o = min_offset_[b];
-    if (placed_[b] || o < last_offset || o >= min_height) continue;
+    if (placed_[b] || o < last_offset || o >= limit) continue;
     if (o == last_offset && rank_[b] < last_rank) continue;
     candidates_.push_back(b);
   }
@@ -455,7 +470,7 @@ Outcome Search::TryCandidate(const Part& part, int b, bool* hatless) {
   const size_t floor_mark = floor_log_.size();
   *hatless = !Place(b, offset);
   Outcome outcome = Outcome::kNotFound;
-  if (Check(part, offset)) outcome = Decompose(part, b, offset, rank_[b]);
+  if (Check(floor_mark)) outcome = Decompose(part, b, offset, rank_[b]);
   Undo(b, offset_mark, floor_mark);
   return outcome;
 }
@@ -533,11 +548,14 @@ void Search::Undo(int b, size_t offset_mark, size_t floor_mark) {
   placed_[b] = 0;
 }
 
-// The cross-section bound: in every section, the unplaced buffers stack
-// above max(floor, offset) (offsets never decrease along a path).
-bool Search::Check(const Part& part, Offset offset) const {
-  for (int s = part.lo; s < part.hi; ++s) {
-    if (std::max(offset, floor_[s]) + total_[s] > capacity_) return false;
+// The cross-section bound: in every section the unplaced buffers stack above
+// its floor. Only sections whose floor rose since `floor_mark` can newly
+// fail: the others kept floor + total <= capacity, and the offset term
+// offset + total <= capacity was ensured when the candidate was chosen.
+bool Search::Check(size_t floor_mark) const {
+  for (size_t k = floor_mark; k < floor_log_.size(); ++k) {
+    const int s = floor_log_[k].first;
+    if (floor_[s] + total_[s] > capacity_) return false;
   }
   return true;
 }

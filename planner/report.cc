@@ -57,6 +57,7 @@ void AppendPicture(const PlanResult& r, int rows, std::string* out) {
   for (const Buffer& x : b) steps = std::max(steps, x.end);
   const Bytes arena = r.solution.arena_size;
   if (b.size() > 62 || steps > 100 || arena == 0 || rows <= 0) return;
+  rows = static_cast<int>(std::min<Bytes>(rows, arena));
   const char* kSymbols =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
   std::vector<std::string> grid(rows, std::string(steps, '.'));

@@ -13,8 +13,8 @@ namespace {
 constexpr int64_t kDefaultAlignment = 64;
 
 // Checks and converts the options message.
-absl::StatusOr<planner::PlanOptions> OptionsFromProto(
-    const v1::PlanOptions& o, const Limits& limits) {
+absl::StatusOr<planner::PlanOptions> OptionsFromProto(const v1::PlanOptions& o,
+                                                      const Limits& limits) {
   planner::PlanOptions options;
   if (o.alignment() != 0) {
     if (!planner::IsPowerOfTwo(o.alignment())) {
@@ -28,15 +28,14 @@ absl::StatusOr<planner::PlanOptions> OptionsFromProto(
     return absl::InvalidArgumentError(absl::StrCat(
         "options.time_budget_ms ", o.time_budget_ms(), " is negative"));
   }
-  options.time_budget =
-      o.time_budget_ms() == 0
-          ? limits.default_time_budget
-          : std::min(absl::Milliseconds(o.time_budget_ms()),
-                     limits.max_time_budget);
+  options.time_budget = o.time_budget_ms() == 0
+                            ? limits.default_time_budget
+                            : std::min(absl::Milliseconds(o.time_budget_ms()),
+                                       limits.max_time_budget);
   if (o.has_capacity()) {
     if (o.capacity() <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "options.capacity ", o.capacity(), " must be positive"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("options.capacity ", o.capacity(), " must be positive"));
     }
     options.capacity = o.capacity();
   }
@@ -89,7 +88,8 @@ planner::Graph GraphFromProto(const v1::Graph& graph) {
   }
   g.ops.reserve(graph.ops_size());
   for (const v1::Op& op : graph.ops()) {
-    g.ops.push_back({op.name(), {op.inputs().begin(), op.inputs().end()},
+    g.ops.push_back({op.name(),
+                     {op.inputs().begin(), op.inputs().end()},
                      {op.outputs().begin(), op.outputs().end()}});
   }
   g.inputs.assign(graph.inputs().begin(), graph.inputs().end());
@@ -116,10 +116,10 @@ absl::StatusOr<PlanInput> FromProto(const v1::PlanRequest& request,
   if (has_graph) {
     input.graph = GraphFromProto(request.graph());
   } else {
-    input.buffers = BuffersFromProto(
-        request.buffers(), request.options().alignment() != 0
-                               ? request.options().alignment()
-                               : kDefaultAlignment);
+    input.buffers =
+        BuffersFromProto(request.buffers(), request.options().alignment() != 0
+                                                ? request.options().alignment()
+                                                : kDefaultAlignment);
   }
   return input;
 }
@@ -162,6 +162,39 @@ v1::PlanResponse ToProto(const planner::PlanResult& result) {
     (*response.mutable_stage_micros())[s.stage] = s.micros;
   }
   return response;
+}
+
+planner::PlanResult ResultFromProto(const v1::PlanResponse& response) {
+  planner::PlanResult r;
+  r.solution.arena_size = response.arena_size_bytes();
+  r.lower_bound = response.lower_bound_bytes();
+  r.naive_bytes = response.naive_bytes();
+  r.strategy = response.strategy();
+  r.proven_optimal = response.proven_optimal();
+  for (const v1::Assignment& a : response.assignments()) {
+    planner::Buffer b;
+    b.name = a.name();
+    b.start = a.first_step();
+    b.end = a.last_step() + 1;
+    b.size = a.size();
+    b.persistent = a.persistent();
+    r.problem.buffers.push_back(std::move(b));
+    r.solution.offsets.push_back(a.offset());
+    r.pools.pool_of.push_back(a.pool_id());
+  }
+  r.pools_computed = response.pools_size() > 0;
+  for (const v1::Pool& p : response.pools()) {
+    r.pools.size.push_back(p.size_bytes());
+  }
+  // Stages in pipeline order, as the planner reports them.
+  for (const char* stage :
+       {"liveness", "interference", "pools", "offsets", "verify"}) {
+    auto it = response.stage_micros().find(stage);
+    if (it != response.stage_micros().end()) {
+      r.stages.push_back({stage, it->second});
+    }
+  }
+  return r;
 }
 
 absl::StatusOr<v1::PlanResponse> Plan(const v1::PlanRequest& request,

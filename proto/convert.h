@@ -48,6 +48,11 @@ planner::Graph GraphFromProto(const v1::Graph& graph);
 
 v1::PlanResponse ToProto(const planner::PlanResult& result);
 
+// The planner's view of a response (for planner::FormatReport): buffers,
+// offsets, pools and figures. Buffer alignment is not carried by the
+// response and is left at 1.
+planner::PlanResult ResultFromProto(const v1::PlanResponse& response);
+
 // Validates, plans and converts back: what the Plan RPC does.
 [[nodiscard]] absl::StatusOr<v1::PlanResponse> Plan(
     const v1::PlanRequest& request, const Limits& limits,

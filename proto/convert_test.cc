@@ -58,7 +58,8 @@ TEST(ConvertTest, PlansBuffersWithAlignmentAndFixedOffsets) {
       {"id": "a", "start": 0, "end": 2, "size": 100, "alignment": 1},
       {"id": "b", "start": 1, "end": 3, "size": 100, "fixed_offset": 128},
       {"id": "c", "start": 2, "end": 4, "size": 50}]})");
-  absl::StatusOr<v1::PlanResponse> r = Plan(request, Limits{}, nullptr, nullptr);
+  absl::StatusOr<v1::PlanResponse> r =
+      Plan(request, Limits{}, nullptr, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->assignments(1).offset(), 128);
   EXPECT_EQ(r->assignments(2).offset() % 64, 0);  // default alignment 64

@@ -72,10 +72,10 @@ void WaitForSignalThenShutdown(grpc::Server* server,
 }
 
 int Run() {
-  const int threads = absl::GetFlag(FLAGS_worker_threads) > 0
-                          ? absl::GetFlag(FLAGS_worker_threads)
-                          : static_cast<int>(std::max(
-                                1u, std::thread::hardware_concurrency()));
+  const int threads =
+      absl::GetFlag(FLAGS_worker_threads) > 0
+          ? absl::GetFlag(FLAGS_worker_threads)
+          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const ServiceOptions options = OptionsFromFlags();
   planner::WorkerPool pool(threads, options.max_in_flight * 8);
   planner::CancelToken shutdown;
@@ -87,9 +87,8 @@ int Run() {
   int port = 0;
   const std::string address = absl::GetFlag(FLAGS_address);
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
-  builder.SetMaxReceiveMessageSize(
-      static_cast<int>(std::min<int64_t>(absl::GetFlag(FLAGS_max_request_bytes),
-                                         INT32_MAX)));
+  builder.SetMaxReceiveMessageSize(static_cast<int>(
+      std::min<int64_t>(absl::GetFlag(FLAGS_max_request_bytes), INT32_MAX)));
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {

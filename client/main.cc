@@ -1,0 +1,241 @@
+// memplan: the command-line client. Plans a graph or buffer list in-process
+// (the default) or through a memplan-server (--server), and checks a
+// server's health. Exit codes follow sysexits: 0 ok, 64 usage, 65 bad input,
+// 66 missing file, 69 unavailable, 70 internal, 75 deadline or overload.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/time/time.h"
+#include "client/input.h"
+#include "client/remote.h"
+#include "google/protobuf/util/json_util.h"
+#include "planner/planner.h"
+#include "planner/worker_pool.h"
+#include "proto/convert.h"
+
+ABSL_FLAG(std::string, server, "",
+          "memplan-server address (host:port, dns:///host:port or "
+          "ipv4:a:p,b:p); empty plans in-process");
+ABSL_FLAG(std::string, format, "text", "output: text, json or csv");
+ABSL_FLAG(std::string, input_format, "",
+          "json or csv; default from the file extension");
+ABSL_FLAG(int64_t, alignment, 0, "default alignment in bytes (default 64)");
+ABSL_FLAG(int64_t, capacity, 0, "fail unless the arena fits in N bytes");
+ABSL_FLAG(std::string, strategy, "", "auto, or one strategy name");
+ABSL_FLAG(int64_t, time_budget_ms, 0, "search time for the plan");
+ABSL_FLAG(absl::Duration, deadline, absl::Seconds(30),
+          "give up after this long (e.g. 500ms, 10s)");
+ABSL_FLAG(std::string, service, "",
+          "health: the service to check (empty: the whole server)");
+
+namespace memplan::client {
+namespace {
+
+constexpr int kUsage = 64, kDataErr = 65, kNoInput = 66, kUnavailable = 69,
+              kSoftware = 70, kTempFail = 75;
+
+constexpr char kUsageText[] =
+    "usage:\n"
+    "  memplan plan [--server HOST:PORT] [--format text|json|csv]\n"
+    "               [--input_format json|csv] [--alignment N] [--capacity N]\n"
+    "               [--strategy NAME] [--time_budget_ms N] [--deadline D]\n"
+    "               FILE|-\n"
+    "  memplan health --server HOST:PORT [--service NAME] [--deadline D]\n"
+    "\n"
+    "FILE is protobuf JSON (a PlanRequest or a Graph) or MiniMalloc CSV\n"
+    "(id,lower,upper,size[,alignment]). Flags may be written --name=value,\n"
+    "--name value, and with - or _ in the name.\n"
+    "exit codes: 0 ok, 64 usage, 65 bad input, 66 missing file,\n"
+    "69 unavailable, 70 internal, 75 deadline or overload (retry)\n"
+    "health exit codes (as grpc_health_probe): 0 serving, 1 bad arguments,\n"
+    "2 connection failure, 3 RPC failure, 4 not serving\n";
+
+int Usage(const std::string& error) {
+  std::fprintf(stderr, "memplan: %s\n%s", error.c_str(), kUsageText);
+  return kUsage;
+}
+
+// The exit code for a failed call or input.
+int ExitCode(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kOutOfRange:
+      return kDataErr;
+    case absl::StatusCode::kNotFound:
+      return kNoInput;
+    case absl::StatusCode::kUnavailable:
+      return kUnavailable;
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kAborted:
+      return kTempFail;
+    default:
+      return kSoftware;
+  }
+}
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "memplan: %s: %s\n",
+               absl::StatusCodeToString(s.code()).c_str(),
+               std::string(s.message()).c_str());
+  return ExitCode(s);
+}
+
+// Parses flags with abseil's registry, so that a bad flag is a usage error
+// (exit 64) rather than abseil's exit 1. Returns the positional arguments.
+absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv) {
+  std::vector<std::string> positional;
+  for (int i = 2; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-" || !absl::StartsWith(arg, "-")) {
+      positional.push_back(arg);
+      continue;
+    }
+    std::string name = arg.substr(arg.find_first_not_of('-'));
+    std::string value;
+    const size_t eq = name.find('=');
+    const bool has_value = eq != std::string::npos;
+    if (has_value) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    name = absl::StrReplaceAll(name, {{"-", "_"}});
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
+    }
+    if (!has_value) {
+      if (i + 1 >= argc) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", name, " needs a value"));
+      }
+      value = argv[++i];
+    }
+    std::string error;
+    if (!flag->ParseFrom(value, &error)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad value for --", name, ": ", error));
+    }
+  }
+  return positional;
+}
+
+// Applies the command-line options to the request.
+absl::Status ApplyFlags(v1::PlanRequest* request) {
+  v1::PlanOptions* o = request->mutable_options();
+  if (int64_t a = absl::GetFlag(FLAGS_alignment); a != 0) o->set_alignment(a);
+  if (int64_t c = absl::GetFlag(FLAGS_capacity); c != 0) o->set_capacity(c);
+  if (auto s = absl::GetFlag(FLAGS_strategy); !s.empty()) o->set_strategy(s);
+  if (int64_t t = absl::GetFlag(FLAGS_time_budget_ms); t != 0) {
+    o->set_time_budget_ms(t);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::PlanResponse> PlanInProcess(const v1::PlanRequest& request) {
+  const int threads =
+      static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  planner::WorkerPool pool(threads, 64);
+  planner::CancelToken cancel(absl::Now() + absl::GetFlag(FLAGS_deadline));
+  return api::Plan(request, api::Limits{}, &pool, &cancel);
+}
+
+int Print(const Input& input, const v1::PlanResponse& response) {
+  const std::string format = absl::GetFlag(FLAGS_format);
+  if (format == "json") {
+    std::string json;
+    google::protobuf::util::JsonPrintOptions options;
+    options.add_whitespace = true;
+    options.preserve_proto_field_names = true;
+    options.always_print_primitive_fields = true;
+    (void)google::protobuf::util::MessageToJsonString(response, &json, options);
+    std::cout << json;
+  } else if (format == "csv") {
+    std::cout << FormatCsv(input, response);
+  } else {
+    std::cout << planner::FormatReport(api::ResultFromProto(response));
+  }
+  return 0;
+}
+
+int RunPlan(const std::vector<std::string>& args) {
+  if (args.size() != 1) return Usage("plan takes one FILE (or - for stdin)");
+  const std::string format = absl::GetFlag(FLAGS_format);
+  const std::string input_format = absl::GetFlag(FLAGS_input_format);
+  if (format != "text" && format != "json" && format != "csv") {
+    return Usage("--format must be text, json or csv");
+  }
+  if (!input_format.empty() && input_format != "json" &&
+      input_format != "csv") {
+    return Usage("--input_format must be json or csv");
+  }
+  absl::StatusOr<Input> input = ReadInput(args[0], input_format);
+  if (!input.ok()) return Fail(input.status());
+  if (format == "csv" && input->format != InputFormat::kCsv) {
+    return Usage("--format csv needs CSV input");
+  }
+  if (auto s = ApplyFlags(&input->request); !s.ok()) return Fail(s);
+  const std::string server = absl::GetFlag(FLAGS_server);
+  absl::StatusOr<v1::PlanResponse> response =
+      server.empty()
+          ? PlanInProcess(input->request)
+          : PlanRemote(server, input->request, absl::GetFlag(FLAGS_deadline));
+  if (!response.ok()) return Fail(response.status());
+  return Print(*input, *response);
+}
+
+int RunHealth(const std::vector<std::string>& args) {
+  const std::string server = absl::GetFlag(FLAGS_server);
+  if (!args.empty() || server.empty()) {
+    std::fprintf(stderr, "memplan: health needs --server and no FILE\n%s",
+                 kUsageText);
+    return 1;
+  }
+  HealthResult r = CheckHealth(server, absl::GetFlag(FLAGS_service),
+                               absl::GetFlag(FLAGS_deadline));
+  std::printf("%s\n", r.message.c_str());
+  return r.exit_code;
+}
+
+int Main(int argc, char** argv) {
+  if (argc < 2) return Usage("no command");
+  const std::string command = argv[1];
+  bool help = command == "help";
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    help = help || arg == "--help" || arg == "-h" || arg == "-help";
+  }
+  if (help) {
+    std::printf("memplan: plans memory for ML computation graphs.\n%s",
+                kUsageText);
+    return 0;
+  }
+  absl::StatusOr<std::vector<std::string>> args = ParseFlags(argc, argv);
+  if (!args.ok()) {
+    if (command == "health") {
+      std::fprintf(stderr, "memplan: %s\n",
+                   std::string(args.status().message()).c_str());
+      return 1;
+    }
+    return Usage(std::string(args.status().message()));
+  }
+  if (command == "plan") return RunPlan(*args);
+  if (command == "health") return RunHealth(*args);
+  return Usage(absl::StrCat("unknown command '", command, "'"));
+}
+
+}  // namespace
+}  // namespace memplan::client
+
+int main(int argc, char** argv) { return memplan::client::Main(argc, argv); }

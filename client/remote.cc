@@ -1,0 +1,91 @@
+#include "client/remote.h"
+
+#include "absl/strings/str_cat.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "memplan/v1/memplan.grpc.pb.h"
+
+namespace memplan::client {
+namespace {
+
+// round_robin across resolved addresses; UNAVAILABLE retried with backoff.
+constexpr char kServiceConfig[] = R"({
+  "loadBalancingConfig": [{"round_robin": {}}],
+  "methodConfig": [{
+    "name": [{"service": "memplan.v1.MemoryPlanner"}],
+    "retryPolicy": {
+      "maxAttempts": 5,
+      "initialBackoff": "0.05s",
+      "maxBackoff": "1s",
+      "backoffMultiplier": 2,
+      "retryableStatusCodes": ["UNAVAILABLE"]
+    }
+  }]
+})";
+
+void SetDeadline(grpc::ClientContext* context, absl::Duration deadline) {
+  context->set_deadline(absl::ToChronoTime(absl::Now() + deadline));
+}
+
+}  // namespace
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target) {
+  grpc::ChannelArguments args;
+  args.SetServiceConfigJSON(kServiceConfig);
+  args.SetMaxReceiveMessageSize(-1);  // plans of large graphs are large
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
+                                   args);
+}
+
+absl::Status FromGrpc(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
+}
+
+absl::StatusOr<v1::PlanResponse> PlanRemote(const std::string& target,
+                                            const v1::PlanRequest& request,
+                                            absl::Duration deadline) {
+  auto stub = v1::MemoryPlanner::NewStub(MakeChannel(target));
+  grpc::ClientContext context;
+  SetDeadline(&context, deadline);
+  v1::PlanResponse response;
+  grpc::Status status = stub->Plan(&context, request, &response);
+  if (!status.ok()) {
+    absl::Status s = FromGrpc(status);
+    if (absl::IsUnavailable(s)) {
+      return absl::UnavailableError(absl::StrCat(
+          "cannot reach memplan-server at ", target, ": ", s.message()));
+    }
+    return s;
+  }
+  return response;
+}
+
+HealthResult CheckHealth(const std::string& target, const std::string& service,
+                         absl::Duration deadline) {
+  auto stub = grpc::health::v1::Health::NewStub(MakeChannel(target));
+  grpc::ClientContext context;
+  SetDeadline(&context, deadline);
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  grpc::Status status = stub->Check(&context, request, &response);
+  if (!status.ok()) {
+    const bool connection = status.error_code() == grpc::UNAVAILABLE ||
+                            status.error_code() == grpc::DEADLINE_EXCEEDED;
+    return {connection ? 2 : 3,
+            absl::StrCat(connection ? "error: cannot connect to "
+                                    : "error: health RPC failed at ",
+                         target, ": ", status.error_message())};
+  }
+  if (response.status() != grpc::health::v1::HealthCheckResponse::SERVING) {
+    return {4, absl::StrCat(
+                   "service unhealthy (responded with ",
+                   grpc::health::v1::HealthCheckResponse::ServingStatus_Name(
+                       response.status()),
+                   ")")};
+  }
+  return {0, "status: SERVING"};
+}
+
+}  // namespace memplan::client

@@ -1,0 +1,353 @@
+#include "planner/exact_solver.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "planner/cancel.h"
+#include "planner/problem.h"
+#include "planner/verifier.h"
+
+namespace memplan::planner {
+namespace {
+
+// (start, end half-open, size) triples to a Problem.
+Problem Build(const std::vector<std::tuple<Step, Step, Bytes>>& rows) {
+  Problem problem;
+  for (const auto& [start, end, size] : rows) {
+    Buffer b;
+    b.name = "b" + std::to_string(problem.buffers.size());
+    b.start = start;
+    b.end = end;
+    b.size = size;
+    problem.buffers.push_back(b);
+  }
+  return problem;
+}
+
+// The lowest aligned offset for `b` clear of the placed buffers.
+Offset LowestFit(const Problem& p, const std::vector<Offset>& offsets, int b) {
+  const Buffer& buf = p.buffers[b];
+  std::vector<Offset> starts = {0};
+  for (size_t j = 0; j < offsets.size(); ++j) {
+    if (offsets[j] >= 0 && LifetimesOverlap(buf, p.buffers[j])) {
+      starts.push_back(AlignUp(offsets[j] + p.buffers[j].size, buf.alignment));
+    }
+  }
+  std::sort(starts.begin(), starts.end());
+  for (Offset o : starts) {
+    bool clear = true;
+    for (size_t j = 0; j < offsets.size() && clear; ++j) {
+      clear = offsets[j] < 0 || !LifetimesOverlap(buf, p.buffers[j]) ||
+              offsets[j] + p.buffers[j].size <= o || o + buf.size <= offsets[j];
+    }
+    if (clear) return o;
+  }
+  return -1;  // unreachable: the highest start is always clear
+}
+
+// The true optimum by brute force: every order of the free buffers, each
+// put at its lowest fit (some order reproduces any optimal plan pushed down).
+Bytes BruteForceOptimum(const Problem& p) {
+  std::vector<int> order;
+  std::vector<Offset> base(p.buffers.size(), -1);
+  for (size_t i = 0; i < p.buffers.size(); ++i) {
+    if (p.buffers[i].fixed_offset) base[i] = *p.buffers[i].fixed_offset;
+    if (!p.buffers[i].fixed_offset) order.push_back(static_cast<int>(i));
+  }
+  Bytes best = std::numeric_limits<Bytes>::max();
+  do {
+    std::vector<Offset> offsets = base;
+    for (int b : order) offsets[b] = LowestFit(p, offsets, b);
+    Bytes arena = 0;
+    for (size_t i = 0; i < offsets.size(); ++i) {
+      arena = std::max(arena, offsets[i] + p.buffers[i].size);
+    }
+    best = std::min(best, arena);
+  } while (std::next_permutation(order.begin(), order.end()));
+  return best;
+}
+
+// A random instance of up to `max_n` buffers; some aligned, some fixed.
+Problem RandomProblem(std::mt19937& rng, int max_n, bool extras) {
+  auto pick = [&](int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+  };
+  Problem p;
+  const int n = pick(1, max_n);
+  for (int i = 0; i < n; ++i) {
+    Buffer b;
+    b.name = "r" + std::to_string(i);
+    b.start = pick(0, 6);
+    b.end = b.start + pick(1, 5);
+    b.size = pick(1, 12);
+    if (extras && pick(0, 3) == 0) b.alignment = 1 << pick(1, 3);
+    p.buffers.push_back(b);
+  }
+  if (extras && pick(0, 3) == 0) {  // pin the first buffer somewhere
+    p.buffers[0].fixed_offset = AlignUp(pick(0, 16), p.buffers[0].alignment);
+  }
+  return p;
+}
+
+// SolveExact without deadline; fails the test on error.
+ExactResult MustSolve(const Problem& p, const ExactOptions& options,
+                      const SolveContext& ctx = {}) {
+  absl::StatusOr<ExactResult> r = SolveExact(p, options, ctx);
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return ExactResult{};
+  EXPECT_TRUE(VerifyAllPairs(p, r->solution).ok())
+      << VerifyAllPairs(p, r->solution);
+  return *r;
+}
+
+ExactOptions Capacity(Bytes capacity) {
+  ExactOptions options;
+  options.mode = ExactMode::kCapacity;
+  options.capacity = capacity;
+  return options;
+}
+
+// Every option combination a caller may pick must give the same optima.
+class ExactRandomTest : public ::testing::TestWithParam<ExactOptions> {};
+
+TEST_P(ExactRandomTest, MatchesBruteForceOptimum) {
+  std::mt19937 rng(12345);
+  int above_bound = 0;
+  for (int trial = 0; trial < 1500; ++trial) {
+    const Problem p = RandomProblem(rng, trial < 1300 ? 7 : 8, trial % 2 == 1);
+    const Bytes optimum = BruteForceOptimum(p);
+    const ExactResult r = MustSolve(p, GetParam());
+    ASSERT_TRUE(r.proven_optimal) << "trial " << trial;
+    ASSERT_EQ(r.solution.arena_size, optimum) << "trial " << trial;
+    if (optimum > r.lower_bound) ++above_bound;
+  }
+  EXPECT_GT(above_bound, 0);  // the instances include some with a true gap
+}
+
+INSTANTIATE_TEST_SUITE_P(Options, ExactRandomTest,
+                         ::testing::Values(
+                             [] {
+                               return ExactOptions{};  // defaults
+                             }(),
+                             [] {
+                               ExactOptions o;
+                               o.orderings = {"Z"};
+                               return o;
+                             }(),
+                             [] {
+                               ExactOptions o;
+                               o.threads = 2;
+                               return o;
+                             }()));
+
+TEST(ExactSolverTest, CapacityModeMatchesBruteForce) {
+  std::mt19937 rng(777);
+  int infeasible_above_bound = 0;
+  for (int trial = 0; trial < 1000; ++trial) {
+    const Problem p = RandomProblem(rng, 7, trial % 2 == 1);
+    const Bytes optimum = BruteForceOptimum(p);
+    const ExactResult fits = MustSolve(p, Capacity(optimum));
+    ASSERT_EQ(fits.capacity_status, CapacityStatus::kFeasible) << trial;
+    ASSERT_TRUE(fits.feasible);
+    ASSERT_LE(fits.solution.arena_size, optimum);
+    const ExactResult tight = MustSolve(p, Capacity(optimum - 1));
+    ASSERT_EQ(tight.capacity_status, CapacityStatus::kInfeasible) << trial;
+    ASSERT_FALSE(tight.feasible);
+    if (optimum - 1 >= tight.lower_bound) ++infeasible_above_bound;
+  }
+  // Some proofs needed the search, not just the lower bound.
+  EXPECT_GT(infeasible_above_bound, 0);
+}
+
+// "Efficient Memory Management for Deep Neural Net Inference": the 8-tensor
+// example (first, last inclusive) packs into 124 bytes, the lower bound.
+TEST(ExactSolverTest, PaperExampleReachesLowerBound) {
+  const Problem p = Build({{0, 2, 32},
+                           {1, 5, 28},
+                           {2, 6, 36},
+                           {3, 6, 16},
+                           {4, 6, 8},
+                           {5, 8, 64},
+                           {6, 9, 10},
+                           {7, 9, 40}});
+  const ExactResult r = MustSolve(p, ExactOptions{});
+  EXPECT_EQ(r.lower_bound, 124);
+  EXPECT_EQ(r.solution.arena_size, 124);
+  EXPECT_TRUE(r.proven_optimal);
+}
+
+// MiniMalloc's example.input.12.csv: fits its capacity of 12 exactly.
+TEST(ExactSolverTest, MiniMallocExampleFitsCapacity) {
+  const Problem p =
+      Build({{0, 3, 4}, {3, 9, 4}, {0, 9, 4}, {9, 21, 4}, {0, 21, 4}});
+  const ExactResult r = MustSolve(p, Capacity(12));
+  EXPECT_EQ(r.capacity_status, CapacityStatus::kFeasible);
+  EXPECT_EQ(r.solution.arena_size, 12);
+  EXPECT_TRUE(r.proven_optimal);
+}
+
+TEST(ExactSolverTest, InfeasibleWhenLowerBoundExceedsCapacity) {
+  const Problem p = Build({{0, 2, 8}, {1, 3, 8}});
+  const ExactResult r = MustSolve(p, Capacity(15));
+  EXPECT_EQ(r.capacity_status, CapacityStatus::kInfeasible);
+  EXPECT_FALSE(r.feasible);
+  EXPECT_EQ(r.nodes, 0);                 // settled by the bound alone
+  EXPECT_EQ(r.solution.arena_size, 16);  // still a valid plan
+}
+
+TEST(ExactSolverTest, CapacityFromProblemWhenOptionUnset) {
+  Problem p = Build({{0, 2, 8}, {1, 3, 8}});
+  p.capacity = 16;
+  ExactOptions options;
+  options.mode = ExactMode::kCapacity;
+  EXPECT_EQ(MustSolve(p, options).capacity_status, CapacityStatus::kFeasible);
+}
+
+TEST(ExactSolverTest, CapacityModeWithoutCapacityIsInvalid) {
+  ExactOptions options;
+  options.mode = ExactMode::kCapacity;
+  const auto r = SolveExact(Build({{0, 1, 4}}), options, {});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ExactSolverTest, MalformedBuffersAreInvalid) {
+  Problem p = Build({{0, 1, 4}, {2, 1, 4}});
+  EXPECT_EQ(SolveExact(p, {}, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  p = Build({{0, 1, 0}});
+  EXPECT_EQ(SolveExact(p, {}, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  p = Build({{0, 1, 4}});
+  p.buffers[0].alignment = 3;
+  EXPECT_EQ(SolveExact(p, {}, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ExactSolverTest, EmptyProblemIsTriviallyOptimal) {
+  const ExactResult r = MustSolve(Problem{}, ExactOptions{});
+  EXPECT_EQ(r.solution.arena_size, 0);
+  EXPECT_TRUE(r.proven_optimal);
+}
+
+TEST(ExactSolverTest, FixedOffsetsAndAlignmentRespected) {
+  Problem p = Build({{0, 4, 16}, {0, 4, 10}, {1, 3, 8}, {2, 6, 24}});
+  p.buffers[0].fixed_offset = 32;  // pinned in the middle
+  p.buffers[1].alignment = 16;
+  p.buffers[2].alignment = 8;
+  p.buffers[3].alignment = 64;
+  const ExactResult r = MustSolve(p, ExactOptions{});
+  EXPECT_EQ(r.solution.offsets[0], 32);
+  EXPECT_EQ(r.solution.offsets[1] % 16, 0);
+  EXPECT_EQ(r.solution.offsets[2] % 8, 0);
+  EXPECT_EQ(r.solution.offsets[3] % 64, 0);
+  EXPECT_TRUE(r.proven_optimal);
+  EXPECT_EQ(r.solution.arena_size, BruteForceOptimum(p));
+}
+
+TEST(ExactSolverTest, CollidingFixedBuffersAreInvalid) {
+  Problem p = Build({{0, 4, 16}, {1, 2, 16}});
+  p.buffers[0].fixed_offset = 0;
+  p.buffers[1].fixed_offset = 8;
+  EXPECT_EQ(SolveExact(p, {}, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// A random instance large enough that proving optimality takes long.
+Problem HardProblem() {
+  std::mt19937 rng(99);
+  Problem p;
+  for (int i = 0; i < 120; ++i) {
+    Buffer b;
+    b.name = "h" + std::to_string(i);
+    b.start = std::uniform_int_distribution<int>(0, 60)(rng);
+    b.end = b.start + std::uniform_int_distribution<int>(1, 20)(rng);
+    b.size = std::uniform_int_distribution<int>(1, 1000)(rng) * 7;
+    p.buffers.push_back(b);
+  }
+  return p;
+}
+
+TEST(ExactSolverTest, HonoursDeadlineWithValidPlan) {
+  const Problem p = HardProblem();
+  const absl::Time start = absl::Now();
+  CancelToken cancel(start + absl::Milliseconds(200));
+  SolveContext ctx;
+  ctx.cancel = &cancel;
+  const ExactResult r = MustSolve(p, ExactOptions{}, ctx);
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_LT(took, absl::Milliseconds(240));
+  EXPECT_GE(took, absl::Milliseconds(100));  // it was hard: used its time
+  EXPECT_FALSE(r.proven_optimal);
+  EXPECT_GE(r.solution.arena_size, r.lower_bound);
+}
+
+TEST(ExactSolverTest, AlreadyCancelledReturnsSeed) {
+  const Problem p = HardProblem();
+  CancelToken cancel;
+  cancel.Cancel();
+  SolveContext ctx;
+  ctx.cancel = &cancel;
+  const ExactResult r = MustSolve(p, ExactOptions{}, ctx);
+  EXPECT_EQ(r.solution.offsets.size(), p.buffers.size());
+}
+
+TEST(ExactSolverTest, Deterministic) {
+  const Problem p = HardProblem();
+  const ExactOptions options = Capacity(LowerBound(p) * 21 / 20);
+  const ExactResult a = MustSolve(p, options);
+  const ExactResult b = MustSolve(p, options);
+  EXPECT_EQ(a.capacity_status, CapacityStatus::kFeasible);
+  EXPECT_EQ(a.solution.offsets, b.solution.offsets);
+  EXPECT_EQ(a.nodes, b.nodes);
+}
+
+TEST(ExactSolverTest, UsesSeedAndLowersSharedIncumbent) {
+  const Problem p = Build({{0, 2, 32}, {1, 3, 28}, {2, 4, 36}});
+  Solution seed{{0, 100, 200}, 236};
+  std::atomic<Bytes> best{seed.arena_size};
+  SolveContext ctx;
+  ctx.seed = &seed;
+  ctx.best_arena = &best;
+  const ExactResult r = MustSolve(p, ExactOptions{}, ctx);
+  EXPECT_EQ(r.solution.arena_size, 64);
+  EXPECT_EQ(best.load(), 64);
+  EXPECT_TRUE(r.proven_optimal);
+}
+
+TEST(ExactSolverTest, StrategyInterface) {
+  const ExactSolver solver;
+  EXPECT_EQ(solver.name(), "exact");
+  const Problem p = Build({{0, 2, 32}, {1, 3, 28}, {2, 4, 36}});
+  absl::StatusOr<Solution> s = solver.Solve(p, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(Verify(p, *s).ok());
+  EXPECT_EQ(s->arena_size, 64);
+}
+
+TEST(ExactSolverTest, TooManyBuffersWithoutSeedIsInvalid) {
+  ExactOptions options;
+  options.max_buffers = 2;
+  const Problem p = Build({{0, 2, 1}, {0, 2, 1}, {0, 2, 1}});
+  EXPECT_EQ(SolveExact(p, options, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  Solution seed{{0, 1, 2}, 3};
+  SolveContext ctx;
+  ctx.seed = &seed;
+  const ExactResult r = MustSolve(p, options, ctx);
+  EXPECT_EQ(r.nodes, 0);
+  EXPECT_TRUE(r.proven_optimal);  // 3 == lower bound
+}
+
+}  // namespace
+}  // namespace memplan::planner

@@ -1,0 +1,166 @@
+// The memplan CLI as a user runs it: in-process and through a real
+// memplan-server, output formats, and exit codes.
+#include <signal.h>
+
+#include <string>
+
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "memplan/v1/memplan.pb.h"
+#include "tests/testing/process.h"
+
+namespace memplan {
+namespace {
+
+using testing::CommandResult;
+using ::testing::HasSubstr;
+
+const std::string kCli = MEMPLAN_CLI_PATH;
+const std::string kExamples = std::string(MEMPLAN_SOURCE_DIR) + "/examples/";
+
+CommandResult Cli(const std::vector<std::string>& args,
+                  const std::string& input = "") {
+  return testing::RunCommand(kCli, args, input, 120);
+}
+
+v1::PlanResponse ParseResponse(const std::string& json) {
+  v1::PlanResponse r;
+  auto s = google::protobuf::util::JsonStringToMessage(json, &r);
+  EXPECT_TRUE(s.ok()) << s.ToString() << json.substr(0, 200);
+  return r;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new testing::ServerProcess(MEMPLAN_SERVER_PATH,
+                                         {"--address=127.0.0.1:0"});
+    ASSERT_GT(server_->port(), 0);
+  }
+  static void TearDownTestSuite() {
+    server_->Stop(SIGTERM, 10);
+    delete server_;
+  }
+  static testing::ServerProcess* server_;
+};
+testing::ServerProcess* CliTest::server_ = nullptr;
+
+TEST_F(CliTest, TextReportForTheTransformerExample) {
+  CommandResult r = Cli({"plan", kExamples + "transformer_encoder.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("arena:"));
+  EXPECT_THAT(r.out, HasSubstr("lower bound:"));
+  EXPECT_THAT(r.out, HasSubstr("efficiency:"));
+  EXPECT_THAT(r.out, HasSubstr("saving"));
+  EXPECT_THAT(r.out, HasSubstr("pool        size  members"));
+}
+
+TEST_F(CliTest, InProcessAndServerGiveTheSamePlan) {
+  for (const char* file : {"resnet50.json", "transformer_encoder.json",
+                           "minimalloc_example.csv"}) {
+    CommandResult local = Cli({"plan", "--format=json", kExamples + file});
+    CommandResult remote = Cli({"plan", "--format", "json", "--server",
+                                server_->address(), kExamples + file});
+    ASSERT_EQ(local.exit_code, 0) << local.err;
+    ASSERT_EQ(remote.exit_code, 0) << remote.err;
+    v1::PlanResponse a = ParseResponse(local.out),
+                     b = ParseResponse(remote.out);
+    a.clear_stage_micros();
+    b.clear_stage_micros();
+    EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString()) << file;
+    EXPECT_GT(a.assignments_size(), 0);
+  }
+}
+
+TEST_F(CliTest, JsonUsesTheContractFieldNames) {
+  CommandResult r =
+      Cli({"plan", "--format=json", kExamples + "transformer_encoder.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* field :
+       {"\"arena_size_bytes\"", "\"lower_bound_bytes\"", "\"naive_bytes\"",
+        "\"assignments\"", "\"pool_id\"", "\"first_step\"", "\"last_step\"",
+        "\"pools\"", "\"size_bytes\"", "\"strategy\"", "\"stage_micros\""}) {
+    EXPECT_THAT(r.out, HasSubstr(field));
+  }
+}
+
+TEST_F(CliTest, CsvOutputIsMiniMallocsFormat) {
+  CommandResult r =
+      Cli({"plan", "--format=csv", kExamples + "minimalloc_example.csv"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> lines =
+      absl::StrSplit(r.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines[0], "id,lower,upper,size,offset");
+  EXPECT_THAT(lines[1], ::testing::StartsWith("b1,0,3,4,"));
+}
+
+TEST_F(CliTest, ReadsStandardInput) {
+  CommandResult r = Cli({"plan", "--input-format=csv", "-"},
+                        "id,lower,upper,size\na,0,2,8\nb,1,3,8\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("arena:        16 bytes"));
+}
+
+TEST_F(CliTest, ExitCodes) {
+  EXPECT_EQ(Cli({}).exit_code, 64);
+  EXPECT_EQ(Cli({"frobnicate"}).exit_code, 64);
+  EXPECT_EQ(Cli({"plan", "--no-such-flag", "x.json"}).exit_code, 64);
+  EXPECT_EQ(Cli({"plan", "--alignment=abc", "x.json"}).exit_code, 64);
+  EXPECT_EQ(Cli({"plan"}).exit_code, 64);
+  EXPECT_EQ(Cli({"--help"}).exit_code, 0);
+  CommandResult missing = Cli({"plan", "/nonexistent/graph.json"});
+  EXPECT_EQ(missing.exit_code, 66);
+  EXPECT_THAT(missing.err, HasSubstr("/nonexistent/graph.json"));
+  CommandResult bad =
+      Cli({"plan", "--input-format=json", "-"}, "{\n \"graph\": [}\n");
+  EXPECT_EQ(bad.exit_code, 65);
+  EXPECT_THAT(bad.err, HasSubstr("<stdin>:2: malformed JSON"));
+  CommandResult badcsv = Cli({"plan", "--input-format=csv", "-"},
+                             "id,lower,upper,size\na,0,x,8\n");
+  EXPECT_EQ(badcsv.exit_code, 65);
+  EXPECT_THAT(badcsv.err, HasSubstr("<stdin>:2: upper 'x' is not an integer"));
+  CommandResult invalid = Cli({"plan", "--input-format=csv", "-"},
+                              "id,lower,upper,size\na,3,1,8\n");
+  EXPECT_EQ(invalid.exit_code, 65);
+  EXPECT_THAT(invalid.err, HasSubstr("buffer 'a' has start 3 >= end 1"));
+  CommandResult capacity =
+      Cli({"plan", "--capacity=8", "--input-format=csv", "-"},
+          "id,lower,upper,size\na,0,2,8\nb,1,3,8\n");
+  EXPECT_EQ(capacity.exit_code, 65);
+  EXPECT_THAT(capacity.err, HasSubstr("infeasible"));
+}
+
+TEST_F(CliTest, BadInputThroughTheServerIsExit65) {
+  CommandResult r =
+      Cli({"plan", "--server", server_->address(), "--input-format=json", "-"},
+          R"({"graph": {"name": "g", "tensors": [{"name": "a",
+                        "size_bytes": 4}], "ops": [{"name": "o", "inputs":
+                        ["zz"], "outputs": ["a"]}]}})");
+  EXPECT_EQ(r.exit_code, 65);
+  EXPECT_THAT(r.err, HasSubstr("op 'o' reads unknown tensor 'zz'"));
+}
+
+TEST_F(CliTest, UnreachableServerIsExit69) {
+  // Port 1 on loopback: nothing listens there.
+  CommandResult r = Cli({"plan", "--server=127.0.0.1:1", "--deadline=3s",
+                         kExamples + "minimalloc_example.csv"});
+  EXPECT_TRUE(r.exit_code == 69 || r.exit_code == 75) << r.exit_code << r.err;
+}
+
+TEST_F(CliTest, HealthExitCodes) {
+  CommandResult ok = Cli({"health", "--server", server_->address()});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("SERVING"));
+  CommandResult service = Cli({"health", "--server", server_->address(),
+                               "--service=memplan.v1.MemoryPlanner"});
+  EXPECT_EQ(service.exit_code, 0);
+  CommandResult down = Cli({"health", "--server=127.0.0.1:1", "--deadline=2s"});
+  EXPECT_EQ(down.exit_code, 2);
+  EXPECT_EQ(Cli({"health"}).exit_code, 1);
+}
+
+}  // namespace
+}  // namespace memplan

@@ -1,0 +1,323 @@
+// End to end: the real memplan-server on 127.0.0.1 with port 0, called
+// through the generated stub.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "memplan/v1/memplan.grpc.pb.h"
+#include "tests/testing/process.h"
+
+namespace memplan {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+v1::PlanRequest Example(const std::string& name) {
+  v1::PlanRequest request;
+  auto status = google::protobuf::util::JsonStringToMessage(
+      ReadFile(std::string(MEMPLAN_SOURCE_DIR) + "/examples/" + name),
+      &request);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  return request;
+}
+
+// A small valid graph: x -> f -> h -> g -> y.
+v1::PlanRequest SmallGraph() {
+  v1::PlanRequest r;
+  v1::Graph* g = r.mutable_graph();
+  g->set_name("small");
+  for (auto [name, size] : {std::pair{"x", 64}, {"h", 128}, {"y", 64}}) {
+    v1::Tensor* t = g->add_tensors();
+    t->set_name(name);
+    t->set_size_bytes(size);
+  }
+  v1::Op* f = g->add_ops();
+  f->set_name("f");
+  f->add_inputs("x");
+  f->add_outputs("h");
+  v1::Op* op = g->add_ops();
+  op->set_name("g");
+  op->add_inputs("h");
+  op->add_outputs("y");
+  g->add_inputs("x");
+  g->add_outputs("y");
+  return r;
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new testing::ServerProcess(
+        MEMPLAN_SERVER_PATH,
+        {"--address=127.0.0.1:0", "--max_tensors=5000", "--worker_threads=2"});
+    ASSERT_GT(server_->port(), 0) << server_->first_line();
+    channel_ = new std::shared_ptr<grpc::Channel>(grpc::CreateChannel(
+        server_->address(), grpc::InsecureChannelCredentials()));
+  }
+  static void TearDownTestSuite() {
+    delete channel_;
+    // A clean stop: SIGTERM, exit 0.
+    const int status = server_->Stop(SIGTERM, 10);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    delete server_;
+  }
+
+  grpc::Status Plan(const v1::PlanRequest& request, v1::PlanResponse* out,
+                    int deadline_ms = 20000) {
+    auto stub = v1::MemoryPlanner::NewStub(*channel_);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::milliseconds(deadline_ms));
+    return stub->Plan(&context, request, out);
+  }
+
+  static testing::ServerProcess* server_;
+  static std::shared_ptr<grpc::Channel>* channel_;
+};
+
+testing::ServerProcess* ServerTest::server_ = nullptr;
+std::shared_ptr<grpc::Channel>* ServerTest::channel_ = nullptr;
+
+TEST_F(ServerTest, PlansTheResNetExample) {
+  v1::PlanResponse response;
+  grpc::Status s = Plan(Example("resnet50.json"), &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(response.assignments_size(), 231);
+  EXPECT_GE(response.arena_size_bytes(), response.lower_bound_bytes());
+  EXPECT_LT(response.arena_size_bytes(), response.naive_bytes());
+  EXPECT_GT(response.pools_size(), 0);
+  for (const v1::Assignment& a : response.assignments()) {
+    EXPECT_EQ(a.offset() % 64, 0) << a.name();
+    EXPECT_LE(a.offset() + a.size(), response.arena_size_bytes());
+  }
+}
+
+TEST_F(ServerTest, PlansBuffersLikeMiniMalloc) {
+  v1::PlanRequest request;
+  const int rows[5][3] = {
+      {0, 3, 4}, {3, 9, 4}, {0, 9, 4}, {9, 21, 4}, {0, 21, 4}};
+  for (int i = 0; i < 5; ++i) {
+    v1::Buffer* b = request.add_buffers();
+    b->set_id(absl::StrCat("b", i + 1));
+    b->set_start(rows[i][0]);
+    b->set_end(rows[i][1]);
+    b->set_size(rows[i][2]);
+    b->set_alignment(1);
+  }
+  v1::PlanResponse response;
+  ASSERT_TRUE(Plan(request, &response).ok());
+  EXPECT_EQ(response.lower_bound_bytes(), 12);
+  EXPECT_EQ(response.arena_size_bytes(), 12);
+  EXPECT_TRUE(response.proven_optimal());
+}
+
+TEST_F(ServerTest, HealthIsServingForServerAndService) {
+  auto stub = grpc::health::v1::Health::NewStub(*channel_);
+  for (const char* service : {"", "memplan.v1.MemoryPlanner"}) {
+    grpc::ClientContext context;
+    grpc::health::v1::HealthCheckRequest request;
+    request.set_service(service);
+    grpc::health::v1::HealthCheckResponse response;
+    ASSERT_TRUE(stub->Check(&context, request, &response).ok()) << service;
+    EXPECT_EQ(response.status(),
+              grpc::health::v1::HealthCheckResponse::SERVING);
+  }
+}
+
+struct BadRequest {
+  const char* label;
+  void (*mutate)(v1::PlanRequest*);
+  grpc::StatusCode code;
+  const char* message;
+};
+
+class BadRequestTest : public ServerTest,
+                       public ::testing::WithParamInterface<BadRequest> {};
+
+TEST_P(BadRequestTest, ClearErrorAndTheServerKeepsServing) {
+  v1::PlanRequest request = SmallGraph();
+  GetParam().mutate(&request);
+  v1::PlanResponse response;
+  grpc::Status s = Plan(request, &response);
+  EXPECT_EQ(s.error_code(), GetParam().code) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr(GetParam().message));
+  // The next good request is served.
+  ASSERT_TRUE(Plan(SmallGraph(), &response).ok());
+  EXPECT_EQ(response.arena_size_bytes(), 256);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadRequestTest,
+    ::testing::Values(
+        BadRequest{"UnknownTensor",
+                   [](v1::PlanRequest* r) {
+                     r->mutable_graph()->mutable_ops(1)->set_inputs(0, "nope");
+                   },
+                   grpc::INVALID_ARGUMENT,
+                   "op 'g' reads unknown tensor 'nope'"},
+        BadRequest{"DuplicateTensor",
+                   [](v1::PlanRequest* r) {
+                     r->mutable_graph()->add_tensors()->set_name("h");
+                   },
+                   grpc::INVALID_ARGUMENT, "duplicate tensor name 'h'"},
+        BadRequest{"DuplicateOp",
+                   [](v1::PlanRequest* r) {
+                     r->mutable_graph()->mutable_ops(1)->set_name("f");
+                   },
+                   grpc::INVALID_ARGUMENT, "duplicate op name 'f'"},
+        BadRequest{"ProducedTwice",
+                   [](v1::PlanRequest* r) {
+                     r->mutable_graph()->mutable_ops(1)->set_outputs(0, "h");
+                   },
+                   grpc::INVALID_ARGUMENT, "tensor 'h' is produced twice"},
+        BadRequest{"ConsumedBeforeProduced",
+                   [](v1::PlanRequest* r) {
+                     r->mutable_graph()->mutable_ops()->SwapElements(0, 1);
+                   },
+                   grpc::INVALID_ARGUMENT,
+                   "op 'g' (step 0) reads tensor 'h' before op 'f'"},
+        BadRequest{"Cycle",
+                   [](v1::PlanRequest* r) {
+                     r->mutable_graph()->mutable_ops(0)->set_inputs(0, "h");
+                   },
+                   grpc::INVALID_ARGUMENT,
+                   "cycle: op 'f' reads its own output"},
+        BadRequest{"ZeroSize",
+                   [](v1::PlanRequest* r) {
+                     r->mutable_graph()->mutable_tensors(1)->set_size_bytes(0);
+                   },
+                   grpc::INVALID_ARGUMENT, "tensor 'h' has size 0"},
+        BadRequest{"NegativeSize",
+                   [](v1::PlanRequest* r) {
+                     r->mutable_graph()->mutable_tensors(1)->set_size_bytes(-8);
+                   },
+                   grpc::INVALID_ARGUMENT, "tensor 'h' has size -8"},
+        BadRequest{"Overflow",
+                   [](v1::PlanRequest* r) {
+                     r->mutable_graph()->mutable_tensors(1)->set_size_bytes(
+                         9'000'000'000'000'000'000);
+                     r->mutable_graph()->mutable_tensors(2)->set_size_bytes(
+                         9'000'000'000'000'000'000);
+                   },
+                   grpc::INVALID_ARGUMENT, "sizes overflow 64 bits"},
+        BadRequest{
+            "BadAlignment",
+            [](v1::PlanRequest* r) { r->mutable_options()->set_alignment(24); },
+            grpc::INVALID_ARGUMENT, "alignment 24 is not a power of two"},
+        BadRequest{"EmptyGraph", [](v1::PlanRequest* r) { r->clear_graph(); },
+                   grpc::INVALID_ARGUMENT, "neither a graph nor buffers"},
+        BadRequest{"GraphWithoutTensors",
+                   [](v1::PlanRequest* r) {
+                     r->mutable_graph()->clear_tensors();
+                     r->mutable_graph()->clear_ops();
+                   },
+                   grpc::INVALID_ARGUMENT, "graph 'small' has no tensors"},
+        BadRequest{"StartAfterEnd",
+                   [](v1::PlanRequest* r) {
+                     r->clear_graph();
+                     v1::Buffer* b = r->add_buffers();
+                     b->set_id("late");
+                     b->set_start(5);
+                     b->set_end(2);
+                     b->set_size(8);
+                   },
+                   grpc::INVALID_ARGUMENT,
+                   "buffer 'late' has start 5 >= end 2"},
+        BadRequest{"NegativeStart",
+                   [](v1::PlanRequest* r) {
+                     r->clear_graph();
+                     v1::Buffer* b = r->add_buffers();
+                     b->set_id("neg");
+                     b->set_start(-1);
+                     b->set_end(2);
+                     b->set_size(8);
+                   },
+                   grpc::INVALID_ARGUMENT, "buffer 'neg' has negative start"},
+        BadRequest{"UnknownStrategy",
+                   [](v1::PlanRequest* r) {
+                     r->mutable_options()->set_strategy("magic");
+                   },
+                   grpc::INVALID_ARGUMENT, "unknown strategy 'magic'"},
+        BadRequest{
+            "CapacityTooSmall",
+            [](v1::PlanRequest* r) { r->mutable_options()->set_capacity(100); },
+            grpc::FAILED_PRECONDITION, "infeasible"},
+        BadRequest{"OverTensorLimit",
+                   [](v1::PlanRequest* r) {
+                     for (int i = 0; i < 5000; ++i) {
+                       r->mutable_graph()->add_tensors()->set_name(
+                           absl::StrCat("extra", i));
+                     }
+                   },
+                   grpc::RESOURCE_EXHAUSTED, "at most 5000 per request"}),
+    [](const auto& info) { return std::string(info.param.label); });
+
+TEST_F(ServerTest, ClientDeadlineIsHonoured) {
+  // 4000 buffers under six strategies cannot be planned within 1 ms.
+  v1::PlanRequest request;
+  for (int i = 0; i < 4000; ++i) {
+    v1::Buffer* b = request.add_buffers();
+    b->set_id(absl::StrCat(i));
+    b->set_start(i % 97);
+    b->set_end(i % 97 + 1 + i % 13);
+    b->set_size(64 + i % 1000);
+  }
+  v1::PlanResponse response;
+  grpc::Status s = Plan(request, &response, /*deadline_ms=*/1);
+  EXPECT_EQ(s.error_code(), grpc::DEADLINE_EXCEEDED) << s.error_message();
+  ASSERT_TRUE(Plan(SmallGraph(), &response).ok());
+}
+
+// Separate servers with small limits.
+TEST(ServerLimitsTest, OversizedMessageIsResourceExhausted) {
+  testing::ServerProcess server(
+      MEMPLAN_SERVER_PATH,
+      {"--address=127.0.0.1:0", "--max_request_bytes=1000"});
+  ASSERT_GT(server.port(), 0);
+  auto stub = v1::MemoryPlanner::NewStub(grpc::CreateChannel(
+      server.address(), grpc::InsecureChannelCredentials()));
+  v1::PlanRequest request = SmallGraph();
+  request.mutable_graph()->set_name(std::string(2000, 'n'));
+  v1::PlanResponse response;
+  grpc::ClientContext context;
+  grpc::Status s = stub->Plan(&context, request, &response);
+  EXPECT_EQ(s.error_code(), grpc::RESOURCE_EXHAUSTED) << s.error_message();
+  grpc::ClientContext again;
+  EXPECT_TRUE(stub->Plan(&again, SmallGraph(), &response).ok());
+  EXPECT_TRUE(WIFEXITED(server.Stop(SIGTERM, 10)));
+}
+
+TEST(ServerShutdownTest, SigtermStopsHealthThenExitsZero) {
+  testing::ServerProcess server(MEMPLAN_SERVER_PATH,
+                                {"--address=127.0.0.1:0", "--grace_seconds=2"});
+  ASSERT_GT(server.port(), 0);
+  auto stub = grpc::health::v1::Health::NewStub(grpc::CreateChannel(
+      server.address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  grpc::health::v1::HealthCheckRequest request;
+  grpc::health::v1::HealthCheckResponse response;
+  ASSERT_TRUE(stub->Check(&context, request, &response).ok());
+  const int status = server.Stop(SIGTERM, 10);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace memplan
