@@ -1,0 +1,102 @@
+#include "allocators/aligned_allocator.h"
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace memplan::allocators {
+namespace {
+
+TEST(AlignedMallocTest, AlignsAndStoresOriginJustBefore) {
+  for (size_t alignment = 1; alignment <= 4096; alignment *= 2) {
+    for (size_t size : {size_t{1}, size_t{63}, size_t{1000}}) {
+      void* p = AlignedMalloc(size, alignment);
+      ASSERT_NE(p, nullptr);
+      const auto addr = reinterpret_cast<uintptr_t>(p);
+      EXPECT_EQ(addr % std::max(alignment, sizeof(void*)), 0u);
+      // The origin malloc returned sits in the word before, at most one
+      // alignment plus one word below.
+      void* origin = *(static_cast<void**>(p) - 1);
+      const auto o = reinterpret_cast<uintptr_t>(origin);
+      EXPECT_LT(o, addr);
+      EXPECT_LE(addr - o, std::max(alignment, sizeof(void*)) + sizeof(void*));
+      // The block and its over-read padding are usable.
+      std::memset(p, 0x5A, size + kOverreadBytes);
+      AlignedFree(p);
+    }
+  }
+}
+
+TEST(AlignedMallocTest, RejectsBadRequests) {
+  EXPECT_EQ(AlignedMalloc(16, 3), nullptr);
+  EXPECT_EQ(AlignedMalloc(std::numeric_limits<size_t>::max() - 8, 64), nullptr);
+  AlignedFree(nullptr);  // a no-op
+}
+
+TEST(AlignedAllocatorTest, StatsAndDefaultAlignment) {
+  AlignedAllocator a;
+  void* p = a.Allocate(100, 1);
+  void* q = a.Allocate(300, 128);
+  ASSERT_NE(p, nullptr);
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(q) % 128, 0u);
+  AllocatorStats s = a.GetStats();
+  EXPECT_EQ(s.num_allocs, 2);
+  EXPECT_EQ(s.bytes_in_use, 400);
+  EXPECT_EQ(s.bytes_reserved, 400);
+  EXPECT_EQ(s.largest_alloc_size, 300);
+  ASSERT_TRUE(a.Deallocate(q).ok());
+  s = a.GetStats();
+  EXPECT_EQ(s.bytes_in_use, 100);
+  EXPECT_EQ(s.peak_bytes_in_use, 400);
+  EXPECT_EQ(s.fragmentation, 0.0);
+  ASSERT_TRUE(a.Deallocate(p).ok());
+}
+
+TEST(AlignedAllocatorTest, UnknownPointerAndDoubleFreeAreErrors) {
+  AlignedAllocator a;
+  void* p = a.Allocate(100, 64);
+  EXPECT_EQ(a.Deallocate(static_cast<char*>(p) + 64).code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(a.Deallocate(p).ok());
+  EXPECT_EQ(a.Deallocate(p).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(a.Allocate(8, 12), nullptr);
+  EXPECT_EQ(a.GetStats().num_alloc_failures, 1);
+}
+
+TEST(AlignedAllocatorTest, MultiThreadedStress) {
+  AlignedAllocator a;
+  auto worker = [&a](int thread) {
+    std::mt19937 rng(thread);
+    std::vector<std::pair<char*, size_t>> live;
+    for (int op = 0; op < 2000; ++op) {
+      if (live.size() < 32 && (live.empty() || rng() % 2 == 0)) {
+        const size_t size = 1 + rng() % 8192;
+        char* p = static_cast<char*>(a.Allocate(size, 64));
+        ASSERT_NE(p, nullptr);
+        p[0] = p[size - 1] = static_cast<char>(thread + 1);
+        live.emplace_back(p, size);
+      } else {
+        const size_t i = rng() % live.size();
+        auto [p, size] = live[i];
+        ASSERT_EQ(p[size - 1], static_cast<char>(thread + 1));
+        ASSERT_TRUE(a.Deallocate(p).ok());
+        live.erase(live.begin() + static_cast<ptrdiff_t>(i));
+      }
+    }
+    for (auto [p, size] : live) ASSERT_TRUE(a.Deallocate(p).ok());
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back(worker, t);
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(a.GetStats().bytes_in_use, 0);
+}
+
+}  // namespace
+}  // namespace memplan::allocators

@@ -1,0 +1,270 @@
+#include "allocators/trace.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "allocators/bfc_allocator.h"
+#include "allocators/buffer_allocator.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace memplan::allocators {
+namespace {
+
+using ::testing::HasSubstr;
+
+// "A3" for an alloc of id 3, "F3" for a free: a compact view of a trace.
+std::vector<std::string> Compact(const Trace& trace) {
+  std::vector<std::string> out;
+  for (const TraceEvent& e : trace.events) {
+    out.push_back((e.kind == EventKind::kAlloc ? "A" : "F") +
+                  std::to_string(e.id));
+  }
+  return out;
+}
+
+// input(0) and weight(1) feed conv, which writes hidden(2) and an unused
+// side output(3); relu reads hidden and writes output(4).
+Schedule SmallGraph() {
+  Schedule s;
+  s.tensor_sizes = {1000, 2000, 3000, 100, 1000};
+  s.tensor_names = {"input", "weight", "hidden", "side", "output"};
+  s.persistent = {true, true, false, false, true};
+  s.ops = {{"conv", {0, 1}, {2, 3}}, {"relu", {2}, {4}}};
+  return s;
+}
+
+TEST(TraceFromScheduleTest, SmallGraphGivesExpectedEvents) {
+  absl::StatusOr<Trace> trace = TraceFromSchedule(SmallGraph());
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_THAT(Compact(*trace),
+              ::testing::ElementsAre("A0", "A1", "A2", "A3", "F3", "A4", "F2",
+                                     "F0", "F1", "F4"));
+  EXPECT_EQ(trace->events[2].size, 3000);
+  EXPECT_EQ(trace->events[4].size, 100);  // frees carry the size too
+  EXPECT_EQ(trace->TensorName(2), "tensor 'hidden' (2)");
+}
+
+TEST(TraceFromScheduleTest, NonPersistentInputsDieAfterLastUse) {
+  Schedule s;
+  s.tensor_sizes = {10, 10, 10, 10};
+  s.ops = {{"a", {0}, {2}}, {"b", {0, 2}, {3}}};  // tensor 1 never read
+  absl::StatusOr<Trace> trace = TraceFromSchedule(s);
+  ASSERT_TRUE(trace.ok());
+  EXPECT_THAT(Compact(*trace), ::testing::ElementsAre("A0", "A1", "F1", "A2",
+                                                      "A3", "F0", "F2", "F3"));
+}
+
+TEST(TraceFromScheduleTest, RejectsMalformedSchedules) {
+  Schedule s = SmallGraph();
+  s.ops[1].inputs = {7};
+  EXPECT_THAT(TraceFromSchedule(s).status().message(), HasSubstr("'relu'"));
+
+  s = SmallGraph();
+  s.ops[1].outputs = {2};
+  absl::Status twice = TraceFromSchedule(s).status();
+  EXPECT_EQ(twice.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(twice.message(), HasSubstr("'hidden'"));
+
+  s = SmallGraph();
+  s.ops[0].inputs = {0, 4};  // output is written later, by relu
+  EXPECT_THAT(TraceFromSchedule(s).status().message(),
+              HasSubstr("before it is written"));
+
+  s = SmallGraph();
+  s.tensor_sizes[3] = 0;
+  EXPECT_THAT(TraceFromSchedule(s).status().message(), HasSubstr("'side'"));
+
+  s = SmallGraph();
+  s.persistent.pop_back();
+  EXPECT_EQ(TraceFromSchedule(s).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// Each id is allocated once and freed once, after it was allocated.
+void ExpectWellFormed(const Trace& trace) {
+  std::vector<int> state(static_cast<size_t>(trace.NumIds()), 0);
+  for (const TraceEvent& e : trace.events) {
+    int& s = state[static_cast<size_t>(e.id)];
+    ASSERT_EQ(s, e.kind == EventKind::kAlloc ? 0 : 1) << "id " << e.id;
+    ++s;
+  }
+  for (int s : state) EXPECT_EQ(s, 2);
+}
+
+TEST(WorkloadTest, AllocationWorkloadFreesRightAway) {
+  const Trace trace = AllocationWorkload(100, 5);
+  ExpectWellFormed(trace);
+  ASSERT_EQ(trace.events.size(), 200u);
+  for (size_t i = 0; i < 200; i += 2) {
+    EXPECT_EQ(trace.events[i + 1].id, trace.events[i].id);
+    EXPECT_EQ(trace.events[i + 1].kind, EventKind::kFree);
+  }
+  EXPECT_EQ(Compact(AllocationWorkload(100, 5)), Compact(trace));
+}
+
+TEST(WorkloadTest, DelayedFreeWorkloadFreesAfterDelay) {
+  const Trace trace = DelayedFreeWorkload(50, 10);
+  ExpectWellFormed(trace);
+  int allocs_seen = 0;
+  std::vector<int> born_at(50);
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind == EventKind::kAlloc) {
+      born_at[e.id] = allocs_seen++;
+    } else if (allocs_seen < 50) {
+      EXPECT_EQ(allocs_seen - born_at[e.id], 10) << "id " << e.id;
+    }
+  }
+}
+
+TEST(WorkloadTest, LarsonKeepsAtMostSlotsLive) {
+  const Trace trace = LarsonWorkload(1000, 16, 64, 4096, 3);
+  ExpectWellFormed(trace);
+  int live = 0, peak = 0;
+  for (const TraceEvent& e : trace.events) {
+    live += e.kind == EventKind::kAlloc ? 1 : -1;
+    peak = std::max(peak, live);
+    EXPECT_GE(e.size, 64);
+    EXPECT_LE(e.size, 4096);
+  }
+  EXPECT_EQ(peak, 16);
+}
+
+// The largest sum of sizes live at once.
+int64_t PeakLiveBytes(const Trace& trace) {
+  int64_t live = 0, peak = 0;
+  for (const TraceEvent& e : trace.events) {
+    live += e.kind == EventKind::kAlloc ? e.size : -e.size;
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
+
+class ReplayEveryAllocatorTest : public ::testing::TestWithParam<std::string> {
+};
+
+TEST_P(ReplayEveryAllocatorTest, ReplaysLarsonWorkload) {
+  auto allocator = MakeAllocator(GetParam());
+  ASSERT_TRUE(allocator.ok());
+  const Trace trace = LarsonWorkload(2000, 32, 16, 65536, 9);
+  absl::StatusOr<ReplayResult> r = ReplayTrace(trace, **allocator);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->allocations, 2032);
+  EXPECT_EQ(r->failures, 0);
+  EXPECT_GE(r->peak_bytes_in_use, PeakLiveBytes(trace));
+  EXPECT_GE(r->peak_bytes_reserved, r->peak_bytes_in_use);
+  EXPECT_LE(r->alloc_p50_ns, r->alloc_p99_ns);
+  EXPECT_LE(r->free_p50_ns, r->free_p99_ns);
+  EXPECT_GT(r->total_ns, 0);
+  EXPECT_EQ((*allocator)->GetStats().bytes_in_use, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Names, ReplayEveryAllocatorTest,
+                         ::testing::ValuesIn(AllocatorNames()));
+
+TEST(ReplayTraceTest, CountsFailuresAndSkipsTheirFrees) {
+  BfcAllocator::Options options;
+  options.memory_limit = 1 << 20;
+  BfcAllocator bfc(options);
+  Trace trace;
+  trace.events = {{EventKind::kAlloc, 0, 768 << 10, 64},
+                  {EventKind::kAlloc, 1, 768 << 10, 64},
+                  {EventKind::kFree, 1, 768 << 10, 64},
+                  {EventKind::kFree, 0, 768 << 10, 64}};
+  absl::StatusOr<ReplayResult> r = ReplayTrace(trace, bfc);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->allocations, 1);
+  EXPECT_EQ(r->failures, 1);
+  // The 1 MiB region is less than twice 768 KiB: BFC hands out all of it.
+  EXPECT_EQ(r->peak_bytes_in_use, 1 << 20);
+}
+
+TEST(ReplayTraceTest, RejectsMalformedTraces) {
+  BufferAllocator buffers;
+  Trace twice;
+  twice.events = {{EventKind::kAlloc, 0, 64, 64},
+                  {EventKind::kAlloc, 0, 64, 64}};
+  EXPECT_EQ(ReplayTrace(twice, buffers).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  Trace early;
+  early.events = {{EventKind::kFree, 0, 64, 64}};
+  EXPECT_EQ(ReplayTrace(early, buffers).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(buffers.GetStats().bytes_in_use, 0);  // cleaned up
+}
+
+// A correct plan for SmallGraph: input, weight and hidden are live
+// together; side dies at conv, so output (born at relu) may reuse its bytes.
+std::vector<int64_t> GoodOffsets() {
+  // input [0, 1000), weight [1024, 3024), hidden [3072, 6072),
+  // side [6144, 6244), output [6144, 7144) over side.
+  return {0, 1024, 3072, 6144, 6144};
+}
+
+TEST(ReplayStaticPlanTest, CorrectPlanPasses) {
+  absl::StatusOr<Trace> trace = TraceFromSchedule(SmallGraph());
+  ASSERT_TRUE(trace.ok());
+  BfcAllocator bfc(BfcAllocator::Options{});
+  for (bool thorough : {false, true}) {
+    StaticReplayOptions options;
+    options.check_all_live_at_each_event = thorough;
+    absl::StatusOr<ReplayResult> r =
+        ReplayStaticPlan(*trace, GoodOffsets(), 7168, bfc, options);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->allocations, 5);
+    EXPECT_EQ(r->peak_bytes_in_use, 7168);
+  }
+  EXPECT_EQ(bfc.GetStats().bytes_in_use, 0);  // arena returned
+}
+
+TEST(ReplayStaticPlanTest, OverlappingLiveTensorsAreCaught) {
+  absl::StatusOr<Trace> trace = TraceFromSchedule(SmallGraph());
+  ASSERT_TRUE(trace.ok());
+  std::vector<int64_t> broken = GoodOffsets();
+  broken[4] = 3072;  // output on hidden's bytes while hidden is read
+  BfcAllocator bfc(BfcAllocator::Options{});
+  for (bool thorough : {false, true}) {
+    StaticReplayOptions options;
+    options.check_all_live_at_each_event = thorough;
+    absl::StatusOr<ReplayResult> r =
+        ReplayStaticPlan(*trace, broken, 7168, bfc, options);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(r.status().message(), HasSubstr("'hidden'"));
+    EXPECT_THAT(r.status().message(), HasSubstr("by tensor 'output'"));
+  }
+}
+
+TEST(ReplayStaticPlanTest, SameOffsetForTwoLiveGraphInputsIsCaught) {
+  absl::StatusOr<Trace> trace = TraceFromSchedule(SmallGraph());
+  ASSERT_TRUE(trace.ok());
+  std::vector<int64_t> broken = GoodOffsets();
+  broken[1] = 0;  // weight on top of input: both live for the whole run
+  BfcAllocator bfc(BfcAllocator::Options{});
+  absl::StatusOr<ReplayResult> r = ReplayStaticPlan(*trace, broken, 7168, bfc);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(r.status().message(), HasSubstr("'input'"));
+}
+
+TEST(ReplayStaticPlanTest, RejectsBadPlacementsAndTooLargeArenas) {
+  absl::StatusOr<Trace> trace = TraceFromSchedule(SmallGraph());
+  ASSERT_TRUE(trace.ok());
+  BfcAllocator::Options small;
+  small.memory_limit = 4096;
+  BfcAllocator bfc(small);
+  std::vector<int64_t> offsets = GoodOffsets();
+  offsets[4] = 6200;  // past the end of a 7168-byte arena
+  EXPECT_THAT(ReplayStaticPlan(*trace, offsets, 7168, bfc).status().message(),
+              HasSubstr("'output'"));
+  offsets[4] = 6145;  // misaligned for 64
+  EXPECT_EQ(ReplayStaticPlan(*trace, offsets, 7168, bfc).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReplayStaticPlan(*trace, {0, 1024}, 7168, bfc).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReplayStaticPlan(*trace, GoodOffsets(), 7168, bfc).status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+}  // namespace
+}  // namespace memplan::allocators
