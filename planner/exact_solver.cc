@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <thread>
 #include <utility>
@@ -20,7 +21,9 @@ namespace memplan::planner {
 namespace {
 
 constexpr Offset kInfinity = std::numeric_limits<Offset>::max() / 4;
-constexpr int64_t kCancelStride = 256;  // nodes between deadline checks
+constexpr int64_t kCancelStride = 256;    // nodes between deadline checks
+constexpr int64_t kBoundProbeWeight = 4;  // budget of the lower-bound probe,
+                                          // in per-probe budgets
 
 // A fixed buffer seen as an obstacle by a searched buffer.
 struct Obstacle {
@@ -441,12 +444,6 @@ size_t Search::CollectCandidates(const Part& part, Offset last_offset,
 
 // One node: branch over the candidates; kFound at a full placement.
 Outcome Search::Dfs(const Part& part, Offset last_offset, int last_rank) {
-  if (++nodes_ >= node_limit_) return Outcome::kAborted;
-  ++total_nodes_;
-  if (nodes_ % kCancelStride == 0 && cancel_ != nullptr &&
-      cancel_->Cancelled()) {
-    return Outcome::kCancelled;
-  }
   bool done = true;
   for (int b : part.buffers) done = done && placed_[b];
   if (done) return Outcome::kFound;
@@ -465,6 +462,12 @@ Outcome Search::Dfs(const Part& part, Offset last_offset, int last_rank) {
 // `hatless` tells the caller that no unplaced buffer sits on `b`: then no
 // later sibling can succeed where this one failed.
 Outcome Search::TryCandidate(const Part& part, int b, bool* hatless) {
+  if (++nodes_ >= node_limit_) return Outcome::kAborted;
+  ++total_nodes_;
+  if (nodes_ % kCancelStride == 0 && cancel_ != nullptr &&
+      cancel_->Cancelled()) {
+    return Outcome::kCancelled;
+  }
   const Offset offset = min_offset_[b];
   const size_t offset_mark = offset_log_.size();
   const size_t floor_mark = floor_log_.size();
@@ -594,16 +597,18 @@ std::vector<Offset> FullOffsets(const Problem& problem, const Model& model,
 }
 
 // Round robin over orderings first, first + stride, ... with doubling node
-// limits (MiniMalloc's scheme): an easy ordering answers early, and a run
-// that proves infeasibility under any ordering settles the question.
+// limits up to `max_limit` (MiniMalloc's scheme): an easy ordering answers
+// early, and a run that proves infeasibility under any ordering settles the
+// question. kAborted when every run hit `max_limit`.
 CapacityAnswer RoundRobin(const Model& model, const Problem& problem,
                           Bytes capacity, const ExactOptions& options,
-                          const CancelToken* cancel, size_t first,
-                          size_t stride) {
+                          const CancelToken* cancel, int64_t max_limit,
+                          size_t first, size_t stride) {
   CapacityAnswer answer;
+  answer.outcome = Outcome::kAborted;
   Search search(model, capacity, cancel);
   int64_t limit = std::max<int64_t>(1024, 2 * model.ids.size());
-  while (limit < std::numeric_limits<int64_t>::max() / 4) {
+  while (limit <= max_limit) {
     for (size_t k = first; k < options.orderings.size(); k += stride) {
       const Outcome outcome = search.Run(options.orderings[k], limit);
       answer.nodes = search.nodes();
@@ -619,26 +624,32 @@ CapacityAnswer RoundRobin(const Model& model, const Problem& problem,
   return answer;
 }
 
+// Found or proven absent (not out of nodes or time).
+bool Conclusive(Outcome outcome) {
+  return outcome == Outcome::kFound || outcome == Outcome::kNotFound;
+}
+
 // Runs the round robin on one or two threads (orderings split between them);
 // the first conclusive answer wins and stops the other thread.
 CapacityAnswer SearchCapacity(const Model& model, const Problem& problem,
                               Bytes capacity, const ExactOptions& options,
-                              const CancelToken* cancel) {
+                              const CancelToken* cancel, int64_t max_limit) {
   if (options.threads <= 1 || options.orderings.size() < 2) {
-    return RoundRobin(model, problem, capacity, options, cancel, 0, 1);
+    return RoundRobin(model, problem, capacity, options, cancel, max_limit, 0,
+                      1);
   }
   CancelToken stop(cancel, absl::InfiniteFuture());
   CapacityAnswer answers[2];
   auto run = [&](size_t first) {
-    answers[first] =
-        RoundRobin(model, problem, capacity, options, &stop, first, 2);
-    if (answers[first].outcome != Outcome::kCancelled) stop.Cancel();
+    answers[first] = RoundRobin(model, problem, capacity, options, &stop,
+                                max_limit, first, 2);
+    if (Conclusive(answers[first].outcome)) stop.Cancel();
   };
   std::thread helper(run, 1);
   run(0);
   helper.join();
   CapacityAnswer& winner =
-      answers[0].outcome != Outcome::kCancelled ? answers[0] : answers[1];
+      Conclusive(answers[0].outcome) ? answers[0] : answers[1];
   winner.nodes = answers[0].nodes + answers[1].nodes;
   return std::move(winner);
 }
@@ -658,8 +669,9 @@ ExactResult SolveCapacity(const Job& job, Bytes capacity, ExactResult result) {
   } else if (result.solution.arena_size <= capacity) {
     result.capacity_status = CapacityStatus::kFeasible;
   } else {
-    CapacityAnswer answer = SearchCapacity(job.model, job.problem, capacity,
-                                           job.options, job.ctx.cancel);
+    CapacityAnswer answer =
+        SearchCapacity(job.model, job.problem, capacity, job.options,
+                       job.ctx.cancel, std::numeric_limits<int64_t>::max() / 4);
     result.nodes += answer.nodes;
     if (answer.outcome == Outcome::kFound) {
       result.solution.arena_size = ArenaOf(job.problem, answer.offsets);
@@ -675,12 +687,12 @@ ExactResult SolveCapacity(const Job& job, Bytes capacity, ExactResult result) {
   return result;
 }
 
-// One probe of kMinimize: a plan within `capacity`, under `cancel`. Returns
-// the outcome and adopts a found plan as the incumbent.
-Outcome Probe(const Job& job, Bytes capacity, const CancelToken* cancel,
+// One probe of kMinimize: a plan within `capacity` in at most about
+// `budget` nodes per ordering. Adopts a found plan as the incumbent.
+Outcome Probe(const Job& job, Bytes capacity, int64_t budget,
               ExactResult& result) {
-  CapacityAnswer answer =
-      SearchCapacity(job.model, job.problem, capacity, job.options, cancel);
+  CapacityAnswer answer = SearchCapacity(job.model, job.problem, capacity,
+                                         job.options, job.ctx.cancel, budget);
   result.nodes += answer.nodes;
   if (answer.outcome == Outcome::kFound) {
     result.solution.arena_size = ArenaOf(job.problem, answer.offsets);
@@ -690,38 +702,64 @@ Outcome Probe(const Job& job, Bytes capacity, const CancelToken* cancel,
   return answer.outcome;
 }
 
-// A token for the lower-bound probe: a share of the time left, if bounded.
-std::unique_ptr<CancelToken> ShareOfTime(const CancelToken* cancel,
-                                         double share) {
-  absl::Time deadline = absl::InfiniteFuture();
-  if (cancel != nullptr && cancel->deadline() != absl::InfiniteFuture()) {
-    const absl::Time now = absl::Now();
-    deadline = now + (cancel->deadline() - now) * share;
+// The incumbent arena, or a smaller one another strategy already holds.
+Bytes ProbeCeiling(const Job& job, const ExactResult& result) {
+  Bytes hi = result.solution.arena_size;
+  if (job.ctx.best_arena != nullptr) {
+    hi = std::min(hi, job.ctx.best_arena->load(std::memory_order_relaxed));
   }
-  return std::make_unique<CancelToken>(cancel, deadline);
+  return hi;
 }
 
-// kMinimize: try the lower bound first (near-perfect packings are common),
-// then binary search between the proven bound and the incumbent.
-ExactResult SolveMinimize(const Job& job, ExactResult result) {
-  const CancelToken* cancel = job.ctx.cancel;
-  Bytes lo = result.lower_bound;  // every arena below lo is impossible
-  if (lo < result.solution.arena_size) {
-    auto token = ShareOfTime(cancel, job.options.lower_bound_share);
-    const Outcome outcome = Probe(job, lo, token.get(), result);
-    if (outcome == Outcome::kNotFound) ++lo;
+// Every arena of a pushed-down plan is a multiple of this: offsets are sums
+// of sizes, each rounded up to an alignment.
+Bytes Granularity(const Problem& problem) {
+  Bytes g = 0;
+  for (const Buffer& b : problem.buffers) {
+    g = std::gcd(g, std::gcd(b.size, b.alignment));
+    if (b.fixed_offset) g = std::gcd(g, *b.fixed_offset);
   }
-  while (lo < result.solution.arena_size &&
-         (cancel == nullptr || !cancel->Cancelled())) {
-    Bytes hi = result.solution.arena_size;
-    if (job.ctx.best_arena != nullptr) {
-      hi = std::min(hi, job.ctx.best_arena->load(std::memory_order_relaxed));
-    }
-    if (lo >= hi) break;
-    const Bytes mid = lo + (hi - lo) / 2;
-    const Outcome outcome = Probe(job, mid, cancel, result);
-    if (outcome == Outcome::kNotFound) lo = mid + 1;
-    if (outcome == Outcome::kCancelled) break;
+  return std::max<Bytes>(g, 1);
+}
+
+// The smallest multiple of `grain` >= `value`.
+Bytes RoundUp(Bytes value, Bytes grain) {
+  return (value + grain - 1) / grain * grain;
+}
+
+// One round of kMinimize at a node budget: the bound `lo` first (with a
+// larger budget: finding it ends the search), then a binary search over
+// multiples of `grain` above it. A proof raises `lo`; an inconclusive probe
+// only moves this round's search upward. Returns false once cancelled.
+bool MinimizeRound(const Job& job, int64_t budget, Bytes grain, Bytes& lo,
+                   ExactResult& result) {
+  Bytes round_lo = lo;  // this round's probes stay at or above it
+  while (round_lo < ProbeCeiling(job, result)) {
+    const Bytes hi = ProbeCeiling(job, result);
+    const bool bound = round_lo == lo;
+    const Bytes middle = round_lo + (hi - round_lo) / 2;
+    const Bytes mid = bound ? lo : std::max(round_lo, middle - middle % grain);
+    const Outcome outcome =
+        Probe(job, mid, bound ? budget * kBoundProbeWeight : budget, result);
+    if (outcome == Outcome::kCancelled) return false;
+    if (outcome == Outcome::kNotFound) lo = RoundUp(mid + 1, grain);
+    if (outcome != Outcome::kFound) round_lo = RoundUp(mid + 1, grain);
+    round_lo = std::max(round_lo, lo);
+  }
+  return true;
+}
+
+// kMinimize: rounds of probes with doubling node budgets, so easy
+// improvements come first and hard probes get more time each round.
+ExactResult SolveMinimize(const Job& job, ExactResult result) {
+  const Bytes grain = Granularity(job.problem);
+  // Every arena below lo is impossible.
+  Bytes lo = RoundUp(result.lower_bound, grain);
+  int64_t budget = std::max<int64_t>(job.options.probe_nodes, 1);
+  while (lo < ProbeCeiling(job, result) &&
+         MinimizeRound(job, budget, grain, lo, result)) {
+    budget =
+        budget > std::numeric_limits<int64_t>::max() / 64 ? budget : budget * 2;
   }
   result.proven_optimal = lo >= result.solution.arena_size;
   result.feasible = true;

@@ -67,9 +67,10 @@ struct ExactOptions {
   // Threads searching orderings at once (1 or 2); the first to answer wins.
   // Results do not depend on timing when 1. Default 1.
   int threads = 1;
-  // kMinimize first tries the lower bound itself with this fraction of the
-  // remaining time (when there is a deadline). Default 0.5.
-  double lower_bound_share = 0.5;
+  // kMinimize probes arenas in rounds: the lower bound, then a binary search
+  // up to the incumbent, each probe stopped after about this many nodes per
+  // ordering; the budget doubles every round. Default 16384. REQUIRES > 0.
+  int64_t probe_nodes = 16384;
 };
 
 // What SolveExact found.
