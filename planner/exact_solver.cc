@@ -279,8 +279,8 @@ class Search {
   const CancelToken* cancel_;
   std::string ordering_;     // the static ordering of this run
   int64_t node_limit_ = 0;   // nodes allowed in this run
-  int64_t nodes_ = 0;        // nodes visited in this run
-  int64_t total_nodes_ = 0;  // nodes visited over all runs
+  int64_t nodes_ = 0;        // placements tried in this run
+  int64_t total_nodes_ = 0;  // placements tried over all runs
 
   std::vector<char> placed_;        // per local buffer
   std::vector<Offset> min_offset_;  // lowest canonical offset, per buffer
@@ -580,7 +580,7 @@ Outcome Search::Decompose(const Part& part, int b, Offset offset, int rank) {
 struct CapacityAnswer {
   Outcome outcome = Outcome::kCancelled;  // kFound, kNotFound or kCancelled
   std::vector<Offset> offsets;            // full plan when kFound
-  int64_t nodes = 0;                      // nodes visited
+  int64_t nodes = 0;                      // placements tried
 };
 
 // A full plan from the fixed offsets and the searched local offsets.

@@ -84,7 +84,7 @@ struct ExactResult {
   bool feasible = false;
   // kCapacity: the verdict. kMinimize: kUnknown.
   CapacityStatus capacity_status = CapacityStatus::kUnknown;
-  // Search nodes visited, over all probes and orderings.
+  // Search nodes (placements tried), over all probes and orderings.
   int64_t nodes = 0;
   // The lower bound used: max(LowerBound, fixed tops, largest buffer).
   Bytes lower_bound = 0;
