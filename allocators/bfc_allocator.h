@@ -38,12 +38,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/btree_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -68,6 +69,64 @@ class SystemSubAllocator final : public SubAllocator {
   void* Alloc(size_t alignment, size_t bytes) override;
   void Free(void* ptr, size_t bytes) override;
 };
+
+namespace internal {
+
+// A free list of equal-sized blocks: recycles the nodes of BFC's bins so
+// that moving a chunk between bins does not call malloc. Blocks of any
+// other size go to operator new/delete. Thread-compatible.
+class NodeFreeList {
+ public:
+  NodeFreeList() = default;
+  NodeFreeList(const NodeFreeList&) = delete;
+  NodeFreeList& operator=(const NodeFreeList&) = delete;
+  ~NodeFreeList();
+
+  // A recycled block of `bytes` bytes, else a new one.
+  void* Get(size_t bytes);
+  // Keeps the block for reuse when it has the recycled size.
+  void Put(void* p, size_t bytes);
+
+ private:
+  struct Link {
+    Link* next;  // the next free block
+  };
+  Link* head_ = nullptr;    // free blocks
+  size_t block_bytes_ = 0;  // the recycled size: the first one asked for
+};
+
+// A std::allocator replacement that draws from a NodeFreeList.
+template <typename T>
+class RecyclingAllocator {
+ public:
+  using value_type = T;
+  using propagate_on_container_copy_assignment = std::true_type;
+  using propagate_on_container_move_assignment = std::true_type;
+  using propagate_on_container_swap = std::true_type;
+
+  explicit RecyclingAllocator(NodeFreeList* list) : list_(list) {}
+  template <typename U>
+  RecyclingAllocator(const RecyclingAllocator<U>& other)  // NOLINT: rebind
+      : list_(other.list()) {}
+
+  T* allocate(size_t n) { return static_cast<T*>(list_->Get(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) { list_->Put(p, n * sizeof(T)); }
+  NodeFreeList* list() const { return list_; }
+
+  friend bool operator==(const RecyclingAllocator& a,
+                         const RecyclingAllocator& b) {
+    return a.list_ == b.list_;
+  }
+  friend bool operator!=(const RecyclingAllocator& a,
+                         const RecyclingAllocator& b) {
+    return a.list_ != b.list_;
+  }
+
+ private:
+  NodeFreeList* list_;  // not owned
+};
+
+}  // namespace internal
 
 class BfcAllocator final : public Allocator {
  public:
@@ -157,7 +216,8 @@ class BfcAllocator final : public Allocator {
     bool operator()(ChunkHandle a, SizeProbe b) const;
     bool operator()(SizeProbe a, ChunkHandle b) const;
   };
-  using FreeChunkSet = absl::btree_set<ChunkHandle, ChunkOrder>;
+  using FreeChunkSet = std::set<ChunkHandle, ChunkOrder,
+                                internal::RecyclingAllocator<ChunkHandle>>;
 
   // A contiguous block from the sub-allocator, with one handle slot per
   // kMinAllocationSize bytes (the chunk starting there, if any).
@@ -212,7 +272,9 @@ class BfcAllocator final : public Allocator {
   std::vector<Chunk> chunks_ ABSL_GUARDED_BY(mu_);
   // Head of the recycled handles, linked through Chunk::next.
   ChunkHandle free_chunk_handles_ ABSL_GUARDED_BY(mu_) = kInvalidChunkHandle;
-  std::array<FreeChunkSet, kNumBins> bins_ ABSL_GUARDED_BY(mu_);
+  internal::NodeFreeList bin_nodes_ ABSL_GUARDED_BY(mu_);  // before bins_
+  std::vector<FreeChunkSet> bins_ ABSL_GUARDED_BY(mu_);    // kNumBins bins
+  uint32_t nonempty_bins_ ABSL_GUARDED_BY(mu_) = 0;  // bit b: bins_[b] used
   RegionManager region_manager_ ABSL_GUARDED_BY(mu_);
   size_t curr_region_bytes_ ABSL_GUARDED_BY(mu_);  // next region's size
   int64_t next_allocation_id_ ABSL_GUARDED_BY(mu_) = 1;
