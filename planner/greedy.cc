@@ -5,76 +5,22 @@
 #include <numeric>
 #include <utility>
 
-#include "absl/container/btree_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "planner/time_index.h"
 
 namespace memplan::planner {
 namespace {
 
 constexpr int kCancelStride = 1024;  // buffers placed between cancel checks
 
-// Placed buffers, searchable by time: which of them overlap [start, end)?
-// A segment tree over the compressed start steps answers "live at step s"
-// (stabbing) and an ordered set of starts answers "starts inside (s, e)".
-class PlacedIndex {
- public:
-  explicit PlacedIndex(const Problem& problem) : buffers_(problem.buffers) {
-    for (const Buffer& b : buffers_) steps_.push_back(b.start);
-    std::sort(steps_.begin(), steps_.end());
-    steps_.erase(std::unique(steps_.begin(), steps_.end()), steps_.end());
-    leaves_ = 1;
-    while (leaves_ < static_cast<int>(steps_.size())) leaves_ *= 2;
-    nodes_.resize(2 * leaves_);
-  }
-
-  // Records buffer i as placed.
-  void Insert(int i) {
-    const Buffer& b = buffers_[i];
-    // Steps at which a start may be queried and i is live: [start, end).
-    int lo = Index(b.start);
-    int hi = Index(b.end);  // first compressed step >= end
-    for (lo += leaves_, hi += leaves_; lo < hi; lo /= 2, hi /= 2) {
-      if (lo & 1) nodes_[lo++].push_back(i);
-      if (hi & 1) nodes_[--hi].push_back(i);
-    }
-    starts_.insert({b.start, i});
-  }
-
-  // Appends every placed buffer whose lifetime overlaps buffer i's.
-  void Overlapping(int i, std::vector<int>* out) const {
-    const Buffer& b = buffers_[i];
-    for (int node = Index(b.start) + leaves_; node >= 1; node /= 2) {
-      out->insert(out->end(), nodes_[node].begin(), nodes_[node].end());
-    }
-    for (auto it =
-             starts_.upper_bound({b.start, std::numeric_limits<int>::max()});
-         it != starts_.end() && it->first < b.end; ++it) {
-      out->push_back(it->second);
-    }
-  }
-
- private:
-  // The compressed index of the first start step >= step.
-  int Index(Step step) const {
-    return static_cast<int>(
-        std::lower_bound(steps_.begin(), steps_.end(), step) - steps_.begin());
-  }
-
-  const std::vector<Buffer>& buffers_;
-  std::vector<Step> steps_;              // distinct start steps, sorted
-  int leaves_ = 1;                       // leaf count, a power of two
-  std::vector<std::vector<int>> nodes_;  // buffers covering each node
-  absl::btree_set<std::pair<Step, int>> starts_;  // (start, index)
-};
-
 // The offset for a buffer of `size` at `alignment` among `taken` (memory
 // ranges sorted by start, possibly overlapping each other).
 Offset FindGap(const std::vector<std::pair<Offset, Offset>>& taken, Bytes size,
-               Bytes alignment, FitPolicy fit) {
+               Bytes alignment, FitPolicy fit, Offset base) {
   Offset best = -1;
   Bytes best_gap = std::numeric_limits<Bytes>::max();
-  Offset cursor = 0;
+  Offset cursor = base;
   for (const auto& [lo, hi] : taken) {
     Offset candidate = AlignUp(cursor, alignment);
     if (candidate + size <= lo) {
@@ -87,6 +33,31 @@ Offset FindGap(const std::vector<std::pair<Offset, Offset>>& taken, Bytes size,
     cursor = std::max(cursor, hi);
   }
   return best >= 0 ? best : AlignUp(cursor, alignment);
+}
+
+// Buffers live over the whole schedule share memory with nothing, so they
+// are stacked at the arena's base, most aligned first, and the rest is
+// planned above them: this keeps graphs with many weights linear. Skipped
+// when any buffer is pinned (pins may lie anywhere). Returns the stack's top.
+Offset StackSpanningBuffers(const Problem& problem, Solution* solution) {
+  const auto& b = problem.buffers;
+  std::vector<int> spanning;
+  const auto span = ScheduleSpan(problem);
+  for (int i = 0; i < static_cast<int>(b.size()); ++i) {
+    if (b[i].fixed_offset.has_value()) return 0;
+    if (SpansAll(b[i], span)) spanning.push_back(i);
+  }
+  std::sort(spanning.begin(), spanning.end(), [&](int x, int y) {
+    if (b[x].alignment != b[y].alignment) return b[x].alignment > b[y].alignment;
+    if (b[x].size != b[y].size) return b[x].size > b[y].size;
+    return x < y;
+  });
+  Offset top = 0;
+  for (int i : spanning) {
+    solution->offsets[i] = AlignUp(top, b[i].alignment);
+    top = solution->offsets[i] + b[i].size;
+  }
+  return top;
 }
 
 std::string StrategyName(GreedyOrder order, FitPolicy fit) {
@@ -144,14 +115,18 @@ absl::StatusOr<Solution> PlaceInOrder(const Problem& problem,
   const auto& buffers = problem.buffers;
   Solution solution;
   solution.offsets.assign(buffers.size(), -1);
-  PlacedIndex placed(problem);
-  // Pinned buffers go first, where they are pinned.
+  const Offset base = StackSpanningBuffers(problem, &solution);
+  // Placed buffers as memory ranges, searchable by lifetime.
+  TimeIndex<std::pair<Offset, Offset>> placed(problem);
+  auto insert = [&](int i) {
+    placed.Insert(buffers[i].start, buffers[i].end,
+                  {solution.offsets[i], solution.offsets[i] + buffers[i].size});
+  };
   for (int i = 0; i < static_cast<int>(buffers.size()); ++i) {
     if (!buffers[i].fixed_offset.has_value()) continue;
     solution.offsets[i] = *buffers[i].fixed_offset;
-    placed.Insert(i);
+    insert(i);
   }
-  std::vector<int> overlapping;
   std::vector<std::pair<Offset, Offset>> taken;
   int count = 0;
   for (int i : order) {
@@ -160,17 +135,14 @@ absl::StatusOr<Solution> PlaceInOrder(const Problem& problem,
         cancel->Cancelled()) {
       return absl::DeadlineExceededError("greedy placement cancelled");
     }
-    overlapping.clear();
     taken.clear();
-    placed.Overlapping(i, &overlapping);
-    for (int j : overlapping) {
-      taken.emplace_back(solution.offsets[j],
-                         solution.offsets[j] + buffers[j].size);
-    }
+    placed.ForEachOverlapping(
+        buffers[i].start, buffers[i].end,
+        [&](const std::pair<Offset, Offset>& range) { taken.push_back(range); });
     std::sort(taken.begin(), taken.end());
     solution.offsets[i] =
-        FindGap(taken, buffers[i].size, buffers[i].alignment, fit);
-    placed.Insert(i);
+        FindGap(taken, buffers[i].size, buffers[i].alignment, fit, base);
+    insert(i);
   }
   for (size_t i = 0; i < buffers.size(); ++i) {
     solution.arena_size =

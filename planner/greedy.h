@@ -8,8 +8,11 @@
 //                                planner::FitPolicy::kBestFit);
 //   absl::StatusOr<planner::Solution> s = best.Solve(problem, {});
 //
+// Buffers live over the whole schedule (weights, graph inputs and outputs)
+// are stacked at the arena's base first: they can share with nothing.
+//
 // Cost: O(n log n + sum over buffers of the placed buffers overlapping it),
-// found with a segment tree over time (no all-pairs loop).
+// found with a TimeIndex (no all-pairs loop).
 #ifndef MEMPLAN_PLANNER_GREEDY_H_
 #define MEMPLAN_PLANNER_GREEDY_H_
 

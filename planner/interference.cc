@@ -12,16 +12,42 @@ namespace {
 
 constexpr int kCancelStride = 4096;
 
+// Indices of the buffers that do not span the whole schedule, by start.
+std::vector<int> SharableByStart(const Problem& problem) {
+  const auto& b = problem.buffers;
+  const auto span = ScheduleSpan(problem);
+  std::vector<int> order;
+  order.reserve(b.size());
+  for (int i = 0; i < static_cast<int>(b.size()); ++i) {
+    if (!SpansAll(b[i], span)) order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(), [&](int x, int y) {
+    return b[x].start != b[y].start ? b[x].start < b[y].start : x < y;
+  });
+  return order;
+}
+
+// The number of interfering pairs among `by_start`, without listing them:
+// buffer k of the sweep overlaps every earlier one that has not ended.
+int64_t CountPairs(const Problem& problem, const std::vector<int>& by_start) {
+  std::vector<Step> ends;
+  ends.reserve(by_start.size());
+  for (int i : by_start) ends.push_back(problem.buffers[i].end);
+  std::sort(ends.begin(), ends.end());
+  int64_t pairs = 0;
+  for (size_t k = 0; k < by_start.size(); ++k) {
+    const Step start = problem.buffers[by_start[k]].start;
+    pairs += static_cast<int64_t>(k) -
+             (std::upper_bound(ends.begin(), ends.end(), start) - ends.begin());
+  }
+  return pairs;
+}
+
 // The interfering pairs (i, j), found by a sweep over lifetimes.
-absl::Status SweepPairs(const Problem& problem, int64_t max_edges,
+absl::Status SweepPairs(const Problem& problem, const std::vector<int>& by_start,
                         const CancelToken* cancel,
                         std::vector<std::pair<int, int>>* pairs) {
   const auto& b = problem.buffers;
-  std::vector<int> by_start(b.size());
-  std::iota(by_start.begin(), by_start.end(), 0);
-  std::sort(by_start.begin(), by_start.end(), [&](int x, int y) {
-    return b[x].start != b[y].start ? b[x].start < b[y].start : x < y;
-  });
   // Buffers started so far that may still be live; starts only grow, so one
   // that has ended is dropped for good the next time the list is scanned.
   std::vector<int> live;
@@ -37,10 +63,6 @@ absl::Status SweepPairs(const Problem& problem, int64_t max_edges,
       pairs->emplace_back(std::min(i, j), std::max(i, j));
     }
     live.resize(kept);
-    if (static_cast<int64_t>(pairs->size()) > max_edges) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("more than ", max_edges, " interfering buffer pairs"));
-    }
     live.push_back(i);
   }
   return absl::OkStatus();
@@ -50,8 +72,15 @@ absl::Status SweepPairs(const Problem& problem, int64_t max_edges,
 
 absl::StatusOr<InterferenceGraph> BuildInterferenceGraph(
     const Problem& problem, int64_t max_edges, const CancelToken* cancel) {
+  const std::vector<int> by_start = SharableByStart(problem);
+  const int64_t count = CountPairs(problem, by_start);
+  if (count > max_edges) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        count, " interfering buffer pairs, over the limit of ", max_edges));
+  }
   std::vector<std::pair<int, int>> pairs;
-  if (auto s = SweepPairs(problem, max_edges, cancel, &pairs); !s.ok()) {
+  pairs.reserve(count);
+  if (auto s = SweepPairs(problem, by_start, cancel, &pairs); !s.ok()) {
     return s;
   }
   const size_t n = problem.buffers.size();
@@ -71,7 +100,10 @@ absl::StatusOr<InterferenceGraph> BuildInterferenceGraph(
     std::sort(columns.begin() + row_start[i],
               columns.begin() + row_start[i + 1]);
   }
-  return InterferenceGraph(std::move(row_start), std::move(columns));
+  std::vector<bool> spans_all(n, true);
+  for (int i : by_start) spans_all[i] = false;
+  return InterferenceGraph(std::move(row_start), std::move(columns),
+                           std::move(spans_all));
 }
 
 }  // namespace memplan::planner

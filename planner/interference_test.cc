@@ -3,6 +3,7 @@
 #include <set>
 #include <utility>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/pool_coloring.h"
 #include "planner/testing/random_problems.h"
@@ -17,10 +18,15 @@ TEST(InterferenceTest, MatchesAllPairsOnRandomProblems) {
     ASSERT_TRUE(g.ok());
     std::set<std::pair<int, int>> expected, actual;
     const int n = static_cast<int>(p.buffers.size());
+    const auto span = ScheduleSpan(p);
     for (int i = 0; i < n; ++i) {
+      ASSERT_EQ(g->SpansAll(i), SpansAll(p.buffers[i], span));
       for (int j = i + 1; j < n; ++j) {
-        if (LifetimesOverlap(p.buffers[i], p.buffers[j]))
+        // Edges of buffers spanning the whole schedule are implied.
+        if (LifetimesOverlap(p.buffers[i], p.buffers[j]) &&
+            !SpansAll(p.buffers[i], span) && !SpansAll(p.buffers[j], span)) {
           expected.insert({i, j});
+        }
       }
       for (int j : g->Neighbours(i)) {
         if (i < j) actual.insert({i, j});
@@ -34,8 +40,12 @@ TEST(InterferenceTest, MatchesAllPairsOnRandomProblems) {
 TEST(InterferenceTest, EdgeLimitIsResourceExhausted) {
   Problem p;
   for (int i = 0; i < 100; ++i) p.buffers.push_back({"b", 0, 10, 1});
+  p.buffers.push_back({"late", 10, 11, 1});
   absl::StatusOr<InterferenceGraph> g = BuildInterferenceGraph(p, 1000);
   EXPECT_EQ(g.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(g.status().message()),
+              ::testing::HasSubstr("4950 interfering buffer pairs"));
+  EXPECT_TRUE(BuildInterferenceGraph(p, 4950).ok());
 }
 
 TEST(PoolColoringTest, NoPoolHoldsTwoInterferingBuffers) {
@@ -49,8 +59,16 @@ TEST(PoolColoringTest, NoPoolHoldsTwoInterferingBuffers) {
       const int pool = pools.pool_of[i];
       ASSERT_GE(pool, 0);
       largest[pool] = std::max(largest[pool], p.buffers[i].size);
-      for (int j : g.Neighbours(i)) ASSERT_NE(pools.pool_of[j], pool);
+      for (int j = 0; j < n; ++j) {
+        if (j != i && LifetimesOverlap(p.buffers[i], p.buffers[j])) {
+          ASSERT_NE(pools.pool_of[j], pool) << "seed " << seed;
+        }
+      }
     }
+    // Coloring from a time index gives the same pools as from the graph.
+    Pools indexed = ColorPools(p);
+    EXPECT_EQ(indexed.pool_of, pools.pool_of);
+    EXPECT_EQ(indexed.size, pools.size);
     EXPECT_EQ(largest, pools.size);  // a pool is as big as its largest member
     EXPECT_GE(pools.TotalBytes(), LowerBound(p));
   }

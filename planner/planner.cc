@@ -43,7 +43,8 @@ absl::StatusOr<std::vector<std::string>> ChooseStrategies(
       MakeStrategy(name).status().message());  // lists the known names
 }
 
-// Pools from the interference graph, unless it is too large to build.
+// Pools from the interference graph, or from a time index when the graph
+// would be over its edge limit.
 absl::Status ComputePools(const PlanOptions& options, const CancelToken* cancel,
                           PlanResult* result) {
   absl::StatusOr<InterferenceGraph> graph = [&] {
@@ -51,11 +52,12 @@ absl::Status ComputePools(const PlanOptions& options, const CancelToken* cancel,
     return BuildInterferenceGraph(result->problem,
                                   options.max_interference_edges, cancel);
   }();
-  if (absl::IsResourceExhausted(graph.status())) return absl::OkStatus();
-  if (!graph.ok()) return graph.status();
+  if (!graph.ok() && !absl::IsResourceExhausted(graph.status())) {
+    return graph.status();
+  }
   StageTimer timer("pools", result);
-  result->pools = ColorPools(result->problem, *graph);
-  result->pools_computed = true;
+  result->pools = graph.ok() ? ColorPools(result->problem, *graph)
+                             : ColorPools(result->problem);
   return absl::OkStatus();
 }
 

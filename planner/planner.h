@@ -40,9 +40,10 @@ struct PlanOptions {
   // When set, a plan must fit in this many bytes, or planning fails with
   // FAILED_PRECONDITION. Default: none.
   std::optional<Bytes> capacity;
-  // Pools are computed only when the interference graph has at most this
-  // many edges; above it the plan has offsets but no pools. Default 2^26.
-  int64_t max_interference_edges = int64_t{1} << 26;
+  // The interference graph is materialized only up to this many edges;
+  // above it, pools are colored from a time index instead (same pools, no
+  // graph in memory). Default 2^22.
+  int64_t max_interference_edges = int64_t{1} << 22;
 };
 
 // How long one stage took.
@@ -57,8 +58,7 @@ struct PlanResult {
   Solution solution;            // offsets[i] for problem.buffers[i]
   std::string strategy;         // the strategy whose plan won
   bool proven_optimal = false;  // arena == lower bound or search finished
-  bool pools_computed = false;  // false when over max_interference_edges
-  Pools pools;                  // valid when pools_computed
+  Pools pools;                  // shared objects (pool coloring)
   Bytes lower_bound = 0;        // largest sum of sizes live at one step
   Bytes naive_bytes = 0;        // sum of all sizes
   std::vector<StageTime> stages;

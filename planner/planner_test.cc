@@ -30,7 +30,7 @@ TEST(PlannerTest, GraphPlanIsVerifiedAndReportsEveryStage) {
   EXPECT_THAT(stages,
               ::testing::UnorderedElementsAre("liveness", "interference",
                                               "pools", "offsets", "verify"));
-  EXPECT_TRUE(r->pools_computed);
+  EXPECT_EQ(r->pools.pool_of.size(), g.tensors.size());
 }
 
 TEST(PlannerTest, AutoPicksTheSmallestArenaOfAllStrategies) {

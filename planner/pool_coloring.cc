@@ -3,26 +3,30 @@
 #include <algorithm>
 #include <numeric>
 
+#include "planner/time_index.h"
+
 namespace memplan::planner {
+namespace {
 
-Bytes Pools::TotalBytes() const {
-  return std::accumulate(size.begin(), size.end(), Bytes{0});
-}
-
-Pools ColorPools(const Problem& problem, const InterferenceGraph& graph) {
+// First-fit coloring in size order. `neighbour_pools(i, pool_of, mark)`
+// calls mark(pool) for the pool of every colored buffer interfering with
+// buffer i; `colored(i, pool)` hears of each choice. Buffers spanning the
+// whole schedule get pools of their own after the shared ones.
+template <typename NeighbourPoolsFn, typename ColoredFn>
+Pools Color(const Problem& problem, NeighbourPoolsFn neighbour_pools,
+            ColoredFn colored) {
   const auto& b = problem.buffers;
+  const auto span = ScheduleSpan(problem);
   std::vector<int> order(b.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](int x, int y) { return b[x].size > b[y].size; });
   Pools pools;
   pools.pool_of.assign(b.size(), -1);
-  // taken_by[p] == i marks pool p as holding a neighbour of buffer i.
-  std::vector<int> taken_by;
+  std::vector<int> taken_by;  // taken_by[p] == i: p holds a neighbour of i
   for (int i : order) {
-    for (int j : graph.Neighbours(i)) {
-      if (int p = pools.pool_of[j]; p >= 0) taken_by[p] = i;
-    }
+    if (SpansAll(b[i], span)) continue;
+    neighbour_pools(i, pools.pool_of, [&](int p) { taken_by[p] = i; });
     int pool = 0;
     while (pool < static_cast<int>(taken_by.size()) && taken_by[pool] == i) {
       ++pool;
@@ -32,8 +36,42 @@ Pools ColorPools(const Problem& problem, const InterferenceGraph& graph) {
       pools.size.push_back(b[i].size);  // largest member: sorted by size
     }
     pools.pool_of[i] = pool;
+    colored(i, pool);
+  }
+  for (int i : order) {
+    if (pools.pool_of[i] >= 0) continue;
+    pools.pool_of[i] = static_cast<int>(pools.size.size());
+    pools.size.push_back(b[i].size);
   }
   return pools;
+}
+
+}  // namespace
+
+Bytes Pools::TotalBytes() const {
+  return std::accumulate(size.begin(), size.end(), Bytes{0});
+}
+
+Pools ColorPools(const Problem& problem, const InterferenceGraph& graph) {
+  return Color(
+      problem,
+      [&](int i, const std::vector<int>& pool_of, auto mark) {
+        for (int j : graph.Neighbours(i)) {
+          if (pool_of[j] >= 0) mark(pool_of[j]);
+        }
+      },
+      [](int, int) {});
+}
+
+Pools ColorPools(const Problem& problem) {
+  TimeIndex<int> colored(problem);  // colored lifetimes with their pools
+  const auto& b = problem.buffers;
+  return Color(
+      problem,
+      [&](int i, const std::vector<int>&, auto mark) {
+        colored.ForEachOverlapping(b[i].start, b[i].end, mark);
+      },
+      [&](int i, int pool) { colored.Insert(b[i].start, b[i].end, pool); });
 }
 
 }  // namespace memplan::planner

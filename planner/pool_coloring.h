@@ -23,8 +23,15 @@ struct Pools {
   Bytes TotalBytes() const;
 };
 
-// Persistent buffers interfere with everything, so each gets a pool alone.
+// Colors with the interference graph's adjacency. Buffers that span the
+// whole schedule interfere with everything: each gets a pool alone, numbered
+// after the shared pools.
 Pools ColorPools(const Problem& problem, const InterferenceGraph& graph);
+
+// The same coloring without a materialized graph: neighbours come from a
+// TimeIndex of the buffers colored so far. For problems whose interference
+// graph is too large to build; gives the same pools.
+Pools ColorPools(const Problem& problem);
 
 }  // namespace memplan::planner
 

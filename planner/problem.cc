@@ -24,6 +24,16 @@ Bytes LowerBound(const Problem& problem) {
   return peak;
 }
 
+std::pair<Step, Step> ScheduleSpan(const Problem& problem) {
+  if (problem.buffers.empty()) return {0, 0};
+  Step first = problem.buffers[0].start, last = problem.buffers[0].end;
+  for (const Buffer& b : problem.buffers) {
+    first = std::min(first, b.start);
+    last = std::max(last, b.end);
+  }
+  return {first, last};
+}
+
 Bytes NaiveBytes(const Problem& problem) {
   Bytes total = 0;
   for (const Buffer& b : problem.buffers) total += b.size;

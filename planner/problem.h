@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace memplan::planner {
@@ -60,6 +61,16 @@ Bytes LowerBound(const Problem& problem);
 
 // The sum of all sizes: what a plan without any reuse would take.
 Bytes NaiveBytes(const Problem& problem);
+
+// The steps a problem spans: [min start, max end); {0, 0} when empty.
+std::pair<Step, Step> ScheduleSpan(const Problem& problem);
+
+// True for a buffer live over the whole span: it interferes with every
+// other buffer, so it can never share memory (graph inputs, outputs,
+// weights). Stages handle such buffers apart, which keeps them linear.
+inline bool SpansAll(const Buffer& b, std::pair<Step, Step> span) {
+  return b.start <= span.first && b.end >= span.second;
+}
 
 // Rounds `value` up to a multiple of `alignment` (a power of two).
 inline Bytes AlignUp(Bytes value, Bytes alignment) {

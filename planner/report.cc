@@ -28,12 +28,6 @@ void AppendSummary(const PlanResult& r, std::string* out) {
 
 // The pools table: id, size, members.
 void AppendPools(const PlanResult& r, std::string* out) {
-  if (!r.pools_computed) {
-    absl::StrAppend(out,
-                    "pools:        not computed (interference graph "
-                    "over its edge limit)\n");
-    return;
-  }
   absl::StrAppendFormat(out, "pools:        %d, %d bytes in all\n",
                         r.pools.size.size(), r.pools.TotalBytes());
   std::vector<int> members(r.pools.size.size(), 0);

@@ -142,22 +142,20 @@ v1::PlanResponse ToProto(const planner::PlanResult& result) {
     a->set_name(buffers[i].name);
     a->set_offset(result.solution.offsets[i]);
     a->set_size(buffers[i].size);
-    a->set_pool_id(result.pools_computed ? result.pools.pool_of[i] : -1);
+    a->set_pool_id(result.pools.pool_of[i]);
     a->set_first_step(buffers[i].start);
     a->set_last_step(buffers[i].end - 1);
     a->set_persistent(buffers[i].persistent);
   }
-  if (result.pools_computed) {
-    std::vector<int> members(result.pools.size.size(), 0);
-    for (int p : result.pools.pool_of) ++members[p];
-    for (size_t p = 0; p < result.pools.size.size(); ++p) {
-      v1::Pool* pool = response.add_pools();
-      pool->set_id(static_cast<int>(p));
-      pool->set_size_bytes(result.pools.size[p]);
-      pool->set_members(members[p]);
-    }
-    response.set_pool_bytes(result.pools.TotalBytes());
+  std::vector<int> members(result.pools.size.size(), 0);
+  for (int p : result.pools.pool_of) ++members[p];
+  for (size_t p = 0; p < result.pools.size.size(); ++p) {
+    v1::Pool* pool = response.add_pools();
+    pool->set_id(static_cast<int>(p));
+    pool->set_size_bytes(result.pools.size[p]);
+    pool->set_members(members[p]);
   }
+  response.set_pool_bytes(result.pools.TotalBytes());
   for (const planner::StageTime& s : result.stages) {
     (*response.mutable_stage_micros())[s.stage] = s.micros;
   }
@@ -182,7 +180,6 @@ planner::PlanResult ResultFromProto(const v1::PlanResponse& response) {
     r.solution.offsets.push_back(a.offset());
     r.pools.pool_of.push_back(a.pool_id());
   }
-  r.pools_computed = response.pools_size() > 0;
   for (const v1::Pool& p : response.pools()) {
     r.pools.size.push_back(p.size_bytes());
   }

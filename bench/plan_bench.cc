@@ -1,0 +1,149 @@
+// plan_bench: the planner figures behind BENCHMARKS.md.
+//   plan_bench quality FILE...       arena / lower bound per strategy for each
+//                                    file (JSON graph or MiniMalloc CSV)
+//   plan_bench scale [N...]          planning time of random buffer lists
+//                                    (default 10000 100000 1000000), one
+//                                    core, median of 3 runs
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "client/input.h"
+#include "planner/planner.h"
+#include "planner/strategy.h"
+#include "planner/testing/random_problems.h"
+#include "proto/convert.h"
+
+namespace memplan {
+namespace {
+
+// Plans one input with `strategy`; prints nothing, returns the result.
+absl::StatusOr<planner::PlanResult> PlanWith(const api::PlanInput& input,
+                                             const std::string& strategy) {
+  planner::PlanOptions options = input.options;
+  options.strategy = strategy;
+  if (input.graph.has_value()) {
+    return planner::PlanGraph(*input.graph, options, nullptr, nullptr);
+  }
+  return planner::PlanBuffers(*input.buffers, options, nullptr, nullptr);
+}
+
+int Quality(const std::vector<std::string>& files) {
+  std::vector<std::string> strategies = planner::StrategyNames();
+  strategies.push_back("auto");
+  std::printf("| input | buffers | lower bound |");
+  for (const auto& s : strategies) std::printf(" %s |", s.c_str());
+  std::printf("\n|---|---|---|");
+  for (size_t i = 0; i < strategies.size(); ++i) std::printf("---|");
+  std::printf("\n");
+  for (const std::string& file : files) {
+    absl::StatusOr<client::Input> in = client::ReadInput(file, "");
+    if (!in.ok()) {
+      std::fprintf(stderr, "%s\n", in.status().ToString().c_str());
+      return 1;
+    }
+    absl::StatusOr<api::PlanInput> input = api::FromProto(in->request, {});
+    if (!input.ok()) return 1;
+    std::string row;
+    int64_t buffers = 0, bound = 0;
+    for (const std::string& s : strategies) {
+      absl::StatusOr<planner::PlanResult> r = PlanWith(*input, s);
+      if (!r.ok()) {
+        std::fprintf(stderr, "%s %s: %s\n", file.c_str(), s.c_str(),
+                     r.status().ToString().c_str());
+        return 1;
+      }
+      buffers = r->problem.buffers.size();
+      bound = r->lower_bound;
+      absl::StrAppend(&row, " ", r->solution.arena_size, " (",
+                      absl::StrFormat("%.3f", static_cast<double>(
+                                                  r->solution.arena_size) /
+                                                  r->lower_bound),
+                      ") |");
+    }
+    std::printf("| %s | %lld | %lld |%s\n",
+                file.substr(file.rfind('/') + 1).c_str(),
+                static_cast<long long>(buffers), static_cast<long long>(bound),
+                row.c_str());
+  }
+  return 0;
+}
+
+// Seconds for one full pipeline run of best_fit_size on one core.
+double TimeOnce(const planner::Problem& problem, int64_t* arena,
+                std::string* stages) {
+  planner::PlanOptions options;
+  options.strategy = "best_fit_size";
+  const absl::Time start = absl::Now();
+  absl::StatusOr<planner::PlanResult> r =
+      planner::PlanBuffers(problem, options, nullptr, nullptr);
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  if (!r.ok()) {
+    std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
+    std::exit(1);
+  }
+  *arena = r->solution.arena_size;
+  stages->clear();
+  for (const planner::StageTime& s : r->stages) {
+    absl::StrAppend(stages, s.stage, "=", s.micros / 1000, "ms ");
+  }
+  return seconds;
+}
+
+int Scale(const std::vector<int>& sizes) {
+  std::printf("| buffers | median seconds (3 runs) | arena / lower bound | "
+              "time ratio to previous | n log n ratio | stages (last run) |\n"
+              "|---|---|---|---|---|---|\n");
+  double previous = 0;
+  int previous_n = 0;
+  for (int n : sizes) {
+    planner::Problem problem = planner::testing::RandomProblem(n, 42, 64);
+    std::vector<double> runs;
+    int64_t arena = 0;
+    std::string stages;
+    for (int i = 0; i < 3; ++i) {
+      runs.push_back(TimeOnce(problem, &arena, &stages));
+    }
+    std::sort(runs.begin(), runs.end());
+    const double median = runs[1];
+    const double bound = static_cast<double>(planner::LowerBound(problem));
+    std::string ratio = "-", nlogn = "-";
+    if (previous > 0) {
+      ratio = absl::StrFormat("%.1fx", median / previous);
+      nlogn = absl::StrFormat("%.1fx", (n * std::log2(n)) /
+                                           (previous_n * std::log2(previous_n)));
+    }
+    std::printf("| %d | %.3f | %.3f | %s | %s | %s|\n", n, median,
+                arena / bound, ratio.c_str(), nlogn.c_str(), stages.c_str());
+    std::fflush(stdout);
+    previous = median;
+    previous_n = n;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace memplan
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "quality" && argc > 2) {
+    return memplan::Quality(std::vector<std::string>(argv + 2, argv + argc));
+  }
+  if (mode == "scale") {
+    std::vector<int> sizes;
+    for (int i = 2; i < argc; ++i) sizes.push_back(std::atoi(argv[i]));
+    if (sizes.empty()) sizes = {10000, 100000, 1000000};
+    return memplan::Scale(sizes);
+  }
+  std::fprintf(stderr,
+               "usage: plan_bench quality FILE...\n"
+               "       plan_bench scale [N...]\n");
+  return 64;
+}
