@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <tuple>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -48,7 +49,8 @@ Offset StackSpanningBuffers(const Problem& problem, Solution* solution) {
     if (SpansAll(b[i], span)) spanning.push_back(i);
   }
   std::sort(spanning.begin(), spanning.end(), [&](int x, int y) {
-    if (b[x].alignment != b[y].alignment) return b[x].alignment > b[y].alignment;
+    if (b[x].alignment != b[y].alignment)
+      return b[x].alignment > b[y].alignment;
     if (b[x].size != b[y].size) return b[x].size > b[y].size;
     return x < y;
   });
@@ -72,39 +74,38 @@ std::string StrategyName(GreedyOrder order, FitPolicy fit) {
 
 std::vector<int> GreedyPlacementOrder(const Problem& problem,
                                       GreedyOrder order) {
+  // Sorting packed keys, not indices with a comparator that reads buffers,
+  // keeps the sort in cache for millions of buffers.
+  struct Key {
+    long double primary;  // ascending
+    Bytes secondary;      // ascending
+    Step tertiary;        // ascending
+    int index;
+    bool operator<(const Key& o) const {
+      return std::tie(primary, secondary, tertiary, index) <
+             std::tie(o.primary, o.secondary, o.tertiary, o.index);
+    }
+  };
   const auto& b = problem.buffers;
-  std::vector<int> idx(b.size());
-  std::iota(idx.begin(), idx.end(), 0);
-  auto by_size = [&](int x, int y) {
-    if (b[x].size != b[y].size) return b[x].size > b[y].size;
-    if (b[x].start != b[y].start) return b[x].start < b[y].start;
-    return x < y;
-  };
-  auto by_lifetime = [&](int x, int y) {
-    if (b[x].start != b[y].start) return b[x].start < b[y].start;
-    if (b[x].size != b[y].size) return b[x].size > b[y].size;
-    return x < y;
-  };
-  auto by_area = [&](int x, int y) {
-    // size * length may exceed 64 bits in theory: compare as long double.
-    long double ax =
-        static_cast<long double>(b[x].size) * (b[x].end - b[x].start);
-    long double ay =
-        static_cast<long double>(b[y].size) * (b[y].end - b[y].start);
-    if (ax != ay) return ax > ay;
-    return by_size(x, y);
-  };
-  switch (order) {
-    case GreedyOrder::kSize:
-      std::sort(idx.begin(), idx.end(), by_size);
-      break;
-    case GreedyOrder::kLifetime:
-      std::sort(idx.begin(), idx.end(), by_lifetime);
-      break;
-    case GreedyOrder::kArea:
-      std::sort(idx.begin(), idx.end(), by_area);
-      break;
+  std::vector<Key> keys(b.size());
+  for (int i = 0; i < static_cast<int>(b.size()); ++i) {
+    const long double area =
+        static_cast<long double>(b[i].size) * (b[i].end - b[i].start);
+    switch (order) {
+      case GreedyOrder::kSize:  // largest first, then earliest start
+        keys[i] = {static_cast<long double>(-b[i].size), b[i].start, 0, i};
+        break;
+      case GreedyOrder::kLifetime:  // earliest start, then largest
+        keys[i] = {static_cast<long double>(b[i].start), -b[i].size, 0, i};
+        break;
+      case GreedyOrder::kArea:  // largest area, then as kSize
+        keys[i] = {-area, -b[i].size, b[i].start, i};
+        break;
+    }
   }
+  std::sort(keys.begin(), keys.end());
+  std::vector<int> idx(b.size());
+  for (size_t k = 0; k < keys.size(); ++k) idx[k] = keys[k].index;
   return idx;
 }
 
@@ -118,14 +119,13 @@ absl::StatusOr<Solution> PlaceInOrder(const Problem& problem,
   const Offset base = StackSpanningBuffers(problem, &solution);
   // Placed buffers as memory ranges, searchable by lifetime.
   TimeIndex<std::pair<Offset, Offset>> placed(problem);
-  auto insert = [&](int i) {
-    placed.Insert(buffers[i].start, buffers[i].end,
-                  {solution.offsets[i], solution.offsets[i] + buffers[i].size});
+  auto insert = [&](const Buffer& b, Offset offset) {
+    placed.Insert(b.start, b.end, {offset, offset + b.size});
   };
   for (int i = 0; i < static_cast<int>(buffers.size()); ++i) {
     if (!buffers[i].fixed_offset.has_value()) continue;
     solution.offsets[i] = *buffers[i].fixed_offset;
-    insert(i);
+    insert(buffers[i], solution.offsets[i]);
   }
   std::vector<std::pair<Offset, Offset>> taken;
   int count = 0;
@@ -135,16 +135,19 @@ absl::StatusOr<Solution> PlaceInOrder(const Problem& problem,
         cancel->Cancelled()) {
       return absl::DeadlineExceededError("greedy placement cancelled");
     }
+    const Buffer& b = buffers[i];
     taken.clear();
-    placed.ForEachOverlapping(
-        buffers[i].start, buffers[i].end,
-        [&](const std::pair<Offset, Offset>& range) { taken.push_back(range); });
+    placed.ForEachOverlapping(b.start, b.end,
+                              [&](const std::pair<Offset, Offset>& range) {
+                                taken.push_back(range);
+                              });
     std::sort(taken.begin(), taken.end());
-    solution.offsets[i] =
-        FindGap(taken, buffers[i].size, buffers[i].alignment, fit, base);
-    insert(i);
+    const Offset offset = FindGap(taken, b.size, b.alignment, fit, base);
+    solution.offsets[i] = offset;
+    solution.arena_size = std::max(solution.arena_size, offset + b.size);
+    insert(b, offset);
   }
-  for (size_t i = 0; i < buffers.size(); ++i) {
+  for (size_t i = 0; i < buffers.size(); ++i) {  // stacked and pinned ones
     solution.arena_size =
         std::max(solution.arena_size, solution.offsets[i] + buffers[i].size);
   }

@@ -16,14 +16,14 @@ constexpr int kCancelStride = 4096;
 std::vector<int> SharableByStart(const Problem& problem) {
   const auto& b = problem.buffers;
   const auto span = ScheduleSpan(problem);
-  std::vector<int> order;
-  order.reserve(b.size());
+  std::vector<std::pair<Step, int>> keys;  // packed keys sort in cache
+  keys.reserve(b.size());
   for (int i = 0; i < static_cast<int>(b.size()); ++i) {
-    if (!SpansAll(b[i], span)) order.push_back(i);
+    if (!SpansAll(b[i], span)) keys.emplace_back(b[i].start, i);
   }
-  std::sort(order.begin(), order.end(), [&](int x, int y) {
-    return b[x].start != b[y].start ? b[x].start < b[y].start : x < y;
-  });
+  std::sort(keys.begin(), keys.end());
+  std::vector<int> order(keys.size());
+  for (size_t k = 0; k < keys.size(); ++k) order[k] = keys[k].second;
   return order;
 }
 
@@ -44,7 +44,8 @@ int64_t CountPairs(const Problem& problem, const std::vector<int>& by_start) {
 }
 
 // The interfering pairs (i, j), found by a sweep over lifetimes.
-absl::Status SweepPairs(const Problem& problem, const std::vector<int>& by_start,
+absl::Status SweepPairs(const Problem& problem,
+                        const std::vector<int>& by_start,
                         const CancelToken* cancel,
                         std::vector<std::pair<int, int>>* pairs) {
   const auto& b = problem.buffers;

@@ -200,7 +200,8 @@ absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
 
 absl::Status ValidateProblem(const Problem& problem) {
   if (problem.buffers.empty()) return Invalid("no buffers to plan");
-  absl::flat_hash_set<std::string> names;
+  absl::flat_hash_set<absl::string_view> names;
+  names.reserve(problem.buffers.size());
   Bytes total = 0;
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
     const Buffer& b = problem.buffers[i];

@@ -17,10 +17,13 @@ Pools Color(const Problem& problem, NeighbourPoolsFn neighbour_pools,
             ColoredFn colored) {
   const auto& b = problem.buffers;
   const auto span = ScheduleSpan(problem);
+  // Largest first, ties by index; packed keys sort in cache.
+  std::vector<std::pair<Bytes, int>> keys(b.size());
+  for (int i = 0; i < static_cast<int>(b.size()); ++i)
+    keys[i] = {-b[i].size, i};
+  std::sort(keys.begin(), keys.end());
   std::vector<int> order(b.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int x, int y) { return b[x].size > b[y].size; });
+  for (size_t k = 0; k < keys.size(); ++k) order[k] = keys[k].second;
   Pools pools;
   pools.pool_of.assign(b.size(), -1);
   std::vector<int> taken_by;  // taken_by[p] == i: p holds a neighbour of i

@@ -24,7 +24,8 @@ TEST(TimeIndexTest, MatchesBruteForce) {
     }
     for (const Buffer& q : p.buffers) {
       std::vector<int> got, want;
-      index.ForEachOverlapping(q.start, q.end, [&](int i) { got.push_back(i); });
+      index.ForEachOverlapping(q.start, q.end,
+                               [&](int i) { got.push_back(i); });
       for (int i : inserted) {
         if (LifetimesOverlap(p.buffers[i], q)) want.push_back(i);
       }
