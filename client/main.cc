@@ -32,7 +32,11 @@ ABSL_FLAG(std::string, input_format, "",
 ABSL_FLAG(int64_t, alignment, 0, "default alignment in bytes (default 64)");
 ABSL_FLAG(int64_t, capacity, 0, "fail unless the arena fits in N bytes");
 ABSL_FLAG(std::string, strategy, "", "auto, or one strategy name");
-ABSL_FLAG(int64_t, time_budget_ms, 0, "search time for the plan");
+ABSL_FLAG(int64_t, time_budget_ms, 0,
+          "how long the exact search may run (default: the server's, 1 s)");
+ABSL_FLAG(bool, optimize, false,
+          "after the heuristics, search for a smaller plan (exact solver) "
+          "for up to --time_budget_ms");
 ABSL_FLAG(absl::Duration, deadline, absl::Seconds(30),
           "give up after this long (e.g. 500ms, 10s)");
 ABSL_FLAG(std::string, service, "",
@@ -48,7 +52,8 @@ constexpr char kUsageText[] =
     "usage:\n"
     "  memplan plan [--server HOST:PORT] [--format text|json|csv]\n"
     "               [--input_format json|csv] [--alignment N] [--capacity N]\n"
-    "               [--strategy NAME] [--time_budget_ms N] [--deadline D]\n"
+    "               [--strategy NAME] [--optimize] [--time_budget_ms N]\n"
+    "               [--deadline D]\n"
     "               FILE|-\n"
     "  memplan health --server HOST:PORT [--service NAME] [--deadline D]\n"
     "\n"
@@ -115,7 +120,9 @@ absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv) {
     if (flag == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
     }
-    if (!has_value) {
+    if (!has_value && flag->IsOfType<bool>()) {
+      value = "true";  // a bare boolean flag
+    } else if (!has_value) {
       if (i + 1 >= argc) {
         return absl::InvalidArgumentError(
             absl::StrCat("--", name, " needs a value"));
@@ -140,6 +147,7 @@ absl::Status ApplyFlags(v1::PlanRequest* request) {
   if (int64_t t = absl::GetFlag(FLAGS_time_budget_ms); t != 0) {
     o->set_time_budget_ms(t);
   }
+  if (absl::GetFlag(FLAGS_optimize)) o->set_optimize(true);
   return absl::OkStatus();
 }
 

@@ -8,10 +8,12 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "planner/exact_solver.h"
 #include "planner/interference.h"
 #include "planner/liveness.h"
 #include "planner/portfolio.h"
 #include "planner/strategy.h"
+#include "planner/verifier.h"
 
 namespace memplan::planner {
 namespace {
@@ -32,15 +34,64 @@ class StageTimer {
   absl::Time start_;
 };
 
-// The strategies a request asks for, or INVALID_ARGUMENT.
-absl::StatusOr<std::vector<std::string>> ChooseStrategies(
+// The heuristics a request runs, or INVALID_ARGUMENT. "exact" runs the
+// first heuristic as its seed.
+absl::StatusOr<std::vector<std::string>> ChooseHeuristics(
     const std::string& name) {
-  if (name.empty() || name == "auto") return StrategyNames();
-  for (const std::string& known : StrategyNames()) {
+  if (name.empty() || name == "auto") return HeuristicNames();
+  if (name == "exact") return std::vector<std::string>{HeuristicNames()[0]};
+  for (const std::string& known : HeuristicNames()) {
     if (known == name) return std::vector<std::string>{name};
   }
   return absl::InvalidArgumentError(
       MakeStrategy(name).status().message());  // lists the known names
+}
+
+// Whether to run the exact search after the heuristics: asked for ("exact",
+// or "auto" with optimize), or needed (a capacity the heuristics miss), and
+// able to improve (small enough, not within alignment padding of the bound).
+bool WorthSearching(const PlanOptions& options, const PlanResult& result,
+                    const CancelToken* cancel) {
+  const bool auto_mode = options.strategy.empty() || options.strategy == "auto";
+  const bool missed_capacity = options.capacity.has_value() &&
+                               result.solution.arena_size > *options.capacity;
+  const bool asked = options.strategy == "exact" ||
+                     (auto_mode && (options.optimize || missed_capacity));
+  if (!asked || (cancel != nullptr && cancel->Cancelled())) return false;
+  if (static_cast<int64_t>(result.problem.buffers.size()) >
+      ExactOptions().max_buffers) {
+    return false;
+  }
+  return result.solution.arena_size > AlignedLowerBound(result.problem);
+}
+
+// Runs the exact solver seeded with the heuristics' plan, under the time
+// budget, and keeps its plan when it is smaller (and verified).
+absl::Status SearchExact(const PlanOptions& options, const CancelToken* cancel,
+                         std::atomic<Bytes>* best, PlanResult* result) {
+  ExactOptions exact;
+  if (options.capacity.has_value() &&
+      result->solution.arena_size > *options.capacity) {
+    exact.mode = ExactMode::kCapacity;
+    exact.capacity = options.capacity;
+  }
+  CancelToken budget(cancel, absl::Now() + options.time_budget);
+  SolveContext ctx{&budget, best, &result->solution};
+  absl::StatusOr<ExactResult> found = SolveExact(result->problem, exact, ctx);
+  if (!found.ok()) return found.status();
+  result->proven_optimal = result->proven_optimal || found->proven_optimal;
+  result->proven_infeasible =
+      found->capacity_status == CapacityStatus::kInfeasible;
+  if (found->solution.arena_size >= result->solution.arena_size) {
+    return absl::OkStatus();
+  }
+  if (absl::Status s = Verify(result->problem, found->solution); !s.ok()) {
+    return absl::InternalError(absl::StrCat(
+        "the exact solver produced an invalid plan: ", s.message()));
+  }
+  result->solution = std::move(found->solution);
+  result->strategy = "exact";
+  return absl::OkStatus();
 }
 
 // Pools from the interference graph, or from a time index when the graph
@@ -64,21 +115,21 @@ absl::Status ComputePools(const PlanOptions& options, const CancelToken* cancel,
 // Offset assignment and verification (inside the portfolio).
 absl::Status AssignOffsets(const PlanOptions& options, WorkerPool* pool,
                            const CancelToken* cancel, PlanResult* result) {
-  absl::StatusOr<std::vector<std::string>> strategies =
-      ChooseStrategies(options.strategy);
-  if (!strategies.ok()) return strategies.status();
+  absl::StatusOr<std::vector<std::string>> heuristics =
+      ChooseHeuristics(options.strategy);
+  if (!heuristics.ok()) return heuristics.status();
   std::atomic<Bytes> best{std::numeric_limits<Bytes>::max()};
   SolveContext ctx{cancel, &best, nullptr};
-  absl::StatusOr<PortfolioResult> won = [&] {
-    StageTimer timer("offsets", result);
-    return RunPortfolio(result->problem, *strategies, ctx, pool);
-  }();
+  StageTimer timer("offsets", result);
+  absl::StatusOr<PortfolioResult> won =
+      RunPortfolio(result->problem, *heuristics, ctx, pool);
   if (!won.ok()) return won.status();
   result->solution = std::move(won->solution);
   result->strategy = std::move(won->strategy);
   result->stages.push_back({"verify", won->verify_micros});
   result->proven_optimal = result->solution.arena_size == result->lower_bound;
-  return absl::OkStatus();
+  if (!WorthSearching(options, *result, cancel)) return absl::OkStatus();
+  return SearchExact(options, cancel, &best, result);
 }
 
 absl::Status CheckCapacity(const PlanOptions& options,
@@ -91,6 +142,11 @@ absl::Status CheckCapacity(const PlanOptions& options,
     return absl::FailedPreconditionError(absl::StrCat(
         "infeasible: the lower bound ", result.lower_bound,
         " bytes exceeds the capacity ", *options.capacity, " bytes"));
+  }
+  if (result.proven_infeasible) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "infeasible: the exact search proved no plan fits the capacity ",
+        *options.capacity, " bytes (lower bound ", result.lower_bound, ")"));
   }
   return absl::FailedPreconditionError(
       absl::StrCat("no plan found within the capacity ", *options.capacity,

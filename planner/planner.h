@@ -31,11 +31,18 @@ struct PlanOptions {
   // Alignment of graph tensors that do not set their own. Default 64.
   // REQUIRES: a power of two.
   Bytes alignment = 64;
-  // "auto" (every strategy, smallest verified arena wins) or one name from
-  // StrategyNames(). Default "auto".
+  // "auto" (every heuristic, and with `optimize` the exact search seeded
+  // with the best; the smallest verified arena wins), "exact" (the first
+  // heuristic as the seed, then the search), or one heuristic from
+  // HeuristicNames(). Default "auto".
   std::string strategy = "auto";
-  // How long the search for a better plan than the heuristics' may take
-  // (the exact solver). Default 1 s; the client's deadline also bounds it.
+  // With "auto": also run the exact search after the heuristics, for up to
+  // time_budget. Default false: heuristics only, in milliseconds. The search
+  // runs anyway for "exact", and when a capacity is set that the heuristics
+  // miss.
+  bool optimize = false;
+  // How long the exact search may take. Default 1 s; the caller's
+  // deadline also bounds it.
   absl::Duration time_budget = absl::Seconds(1);
   // When set, a plan must fit in this many bytes, or planning fails with
   // FAILED_PRECONDITION. Default: none.
@@ -54,13 +61,14 @@ struct StageTime {
 };
 
 struct PlanResult {
-  Problem problem;              // the buffers planned, with lifetimes
-  Solution solution;            // offsets[i] for problem.buffers[i]
-  std::string strategy;         // the strategy whose plan won
-  bool proven_optimal = false;  // arena == lower bound or search finished
-  Pools pools;                  // shared objects (pool coloring)
-  Bytes lower_bound = 0;        // largest sum of sizes live at one step
-  Bytes naive_bytes = 0;        // sum of all sizes
+  Problem problem;                 // the buffers planned, with lifetimes
+  Solution solution;               // offsets[i] for problem.buffers[i]
+  std::string strategy;            // the strategy whose plan won
+  bool proven_optimal = false;     // arena == lower bound or search finished
+  bool proven_infeasible = false;  // the search proved no plan fits capacity
+  Pools pools;                     // shared objects (pool coloring)
+  Bytes lower_bound = 0;           // largest sum of sizes live at one step
+  Bytes naive_bytes = 0;           // sum of all sizes
   std::vector<StageTime> stages;
 };
 

@@ -5,14 +5,18 @@
 
 namespace memplan::planner {
 
-Bytes LowerBound(const Problem& problem) {
+namespace {
+
+// The peak over steps of the sum of size_of(buffer) for live buffers.
+template <typename SizeFn>
+Bytes PeakLive(const Problem& problem, SizeFn size_of) {
   // Events (step, delta): frees sort before allocations at the same step
   // because lifetimes are half-open.
   std::vector<std::pair<Step, Bytes>> events;
   events.reserve(problem.buffers.size() * 2);
   for (const Buffer& b : problem.buffers) {
-    events.emplace_back(b.start, b.size);
-    events.emplace_back(b.end, -b.size);
+    events.emplace_back(b.start, size_of(b));
+    events.emplace_back(b.end, -size_of(b));
   }
   std::sort(events.begin(), events.end());
   Bytes live = 0;
@@ -22,6 +26,17 @@ Bytes LowerBound(const Problem& problem) {
     peak = std::max(peak, live);
   }
   return peak;
+}
+
+}  // namespace
+
+Bytes LowerBound(const Problem& problem) {
+  return PeakLive(problem, [](const Buffer& b) { return b.size; });
+}
+
+Bytes AlignedLowerBound(const Problem& problem) {
+  return PeakLive(problem,
+                  [](const Buffer& b) { return AlignUp(b.size, b.alignment); });
 }
 
 std::pair<Step, Step> ScheduleSpan(const Problem& problem) {

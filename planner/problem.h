@@ -59,6 +59,10 @@ struct Solution {
 // O(n log n) sweep.
 Bytes LowerBound(const Problem& problem);
 
+// The same with every size rounded up to its alignment: a plan within this
+// bound is within one alignment unit of the best possible at its peak.
+Bytes AlignedLowerBound(const Problem& problem);
+
 // The sum of all sizes: what a plan without any reuse would take.
 Bytes NaiveBytes(const Problem& problem);
 

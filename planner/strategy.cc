@@ -3,6 +3,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "planner/exact_solver.h"
 #include "planner/greedy.h"
 
 namespace memplan::planner {
@@ -26,10 +27,19 @@ constexpr GreedyKind kGreedy[] = {
 
 }  // namespace
 
-const std::vector<std::string>& StrategyNames() {
+const std::vector<std::string>& HeuristicNames() {
   static const auto* names = [] {
     auto* v = new std::vector<std::string>;
     for (const GreedyKind& k : kGreedy) v->push_back(k.name);
+    return v;
+  }();
+  return *names;
+}
+
+const std::vector<std::string>& StrategyNames() {
+  static const auto* names = [] {
+    auto* v = new std::vector<std::string>(HeuristicNames());
+    v->push_back("exact");
     return v;
   }();
   return *names;
@@ -40,6 +50,7 @@ absl::StatusOr<std::unique_ptr<OffsetStrategy>> MakeStrategy(
   for (const GreedyKind& k : kGreedy) {
     if (name == k.name) return std::make_unique<GreedyStrategy>(k.order, k.fit);
   }
+  if (name == "exact") return std::make_unique<ExactSolver>();
   return absl::NotFoundError(
       absl::StrCat("unknown strategy '", std::string(name), "'; known: auto, ",
                    absl::StrJoin(StrategyNames(), ", ")));

@@ -55,8 +55,10 @@ class OffsetStrategy {
                                          const SolveContext& ctx) const = 0;
 };
 
-// Names of every strategy MakeStrategy knows, in the fixed tie-break order
-// the portfolio uses.
+// Names of the heuristics, in the fixed tie-break order the portfolio uses.
+const std::vector<std::string>& HeuristicNames();
+
+// Every strategy MakeStrategy knows: the heuristics, then "exact".
 const std::vector<std::string>& StrategyNames();
 
 // Creates a strategy by name; NOT_FOUND for an unknown name.

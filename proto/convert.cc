@@ -24,6 +24,7 @@ absl::StatusOr<planner::PlanOptions> OptionsFromProto(const v1::PlanOptions& o,
     options.alignment = o.alignment();
   }
   if (!o.strategy().empty()) options.strategy = o.strategy();
+  options.optimize = o.optimize();
   if (o.time_budget_ms() < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "options.time_budget_ms ", o.time_budget_ms(), " is negative"));
