@@ -30,16 +30,22 @@ RUN JOBS="${MEMPLAN_JOBS:-$(nproc)}" \
       [ ! -d "/build/$d" ] || \
         ctest --test-dir "/build/$d" --output-on-failure -j "$JOBS" || exit 1; \
     done
-# The Debian packages owning every shared library the binaries load.
+# The Debian packages owning every shared library the binaries load; a
+# library no package owns fails the build.
 RUN set -e; mkdir -p /out \
  && cp /build/bin/memplan-server /build/bin/memplan /out/ \
  && strip /out/memplan-server /out/memplan \
- && for lib in $(ldd /out/memplan-server /out/memplan \
-                   | awk '$3 ~ /^\// {print $3}' | sort -u); do \
-      dpkg -S "$lib" 2>/dev/null || dpkg -S "/usr$lib" 2>/dev/null \
-        || dpkg -S "${lib#/usr}" 2>/dev/null \
-        || dpkg -S "$(readlink -f "$lib")"; \
-    done | cut -d: -f1 | sort -u > /out/runtime-packages \
+ && libs=$(ldd /out/memplan-server /out/memplan \
+             | awk '$3 ~ /^\// {print $3}' | sort -u) \
+ && [ -n "$libs" ] \
+ && for lib in $libs; do \
+      owner=$(dpkg -S "$lib" 2>/dev/null || dpkg -S "/usr$lib" 2>/dev/null \
+              || dpkg -S "${lib#/usr}" 2>/dev/null \
+              || dpkg -S "$(readlink -f "$lib")" 2>/dev/null) \
+        || { echo "no Debian package owns $lib" >&2; exit 1; }; \
+      echo "${owner%%:*}" >> /out/owners; \
+    done \
+ && sort -u /out/owners > /out/runtime-packages && rm /out/owners \
  && cat /out/runtime-packages
 
 FROM debian:bookworm-slim

@@ -44,9 +44,16 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 # podman settings for this machine: no systemd, cgroup v1, no journald.
-cat >"$WORK/containers.conf" <<'EOF'
+# podman's default nproc limit (this shell's hard limit) is above what
+# conmon and runc get (podman caps its own at pid_max), and without
+# CAP_SYS_RESOURCE runc cannot raise it: "error setting rlimit type 6".
+# Use the smaller of the two.
+NPROC=$(ulimit -Hu)
+PID_MAX=$(cat /proc/sys/kernel/pid_max)
+if [ "$NPROC" = unlimited ] || [ "$NPROC" -gt "$PID_MAX" ]; then NPROC=$PID_MAX; fi
+cat >"$WORK/containers.conf" <<EOF
 [containers]
-default_ulimits = ["nofile=20000:20000"]
+default_ulimits = ["nofile=20000:20000", "nproc=$NPROC:$NPROC"]
 
 [engine]
 runtime = "runc"
@@ -162,7 +169,9 @@ run_and_check() {
   mport=$(free_port)
   target=127.0.0.1:$gport
   log "running $IMAGE as $NAME: gRPC on $target, metrics on 127.0.0.1:$mport"
-  podman run -d --name "$NAME" \
+  # No systemd here to run the HEALTHCHECK on a timer: the check runs once
+  # below with `podman healthcheck run`.
+  podman run -d --name "$NAME" --health-interval=disable \
     -p "127.0.0.1:$gport:50051" -p "127.0.0.1:$mport:9464" \
     "$IMAGE" >/dev/null
   wait_healthy "$target"
