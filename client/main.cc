@@ -17,6 +17,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/time/time.h"
 #include "client/input.h"
+#include "client/onnx_import.h"
 #include "client/remote.h"
 #include "google/protobuf/util/json_util.h"
 #include "planner/planner.h"
@@ -28,7 +29,14 @@ ABSL_FLAG(std::string, server, "",
           "ipv4:a:p,b:p); empty plans in-process");
 ABSL_FLAG(std::string, format, "text", "output: text, json or csv");
 ABSL_FLAG(std::string, input_format, "",
-          "json or csv; default from the file extension");
+          "json, csv or onnx; default from the file extension");
+ABSL_FLAG(std::vector<std::string>, dim, {},
+          "ONNX: symbolic dim values, NAME=VALUE[,NAME=VALUE]; repeatable");
+ABSL_FLAG(std::vector<std::string>, input, {},
+          "ONNX: value shapes, NAME=1x3x224x224[,NAME=SHAPE]; repeatable");
+ABSL_FLAG(std::string, dump_graph, "",
+          "write the request as planned (e.g. the imported ONNX graph) to "
+          "this file as protobuf JSON");
 ABSL_FLAG(int64_t, alignment, 0, "default alignment in bytes (default 64)");
 ABSL_FLAG(int64_t, capacity, 0, "fail unless the arena fits in N bytes");
 ABSL_FLAG(std::string, strategy, "", "auto, or one strategy name");
@@ -51,15 +59,19 @@ constexpr int kUsage = 64, kDataErr = 65, kNoInput = 66, kUnavailable = 69,
 constexpr char kUsageText[] =
     "usage:\n"
     "  memplan plan [--server HOST:PORT] [--format text|json|csv]\n"
-    "               [--input_format json|csv] [--alignment N] [--capacity N]\n"
+    "               [--input_format json|csv|onnx] [--alignment N]\n"
+    "               [--capacity N] [--dim NAME=N,...] [--input NAME=AxB,...]\n"
+    "               [--dump_graph FILE]\n"
     "               [--strategy NAME] [--optimize] [--time_budget_ms N]\n"
     "               [--deadline D]\n"
     "               FILE|-\n"
     "  memplan health --server HOST:PORT [--service NAME] [--deadline D]\n"
     "\n"
     "FILE is protobuf JSON (a PlanRequest or a Graph) or MiniMalloc CSV\n"
-    "(id,lower,upper,size[,alignment]). Flags may be written --name=value,\n"
-    "--name value, and with - or _ in the name.\n"
+    "(id,lower,upper,size[,alignment]) or an ONNX model (.onnx: --dim sets\n"
+    "symbolic dims, --input whole shapes; both repeat or take lists).\n"
+    "Flags may be written --name=value, --name value, and with - or _ in\n"
+    "the name.\n"
     "exit codes: 0 ok, 64 usage, 65 bad input, 66 missing file,\n"
     "69 unavailable, 70 internal, 75 deadline or overload (retry)\n"
     "health exit codes (as grpc_health_probe): 0 serving, 1 bad arguments,\n"
@@ -100,7 +112,7 @@ int Fail(const absl::Status& s) {
 // Parses flags with abseil's registry, so that a bad flag is a usage error
 // (exit 64) rather than abseil's exit 1. Returns the positional arguments.
 absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv) {
-  std::vector<std::string> positional;
+  std::vector<std::string> positional, dims, inputs;
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "-" || !absl::StartsWith(arg, "-")) {
@@ -134,7 +146,12 @@ absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv) {
       return absl::InvalidArgumentError(
           absl::StrCat("bad value for --", name, ": ", error));
     }
+    // --dim and --input repeat: every occurrence adds to the list.
+    if (name == "dim") dims.push_back(value);
+    if (name == "input") inputs.push_back(value);
   }
+  absl::SetFlag(&FLAGS_dim, dims);
+  absl::SetFlag(&FLAGS_input, inputs);
   return positional;
 }
 
@@ -185,15 +202,27 @@ int RunPlan(const std::vector<std::string>& args) {
     return Usage("--format must be text, json or csv");
   }
   if (!input_format.empty() && input_format != "json" &&
-      input_format != "csv") {
-    return Usage("--input_format must be json or csv");
+      input_format != "csv" && input_format != "onnx") {
+    return Usage("--input_format must be json, csv or onnx");
   }
-  absl::StatusOr<Input> input = ReadInput(args[0], input_format);
+  std::vector<std::string> warnings;
+  absl::StatusOr<Input> input =
+      IsOnnxInput(args[0], input_format)
+          ? ReadOnnxInput(args[0], absl::GetFlag(FLAGS_dim),
+                          absl::GetFlag(FLAGS_input), &warnings)
+          : ReadInput(args[0], input_format);
+  for (const std::string& w : warnings) {
+    std::fprintf(stderr, "memplan: warning: %s\n", w.c_str());
+  }
   if (!input.ok()) return Fail(input.status());
   if (format == "csv" && input->format != InputFormat::kCsv) {
     return Usage("--format csv needs CSV input");
   }
   if (auto s = ApplyFlags(&input->request); !s.ok()) return Fail(s);
+  if (const std::string dump = absl::GetFlag(FLAGS_dump_graph); !dump.empty()) {
+    auto s = WriteRequestJson(dump, input->request);
+    if (!s.ok()) return Fail(s);
+  }
   const std::string server = absl::GetFlag(FLAGS_server);
   absl::StatusOr<v1::PlanResponse> response =
       server.empty()

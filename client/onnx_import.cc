@@ -252,6 +252,7 @@ absl::Status InferShapes(onnx::ModelProto* model, absl::string_view name) {
 struct Size {
   std::optional<int64_t> bytes;  // set when known
   std::string unknown_reason;    // why not, when not
+  std::string missing_dim;       // the symbolic dim lacking a value, if any
 };
 
 // The bytes of a value of type `type`; INVALID_ARGUMENT for types memplan
@@ -260,7 +261,7 @@ absl::StatusOr<Size> SizeOfType(const std::string& name,
                                 const onnx::TypeProto* type,
                                 const OnnxImportOptions& options) {
   if (type == nullptr || type->value_case() == onnx::TypeProto::VALUE_NOT_SET) {
-    return Size{std::nullopt, "no type"};
+    return Size{std::nullopt, "no type", ""};
   }
   if (!type->has_tensor_type()) {
     return Invalid("value '", name,
@@ -273,8 +274,10 @@ absl::StatusOr<Size> SizeOfType(const std::string& name,
                    "' holds strings, whose size depends on their data: "
                    "memplan cannot plan string tensors");
   }
-  if (t.elem_type() == 0) return Size{std::nullopt, "element type unknown"};
-  if (!t.has_shape()) return Size{std::nullopt, "rank unknown"};
+  if (t.elem_type() == 0) {
+    return Size{std::nullopt, "element type unknown", ""};
+  }
+  if (!t.has_shape()) return Size{std::nullopt, "rank unknown", ""};
   std::vector<int64_t> dims;
   for (int i = 0; i < t.shape().dim_size(); ++i) {
     const onnx::TensorShapeProto::Dimension& d = t.shape().dim(i);
@@ -284,15 +287,17 @@ absl::StatusOr<Size> SizeOfType(const std::string& name,
                d.has_dim_param() && it != options.dims.end()) {
       dims.push_back(it->second);
     } else {
-      return Size{std::nullopt, d.has_dim_param()
-                                    ? absl::StrCat("dim '", d.dim_param(), "'")
-                                    : absl::StrCat("dim ", i, " unknown")};
+      if (!d.has_dim_param()) {
+        return Size{std::nullopt, absl::StrCat("dim ", i, " unknown"), ""};
+      }
+      return Size{std::nullopt, absl::StrCat("dim '", d.dim_param(), "'"),
+                  d.dim_param()};
     }
   }
   absl::StatusOr<int64_t> bytes =
       OnnxTensorBytes(t.elem_type(), dims, absl::StrCat("value '", name, "'"));
   if (!bytes.ok()) return bytes.status();
-  return Size{*bytes, ""};
+  return Size{*bytes, "", ""};
 }
 
 // The type of an initializer, from its TensorProto.
@@ -525,6 +530,7 @@ class GraphBuilder {
         SizeOfType(name, it == types_.end() ? nullptr : it->second, options_);
     if (!size.ok()) return size.status();
     if (!size->bytes.has_value()) {
+      if (!size->missing_dim.empty()) missing_dims_.insert(size->missing_dim);
       unknown_.push_back(absl::StrCat(
           name, " (", size->unknown_reason,
           producer >= 0
@@ -580,9 +586,14 @@ class GraphBuilder {
         unknown_.size() > listed.size()
             ? absl::StrCat(", and ", unknown_.size() - listed.size(), " more")
             : "";
+    const std::string dims =
+        missing_dims_.empty()
+            ? ""
+            : absl::StrCat(" (symbolic dims without a value: ",
+                           absl::StrJoin(missing_dims_, ", "), ")");
     return Invalid(
         name_, ": the size of ", unknown_.size(),
-        " value(s) is unknown after shape inference: ",
+        " value(s) is unknown after shape inference", dims, ": ",
         absl::StrJoin(listed, ", "), more,
         ". Set symbolic dims with --dim NAME=VALUE and shapes with --input "
         "NAME=SHAPE (e.g. 1x3x224x224)");
@@ -716,6 +727,7 @@ class GraphBuilder {
   absl::flat_hash_set<std::string> added_;  // values seen by AddTensor
   absl::flat_hash_set<std::string> empty_;  // zero-element values
   std::vector<std::string> unknown_;        // "name (reason)"
+  std::set<std::string> missing_dims_;      // symbolic dims without a value
   std::vector<std::vector<std::string>> reads_;  // per node, deduplicated
   std::set<std::string> control_flow_ops_;       // op types with subgraphs
   OnnxImport result_;                            // what Build returns
