@@ -658,5 +658,28 @@ TEST(OnnxFlagsTest, DimAndInputLists) {
   EXPECT_FALSE(IsOnnxInput("m.json", ""));
 }
 
+// Random byte flips in serialized models: every result is a Status or a
+// graph that plans, never a crash or an exception.
+TEST(OnnxImportFuzzTest, MutatedModelsNeverCrash) {
+  const std::string models[] = {IfModel().Bytes(), LoopModel().Bytes()};
+  uint32_t seed = 12345;
+  auto next = [&seed] { return seed = seed * 1664525u + 1013904223u; };
+  int ok = 0, failed = 0;  // both kinds must occur for the test to mean much
+  for (const std::string& original : models) {
+    for (int i = 0; i < 3000; ++i) {
+      std::string bytes = original;
+      const int flips = 1 + next() % 4;
+      for (int f = 0; f < flips; ++f) {
+        bytes[next() % bytes.size()] = static_cast<char>(next() >> 24);
+      }
+      absl::StatusOr<OnnxImport> in = ImportOnnx(bytes, "fuzz.onnx", {});
+      (in.ok() ? ok : failed)++;
+      if (in.ok()) Plan(in->graph);  // an imported graph must plan
+    }
+  }
+  EXPECT_GT(failed, 0);
+  EXPECT_GT(ok, 0);
+}
+
 }  // namespace
 }  // namespace memplan::client
