@@ -25,6 +25,10 @@
 namespace memplan::client {
 namespace {
 
+// Debian's libonnx is built with ONNX_NAMESPACE=onnx (and ONNX_ML); the alias
+// keeps this file right for any namespace the library was built with.
+namespace onnx = ::ONNX_NAMESPACE;
+
 // Unknown values listed by name in one error, at most this many.
 constexpr int kMaxListed = 20;
 // Models larger than this are refused before they are read (protobuf's

@@ -23,6 +23,10 @@
 namespace memplan {
 namespace {
 
+// Debian's libonnx is built with ONNX_NAMESPACE=onnx (and ONNX_ML); the alias
+// keeps this file right for any namespace the library was built with.
+namespace onnx = ::ONNX_NAMESPACE;
+
 using ::testing::AllOf;
 using testing::CommandResult;
 using ::testing::HasSubstr;
