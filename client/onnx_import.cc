@@ -462,6 +462,14 @@ class GraphBuilder {
     AddOps();
     if (auto s = AddGraphInputsOutputs(); !s.ok()) return s;
     if (result_.stats.control_flow_nodes > 0) AddControlFlowNote();
+    if (!empty_.empty()) {
+      std::set<std::string> names(empty_.begin(), empty_.end());
+      result_.warnings.push_back(
+          absl::StrCat(names.size(),
+                       " value(s) with zero elements hold no memory and are "
+                       "not planned: ",
+                       absl::StrJoin(names, ", ")));
+    }
     result_.stats.tensors = result_.graph.tensors_size();
     result_.stats.ops = result_.graph.ops_size();
     return std::move(result_);

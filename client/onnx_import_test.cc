@@ -634,6 +634,10 @@ TEST(OnnxImportTest, EmptyTensorsAreNotPlanned) {
   absl::StatusOr<OnnxImport> in = Import(m);
   ASSERT_TRUE(in.ok()) << in.status();
   EXPECT_EQ(in->stats.empty_values, 2);
+  EXPECT_THAT(in->warnings,
+              ElementsAre(HasSubstr("2 value(s) with zero elements hold no "
+                                    "memory and are not planned: none, "
+                                    "none_out")));
   EXPECT_EQ(Sizes(in->graph).count("none"), 0u);
   EXPECT_THAT(in->graph.outputs(), ElementsAre("y"));
   EXPECT_THAT(FindOp(in->graph, "relu_empty").inputs(), IsEmpty());
