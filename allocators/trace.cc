@@ -302,6 +302,9 @@ absl::Status ReplayFree(const TraceEvent& e, DynamicReplay& r) {
 
 // Fills in the latency figures.
 void Summarize(DynamicReplay& r) {
+  r.result.op_ns = r.alloc_ns;
+  r.result.op_ns.insert(r.result.op_ns.end(), r.free_ns.begin(),
+                        r.free_ns.end());
   for (int64_t ns : r.alloc_ns) r.result.total_ns += ns;
   for (int64_t ns : r.free_ns) r.result.total_ns += ns;
   r.result.alloc_p50_ns = Quantile(r.alloc_ns, 0.50);

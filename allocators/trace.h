@@ -109,6 +109,7 @@ struct ReplayResult {
   int64_t peak_bytes_in_use = 0;       // max bytes_in_use after an allocation
   int64_t peak_bytes_reserved = 0;     // max bytes_reserved after an allocation
   double fragmentation_at_peak = 0.0;  // fragmentation when in use peaked
+  std::vector<int64_t> op_ns;          // every timed call's latency, in order
 };
 
 // Replays `trace` on `allocator` (normally a fresh one). A failed

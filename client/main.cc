@@ -15,13 +15,16 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "allocators/bfc_allocator.h"
 #include "client/input.h"
 #include "client/onnx_import.h"
 #include "client/remote.h"
 #include "google/protobuf/util/json_util.h"
 #include "planner/planner.h"
 #include "planner/worker_pool.h"
+#include "proto/benchmark.h"
 #include "proto/convert.h"
 
 ABSL_FLAG(std::string, server, "",
@@ -47,6 +50,14 @@ ABSL_FLAG(bool, optimize, false,
           "for up to --time_budget_ms");
 ABSL_FLAG(absl::Duration, deadline, absl::Seconds(30),
           "give up after this long (e.g. 500ms, 10s)");
+ABSL_FLAG(std::string, workload, "",
+          "bench: a synthetic workload instead of FILE: allocation, "
+          "allocation_delayed or larson");
+ABSL_FLAG(int, workload_size, 0, "bench: allocations in the workload (1000)");
+ABSL_FLAG(std::string, allocators, "",
+          "bench: comma-separated allocators (bfc, pool, pool_indexed, "
+          "buffer, aligned, static_plan); default all");
+ABSL_FLAG(int, repetitions, 1, "bench: runs per allocator");
 ABSL_FLAG(std::string, service, "",
           "health: the service to check (empty: the whole server)");
 
@@ -65,6 +76,10 @@ constexpr char kUsageText[] =
     "               [--strategy NAME] [--optimize] [--time_budget_ms N]\n"
     "               [--deadline D]\n"
     "               FILE|-\n"
+    "  memplan bench [--server HOST:PORT] [--format text|json]\n"
+    "                [--allocators a,b] [--repetitions N] FILE|-\n"
+    "  memplan bench [--server HOST:PORT] --workload allocation|\n"
+    "                allocation_delayed|larson [--workload_size N]\n"
     "  memplan health --server HOST:PORT [--service NAME] [--deadline D]\n"
     "\n"
     "FILE is protobuf JSON (a PlanRequest or a Graph) or MiniMalloc CSV\n"
@@ -176,16 +191,21 @@ absl::StatusOr<v1::PlanResponse> PlanInProcess(const v1::PlanRequest& request) {
   return api::Plan(request, api::Limits{}, &pool, &cancel);
 }
 
+// A message as protobuf JSON with the proto field names.
+void PrintJson(const google::protobuf::Message& message) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
+  std::cout << json;
+}
+
 int Print(const Input& input, const v1::PlanResponse& response) {
   const std::string format = absl::GetFlag(FLAGS_format);
   if (format == "json") {
-    std::string json;
-    google::protobuf::util::JsonPrintOptions options;
-    options.add_whitespace = true;
-    options.preserve_proto_field_names = true;
-    options.always_print_primitive_fields = true;
-    (void)google::protobuf::util::MessageToJsonString(response, &json, options);
-    std::cout << json;
+    PrintJson(response);
   } else if (format == "csv") {
     std::cout << FormatCsv(input, response);
   } else {
@@ -232,6 +252,96 @@ int RunPlan(const std::vector<std::string>& args) {
   return Print(*input, *response);
 }
 
+// The Benchmark request: FILE's graph or a synthetic workload.
+absl::StatusOr<v1::BenchmarkRequest> BenchRequest(
+    const std::vector<std::string>& args) {
+  v1::BenchmarkRequest request;
+  const std::string workload = absl::GetFlag(FLAGS_workload);
+  if (workload.empty() == args.empty() || args.size() > 1) {
+    return absl::InvalidArgumentError(
+        "bench takes one FILE (a graph) or --workload");
+  }
+  if (!workload.empty()) {
+    request.set_workload(workload);
+    request.set_workload_size(absl::GetFlag(FLAGS_workload_size));
+  } else {
+    absl::StatusOr<Input> input = ReadInput(args[0], "json");
+    if (!input.ok()) return input.status();
+    if (!input->request.has_graph()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(args[0], ": bench needs a graph, not buffers"));
+    }
+    *request.mutable_graph() = input->request.graph();
+    *request.mutable_options() = input->request.options();
+  }
+  for (absl::string_view name : absl::StrSplit(absl::GetFlag(FLAGS_allocators),
+                                               ',', absl::SkipEmpty())) {
+    request.add_allocators(std::string(name));
+  }
+  request.set_repetitions(absl::GetFlag(FLAGS_repetitions));
+  return request;
+}
+
+absl::StatusOr<v1::BenchmarkResponse> BenchInProcess(
+    const v1::BenchmarkRequest& request) {
+  allocators::BfcAllocator arena{allocators::BfcAllocator::Options{}};
+  planner::CancelToken cancel(absl::Now() + absl::GetFlag(FLAGS_deadline));
+  return api::RunBenchmark(request, api::BenchmarkLimits{}, &arena, nullptr,
+                           &cancel, nullptr);
+}
+
+// A table: one row per allocator, reserved bytes against the static plan.
+void PrintBenchTable(const v1::BenchmarkResponse& r) {
+  std::printf(
+      "trace: %lld events; static plan arena %lld bytes (%s), lower "
+      "bound %lld bytes\n",
+      static_cast<long long>(r.trace_events()),
+      static_cast<long long>(r.arena_size_bytes()), r.strategy().c_str(),
+      static_cast<long long>(r.lower_bound_bytes()));
+  std::printf("%-14s %14s %14s %9s %8s %8s %8s %8s\n", "allocator",
+              "peak in use", "peak reserved", "vs plan", "frag", "fails",
+              "p50 ns", "p99 ns");
+  for (const v1::AllocatorFigures& row : r.rows()) {
+    const double vs = r.arena_size_bytes() > 0
+                          ? static_cast<double>(row.peak_bytes_reserved()) /
+                                static_cast<double>(r.arena_size_bytes())
+                          : 0;
+    std::printf("%-14s %14lld %14lld %8.2fx %8.3f %8lld %8lld %8lld\n",
+                row.allocator().c_str(),
+                static_cast<long long>(row.peak_bytes_in_use()),
+                static_cast<long long>(row.peak_bytes_reserved()), vs,
+                row.fragmentation_at_peak(),
+                static_cast<long long>(row.failures()),
+                static_cast<long long>(row.p50_ns()),
+                static_cast<long long>(row.p99_ns()));
+  }
+}
+
+int RunBench(const std::vector<std::string>& args) {
+  const std::string format = absl::GetFlag(FLAGS_format);
+  if (format != "text" && format != "json") {
+    return Usage("bench --format must be text or json");
+  }
+  absl::StatusOr<v1::BenchmarkRequest> request = BenchRequest(args);
+  if (absl::IsInvalidArgument(request.status()) &&
+      request.status().message().find("bench takes") == 0) {
+    return Usage(std::string(request.status().message()));
+  }
+  if (!request.ok()) return Fail(request.status());
+  const std::string server = absl::GetFlag(FLAGS_server);
+  absl::StatusOr<v1::BenchmarkResponse> response =
+      server.empty()
+          ? BenchInProcess(*request)
+          : BenchmarkRemote(server, *request, absl::GetFlag(FLAGS_deadline));
+  if (!response.ok()) return Fail(response.status());
+  if (format == "json") {
+    PrintJson(*response);
+  } else {
+    PrintBenchTable(*response);
+  }
+  return 0;
+}
+
 int RunHealth(const std::vector<std::string>& args) {
   const std::string server = absl::GetFlag(FLAGS_server);
   if (!args.empty() || server.empty()) {
@@ -269,6 +379,7 @@ int Main(int argc, char** argv) {
   }
   if (command == "plan") return RunPlan(*args);
   if (command == "health") return RunHealth(*args);
+  if (command == "bench") return RunBench(*args);
   return Usage(absl::StrCat("unknown command '", command, "'"));
 }
 

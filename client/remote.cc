@@ -42,23 +42,36 @@ absl::Status FromGrpc(const grpc::Status& status) {
                       status.error_message());
 }
 
-absl::StatusOr<v1::PlanResponse> PlanRemote(const std::string& target,
-                                            const v1::PlanRequest& request,
-                                            absl::Duration deadline) {
+// Calls one unary method of MemoryPlanner with the deadline; UNAVAILABLE
+// names the target.
+template <typename Request, typename Response, typename Method>
+absl::StatusOr<Response> Call(const std::string& target, const Request& request,
+                              absl::Duration deadline, Method method) {
   auto stub = v1::MemoryPlanner::NewStub(MakeChannel(target));
   grpc::ClientContext context;
   SetDeadline(&context, deadline);
-  v1::PlanResponse response;
-  grpc::Status status = stub->Plan(&context, request, &response);
-  if (!status.ok()) {
-    absl::Status s = FromGrpc(status);
-    if (absl::IsUnavailable(s)) {
-      return absl::UnavailableError(absl::StrCat(
-          "cannot reach memplan-server at ", target, ": ", s.message()));
-    }
-    return s;
+  Response response;
+  absl::Status s = FromGrpc(((*stub).*method)(&context, request, &response));
+  if (absl::IsUnavailable(s)) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot reach memplan-server at ", target, ": ", s.message()));
   }
+  if (!s.ok()) return s;
   return response;
+}
+
+absl::StatusOr<v1::PlanResponse> PlanRemote(const std::string& target,
+                                            const v1::PlanRequest& request,
+                                            absl::Duration deadline) {
+  return Call<v1::PlanRequest, v1::PlanResponse>(
+      target, request, deadline, &v1::MemoryPlanner::Stub::Plan);
+}
+
+absl::StatusOr<v1::BenchmarkResponse> BenchmarkRemote(
+    const std::string& target, const v1::BenchmarkRequest& request,
+    absl::Duration deadline) {
+  return Call<v1::BenchmarkRequest, v1::BenchmarkResponse>(
+      target, request, deadline, &v1::MemoryPlanner::Stub::Benchmark);
 }
 
 HealthResult CheckHealth(const std::string& target, const std::string& service,

@@ -27,6 +27,10 @@ absl::Status FromGrpc(const grpc::Status& status);
     const std::string& target, const v1::PlanRequest& request,
     absl::Duration deadline);
 
+[[nodiscard]] absl::StatusOr<v1::BenchmarkResponse> BenchmarkRemote(
+    const std::string& target, const v1::BenchmarkRequest& request,
+    absl::Duration deadline);
+
 struct HealthResult {
   int exit_code = 0;    // grpc_health_probe's: 0 serving, 2 connection
                         // failure, 3 RPC failure, 4 not serving

@@ -12,7 +12,8 @@ namespace {
 
 constexpr int64_t kDefaultAlignment = 64;
 
-// Checks and converts the options message.
+}  // namespace
+
 absl::StatusOr<planner::PlanOptions> OptionsFromProto(const v1::PlanOptions& o,
                                                       const Limits& limits) {
   planner::PlanOptions options;
@@ -42,6 +43,8 @@ absl::StatusOr<planner::PlanOptions> OptionsFromProto(const v1::PlanOptions& o,
   }
   return options;
 }
+
+namespace {
 
 planner::Problem BuffersFromProto(
     const google::protobuf::RepeatedPtrField<v1::Buffer>& buffers,
@@ -195,17 +198,23 @@ planner::PlanResult ResultFromProto(const v1::PlanResponse& response) {
   return r;
 }
 
+absl::StatusOr<planner::PlanResult> PlanToResult(
+    const v1::PlanRequest& request, const Limits& limits,
+    planner::WorkerPool* pool, const planner::CancelToken* cancel) {
+  absl::StatusOr<PlanInput> input = FromProto(request, limits);
+  if (!input.ok()) return input.status();
+  return input->graph.has_value()
+             ? planner::PlanGraph(*input->graph, input->options, pool, cancel)
+             : planner::PlanBuffers(*std::move(input->buffers), input->options,
+                                    pool, cancel);
+}
+
 absl::StatusOr<v1::PlanResponse> Plan(const v1::PlanRequest& request,
                                       const Limits& limits,
                                       planner::WorkerPool* pool,
                                       const planner::CancelToken* cancel) {
-  absl::StatusOr<PlanInput> input = FromProto(request, limits);
-  if (!input.ok()) return input.status();
   absl::StatusOr<planner::PlanResult> result =
-      input->graph.has_value()
-          ? planner::PlanGraph(*input->graph, input->options, pool, cancel)
-          : planner::PlanBuffers(*std::move(input->buffers), input->options,
-                                 pool, cancel);
+      PlanToResult(request, limits, pool, cancel);
   if (!result.ok()) return result.status();
   return ToProto(*result);
 }

@@ -46,12 +46,21 @@ struct PlanInput {
 
 planner::Graph GraphFromProto(const v1::Graph& graph);
 
+// Checks and converts plan options (alignment, strategy, budget, capacity).
+[[nodiscard]] absl::StatusOr<planner::PlanOptions> OptionsFromProto(
+    const v1::PlanOptions& options, const Limits& limits);
+
 v1::PlanResponse ToProto(const planner::PlanResult& result);
 
 // The planner's view of a response (for planner::FormatReport): buffers,
 // offsets, pools and figures. Buffer alignment is not carried by the
 // response and is left at 1.
 planner::PlanResult ResultFromProto(const v1::PlanResponse& response);
+
+// Validates and plans: the Plan RPC before its response is built.
+[[nodiscard]] absl::StatusOr<planner::PlanResult> PlanToResult(
+    const v1::PlanRequest& request, const Limits& limits,
+    planner::WorkerPool* pool, const planner::CancelToken* cancel);
 
 // Validates, plans and converts back: what the Plan RPC does.
 [[nodiscard]] absl::StatusOr<v1::PlanResponse> Plan(

@@ -7,6 +7,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -66,7 +67,9 @@ class ServerTest : public ::testing::Test {
   static void SetUpTestSuite() {
     server_ = new testing::ServerProcess(
         MEMPLAN_SERVER_PATH,
-        {"--address=127.0.0.1:0", "--max_tensors=5000", "--worker_threads=2"});
+        {"--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
+         "--max_tensors=5000", "--worker_threads=2",
+         "--max_benchmark_bytes=150000000"});
     ASSERT_GT(server_->port(), 0) << server_->first_line();
     channel_ = new std::shared_ptr<grpc::Channel>(grpc::CreateChannel(
         server_->address(), grpc::InsecureChannelCredentials()));
@@ -285,7 +288,153 @@ TEST_F(ServerTest, ClientDeadlineIsHonoured) {
   ASSERT_TRUE(Plan(SmallGraph(), &response).ok());
 }
 
+// The server's /metrics, fetched with curl.
+std::string Scrape(int port) {
+  testing::CommandResult r = testing::RunCommand(
+      "/usr/bin/curl",
+      {"-sf", "http://127.0.0.1:" + std::to_string(port) + "/metrics"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.out;
+}
+
+// The value of the first sample line starting with `series` (0 if none).
+double Sample(const std::string& text, const std::string& series) {
+  size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return 0;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+TEST_F(ServerTest, BenchmarkComparesAllocatorsAndMovesTheMetrics) {
+  const int metrics_port = testing::MetricsPort(server_->first_line());
+  ASSERT_GT(metrics_port, 0) << server_->first_line();
+  const std::string before = Scrape(metrics_port);
+  v1::BenchmarkRequest request;
+  *request.mutable_graph() = Example("transformer_encoder.json").graph();
+  request.set_repetitions(2);
+  auto stub = v1::MemoryPlanner::NewStub(*channel_);
+  grpc::ClientContext context;
+  v1::BenchmarkResponse response;
+  grpc::Status s = stub->Benchmark(&context, request, &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(response.rows_size(), 6);
+  EXPECT_EQ(response.rows(5).allocator(), "static_plan");
+  for (const v1::AllocatorFigures& row : response.rows()) {
+    EXPECT_GE(row.peak_bytes_reserved(), response.arena_size_bytes())
+        << row.allocator();
+    EXPECT_EQ(row.failures(), 0);
+  }
+  const std::string after = Scrape(metrics_port);
+  const std::string handled =
+      "grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Benchmark\","
+      "grpc_service=\"memplan.v1.MemoryPlanner\",grpc_type=\"unary\"}";
+  EXPECT_EQ(Sample(after, handled), Sample(before, handled) + 1);
+  const std::string bfc_allocs =
+      "memplan_allocator_allocs_total{allocator=\"bfc\"}";
+  EXPECT_EQ(Sample(after, bfc_allocs), Sample(before, bfc_allocs) + 2 * 37);
+  EXPECT_GT(Sample(after,
+                   "memplan_allocator_peak_bytes_in_use{allocator="
+                   "\"server_arena\"}"),
+            0);
+  EXPECT_THAT(after, HasSubstr("memplan_allocator_op_seconds_bucket{"
+                               "allocator=\"pool_indexed\""));
+  EXPECT_THAT(after, HasSubstr("memplan_allocator_fragmentation_ratio{"
+                               "allocator=\"bfc\"}"));
+}
+
+TEST_F(ServerTest, PlanMovesThePlannerMetrics) {
+  const int metrics_port = testing::MetricsPort(server_->first_line());
+  v1::PlanResponse response;
+  ASSERT_TRUE(Plan(SmallGraph(), &response).ok());
+  const std::string text = Scrape(metrics_port);
+  EXPECT_EQ(Sample(text, "memplan_plan_arena_bytes"), 256);
+  EXPECT_EQ(Sample(text, "memplan_plan_efficiency_ratio"), 1);
+  EXPECT_GE(Sample(text,
+                   "memplan_plan_strategy_wins_total{strategy=\"best_"
+                   "fit_size\"}"),
+            1);
+  EXPECT_THAT(
+      text, HasSubstr("memplan_plan_stage_seconds_count{stage=\"liveness\"}"));
+  EXPECT_THAT(text, HasSubstr("memplan_planner_queue_depth "));
+  EXPECT_THAT(text, HasSubstr("grpc_server_handling_seconds_bucket{grpc_method="
+                              "\"Plan\""));
+}
+
+TEST_F(ServerTest, BenchmarkOverTheByteLimitIsResourceExhausted) {
+  v1::BenchmarkRequest request;
+  *request.mutable_graph() = Example("resnet50.json").graph();
+  auto stub = v1::MemoryPlanner::NewStub(*channel_);
+  grpc::ClientContext context;
+  v1::BenchmarkResponse response;
+  grpc::Status s = stub->Benchmark(&context, request, &response);
+  EXPECT_EQ(s.error_code(), grpc::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("150000000"));
+  v1::PlanResponse plan;
+  EXPECT_TRUE(Plan(SmallGraph(), &plan).ok());
+}
+
 // Separate servers with small limits.
+TEST(ServerLimitsTest, BusyServerAnswersResourceExhaustedAtOnce) {
+  testing::ServerProcess server(MEMPLAN_SERVER_PATH,
+                                {"--address=127.0.0.1:0", "--metrics_address=",
+                                 "--max_in_flight=1", "--max_tensors=2000000"});
+  ASSERT_GT(server.port(), 0);
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);  // the big plan is ~10 MB
+  auto channel = grpc::CreateCustomChannel(
+      server.address(), grpc::InsecureChannelCredentials(), args);
+  // A large request that keeps the only slot busy for a second or more.
+  v1::PlanRequest big;
+  for (int i = 0; i < 400000; ++i) {
+    v1::Buffer* b = big.add_buffers();
+    b->set_id(absl::StrCat(i));
+    b->set_start(i / 2);
+    b->set_end(i / 2 + 1 + i % 7);
+    b->set_size(64 + (int64_t{i} * 7919) % 100000);
+  }
+  grpc::Status big_status;
+  std::thread slow([&] {
+    auto stub = v1::MemoryPlanner::NewStub(channel);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(120));
+    v1::PlanResponse response;
+    big_status = stub->Plan(&context, big, &response);
+  });
+  // While it runs, a small request is refused at once (bounded retries in
+  // case the big one has not reached the server yet).
+  grpc::Status small_status;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto stub = v1::MemoryPlanner::NewStub(channel);
+    grpc::ClientContext context;
+    v1::PlanResponse response;
+    small_status = stub->Plan(&context, SmallGraph(), &response);
+    if (small_status.error_code() == grpc::RESOURCE_EXHAUSTED) break;
+  }
+  slow.join();
+  EXPECT_EQ(small_status.error_code(), grpc::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(small_status.error_message(), HasSubstr("busy"));
+  EXPECT_TRUE(big_status.ok()) << big_status.error_message();
+  EXPECT_TRUE(WIFEXITED(server.Stop(SIGTERM, 10)));
+}
+
+TEST(ServerLimitsTest, MetricsPortInUseIsAClearStartupError) {
+  testing::ServerProcess first(
+      MEMPLAN_SERVER_PATH,
+      {"--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0"});
+  const int taken = testing::MetricsPort(first.first_line());
+  ASSERT_GT(taken, 0);
+  testing::CommandResult second = testing::RunCommand(
+      MEMPLAN_SERVER_PATH,
+      {"--address=127.0.0.1:0",
+       "--metrics_address=127.0.0.1:" + std::to_string(taken)},
+      "", 20);
+  EXPECT_EQ(second.exit_code, 1);
+  EXPECT_THAT(second.err, HasSubstr("cannot serve metrics on 127.0.0.1:" +
+                                    std::to_string(taken)));
+  first.Stop(SIGTERM, 10);
+}
+
 TEST(ServerLimitsTest, OversizedMessageIsResourceExhausted) {
   testing::ServerProcess server(
       MEMPLAN_SERVER_PATH,

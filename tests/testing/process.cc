@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,11 +55,20 @@ std::string ReadLine(int fd, Clock::time_point deadline) {
 }  // namespace
 
 ServerProcess::ServerProcess(const std::string& binary,
-                             const std::vector<std::string>& args) {
+                             const std::vector<std::string>& given) {
+  // Never the default metrics port: tests run in parallel, and a developer's
+  // own server may hold it.
+  std::vector<std::string> args = given;
+  bool has_metrics = false;
+  for (const std::string& a : args) {
+    has_metrics = has_metrics || a.rfind("--metrics_address", 0) == 0;
+  }
+  if (!has_metrics) args.push_back("--metrics_address=127.0.0.1:0");
   int out[2];
   if (pipe(out) != 0) return;
   pid_ = fork();
   if (pid_ == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a killed test
     dup2(out[1], STDOUT_FILENO);
     close(out[0]);
     close(out[1]);
@@ -102,6 +112,14 @@ int ServerProcess::Stop(int signal, double timeout_s) {
   return status;
 }
 
+int MetricsPort(const std::string& first_line) {
+  const size_t at = first_line.find("metrics on ");
+  if (at == std::string::npos) return 0;
+  const size_t colon = first_line.find(':', at);
+  return colon == std::string::npos ? 0
+                                    : std::atoi(first_line.c_str() + colon + 1);
+}
+
 CommandResult RunCommand(const std::string& binary,
                          const std::vector<std::string>& args,
                          const std::string& stdin_text, double timeout_s) {
@@ -111,6 +129,7 @@ CommandResult RunCommand(const std::string& binary,
   if (pipe(in) != 0 || pipe(out) != 0 || pipe(err) != 0) return result;
   pid_t pid = fork();
   if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a killed test
     dup2(in[0], STDIN_FILENO);
     dup2(out[1], STDOUT_FILENO);
     dup2(err[1], STDERR_FILENO);

@@ -16,7 +16,8 @@ namespace memplan::testing {
 class ServerProcess {
  public:
   // Starts `binary` with `args` and waits (at most 20 s) for the line
-  // "... listening on HOST:PORT". port() is 0 if that did not come.
+  // "... listening on HOST:PORT". port() is 0 if that did not come. Unless
+  // `args` set --metrics_address, metrics go on a free port.
   ServerProcess(const std::string& binary,
                 const std::vector<std::string>& args);
   ~ServerProcess();  // SIGKILL if still running
@@ -37,6 +38,10 @@ class ServerProcess {
   int port_ = 0;
   std::string first_line_;
 };
+
+// The metrics port from memplan-server's first line ("metrics on
+// HOST:PORT"), or 0.
+int MetricsPort(const std::string& first_line);
 
 struct CommandResult {
   int exit_code = -1;  // -1 when killed or timed out

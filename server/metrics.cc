@@ -1,0 +1,322 @@
+#include "server/metrics.h"
+
+#include <chrono>
+#include <exception>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+
+namespace memplan::server {
+namespace {
+
+using prometheus::Counter;
+using prometheus::Family;
+using prometheus::Gauge;
+using prometheus::Histogram;
+
+// go-grpc-prometheus's buckets, with finer ones below 5 ms: a Plan call of a
+// small graph takes well under a millisecond.
+const Histogram::BucketBoundaries& LatencyBuckets() {
+  static const auto* b = new Histogram::BucketBoundaries{
+      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+      0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
+  return *b;
+}
+
+// Nanosecond-scale buckets for single allocator operations.
+const Histogram::BucketBoundaries& OpBuckets() {
+  static const auto* b = new Histogram::BucketBoundaries{
+      25e-9, 50e-9, 100e-9, 250e-9, 500e-9, 1e-6, 2.5e-6, 10e-6, 100e-6, 1e-3};
+  return *b;
+}
+
+// The methods this server has; anything else is labelled "unknown".
+struct MethodLabels {
+  std::string service, method, type;
+};
+MethodLabels Labels(const std::string& full) {
+  static const char* kKnown[][3] = {
+      {"/memplan.v1.MemoryPlanner/Plan", "Plan", "unary"},
+      {"/memplan.v1.MemoryPlanner/Benchmark", "Benchmark", "unary"},
+      {"/grpc.health.v1.Health/Check", "Check", "unary"},
+      {"/grpc.health.v1.Health/Watch", "Watch", "server_stream"},
+      {"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+       "ServerReflectionInfo", "bidi_stream"},
+  };
+  for (const auto& k : kKnown) {
+    if (full == k[0]) {
+      const std::string path = k[0];
+      return {path.substr(1, path.rfind('/') - 1), k[1], k[2]};
+    }
+  }
+  return {"unknown", "unknown", "unknown"};
+}
+
+const char* CodeName(grpc::StatusCode code) {
+  static const char* kNames[] = {"OK",
+                                 "Canceled",
+                                 "Unknown",
+                                 "InvalidArgument",
+                                 "DeadlineExceeded",
+                                 "NotFound",
+                                 "AlreadyExists",
+                                 "PermissionDenied",
+                                 "ResourceExhausted",
+                                 "FailedPrecondition",
+                                 "Aborted",
+                                 "OutOfRange",
+                                 "Unimplemented",
+                                 "Internal",
+                                 "Unavailable",
+                                 "DataLoss",
+                                 "Unauthenticated"};
+  const int i = static_cast<int>(code);
+  return i >= 0 && i < 17 ? kNames[i] : "Unknown";
+}
+
+// Counts one RPC: start at the first metadata, end at the status.
+class MetricsInterceptor : public grpc::experimental::Interceptor {
+ public:
+  MetricsInterceptor(Metrics* metrics, std::string method)
+      : metrics_(metrics), method_(std::move(method)) {}
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* batch) override {
+    using Hook = grpc::experimental::InterceptionHookPoints;
+    if (batch->QueryInterceptionHookPoint(Hook::POST_RECV_INITIAL_METADATA)) {
+      start_ = std::chrono::steady_clock::now();
+      metrics_->RpcStarted(method_);
+    }
+    if (batch->QueryInterceptionHookPoint(Hook::PRE_SEND_STATUS)) {
+      const std::chrono::duration<double> took =
+          std::chrono::steady_clock::now() - start_;
+      metrics_->RpcHandled(method_, batch->GetSendStatus().error_code(),
+                           took.count());
+    }
+    batch->Proceed();
+  }
+
+ private:
+  Metrics* metrics_;
+  std::string method_;
+  std::chrono::steady_clock::time_point start_ =
+      std::chrono::steady_clock::now();
+};
+
+class MetricsInterceptorFactory
+    : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit MetricsInterceptorFactory(Metrics* metrics) : metrics_(metrics) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return new MetricsInterceptor(metrics_, info->method());
+  }
+
+ private:
+  Metrics* metrics_;
+};
+
+}  // namespace
+
+// Every metric family, registered once.
+struct Metrics::Families {
+  explicit Families(prometheus::Registry& r)
+      : started(prometheus::BuildCounter()
+                    .Name("grpc_server_started_total")
+                    .Help("RPCs started on the server.")
+                    .Register(r)),
+        handled(prometheus::BuildCounter()
+                    .Name("grpc_server_handled_total")
+                    .Help("RPCs completed on the server, by status code.")
+                    .Register(r)),
+        handling(prometheus::BuildHistogram()
+                     .Name("grpc_server_handling_seconds")
+                     .Help("Time from an RPC's start to its status.")
+                     .Register(r)),
+        arena(prometheus::BuildGauge()
+                  .Name("memplan_plan_arena_bytes")
+                  .Help("Arena size of the last plan returned.")
+                  .Register(r)
+                  .Add({})),
+        efficiency(prometheus::BuildGauge()
+                       .Name("memplan_plan_efficiency_ratio")
+                       .Help("Arena / lower bound of the last plan (1 is "
+                             "optimal).")
+                       .Register(r)
+                       .Add({})),
+        stage(prometheus::BuildHistogram()
+                  .Name("memplan_plan_stage_seconds")
+                  .Help("Time per planner pipeline stage.")
+                  .Register(r)),
+        queue(prometheus::BuildGauge()
+                  .Name("memplan_planner_queue_depth")
+                  .Help("Requests admitted and not yet answered, plus "
+                        "planner tasks waiting for a worker.")
+                  .Register(r)
+                  .Add({})),
+        wins(prometheus::BuildCounter()
+                 .Name("memplan_plan_strategy_wins_total")
+                 .Help("Plans returned, by the strategy that won.")
+                 .Register(r)),
+        in_use(Gauge_("memplan_allocator_bytes_in_use",
+                      "Bytes handed out (Benchmark allocators: at the peak "
+                      "of their last run).",
+                      r)),
+        peak_in_use(Gauge_("memplan_allocator_peak_bytes_in_use",
+                           "Most bytes handed out at once.", r)),
+        reserved(Gauge_("memplan_allocator_bytes_reserved",
+                        "Bytes taken from the system (Benchmark allocators: "
+                        "the peak of their last run).",
+                        r)),
+        fragmentation(Gauge_("memplan_allocator_fragmentation_ratio",
+                             "1 - largest free block / free bytes.", r)),
+        allocs(prometheus::BuildCounter()
+                   .Name("memplan_allocator_allocs_total")
+                   .Help("Successful allocations.")
+                   .Register(r)),
+        failures(prometheus::BuildCounter()
+                     .Name("memplan_allocator_alloc_failures_total")
+                     .Help("Allocations that failed.")
+                     .Register(r)),
+        op_seconds(prometheus::BuildHistogram()
+                       .Name("memplan_allocator_op_seconds")
+                       .Help("Time of one allocate or free call.")
+                       .Register(r)) {}
+
+  static Family<Gauge>& Gauge_(const char* name, const char* help,
+                               prometheus::Registry& r) {
+    return prometheus::BuildGauge().Name(name).Help(help).Register(r);
+  }
+
+  Family<Counter>& started;
+  Family<Counter>& handled;
+  Family<Histogram>& handling;
+  Gauge& arena;
+  Gauge& efficiency;
+  Family<Histogram>& stage;
+  Gauge& queue;
+  Family<Counter>& wins;
+  Family<Gauge>& in_use;
+  Family<Gauge>& peak_in_use;
+  Family<Gauge>& reserved;
+  Family<Gauge>& fragmentation;
+  Family<Counter>& allocs;
+  Family<Counter>& failures;
+  Family<Histogram>& op_seconds;
+  absl::Mutex peak_mu;  // serializes read-modify-write of peak gauges
+};
+
+Metrics::Metrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      families_(std::make_unique<Families>(*registry_)) {}
+
+Metrics::~Metrics() = default;
+
+absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(
+    const std::string& address) {
+  auto metrics = std::make_unique<Metrics>();
+  try {
+    metrics->exposer_ = std::make_unique<prometheus::Exposer>(address);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve metrics on ", address, ": ", e.what(),
+                     " (is the port already in use?)"));
+  }
+  metrics->exposer_->RegisterCollectable(metrics->registry_);
+  return metrics;
+}
+
+int Metrics::port() const {
+  if (exposer_ == nullptr) return 0;
+  std::vector<int> ports = exposer_->GetListeningPorts();
+  return ports.empty() ? 0 : ports.front();
+}
+
+std::vector<
+    std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+Metrics::InterceptorFactories() {
+  std::vector<
+      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      factories;
+  factories.push_back(std::make_unique<MetricsInterceptorFactory>(this));
+  return factories;
+}
+
+void Metrics::RpcStarted(const std::string& method) {
+  const MethodLabels l = Labels(method);
+  families_->started
+      .Add({{"grpc_service", l.service},
+            {"grpc_method", l.method},
+            {"grpc_type", l.type}})
+      .Increment();
+}
+
+void Metrics::RpcHandled(const std::string& method, grpc::StatusCode code,
+                         double seconds) {
+  const MethodLabels l = Labels(method);
+  families_->handled
+      .Add({{"grpc_service", l.service},
+            {"grpc_method", l.method},
+            {"grpc_type", l.type},
+            {"grpc_code", CodeName(code)}})
+      .Increment();
+  families_->handling
+      .Add({{"grpc_service", l.service},
+            {"grpc_method", l.method},
+            {"grpc_type", l.type}},
+           LatencyBuckets())
+      .Observe(seconds);
+}
+
+void Metrics::PlanDone(const planner::PlanResult& result) {
+  families_->arena.Set(static_cast<double>(result.solution.arena_size));
+  if (result.lower_bound > 0) {
+    families_->efficiency.Set(static_cast<double>(result.solution.arena_size) /
+                              static_cast<double>(result.lower_bound));
+  }
+  for (const planner::StageTime& s : result.stages) {
+    families_->stage.Add({{"stage", s.stage}}, LatencyBuckets())
+        .Observe(static_cast<double>(s.micros) * 1e-6);
+  }
+  families_->wins.Add({{"strategy", result.strategy}}).Increment();
+}
+
+void Metrics::SetQueueDepth(int depth) {
+  families_->queue.Set(static_cast<double>(depth));
+}
+
+void Metrics::AllocatorRun(const std::string& allocator,
+                           const allocators::ReplayResult& r) {
+  const prometheus::Labels labels{{"allocator", allocator}};
+  families_->in_use.Add(labels).Set(static_cast<double>(r.peak_bytes_in_use));
+  families_->reserved.Add(labels).Set(
+      static_cast<double>(r.peak_bytes_reserved));
+  families_->fragmentation.Add(labels).Set(r.fragmentation_at_peak);
+  families_->allocs.Add(labels).Increment(static_cast<double>(r.allocations));
+  families_->failures.Add(labels).Increment(static_cast<double>(r.failures));
+  Histogram& ops = families_->op_seconds.Add(labels, OpBuckets());
+  for (int64_t ns : r.op_ns) ops.Observe(static_cast<double>(ns) * 1e-9);
+  absl::MutexLock lock(&families_->peak_mu);
+  Gauge& peak = families_->peak_in_use.Add(labels);
+  if (r.peak_bytes_in_use > peak.Value()) {
+    peak.Set(static_cast<double>(r.peak_bytes_in_use));
+  }
+}
+
+void Metrics::AllocatorSnapshot(const std::string& allocator,
+                                const allocators::AllocatorStats& s) {
+  absl::MutexLock lock(&families_->peak_mu);  // counters set by difference
+  const prometheus::Labels labels{{"allocator", allocator}};
+  families_->in_use.Add(labels).Set(static_cast<double>(s.bytes_in_use));
+  families_->peak_in_use.Add(labels).Set(
+      static_cast<double>(s.peak_bytes_in_use));
+  families_->reserved.Add(labels).Set(static_cast<double>(s.bytes_reserved));
+  families_->fragmentation.Add(labels).Set(s.fragmentation);
+  Counter& allocs = families_->allocs.Add(labels);
+  allocs.Increment(static_cast<double>(s.num_allocs) - allocs.Value());
+  Counter& failures = families_->failures.Add(labels);
+  failures.Increment(static_cast<double>(s.num_alloc_failures) -
+                     failures.Value());
+}
+
+}  // namespace memplan::server

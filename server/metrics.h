@@ -1,0 +1,79 @@
+// memplan-server's Prometheus metrics (prometheus-cpp), served on their own
+// HTTP port: gRPC server metrics named as go-grpc-prometheus names them
+// (filled by a server interceptor), planner metrics, and allocator metrics
+// from Benchmark runs and from the server's own arena BFC allocator. No
+// label takes its value from a request: method names outside the known set
+// are counted as "unknown".
+//
+//   absl::StatusOr<std::unique_ptr<Metrics>> m = Metrics::Start("127.0.0.1:0");
+//   builder.experimental().SetInterceptorCreators(m->InterceptorFactories());
+//
+// Thread-safe.
+#ifndef MEMPLAN_SERVER_METRICS_H_
+#define MEMPLAN_SERVER_METRICS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "allocators/allocator.h"
+#include "allocators/trace.h"
+#include "grpcpp/support/server_interceptor.h"
+#include "planner/planner.h"
+#include "prometheus/counter.h"
+#include "prometheus/exposer.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace memplan::server {
+
+class Metrics {
+ public:
+  // Serves /metrics on `address` (host:port; port 0 picks one).
+  // UNAVAILABLE naming the address when it cannot listen there (port taken).
+  static absl::StatusOr<std::unique_ptr<Metrics>> Start(
+      const std::string& address);
+  // Metrics that are collected but not served (tests, no --metrics_address).
+  Metrics();
+  ~Metrics();
+
+  // The port /metrics is served on; 0 when not served.
+  int port() const;
+
+  // Interceptor factories that count every RPC (for ServerBuilder).
+  std::vector<
+      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+  InterceptorFactories();
+
+  // A call started / finished, for the gRPC metrics. `method` is the full
+  // "/package.Service/Method".
+  void RpcStarted(const std::string& method);
+  void RpcHandled(const std::string& method, grpc::StatusCode code,
+                  double seconds);
+
+  // A plan was returned.
+  void PlanDone(const planner::PlanResult& result);
+  // Requests waiting or running, set on every change.
+  void SetQueueDepth(int depth);
+  // One allocator run of a Benchmark call (figures at its peak).
+  void AllocatorRun(const std::string& allocator,
+                    const allocators::ReplayResult& result);
+  // A live allocator's current figures (the server's arena BFC).
+  void AllocatorSnapshot(const std::string& allocator,
+                         const allocators::AllocatorStats& stats);
+
+  prometheus::Registry& registry() { return *registry_; }
+
+ private:
+  struct Families;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<Families> families_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+};
+
+}  // namespace memplan::server
+
+#endif  // MEMPLAN_SERVER_METRICS_H_
