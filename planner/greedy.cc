@@ -64,13 +64,117 @@ Offset StackSpanningBuffers(const Problem& problem, Solution* solution) {
 
 std::string StrategyName(GreedyOrder order, FitPolicy fit) {
   const char* fit_name = fit == FitPolicy::kBestFit ? "best_fit" : "first_fit";
-  const char* order_name = order == GreedyOrder::kSize       ? "size"
-                           : order == GreedyOrder::kLifetime ? "lifetime"
-                                                             : "area";
+  const char* order_name = "size";
+  switch (order) {
+    case GreedyOrder::kSize:
+      break;
+    case GreedyOrder::kLifetime:
+      order_name = "lifetime";
+      break;
+    case GreedyOrder::kArea:
+      order_name = "area";
+      break;
+    case GreedyOrder::kConflicts:
+      order_name = "conflicts";
+      break;
+    case GreedyOrder::kBreadth:
+      order_name = "breadth";
+      break;
+  }
   return absl::StrCat(fit_name, "_", order_name);
 }
 
+// A minimum over ranges of a fixed array: an iterative segment tree, 2m
+// ints (a sparse table would need m log m, too much at a million buffers).
+class RangeMin {
+ public:
+  explicit RangeMin(const std::vector<int>& values)
+      : m_(values.size()), tree_(2 * values.size()) {
+    std::copy(values.begin(), values.end(), tree_.begin() + m_);
+    for (size_t i = m_ - 1; i > 0; --i) {
+      tree_[i] = std::min(tree_[2 * i], tree_[2 * i + 1]);
+    }
+  }
+  // The minimum of values[lo..hi], both inclusive. REQUIRES lo <= hi < m.
+  int Min(size_t lo, size_t hi) const {
+    int best = std::numeric_limits<int>::max();
+    for (lo += m_, hi += m_ + 1; lo < hi; lo /= 2, hi /= 2) {
+      if (lo & 1) best = std::min(best, tree_[lo++]);
+      if (hi & 1) best = std::min(best, tree_[--hi]);
+    }
+    return best;
+  }
+
+ private:
+  size_t m_;
+  std::vector<int> tree_;
+};
+
+// For each buffer, the rank of the widest section of its lifetime, where
+// sections (maximal step ranges with one live set) are ranked by total live
+// size, widest first, earlier first on ties. Sorting by this rank, then by
+// size, is exactly "greedy by breadth" without listing every step's
+// live set (which would cost the sum of all lifetimes).
+std::vector<int> WidestSectionRanks(const Problem& problem) {
+  const auto& b = problem.buffers;
+  if (b.empty()) return {};
+  std::vector<Step> cuts;
+  cuts.reserve(2 * b.size());
+  for (const Buffer& x : b) {
+    cuts.push_back(x.start);
+    cuts.push_back(x.end);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  auto section = [&](Step t) {
+    return static_cast<size_t>(std::lower_bound(cuts.begin(), cuts.end(), t) -
+                               cuts.begin());
+  };
+  // Section k is [cuts[k], cuts[k+1]); its width by a difference array.
+  std::vector<long double> width(cuts.size(), 0);
+  for (const Buffer& x : b) {
+    width[section(x.start)] += x.size;
+    width[section(x.end)] -= x.size;
+  }
+  for (size_t k = 1; k < width.size(); ++k) width[k] += width[k - 1];
+  std::vector<int> by_width(cuts.size());
+  std::iota(by_width.begin(), by_width.end(), 0);
+  std::stable_sort(by_width.begin(), by_width.end(),
+                   [&](int x, int y) { return width[x] > width[y]; });
+  std::vector<int> rank(cuts.size());
+  for (size_t r = 0; r < by_width.size(); ++r) rank[by_width[r]] = r;
+  RangeMin widest(rank);
+  std::vector<int> out(b.size());
+  for (size_t i = 0; i < b.size(); ++i) {
+    out[i] = widest.Min(section(b[i].start), section(b[i].end) - 1);
+  }
+  return out;
+}
+
 }  // namespace
+
+std::vector<int64_t> CountConflicts(const Problem& problem) {
+  const auto& b = problem.buffers;
+  std::vector<Step> starts(b.size()), ends(b.size());
+  for (size_t i = 0; i < b.size(); ++i) {
+    starts[i] = b[i].start;
+    ends[i] = b[i].end;
+  }
+  std::sort(starts.begin(), starts.end());
+  std::sort(ends.begin(), ends.end());
+  std::vector<int64_t> conflicts(b.size());
+  for (size_t i = 0; i < b.size(); ++i) {
+    // Buffers starting before i ends, less those that ended by i's start
+    // (a subset of the former), less i itself.
+    const int64_t started =
+        std::lower_bound(starts.begin(), starts.end(), b[i].end) -
+        starts.begin();
+    const int64_t ended =
+        std::upper_bound(ends.begin(), ends.end(), b[i].start) - ends.begin();
+    conflicts[i] = started - ended - 1;
+  }
+  return conflicts;
+}
 
 std::vector<int> GreedyPlacementOrder(const Problem& problem,
                                       GreedyOrder order) {
@@ -87,6 +191,10 @@ std::vector<int> GreedyPlacementOrder(const Problem& problem,
     }
   };
   const auto& b = problem.buffers;
+  std::vector<int64_t> conflicts;
+  if (order == GreedyOrder::kConflicts) conflicts = CountConflicts(problem);
+  std::vector<int> widest;
+  if (order == GreedyOrder::kBreadth) widest = WidestSectionRanks(problem);
   std::vector<Key> keys(b.size());
   for (int i = 0; i < static_cast<int>(b.size()); ++i) {
     const long double area =
@@ -100,6 +208,12 @@ std::vector<int> GreedyPlacementOrder(const Problem& problem,
         break;
       case GreedyOrder::kArea:  // largest area, then as kSize
         keys[i] = {-area, -b[i].size, b[i].start, i};
+        break;
+      case GreedyOrder::kConflicts:  // most conflicts, then largest
+        keys[i] = {static_cast<long double>(-conflicts[i]), -b[i].size, 0, i};
+        break;
+      case GreedyOrder::kBreadth:  // widest section first, then largest
+        keys[i] = {static_cast<long double>(widest[i]), -b[i].size, 0, i};
         break;
     }
   }

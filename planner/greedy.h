@@ -16,6 +16,7 @@
 #ifndef MEMPLAN_PLANNER_GREEDY_H_
 #define MEMPLAN_PLANNER_GREEDY_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,14 @@ enum class GreedyOrder {
   kSize,      // largest first, then earliest start (TFLite, XLA)
   kLifetime,  // earliest start first, then largest
   kArea,      // largest size * lifetime first
+  // Most interfering first: by the number of other buffers whose lifetimes
+  // overlap, then largest, then index (TVM USMP's greedy_by_conflicts).
+  kConflicts,
+  // Widest step first (Pisarchyk and Lee's "greedy by breadth", TFLite GPU):
+  // steps in decreasing order of the sum of sizes live there; at each step
+  // its live buffers not yet placed, largest first. A buffer thus goes at
+  // the widest step of its lifetime.
+  kBreadth,
 };
 
 // Which gap a buffer goes into.
@@ -38,7 +47,12 @@ enum class FitPolicy {
   kFirstFit,  // the lowest gap that holds it
 };
 
+// For each buffer, how many other buffers' lifetimes overlap its own.
+// O(n log n): two sorted arrays and binary search, no pair is visited.
+std::vector<int64_t> CountConflicts(const Problem& problem);
+
 // The placement order of `problem` under `order`; ties by index.
+// O(n log n).
 std::vector<int> GreedyPlacementOrder(const Problem& problem,
                                       GreedyOrder order);
 

@@ -35,10 +35,13 @@ class StageTimer {
 };
 
 // The heuristics a request runs, or INVALID_ARGUMENT. "exact" runs the
-// first heuristic as its seed.
+// first heuristic as its seed; "auto" the quick ones, and the hill climb
+// too when asked to optimize.
 absl::StatusOr<std::vector<std::string>> ChooseHeuristics(
-    const std::string& name) {
-  if (name.empty() || name == "auto") return HeuristicNames();
+    const std::string& name, bool optimize) {
+  if (name.empty() || name == "auto") {
+    return optimize ? HeuristicNames() : QuickHeuristicNames();
+  }
   if (name == "exact") return std::vector<std::string>{HeuristicNames()[0]};
   for (const std::string& known : HeuristicNames()) {
     if (known == name) return std::vector<std::string>{name};
@@ -116,7 +119,7 @@ absl::Status ComputePools(const PlanOptions& options, const CancelToken* cancel,
 absl::Status AssignOffsets(const PlanOptions& options, WorkerPool* pool,
                            const CancelToken* cancel, PlanResult* result) {
   absl::StatusOr<std::vector<std::string>> heuristics =
-      ChooseHeuristics(options.strategy);
+      ChooseHeuristics(options.strategy, options.optimize);
   if (!heuristics.ok()) return heuristics.status();
   std::atomic<Bytes> best{std::numeric_limits<Bytes>::max()};
   SolveContext ctx{cancel, &best, nullptr};

@@ -31,15 +31,16 @@ struct PlanOptions {
   // Alignment of graph tensors that do not set their own. Default 64.
   // REQUIRES: a power of two.
   Bytes alignment = 64;
-  // "auto" (every heuristic, and with `optimize` the exact search seeded
-  // with the best; the smallest verified arena wins), "exact" (the first
-  // heuristic as the seed, then the search), or one heuristic from
-  // HeuristicNames(). Default "auto".
+  // "auto" (every quick heuristic, QuickHeuristicNames(); with `optimize`
+  // also the hill climb, then the exact search seeded with the best; the
+  // smallest verified arena wins), "exact" (the first heuristic as the
+  // seed, then the search), or one heuristic from HeuristicNames().
+  // Default "auto".
   std::string strategy = "auto";
-  // With "auto": also run the exact search after the heuristics, for up to
-  // time_budget. Default false: heuristics only, in milliseconds. The search
-  // runs anyway for "exact", and when a capacity is set that the heuristics
-  // miss.
+  // With "auto": also run the hill climb with the heuristics, and the exact
+  // search after them, for up to time_budget. Default false: heuristics only,
+  // in milliseconds. The search runs anyway for "exact", and when a capacity is
+  // set that the heuristics miss.
   bool optimize = false;
   // How long the exact search may take. Default 1 s; the caller's
   // deadline also bounds it.

@@ -39,13 +39,79 @@ TEST(PlannerTest, AutoPicksTheSmallestArenaOfAllStrategies) {
   PlanOptions options;
   absl::StatusOr<PlanResult> best = PlanBuffers(p, options, nullptr, nullptr);
   ASSERT_TRUE(best.ok());
-  for (const std::string& name : HeuristicNames()) {
+  for (const std::string& name : QuickHeuristicNames()) {
     options.strategy = name;
     absl::StatusOr<PlanResult> one = PlanBuffers(p, options, nullptr, nullptr);
     ASSERT_TRUE(one.ok()) << name;
     EXPECT_EQ(one->strategy, name);
     EXPECT_LE(best->solution.arena_size, one->solution.arena_size) << name;
   }
+}
+
+TEST(PlannerTest, AutoWithOptimizeIsNoWorseThanTheHillClimb) {
+  for (uint32_t seed = 0; seed < 10; ++seed) {
+    Problem p = testing::DenseProblem(60, seed);
+    PlanOptions options;
+    options.strategy = "hill_climb";
+    absl::StatusOr<PlanResult> climb =
+        PlanBuffers(p, options, nullptr, nullptr);
+    options.strategy = "auto";
+    absl::StatusOr<PlanResult> quick =
+        PlanBuffers(p, options, nullptr, nullptr);
+    options.optimize = true;
+    options.time_budget = absl::Milliseconds(50);
+    absl::StatusOr<PlanResult> best = PlanBuffers(p, options, nullptr, nullptr);
+    ASSERT_TRUE(climb.ok() && quick.ok() && best.ok());
+    EXPECT_EQ(climb->strategy, "hill_climb");
+    EXPECT_NE(quick->strategy, "hill_climb");  // not in the quick portfolio
+    EXPECT_LE(best->solution.arena_size, climb->solution.arena_size);
+    EXPECT_LE(best->solution.arena_size, quick->solution.arena_size);
+  }
+}
+
+TEST(PlannerTest, SamePlanOnEveryRunAndThreadCount) {
+  WorkerPool one(1, 64), two(2, 64), four(4, 64);
+  for (uint32_t seed = 0; seed < 12; ++seed) {
+    // Quick auto on larger problems; auto+optimize (hill climb and exact
+    // search, which stops by itself here, long before the budget) on small
+    // ones: a search cut by its time budget is the one part that is not
+    // reproducible.
+    const bool optimize = seed % 2 == 1;
+    Problem p = optimize ? testing::RandomProblem(40, seed, 8)
+                         : testing::RandomProblem(1500, seed, 64);
+    PlanOptions options;
+    options.optimize = optimize;
+    options.time_budget = absl::Seconds(30);
+    absl::StatusOr<PlanResult> base = PlanBuffers(p, options, nullptr, nullptr);
+    ASSERT_TRUE(base.ok());
+    for (int run = 0; run < 2; ++run) {
+      for (WorkerPool* pool : {&one, &two, &four}) {
+        absl::StatusOr<PlanResult> r = PlanBuffers(p, options, pool, nullptr);
+        ASSERT_TRUE(r.ok());
+        EXPECT_EQ(r->strategy, base->strategy) << "seed " << seed;
+        ASSERT_EQ(r->solution.offsets, base->solution.offsets)
+            << "seed " << seed << " threads " << pool->threads();
+      }
+    }
+  }
+}
+
+TEST(PlannerTest, ExactSearchHonoursItsTimeBudgetWithin20Percent) {
+  // Dense, alignment 1: the search cannot finish in 200 ms here. The wall
+  // time covers the whole pipeline (liveness to verification), not only
+  // the search.
+  Problem p = testing::DenseProblem(800, 1);
+  PlanOptions options;
+  options.strategy = "exact";
+  options.time_budget = absl::Milliseconds(200);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<PlanResult> r = PlanBuffers(p, options, nullptr, nullptr);
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->proven_optimal);  // else the instance is not hard
+  EXPECT_LE(took, absl::Milliseconds(240));
+  EXPECT_GE(took, absl::Milliseconds(150));  // it did use its budget
+  EXPECT_TRUE(Verify(r->problem, r->solution).ok());
 }
 
 TEST(PlannerTest, ExactSearchClosesTheGapOnAHardInstance) {

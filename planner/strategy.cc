@@ -5,6 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "planner/exact_solver.h"
 #include "planner/greedy.h"
+#include "planner/hill_climb.h"
 
 namespace memplan::planner {
 namespace {
@@ -23,11 +24,29 @@ constexpr GreedyKind kGreedy[] = {
     {"first_fit_lifetime", GreedyOrder::kLifetime, FitPolicy::kFirstFit},
     {"best_fit_area", GreedyOrder::kArea, FitPolicy::kBestFit},
     {"first_fit_area", GreedyOrder::kArea, FitPolicy::kFirstFit},
+    {"best_fit_conflicts", GreedyOrder::kConflicts, FitPolicy::kBestFit},
+    {"first_fit_conflicts", GreedyOrder::kConflicts, FitPolicy::kFirstFit},
+    {"best_fit_breadth", GreedyOrder::kBreadth, FitPolicy::kBestFit},
+    {"first_fit_breadth", GreedyOrder::kBreadth, FitPolicy::kFirstFit},
 };
+
+// The hill climb over the best of these orders comes last: it wins only
+// with a strictly smaller arena.
+constexpr char kHillClimb[] = "hill_climb";
 
 }  // namespace
 
 const std::vector<std::string>& HeuristicNames() {
+  static const auto* names = [] {
+    auto* v = new std::vector<std::string>;
+    for (const GreedyKind& k : kGreedy) v->push_back(k.name);
+    v->push_back(kHillClimb);
+    return v;
+  }();
+  return *names;
+}
+
+const std::vector<std::string>& QuickHeuristicNames() {
   static const auto* names = [] {
     auto* v = new std::vector<std::string>;
     for (const GreedyKind& k : kGreedy) v->push_back(k.name);
@@ -50,6 +69,7 @@ absl::StatusOr<std::unique_ptr<OffsetStrategy>> MakeStrategy(
   for (const GreedyKind& k : kGreedy) {
     if (name == k.name) return std::make_unique<GreedyStrategy>(k.order, k.fit);
   }
+  if (name == kHillClimb) return std::make_unique<HillClimbStrategy>();
   if (name == "exact") return std::make_unique<ExactSolver>();
   return absl::NotFoundError(
       absl::StrCat("unknown strategy '", std::string(name), "'; known: auto, ",

@@ -58,6 +58,11 @@ class OffsetStrategy {
 // Names of the heuristics, in the fixed tie-break order the portfolio uses.
 const std::vector<std::string>& HeuristicNames();
 
+// The heuristics that cost O(n log n + overlaps): all but "hill_climb"
+// (iterations x a greedy placement), in the same order. "auto" runs these;
+// "auto" with optimize runs all of HeuristicNames().
+const std::vector<std::string>& QuickHeuristicNames();
+
 // Every strategy MakeStrategy knows: the heuristics, then "exact".
 const std::vector<std::string>& StrategyNames();
 

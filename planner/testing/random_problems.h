@@ -40,6 +40,29 @@ inline Problem RandomProblem(int n, uint32_t seed, Bytes alignment = 1) {
   return p;
 }
 
+// A harder, dense problem: `n` buffers over n/8 steps, lifetimes from one
+// step to a third of the schedule, sizes uniform in [1, 1000] bytes, so
+// about n/6 buffers are live at once and sizes do not let a greedy order
+// stack them neatly (like MiniMalloc's challenging instances).
+inline Problem DenseProblem(int n, uint32_t seed, Bytes alignment = 1) {
+  std::mt19937_64 rng(seed);
+  const Step steps = std::max<Step>(4, n / 8);
+  Problem p;
+  p.buffers.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    Buffer b;
+    b.name = absl::StrCat("d", i);
+    b.start = static_cast<Step>(rng() % steps);
+    const Step length = 1 + static_cast<Step>(rng() % (steps / 3 + 1));
+    b.end = std::min(steps, b.start + length);
+    if (b.end <= b.start) b.end = b.start + 1;
+    b.size = 1 + static_cast<Bytes>(rng() % 1000);
+    b.alignment = alignment;
+    p.buffers.push_back(std::move(b));
+  }
+  return p;
+}
+
 // A random DAG in execution order: each op reads 1-3 earlier tensors (or
 // graph inputs/weights) and writes 1-2 new ones.
 inline Graph RandomGraph(int ops, uint32_t seed) {
