@@ -1,7 +1,7 @@
 #include "planner/portfolio.h"
 
+#include <algorithm>
 #include <memory>
-#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -12,21 +12,39 @@
 namespace memplan::planner {
 namespace {
 
-// Runs one strategy and verifies its plan.
-absl::StatusOr<PortfolioResult> RunOne(const Problem& problem,
-                                       const std::string& name,
-                                       const SolveContext& ctx) {
-  absl::StatusOr<std::unique_ptr<OffsetStrategy>> strategy = MakeStrategy(name);
-  if (!strategy.ok()) return strategy.status();
-  absl::StatusOr<Solution> solution = (*strategy)->Solve(problem, ctx);
-  if (!solution.ok()) return solution.status();
-  absl::Time start = absl::Now();
-  if (absl::Status s = Verify(problem, *solution); !s.ok()) {
-    return absl::InternalError(absl::StrCat(
-        "strategy ", name, " produced an invalid plan: ", s.message()));
+// Problems with fewer buffers run every strategy on the calling thread.
+constexpr size_t kInlineBelow = 2000;
+
+// Verifies the plans from smallest arena up (ties in listed order) and
+// returns the first that passes: usually one verification in all.
+absl::StatusOr<PortfolioResult> FirstVerified(
+    const Problem& problem, const std::vector<std::string>& strategies,
+    std::vector<absl::StatusOr<Solution>>& results) {
+  std::vector<int> order;
+  absl::Status first_error;
+  for (int i = 0; i < static_cast<int>(results.size()); ++i) {
+    if (results[i].ok()) {
+      order.push_back(i);
+    } else if (first_error.ok()) {
+      first_error = results[i].status();
+    }
   }
-  return PortfolioResult{*std::move(solution), name,
-                         absl::ToInt64Microseconds(absl::Now() - start)};
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+    return results[x]->arena_size < results[y]->arena_size;
+  });
+  for (int i : order) {
+    const absl::Time start = absl::Now();
+    absl::Status s = Verify(problem, *results[i]);
+    if (s.ok()) {
+      return PortfolioResult{*std::move(results[i]), strategies[i],
+                             absl::ToInt64Microseconds(absl::Now() - start)};
+    }
+    first_error = absl::InternalError(
+        absl::StrCat("strategy ", strategies[i],
+                     " produced an invalid plan: ", s.message()));
+  }
+  return first_error.ok() ? absl::InvalidArgumentError("no strategy given")
+                          : first_error;
 }
 
 }  // namespace
@@ -34,38 +52,24 @@ absl::StatusOr<PortfolioResult> RunOne(const Problem& problem,
 absl::StatusOr<PortfolioResult> RunPortfolio(
     const Problem& problem, const std::vector<std::string>& strategies,
     const SolveContext& ctx, WorkerPool* pool) {
-  std::vector<std::optional<absl::StatusOr<PortfolioResult>>> results(
-      strategies.size());
+  std::vector<absl::StatusOr<Solution>> results(
+      strategies.size(), absl::UnknownError("strategy did not run"));
+  // Small problems run inline: handing them to other threads costs more
+  // than it saves, and the caller is one of many concurrent requests.
+  if (problem.buffers.size() < kInlineBelow) pool = nullptr;
   absl::BlockingCounter done(static_cast<int>(strategies.size()));
   for (size_t i = 0; i < strategies.size(); ++i) {
     auto task = [&, i] {
-      results[i] = RunOne(problem, strategies[i], ctx);
+      absl::StatusOr<std::unique_ptr<OffsetStrategy>> strategy =
+          MakeStrategy(strategies[i]);
+      results[i] =
+          strategy.ok() ? (*strategy)->Solve(problem, ctx) : strategy.status();
       done.DecrementCount();
     };
     if (pool == nullptr || !pool->TrySchedule(task)) task();
   }
   done.Wait();
-
-  int winner = -1;
-  absl::Status first_error;
-  for (size_t i = 0; i < results.size(); ++i) {
-    const absl::StatusOr<PortfolioResult>& r = *results[i];
-    if (!r.ok()) {
-      if (first_error.ok() || absl::IsInternal(r.status())) {
-        first_error = r.status();
-      }
-      continue;
-    }
-    if (winner < 0 ||
-        r->solution.arena_size < (*results[winner])->solution.arena_size) {
-      winner = static_cast<int>(i);
-    }
-  }
-  if (winner < 0) {
-    return first_error.ok() ? absl::InvalidArgumentError("no strategy given")
-                            : first_error;
-  }
-  return *std::move(*results[winner]);
+  return FirstVerified(problem, strategies, results);
 }
 
 }  // namespace memplan::planner

@@ -24,9 +24,10 @@ struct PortfolioResult {
 };
 
 // Runs `strategies` (names for MakeStrategy) on `pool` (or inline where the
-// pool is null or full) and waits for all of them. Plans that fail the
-// verifier are dropped. DEADLINE_EXCEEDED when cancelled before any plan;
-// INTERNAL when every plan failed verification.
+// pool is null or full, or the problem is small) and waits for all of them.
+// The smallest plan that passes the verifier wins; plans are verified from
+// the smallest up, so a broken plan is never returned. DEADLINE_EXCEEDED when
+// cancelled before any plan; INTERNAL when every plan failed verification.
 [[nodiscard]] absl::StatusOr<PortfolioResult> RunPortfolio(
     const Problem& problem, const std::vector<std::string>& strategies,
     const SolveContext& ctx, WorkerPool* pool);

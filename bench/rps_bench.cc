@@ -1,0 +1,136 @@
+// rps_bench: requests per second of the Plan RPC for a ~200-tensor graph
+// against an empty RPC (the health check) on the same in-process server over
+// loopback, in the same run. DESIGN's budget: Plan sustains >= 40% of the
+// empty RPC's rate.
+//   rps_bench [seconds per round=2] [client threads=4] [rounds=3]
+//             [strategy=auto]
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "memplan/v1/memplan.grpc.pb.h"
+#include "planner/testing/random_problems.h"
+#include "server/metrics.h"
+#include "server/service.h"
+
+namespace memplan {
+namespace {
+
+// The planner's random graph as a request: ~200 tensors.
+v1::PlanRequest Graph200() {
+  planner::Graph g = planner::testing::RandomGraph(130, 7);
+  v1::PlanRequest r;
+  v1::Graph* out = r.mutable_graph();
+  out->set_name(g.name);
+  for (const planner::Tensor& t : g.tensors) {
+    v1::Tensor* x = out->add_tensors();
+    x->set_name(t.name);
+    x->set_size_bytes(t.size_bytes);
+  }
+  for (const planner::Op& op : g.ops) {
+    v1::Op* o = out->add_ops();
+    o->set_name(op.name);
+    for (const auto& i : op.inputs) o->add_inputs(i);
+    for (const auto& x : op.outputs) o->add_outputs(x);
+  }
+  for (const auto& i : g.inputs) out->add_inputs(i);
+  for (const auto& o : g.outputs) out->add_outputs(o);
+  return r;
+}
+
+// Calls `call` from `threads` threads for `seconds`; returns calls/second.
+template <typename Call>
+double Rate(int threads, double seconds, Call call) {
+  std::atomic<int64_t> done{0};
+  std::atomic<bool> failed{false};
+  const auto end =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      while (std::chrono::steady_clock::now() < end) {
+        if (!call()) failed = true;
+        done.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  }
+  for (std::thread& t : pool) t.join();
+  if (failed) {
+    std::fprintf(stderr, "a call failed\n");
+    std::exit(1);
+  }
+  return static_cast<double>(done.load()) / seconds;
+}
+
+int Run(double seconds, int threads, int rounds, const std::string& strategy) {
+  // As memplan-server's main does: no deadlock detection on hot mutexes.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  planner::WorkerPool pool(2, 512);
+  planner::CancelToken shutdown;
+  server::Metrics metrics;
+  server::ServiceOptions options;
+  options.max_in_flight = 1024;
+  server::PlannerService service(options, &pool, &shutdown, &metrics);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                           &port);
+  builder.RegisterService(&service);
+  builder.experimental().SetInterceptorCreators(metrics.InterceptorFactories());
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                     grpc::InsecureChannelCredentials());
+  auto planner_stub = v1::MemoryPlanner::NewStub(channel);
+  auto health_stub = grpc::health::v1::Health::NewStub(channel);
+  v1::PlanRequest request = Graph200();
+  request.mutable_options()->set_strategy(strategy);
+  std::printf(
+      "graph: %d tensors, %d ops; strategy %s; %d client threads, "
+      "%.1f s per round\n",
+      request.graph().tensors_size(), request.graph().ops_size(),
+      strategy.c_str(), threads, seconds);
+  std::vector<double> ratios;
+  for (int round = 0; round < rounds; ++round) {
+    const double empty = Rate(threads, seconds, [&] {
+      grpc::ClientContext context;
+      grpc::health::v1::HealthCheckRequest req;
+      grpc::health::v1::HealthCheckResponse resp;
+      return health_stub->Check(&context, req, &resp).ok();
+    });
+    const double plan = Rate(threads, seconds, [&] {
+      grpc::ClientContext context;
+      v1::PlanResponse resp;
+      return planner_stub->Plan(&context, request, &resp).ok();
+    });
+    ratios.push_back(plan / empty);
+    std::printf("round %d: health %.0f rps, plan %.0f rps, ratio %.2f\n",
+                round + 1, empty, plan, plan / empty);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  std::printf("median ratio plan / empty RPC: %.2f (budget >= 0.40)\n",
+              ratios[ratios.size() / 2]);
+  server->Shutdown();
+  return 0;
+}
+
+}  // namespace
+}  // namespace memplan
+
+int main(int argc, char** argv) {
+  const double seconds = argc > 1 ? std::atof(argv[1]) : 2.0;
+  const int threads = argc > 2 ? std::atoi(argv[2]) : 4;
+  const int rounds = argc > 3 ? std::atoi(argv[3]) : 3;
+  const std::string strategy = argc > 4 ? argv[4] : "auto";
+  return memplan::Run(seconds, threads, rounds, strategy);
+}
