@@ -27,6 +27,9 @@ struct Op {
   std::string name;                  // unique, non-empty
   std::vector<std::string> inputs;   // tensor names read
   std::vector<std::string> outputs;  // tensor names written
+  // The op may write an output into the memory of an input it reads for
+  // the last time (an elementwise op, say). Default false.
+  bool in_place = false;
 };
 
 struct Graph {

@@ -27,6 +27,32 @@ namespace memplan::planner {
 [[nodiscard]] absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
                                                       Bytes default_alignment);
 
+// A tensor an in-place op writes into the memory of one of its inputs.
+struct InPlaceTensor {
+  int tensor = -1;  // the output, as an index into the graph's tensors
+  int input = -1;   // the input whose memory it reuses (graph tensor index)
+  int buffer = -1;  // the planned buffer holding both (index in `problem`)
+};
+
+// The buffers to plan once in-place outputs share their inputs' memory.
+struct InPlaceMerge {
+  // One buffer per tensor not written in place, in graph tensor order; a
+  // buffer reused in place lives until the last of its tensors dies.
+  Problem problem;
+  // Per graph tensor, the index of the buffer holding it.
+  std::vector<int> buffer_of;
+  // The tensors written in place, in op order.
+  std::vector<InPlaceTensor> aliases;
+};
+
+// Merges each output of an op marked in_place into an input's buffer when
+// the op is the input's last reader, the output is no larger, both have the
+// same alignment, and neither is persistent (graph input, output, weight).
+// The first such input in the op's input list is used; an input is reused
+// by one output at most; chains (a in place of b in place of c) share one
+// buffer. `tensors` is AnalyzeLiveness(graph, ...). O(tensors + op edges).
+InPlaceMerge MergeInPlace(const Graph& graph, const Problem& tensors);
+
 // Checks a buffer list (the MiniMalloc model) the same way: unique non-empty
 // names, 0 <= start < end, size > 0, power-of-two alignment, fixed offsets
 // non-negative and aligned, no 64-bit overflow. INVALID_ARGUMENT names the

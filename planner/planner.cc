@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -157,6 +158,55 @@ absl::Status CheckCapacity(const PlanOptions& options,
                    " bytes (lower bound ", result.lower_bound, ")"));
 }
 
+// Merges in-place outputs into their inputs' buffers (when any op is
+// in_place and any output qualifies): `result` then plans the merged
+// buffers and lists the aliases. Returns the merge, kept for verification.
+std::optional<InPlaceMerge> MergeIfInPlace(const Graph& graph,
+                                           PlanResult* result) {
+  if (std::none_of(graph.ops.begin(), graph.ops.end(),
+                   [](const Op& op) { return op.in_place; })) {
+    return std::nullopt;
+  }
+  InPlaceMerge merge = MergeInPlace(graph, result->problem);
+  if (merge.aliases.empty()) return std::nullopt;
+  for (const InPlaceTensor& a : merge.aliases) {
+    const Buffer& t = result->problem.buffers[a.tensor];
+    result->in_place.push_back({t.name, result->problem.buffers[a.input].name,
+                                a.buffer, a.tensor, t.start, t.end, t.size});
+  }
+  std::sort(
+      result->in_place.begin(), result->in_place.end(),
+      [](const auto& x, const auto& y) { return x.position < y.position; });
+  std::swap(result->problem, merge.problem);  // merge keeps the tensors
+  return merge;
+}
+
+// Proves the plan per tensor: every tensor at its buffer's offset, and no
+// two tensors live together sharing memory except in-place hand-overs.
+absl::Status VerifyTensors(const InPlaceMerge& merge, PlanResult* result) {
+  const absl::Time start = absl::Now();
+  Solution per_tensor;
+  per_tensor.arena_size = result->solution.arena_size;
+  for (int b : merge.buffer_of) {
+    per_tensor.offsets.push_back(result->solution.offsets[b]);
+  }
+  std::vector<InPlacePair> pairs;
+  for (const InPlaceTensor& a : merge.aliases) {
+    pairs.push_back({a.tensor, a.input});
+  }
+  absl::Status s = VerifyInPlace(merge.problem, per_tensor, pairs);
+  for (StageTime& stage : result->stages) {  // part of "verify"
+    if (stage.stage == "verify") {
+      stage.micros += absl::ToInt64Microseconds(absl::Now() - start);
+    }
+  }
+  if (!s.ok()) {
+    return absl::InternalError(
+        absl::StrCat("the in-place plan failed verification: ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
 // Everything after liveness.
 absl::StatusOr<PlanResult> PlanProblem(PlanResult result,
                                        const PlanOptions& options,
@@ -177,14 +227,20 @@ absl::StatusOr<PlanResult> PlanGraph(const Graph& graph,
                                      WorkerPool* pool,
                                      const CancelToken* cancel) {
   PlanResult result;
+  std::optional<InPlaceMerge> merge;
   {
     StageTimer timer("liveness", &result);
     absl::StatusOr<Problem> problem = AnalyzeLiveness(graph, options.alignment);
     if (!problem.ok()) return problem.status();
     result.problem = *std::move(problem);
+    merge = MergeIfInPlace(graph, &result);
   }
   result.problem.capacity = options.capacity;
-  return PlanProblem(std::move(result), options, pool, cancel);
+  absl::StatusOr<PlanResult> planned =
+      PlanProblem(std::move(result), options, pool, cancel);
+  if (!planned.ok() || !merge.has_value()) return planned;
+  if (absl::Status s = VerifyTensors(*merge, &*planned); !s.ok()) return s;
+  return planned;
 }
 
 absl::StatusOr<PlanResult> PlanBuffers(Problem problem,

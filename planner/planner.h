@@ -61,6 +61,19 @@ struct StageTime {
   int64_t micros = 0;
 };
 
+// A tensor an in-place op wrote into an input's memory. It is not among
+// PlanResult::problem's buffers: it lives in problem.buffers[buffer], at
+// that buffer's offset.
+struct InPlaceAssignment {
+  std::string name;         // the tensor written in place
+  std::string in_place_of;  // the input whose memory it reuses
+  int buffer = -1;          // the planned buffer (index in problem.buffers)
+  int position = -1;        // its index in the request's tensor list
+  Step start = 0;           // its own first live step
+  Step end = 0;             // one past its own last live step
+  Bytes size = 0;           // its own size (<= the buffer's)
+};
+
 struct PlanResult {
   Problem problem;                 // the buffers planned, with lifetimes
   Solution solution;               // offsets[i] for problem.buffers[i]
@@ -71,6 +84,9 @@ struct PlanResult {
   Bytes lower_bound = 0;           // largest sum of sizes live at one step
   Bytes naive_bytes = 0;           // sum of all sizes
   std::vector<StageTime> stages;
+  // Tensors written in place (graphs with in_place ops), by position. The
+  // other tensors are problem.buffers, in request order.
+  std::vector<InPlaceAssignment> in_place;
 };
 
 // Plans a graph. INVALID_ARGUMENT for a malformed graph (liveness.h),

@@ -3,6 +3,7 @@
 #include <random>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -262,6 +263,82 @@ TEST(PlannerTest, ReportShowsTheFiguresAndAPicture) {
   EXPECT_THAT(report, HasSubstr("lower bound:  256 bytes"));
   EXPECT_THAT(report, HasSubstr("efficiency:   1.000"));
   EXPECT_THAT(report, HasSubstr("legend: A=x B=h C=y"));
+}
+
+// A random graph whose ops are all in-place capable.
+Graph InPlaceGraph(int ops, uint32_t seed) {
+  Graph g = testing::RandomGraph(ops, seed);
+  for (Op& op : g.ops) op.in_place = true;
+  return g;
+}
+
+TEST(PlannerTest, InPlaceGraphsAreVerifiedPerTensor) {
+  int merged = 0;
+  for (uint32_t seed = 0; seed < 300; ++seed) {
+    Graph g = InPlaceGraph(2 + seed % 40, seed);
+    absl::StatusOr<PlanResult> r = PlanGraph(g, {}, nullptr, nullptr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->problem.buffers.size() + r->in_place.size(), g.tensors.size());
+    merged += r->in_place.size();
+    // Rebuild the per-tensor plan and prove it independently.
+    absl::StatusOr<Problem> tensors = AnalyzeLiveness(g, 64);
+    absl::flat_hash_map<std::string, Offset> offset;
+    for (size_t i = 0; i < r->problem.buffers.size(); ++i) {
+      offset[r->problem.buffers[i].name] = r->solution.offsets[i];
+    }
+    absl::flat_hash_map<std::string, int> index;
+    for (size_t t = 0; t < tensors->buffers.size(); ++t) {
+      index[tensors->buffers[t].name] = t;
+    }
+    std::vector<InPlacePair> pairs;
+    for (const InPlaceAssignment& a : r->in_place) {
+      offset[a.name] = r->solution.offsets[a.buffer];
+      pairs.push_back({index[a.name], index[a.in_place_of]});
+      ASSERT_EQ(g.tensors[a.position].name, a.name);
+    }
+    Solution per_tensor{{}, r->solution.arena_size};
+    for (const Buffer& b : tensors->buffers) {
+      per_tensor.offsets.push_back(offset.at(b.name));
+    }
+    ASSERT_TRUE(VerifyInPlace(*tensors, per_tensor, pairs).ok())
+        << "seed " << seed;
+    // With equal sizes reuse never costs memory: the bound is at most that
+    // of the plain plan. (A smaller output keeps its input's whole block
+    // until it dies, which can raise the peak: the client's trade-off.)
+    for (Tensor& t : g.tensors) t.size_bytes = 256;
+    r = PlanGraph(g, {}, nullptr, nullptr);
+    ASSERT_TRUE(r.ok());
+    Graph plain = g;
+    for (Op& op : plain.ops) op.in_place = false;
+    absl::StatusOr<PlanResult> without = PlanGraph(plain, {}, nullptr, nullptr);
+    ASSERT_TRUE(without.ok());
+    EXPECT_TRUE(without->in_place.empty());
+    ASSERT_LE(r->lower_bound, without->lower_bound) << "seed " << seed;
+  }
+  EXPECT_GT(merged, 100);  // the property test did exercise reuse
+}
+
+TEST(PlannerTest, InPlaceChainReportsTheAliasesAtTheSameOffset) {
+  Graph g;
+  g.tensors = {{"x", 64}, {"a", 256}, {"b", 256}, {"c", 256}, {"y", 64}};
+  g.ops = {{"r0", {"x"}, {"a"}, true},
+           {"r1", {"a"}, {"b"}, true},
+           {"r2", {"b"}, {"c"}, true},
+           {"out", {"c"}, {"y"}, true}};
+  g.inputs = {"x"};
+  g.outputs = {"y"};
+  absl::StatusOr<PlanResult> r = PlanGraph(g, {}, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->in_place.size(), 2u);
+  EXPECT_EQ(r->in_place[0].name, "b");
+  EXPECT_EQ(r->in_place[0].in_place_of, "a");
+  EXPECT_EQ(r->in_place[1].name, "c");
+  EXPECT_EQ(r->in_place[1].in_place_of, "b");
+  EXPECT_EQ(r->in_place[0].buffer, r->in_place[1].buffer);
+  // x, y and one 256-byte buffer for a, b and c.
+  EXPECT_EQ(r->solution.arena_size, 64 + 64 + 256);
+  EXPECT_EQ(r->lower_bound, 64 + 64 + 256);
+  EXPECT_THAT(FormatReport(*r), HasSubstr("in place:     2 tensors"));
 }
 
 TEST(WorkerPoolTest, FullQueueRefusesWork) {

@@ -23,6 +23,11 @@ void AppendSummary(const PlanResult& r, std::string* out) {
       out, "naive:        %d bytes (saving %.1f%%)\n", r.naive_bytes,
       r.naive_bytes > 0 ? 100.0 * (r.naive_bytes - arena) / r.naive_bytes : 0);
   absl::StrAppendFormat(out, "buffers:      %d\n", r.problem.buffers.size());
+  if (!r.in_place.empty()) {
+    absl::StrAppendFormat(out,
+                          "in place:     %d tensors reuse an input's memory\n",
+                          r.in_place.size());
+  }
   absl::StrAppendFormat(out, "strategy:     %s\n", r.strategy);
 }
 

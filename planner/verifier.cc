@@ -97,6 +97,54 @@ absl::Status Verify(const Problem& problem, const Solution& solution) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Checks what makes one in-place pair legal.
+absl::Status CheckPair(const Problem& problem, const Solution& solution,
+                       const InPlacePair& pair) {
+  const int n = static_cast<int>(problem.buffers.size());
+  if (pair.output < 0 || pair.output >= n || pair.input < 0 ||
+      pair.input >= n || pair.output == pair.input) {
+    return absl::InternalError(absl::StrCat("bad in-place pair (", pair.output,
+                                            ", ", pair.input, ")"));
+  }
+  const Buffer& out = problem.buffers[pair.output];
+  const Buffer& in = problem.buffers[pair.input];
+  const auto fail = [&](const char* why) {
+    return absl::InternalError(
+        absl::StrCat("'", out.name, "' in place of '", in.name, "': ", why));
+  };
+  if (solution.offsets[pair.output] != solution.offsets[pair.input]) {
+    return fail("offsets differ");
+  }
+  if (out.size > in.size) return fail("the output is larger than the input");
+  if (out.alignment != in.alignment) return fail("alignments differ");
+  if (out.persistent || in.persistent) return fail("a tensor is persistent");
+  if (in.start >= out.start || in.end != out.start + 1) {
+    return fail("the output is not born at the input's last step");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status VerifyInPlace(const Problem& problem, const Solution& solution,
+                           const std::vector<InPlacePair>& pairs) {
+  if (absl::Status s = CheckEach(problem, solution); !s.ok()) return s;
+  Problem handed_over = problem;
+  std::vector<bool> seen(problem.buffers.size(), false);
+  for (const InPlacePair& pair : pairs) {
+    if (absl::Status s = CheckPair(problem, solution, pair); !s.ok()) return s;
+    if (seen[pair.input]) {
+      return absl::InternalError(absl::StrCat(
+          "'", problem.buffers[pair.input].name, "' is reused in place twice"));
+    }
+    seen[pair.input] = true;
+    handed_over.buffers[pair.input].end = problem.buffers[pair.output].start;
+  }
+  return Verify(handed_over, solution);
+}
+
 absl::Status VerifyAllPairs(const Problem& problem, const Solution& solution) {
   if (absl::Status s = CheckEach(problem, solution); !s.ok()) return s;
   const auto& b = problem.buffers;

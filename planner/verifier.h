@@ -6,6 +6,8 @@
 #ifndef MEMPLAN_PLANNER_VERIFIER_H_
 #define MEMPLAN_PLANNER_VERIFIER_H_
 
+#include <vector>
+
 #include "absl/status/status.h"
 #include "planner/problem.h"
 
@@ -18,6 +20,23 @@ namespace memplan::planner {
 // offset. Returns INTERNAL naming the buffers on the first violation.
 [[nodiscard]] absl::Status Verify(const Problem& problem,
                                   const Solution& solution);
+
+// Two buffers an in-place op may put in the same memory: `output` is written
+// by the op that reads `input` for the last time.
+struct InPlacePair {
+  int output = -1;  // index into problem.buffers
+  int input = -1;   // index into problem.buffers
+};
+
+// Verify for a plan where each pair shares memory on purpose: the output
+// sits at the input's offset, is no larger, has the same alignment, and is
+// born at the input's last step; neither is persistent. Apart from that
+// hand-over step, everything Verify checks still holds (the input is
+// treated as dead from the output's birth). INTERNAL names the pair or the
+// buffers on the first violation. O(n log n).
+[[nodiscard]] absl::Status VerifyInPlace(const Problem& problem,
+                                         const Solution& solution,
+                                         const std::vector<InPlacePair>& pairs);
 
 // The same checks by comparing every pair: O(n^2), for tests only.
 [[nodiscard]] absl::Status VerifyAllPairs(const Problem& problem,

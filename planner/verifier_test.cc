@@ -72,5 +72,53 @@ TEST(VerifierTest, SweepAgreesWithAllPairs) {
   EXPECT_GT(rejected, 100);  // the breakage was really caught
 }
 
+// a [0,2) hands its memory to b [1,3) at step 1; c [0,3) lives apart.
+Problem HandOver() {
+  Problem p;
+  p.buffers = {{"a", 0, 2, 32, 8}, {"b", 1, 3, 32, 8}, {"c", 0, 3, 16, 8}};
+  return p;
+}
+
+TEST(VerifierTest, InPlaceHandOverIsAcceptedOnlyForItsPair) {
+  Problem p = HandOver();
+  Solution s{{0, 0, 32}, 48};
+  EXPECT_FALSE(Verify(p, s).ok());  // without the pair: a collision
+  EXPECT_TRUE(VerifyInPlace(p, s, {{1, 0}}).ok());
+  // c on top of them is still a collision, pair or not.
+  Solution bad{{0, 0, 16}, 48};
+  EXPECT_THAT(std::string(VerifyInPlace(p, bad, {{1, 0}}).message()),
+              HasSubstr("'c'"));
+}
+
+TEST(VerifierTest, InPlaceRulesAreChecked) {
+  Problem p = HandOver();
+  Solution s{{0, 0, 32}, 48};
+  // Different offsets.
+  EXPECT_THAT(
+      std::string(VerifyInPlace(p, {{0, 8, 48}, 64}, {{1, 0}}).message()),
+      HasSubstr("offsets differ"));
+  // The output larger than the input.
+  Problem larger = p;
+  larger.buffers[1].size = 40;
+  EXPECT_THAT(
+      std::string(VerifyInPlace(larger, {{0, 0, 40}, 56}, {{1, 0}}).message()),
+      HasSubstr("larger"));
+  // The input still live after the output's first step.
+  Problem late = p;
+  late.buffers[0].end = 3;
+  EXPECT_THAT(std::string(VerifyInPlace(late, s, {{1, 0}}).message()),
+              HasSubstr("last step"));
+  // A persistent tensor.
+  Problem persistent = p;
+  persistent.buffers[0].persistent = true;
+  EXPECT_THAT(std::string(VerifyInPlace(persistent, s, {{1, 0}}).message()),
+              HasSubstr("persistent"));
+  // Alignment.
+  Problem aligned = p;
+  aligned.buffers[1].alignment = 16;
+  EXPECT_THAT(std::string(VerifyInPlace(aligned, s, {{1, 0}}).message()),
+              HasSubstr("alignments differ"));
+}
+
 }  // namespace
 }  // namespace memplan::planner

@@ -1,6 +1,7 @@
 #include "proto/convert.h"
 
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -94,7 +95,8 @@ planner::Graph GraphFromProto(const v1::Graph& graph) {
   for (const v1::Op& op : graph.ops()) {
     g.ops.push_back({op.name(),
                      {op.inputs().begin(), op.inputs().end()},
-                     {op.outputs().begin(), op.outputs().end()}});
+                     {op.outputs().begin(), op.outputs().end()},
+                     op.in_place()});
   }
   g.inputs.assign(graph.inputs().begin(), graph.inputs().end());
   g.outputs.assign(graph.outputs().begin(), graph.outputs().end());
@@ -128,6 +130,44 @@ absl::StatusOr<PlanInput> FromProto(const v1::PlanRequest& request,
   return input;
 }
 
+namespace {
+
+// One assignment per planned buffer, and per tensor written in place (at
+// its buffer's offset), in request order.
+void AddAssignments(const planner::PlanResult& result,
+                    v1::PlanResponse* response) {
+  const auto& buffers = result.problem.buffers;
+  const auto& in_place = result.in_place;
+  const size_t total = buffers.size() + in_place.size();
+  response->mutable_assignments()->Reserve(static_cast<int>(total));
+  size_t next_buffer = 0, next_alias = 0;
+  for (size_t position = 0; position < total; ++position) {
+    v1::Assignment* a = response->add_assignments();
+    if (next_alias < in_place.size() &&
+        in_place[next_alias].position == static_cast<int>(position)) {
+      const planner::InPlaceAssignment& t = in_place[next_alias++];
+      a->set_name(t.name);
+      a->set_offset(result.solution.offsets[t.buffer]);
+      a->set_size(t.size);
+      a->set_pool_id(result.pools.pool_of[t.buffer]);
+      a->set_first_step(t.start);
+      a->set_last_step(t.end - 1);
+      a->set_in_place_of(t.in_place_of);
+      continue;
+    }
+    const size_t i = next_buffer++;
+    a->set_name(buffers[i].name);
+    a->set_offset(result.solution.offsets[i]);
+    a->set_size(buffers[i].size);
+    a->set_pool_id(result.pools.pool_of[i]);
+    a->set_first_step(buffers[i].start);
+    a->set_last_step(buffers[i].end - 1);
+    a->set_persistent(buffers[i].persistent);
+  }
+}
+
+}  // namespace
+
 v1::PlanResponse ToProto(const planner::PlanResult& result) {
   v1::PlanResponse response;
   response.set_arena_size_bytes(result.solution.arena_size);
@@ -139,18 +179,7 @@ v1::PlanResponse ToProto(const planner::PlanResult& result) {
       result.lower_bound > 0
           ? static_cast<double>(result.solution.arena_size) / result.lower_bound
           : 1.0);
-  const auto& buffers = result.problem.buffers;
-  response.mutable_assignments()->Reserve(static_cast<int>(buffers.size()));
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    v1::Assignment* a = response.add_assignments();
-    a->set_name(buffers[i].name);
-    a->set_offset(result.solution.offsets[i]);
-    a->set_size(buffers[i].size);
-    a->set_pool_id(result.pools.pool_of[i]);
-    a->set_first_step(buffers[i].start);
-    a->set_last_step(buffers[i].end - 1);
-    a->set_persistent(buffers[i].persistent);
-  }
+  AddAssignments(result, &response);
   std::vector<int> members(result.pools.size.size(), 0);
   for (int p : result.pools.pool_of) ++members[p];
   for (size_t p = 0; p < result.pools.size.size(); ++p) {
@@ -166,6 +195,30 @@ v1::PlanResponse ToProto(const planner::PlanResult& result) {
   return response;
 }
 
+namespace {
+
+// Points each in-place tensor at the buffer holding it, following chains
+// (c in place of b in place of a) whatever their order in the response.
+void ResolveInPlaceBuffers(planner::PlanResult* r) {
+  std::unordered_map<std::string, int> buffer_of;
+  for (size_t i = 0; i < r->problem.buffers.size(); ++i) {
+    buffer_of[r->problem.buffers[i].name] = static_cast<int>(i);
+  }
+  for (size_t pass = 0; pass < r->in_place.size(); ++pass) {
+    bool changed = false;
+    for (planner::InPlaceAssignment& t : r->in_place) {
+      auto it = buffer_of.find(t.in_place_of);
+      if (t.buffer >= 0 || it == buffer_of.end()) continue;
+      t.buffer = it->second;
+      buffer_of[t.name] = t.buffer;
+      changed = true;
+    }
+    if (!changed) break;
+  }
+}
+
+}  // namespace
+
 planner::PlanResult ResultFromProto(const v1::PlanResponse& response) {
   planner::PlanResult r;
   r.solution.arena_size = response.arena_size_bytes();
@@ -173,7 +226,13 @@ planner::PlanResult ResultFromProto(const v1::PlanResponse& response) {
   r.naive_bytes = response.naive_bytes();
   r.strategy = response.strategy();
   r.proven_optimal = response.proven_optimal();
-  for (const v1::Assignment& a : response.assignments()) {
+  for (int position = 0; position < response.assignments_size(); ++position) {
+    const v1::Assignment& a = response.assignments(position);
+    if (!a.in_place_of().empty()) {  // shares an earlier buffer's memory
+      r.in_place.push_back({a.name(), a.in_place_of(), -1, position,
+                            a.first_step(), a.last_step() + 1, a.size()});
+      continue;
+    }
     planner::Buffer b;
     b.name = a.name();
     b.start = a.first_step();
@@ -187,6 +246,7 @@ planner::PlanResult ResultFromProto(const v1::PlanResponse& response) {
   for (const v1::Pool& p : response.pools()) {
     r.pools.size.push_back(p.size_bytes());
   }
+  ResolveInPlaceBuffers(&r);
   // Stages in pipeline order, as the planner reports them.
   for (const char* stage :
        {"liveness", "interference", "pools", "offsets", "verify"}) {

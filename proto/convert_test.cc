@@ -99,5 +99,41 @@ TEST(ConvertTest, BadOptionsAreInvalid) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ConvertTest, InPlaceOutputsAreReportedInRequestOrderAtTheirInputsOffset) {
+  // "h2" is listed before "h" and written in place of it.
+  v1::PlanRequest request = Parse(R"({
+    "graph": {
+      "tensors": [{"name": "x", "size_bytes": 256},
+                  {"name": "h2", "size_bytes": 512},
+                  {"name": "h", "size_bytes": 512},
+                  {"name": "y", "size_bytes": 256}],
+      "ops": [{"name": "fc", "inputs": ["x"], "outputs": ["h"]},
+              {"name": "relu", "inputs": ["h"], "outputs": ["h2"],
+               "in_place": true},
+              {"name": "out", "inputs": ["h2"], "outputs": ["y"]}],
+      "inputs": ["x"], "outputs": ["y"]}})");
+  absl::StatusOr<v1::PlanResponse> r =
+      Plan(request, Limits{}, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->assignments_size(), 4);
+  std::vector<std::string> names;
+  for (const v1::Assignment& a : r->assignments()) names.push_back(a.name());
+  EXPECT_THAT(names, ::testing::ElementsAre("x", "h2", "h", "y"));
+  const v1::Assignment& h2 = r->assignments(1);
+  const v1::Assignment& h = r->assignments(2);
+  EXPECT_EQ(h2.in_place_of(), "h");
+  EXPECT_EQ(h.in_place_of(), "");
+  EXPECT_EQ(h2.offset(), h.offset());
+  EXPECT_EQ(h2.pool_id(), h.pool_id());
+  EXPECT_EQ(h2.first_step(), 1);
+  EXPECT_EQ(h2.last_step(), 2);
+  EXPECT_EQ(r->arena_size_bytes(), 256 + 512 + 256);
+  // Back to the planner's view for the report: the alias finds its buffer.
+  planner::PlanResult back = ResultFromProto(*r);
+  ASSERT_EQ(back.in_place.size(), 1u);
+  EXPECT_EQ(back.in_place[0].position, 1);
+  EXPECT_EQ(back.problem.buffers[back.in_place[0].buffer].name, "h");
+}
+
 }  // namespace
 }  // namespace memplan::api
