@@ -268,6 +268,37 @@ absl::StatusOr<Solution> PlaceInOrder(const Problem& problem,
   return solution;
 }
 
+absl::StatusOr<Solution> PlaceWithinCapacity(const Problem& problem,
+                                             const std::vector<int>& order,
+                                             Bytes capacity,
+                                             const CancelToken* cancel) {
+  const auto& buffers = problem.buffers;
+  Solution solution;
+  solution.offsets.assign(buffers.size(), -1);
+  TimeIndex<std::pair<Offset, Offset>> placed(problem);
+  std::vector<std::pair<Offset, Offset>> taken;
+  int count = 0;
+  for (int i : order) {
+    if (++count % kCancelStride == 0 && cancel != nullptr &&
+        cancel->Cancelled()) {
+      return absl::DeadlineExceededError("placement cancelled");
+    }
+    const Buffer& b = buffers[i];
+    taken.clear();
+    placed.ForEachOverlapping(
+        b.start, b.end,
+        [&](const std::pair<Offset, Offset>& r) { taken.push_back(r); });
+    std::sort(taken.begin(), taken.end());
+    const Offset offset =
+        FindGap(taken, b.size, b.alignment, FitPolicy::kBestFit, 0);
+    if (offset + b.size > capacity) continue;  // left for the next memory
+    solution.offsets[i] = offset;
+    solution.arena_size = std::max(solution.arena_size, offset + b.size);
+    placed.Insert(b.start, b.end, {offset, offset + b.size});
+  }
+  return solution;
+}
+
 GreedyStrategy::GreedyStrategy(GreedyOrder order, FitPolicy fit)
     : order_(order), fit_(fit), name_(StrategyName(order, fit)) {}
 

@@ -61,6 +61,14 @@ std::vector<int> GreedyPlacementOrder(const Problem& problem,
     const Problem& problem, const std::vector<int>& order, FitPolicy fit,
     const CancelToken* cancel);
 
+// Places buffers in `order` with best fit, skipping every buffer that would
+// end past `capacity`: their offsets stay -1, and arena_size covers the
+// placed ones. What fits is decided in order, so earlier buffers win.
+// REQUIRES no fixed offsets. Thread-safe.
+[[nodiscard]] absl::StatusOr<Solution> PlaceWithinCapacity(
+    const Problem& problem, const std::vector<int>& order, Bytes capacity,
+    const CancelToken* cancel);
+
 class GreedyStrategy : public OffsetStrategy {
  public:
   GreedyStrategy(GreedyOrder order, FitPolicy fit);

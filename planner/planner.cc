@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "planner/exact_solver.h"
 #include "planner/interference.h"
@@ -181,20 +182,40 @@ std::optional<InPlaceMerge> MergeIfInPlace(const Graph& graph,
   return merge;
 }
 
-// Proves the plan per tensor: every tensor at its buffer's offset, and no
-// two tensors live together sharing memory except in-place hand-overs.
+// Proves the plan per tensor, in each memory pool apart (one arena when
+// there are none): every tensor at its buffer's offset, and no two tensors
+// live together sharing memory except in-place hand-overs.
 absl::Status VerifyTensors(const InPlaceMerge& merge, PlanResult* result) {
   const absl::Time start = absl::Now();
-  Solution per_tensor;
-  per_tensor.arena_size = result->solution.arena_size;
-  for (int b : merge.buffer_of) {
-    per_tensor.offsets.push_back(result->solution.offsets[b]);
+  const size_t pools = std::max<size_t>(1, result->memory_pools.size());
+  const auto pool_of = [&](int tensor) {
+    return result->memory_pool_of.empty()
+               ? 0
+               : result->memory_pool_of[merge.buffer_of[tensor]];
+  };
+  absl::Status s;
+  for (size_t k = 0; k < pools && s.ok(); ++k) {
+    std::vector<int> tensors, local(merge.buffer_of.size(), -1);
+    for (int t = 0; t < static_cast<int>(merge.buffer_of.size()); ++t) {
+      if (pool_of(t) != static_cast<int>(k)) continue;
+      local[t] = static_cast<int>(tensors.size());
+      tensors.push_back(t);
+    }
+    Solution per_tensor;
+    per_tensor.arena_size = result->memory_pools.empty()
+                                ? result->solution.arena_size
+                                : result->memory_pools[k].arena_size;
+    for (int t : tensors) {
+      per_tensor.offsets.push_back(
+          result->solution.offsets[merge.buffer_of[t]]);
+    }
+    std::vector<InPlacePair> pairs;
+    for (const InPlaceTensor& a : merge.aliases) {
+      if (local[a.tensor] >= 0)
+        pairs.push_back({local[a.tensor], local[a.input]});
+    }
+    s = VerifyInPlace(SubProblem(merge.problem, tensors), per_tensor, pairs);
   }
-  std::vector<InPlacePair> pairs;
-  for (const InPlaceTensor& a : merge.aliases) {
-    pairs.push_back({a.tensor, a.input});
-  }
-  absl::Status s = VerifyInPlace(merge.problem, per_tensor, pairs);
   for (StageTime& stage : result->stages) {  // part of "verify"
     if (stage.stage == "verify") {
       stage.micros += absl::ToInt64Microseconds(absl::Now() - start);
@@ -207,6 +228,80 @@ absl::Status VerifyTensors(const InPlaceMerge& merge, PlanResult* result) {
   return absl::OkStatus();
 }
 
+// Plans one memory pool's share with the request's strategies (without a
+// capacity, so no search is forced), and keeps the share's own claiming
+// plan when theirs does not fit or is larger. Either plan is verified.
+absl::StatusOr<MemoryPoolPlan> PlanShare(const PlanOptions& options,
+                                         const MemoryPool& memory,
+                                         const Problem& problem,
+                                         WorkerPool* pool,
+                                         const CancelToken* cancel,
+                                         PoolShare* share) {
+  MemoryPoolPlan plan{memory.name,
+                      memory.capacity,
+                      0,
+                      0,
+                      static_cast<int>(share->buffers.size()),
+                      ""};
+  if (share->buffers.empty()) return plan;
+  PlanResult sub;
+  sub.problem = SubProblem(problem, share->buffers);
+  sub.lower_bound = LowerBound(sub.problem);
+  plan.lower_bound = sub.lower_bound;
+  if (auto s = AssignOffsets(options, pool, cancel, &sub); !s.ok()) return s;
+  const bool fits =
+      memory.capacity == 0 || sub.solution.arena_size <= memory.capacity;
+  if (fits && sub.solution.arena_size <= share->plan.arena_size) {
+    share->plan = std::move(sub.solution);
+    plan.strategy = sub.strategy;
+  } else {
+    if (absl::Status s = Verify(sub.problem, share->plan); !s.ok()) {
+      return absl::InternalError(absl::StrCat(
+          "memory pool '", memory.name, "': invalid plan: ", s.message()));
+    }
+    plan.strategy = "pool_claim";  // the best-fit pass that filled the pool
+  }
+  plan.arena_size = share->plan.arena_size;
+  return plan;
+}
+
+// Splits the buffers over the memory pools and plans each pool on its own.
+absl::Status AssignMemoryPools(const PlanOptions& options, WorkerPool* pool,
+                               const CancelToken* cancel, PlanResult* result) {
+  if (options.capacity.has_value()) {
+    return absl::InvalidArgumentError(
+        "capacity and memory_pools cannot be combined: give each pool its "
+        "capacity");
+  }
+  StageTimer timer("offsets", result);
+  absl::StatusOr<std::vector<PoolShare>> shares =
+      SplitOverPools(result->problem, options.memory_pools, cancel);
+  if (!shares.ok()) return shares.status();
+  const size_t n = result->problem.buffers.size();
+  result->solution.offsets.assign(n, -1);
+  result->solution.arena_size = 0;
+  result->memory_pool_of.assign(n, -1);
+  PlanOptions per_pool = options;
+  per_pool.memory_pools.clear();
+  std::vector<std::string> strategies;
+  for (size_t k = 0; k < shares->size(); ++k) {
+    PoolShare& share = (*shares)[k];
+    absl::StatusOr<MemoryPoolPlan> plan =
+        PlanShare(per_pool, options.memory_pools[k], result->problem, pool,
+                  cancel, &share);
+    if (!plan.ok()) return plan.status();
+    for (size_t j = 0; j < share.buffers.size(); ++j) {
+      result->solution.offsets[share.buffers[j]] = share.plan.offsets[j];
+      result->memory_pool_of[share.buffers[j]] = static_cast<int>(k);
+    }
+    result->solution.arena_size += plan->arena_size;
+    strategies.push_back(plan->strategy);
+    result->memory_pools.push_back(*std::move(plan));
+  }
+  result->strategy = absl::StrJoin(strategies, ",");
+  return absl::OkStatus();
+}
+
 // Everything after liveness.
 absl::StatusOr<PlanResult> PlanProblem(PlanResult result,
                                        const PlanOptions& options,
@@ -215,6 +310,12 @@ absl::StatusOr<PlanResult> PlanProblem(PlanResult result,
   result.lower_bound = LowerBound(result.problem);
   result.naive_bytes = NaiveBytes(result.problem);
   if (auto s = ComputePools(options, cancel, &result); !s.ok()) return s;
+  if (!options.memory_pools.empty()) {
+    if (auto s = AssignMemoryPools(options, pool, cancel, &result); !s.ok()) {
+      return s;
+    }
+    return result;
+  }
   if (auto s = AssignOffsets(options, pool, cancel, &result); !s.ok()) return s;
   if (auto s = CheckCapacity(options, result); !s.ok()) return s;
   return result;

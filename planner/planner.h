@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "planner/cancel.h"
 #include "planner/graph.h"
+#include "planner/memory_pools.h"
 #include "planner/pool_coloring.h"
 #include "planner/problem.h"
 #include "planner/worker_pool.h"
@@ -52,6 +53,12 @@ struct PlanOptions {
   // above it, pools are colored from a time index instead (same pools, no
   // graph in memory). Default 2^22.
   int64_t max_interference_edges = int64_t{1} << 22;
+  // Several memories, fastest first (memory_pools.h): each takes what fits
+  // of what the faster ones left, smallest size x lifetime first, and is
+  // planned and verified on its own; offsets are then within the buffer's
+  // pool. Default empty: one arena. REQUIRES no capacity and no fixed
+  // offsets when set.
+  std::vector<MemoryPool> memory_pools;
 };
 
 // How long one stage took.
@@ -74,6 +81,16 @@ struct InPlaceAssignment {
   Bytes size = 0;           // its own size (<= the buffer's)
 };
 
+// How one memory pool was planned (PlanOptions::memory_pools).
+struct MemoryPoolPlan {
+  std::string name;       // the pool's name
+  Bytes capacity = 0;     // its capacity, 0: unbounded
+  Bytes arena_size = 0;   // bytes of it the plan uses
+  Bytes lower_bound = 0;  // largest sum of its buffers live at one step
+  int buffers = 0;        // buffers placed in it
+  std::string strategy;   // the strategy whose plan won for it
+};
+
 struct PlanResult {
   Problem problem;                 // the buffers planned, with lifetimes
   Solution solution;               // offsets[i] for problem.buffers[i]
@@ -87,6 +104,11 @@ struct PlanResult {
   // Tensors written in place (graphs with in_place ops), by position. The
   // other tensors are problem.buffers, in request order.
   std::vector<InPlaceAssignment> in_place;
+  // With PlanOptions::memory_pools: one entry per pool, in the order given,
+  // and per buffer the index of its pool. solution.offsets are then within
+  // each pool and solution.arena_size is the sum of the pools' arenas.
+  std::vector<MemoryPoolPlan> memory_pools;
+  std::vector<int> memory_pool_of;
 };
 
 // Plans a graph. INVALID_ARGUMENT for a malformed graph (liveness.h),

@@ -31,6 +31,20 @@ void AppendSummary(const PlanResult& r, std::string* out) {
   absl::StrAppendFormat(out, "strategy:     %s\n", r.strategy);
 }
 
+// The memory pools table, when there are several memories.
+void AppendMemoryPools(const PlanResult& r, std::string* out) {
+  if (r.memory_pools.empty()) return;
+  absl::StrAppend(
+      out, "memory pools: (offsets are within each)\n",
+      "  name              arena     capacity  buffers  strategy\n");
+  for (const MemoryPoolPlan& m : r.memory_pools) {
+    absl::StrAppendFormat(
+        out, "  %-12s %10d %12s %8d  %s\n", m.name, m.arena_size,
+        m.capacity > 0 ? absl::StrCat(m.capacity) : std::string("unbounded"),
+        m.buffers, m.strategy);
+  }
+}
+
 // The pools table: id, size, members.
 void AppendPools(const PlanResult& r, std::string* out) {
   absl::StrAppendFormat(out, "pools:        %d, %d bytes in all\n",
@@ -86,13 +100,17 @@ void AppendPicture(const PlanResult& r, int rows, std::string* out) {
 std::string FormatReport(const PlanResult& result, int max_picture_rows) {
   std::string out;
   AppendSummary(result, &out);
+  AppendMemoryPools(result, &out);
   AppendPools(result, &out);
   absl::StrAppend(&out, "stages (us):  ");
   for (const StageTime& s : result.stages) {
     absl::StrAppend(&out, s.stage, "=", s.micros, " ");
   }
   absl::StrAppend(&out, "\n");
-  AppendPicture(result, max_picture_rows, &out);
+  // One picture per memory would be needed with several; none is drawn.
+  if (result.memory_pools.empty()) {
+    AppendPicture(result, max_picture_rows, &out);
+  }
   return out;
 }
 

@@ -42,6 +42,18 @@ absl::StatusOr<planner::PlanOptions> OptionsFromProto(const v1::PlanOptions& o,
     }
     options.capacity = o.capacity();
   }
+  for (const v1::MemoryPool& m : o.memory_pools()) {
+    options.memory_pools.push_back({m.name(), m.capacity_bytes()});
+  }
+  if (auto s = planner::ValidateMemoryPools(options.memory_pools); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.memory_pools: ", s.message()));
+  }
+  if (options.capacity.has_value() && !options.memory_pools.empty()) {
+    return absl::InvalidArgumentError(
+        "options.capacity and options.memory_pools cannot be combined: give "
+        "each pool its capacity_bytes");
+  }
   return options;
 }
 
@@ -132,6 +144,9 @@ absl::StatusOr<PlanInput> FromProto(const v1::PlanRequest& request,
 
 namespace {
 
+void SetMemoryPool(const planner::PlanResult& result, int buffer,
+                   v1::Assignment* a);
+
 // One assignment per planned buffer, and per tensor written in place (at
 // its buffer's offset), in request order.
 void AddAssignments(const planner::PlanResult& result,
@@ -153,6 +168,7 @@ void AddAssignments(const planner::PlanResult& result,
       a->set_first_step(t.start);
       a->set_last_step(t.end - 1);
       a->set_in_place_of(t.in_place_of);
+      SetMemoryPool(result, t.buffer, a);
       continue;
     }
     const size_t i = next_buffer++;
@@ -163,6 +179,28 @@ void AddAssignments(const planner::PlanResult& result,
     a->set_first_step(buffers[i].start);
     a->set_last_step(buffers[i].end - 1);
     a->set_persistent(buffers[i].persistent);
+    SetMemoryPool(result, static_cast<int>(i), a);
+  }
+}
+
+// Names the memory pool of planned buffer `buffer`, when there are pools.
+void SetMemoryPool(const planner::PlanResult& result, int buffer,
+                   v1::Assignment* a) {
+  if (result.memory_pool_of.empty()) return;
+  a->set_memory_pool(result.memory_pools[result.memory_pool_of[buffer]].name);
+}
+
+// One entry per memory pool.
+void AddMemoryPools(const planner::PlanResult& result,
+                    v1::PlanResponse* response) {
+  for (const planner::MemoryPoolPlan& m : result.memory_pools) {
+    v1::MemoryPoolPlan* out = response->add_memory_pools();
+    out->set_name(m.name);
+    out->set_capacity_bytes(m.capacity);
+    out->set_arena_size_bytes(m.arena_size);
+    out->set_lower_bound_bytes(m.lower_bound);
+    out->set_buffers(m.buffers);
+    out->set_strategy(m.strategy);
   }
 }
 
@@ -180,6 +218,7 @@ v1::PlanResponse ToProto(const planner::PlanResult& result) {
           ? static_cast<double>(result.solution.arena_size) / result.lower_bound
           : 1.0);
   AddAssignments(result, &response);
+  AddMemoryPools(result, &response);
   std::vector<int> members(result.pools.size.size(), 0);
   for (int p : result.pools.pool_of) ++members[p];
   for (size_t p = 0; p < result.pools.size.size(); ++p) {
@@ -219,6 +258,27 @@ void ResolveInPlaceBuffers(planner::PlanResult* r) {
 
 }  // namespace
 
+namespace {
+
+// The memory pools of a response, and each planned buffer's pool.
+void ReadMemoryPools(const v1::PlanResponse& response, planner::PlanResult* r) {
+  if (response.memory_pools_size() == 0) return;
+  std::unordered_map<std::string, int> index;
+  for (const v1::MemoryPoolPlan& m : response.memory_pools()) {
+    index[m.name()] = static_cast<int>(r->memory_pools.size());
+    r->memory_pools.push_back({m.name(), m.capacity_bytes(),
+                               m.arena_size_bytes(), m.lower_bound_bytes(),
+                               m.buffers(), m.strategy()});
+  }
+  for (const v1::Assignment& a : response.assignments()) {
+    if (!a.in_place_of().empty()) continue;
+    auto it = index.find(a.memory_pool());
+    r->memory_pool_of.push_back(it == index.end() ? 0 : it->second);
+  }
+}
+
+}  // namespace
+
 planner::PlanResult ResultFromProto(const v1::PlanResponse& response) {
   planner::PlanResult r;
   r.solution.arena_size = response.arena_size_bytes();
@@ -247,6 +307,7 @@ planner::PlanResult ResultFromProto(const v1::PlanResponse& response) {
     r.pools.size.push_back(p.size_bytes());
   }
   ResolveInPlaceBuffers(&r);
+  ReadMemoryPools(response, &r);
   // Stages in pipeline order, as the planner reports them.
   for (const char* stage :
        {"liveness", "interference", "pools", "offsets", "verify"}) {

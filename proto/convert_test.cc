@@ -135,5 +135,45 @@ TEST(ConvertTest, InPlaceOutputsAreReportedInRequestOrderAtTheirInputsOffset) {
   EXPECT_EQ(back.problem.buffers[back.in_place[0].buffer].name, "h");
 }
 
+TEST(ConvertTest, MemoryPoolsAreReportedPerPoolAndPerAssignment) {
+  v1::PlanRequest request = Parse(R"({
+    "buffers": [{"id": "a", "start": 0, "end": 2, "size": 64},
+                {"id": "b", "start": 1, "end": 3, "size": 64},
+                {"id": "c", "start": 0, "end": 3, "size": 1024}],
+    "options": {"alignment": 64,
+                "memory_pools": [{"name": "sram", "capacity_bytes": 128},
+                                 {"name": "dram"}]}})");
+  absl::StatusOr<v1::PlanResponse> r =
+      Plan(request, Limits{}, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->memory_pools_size(), 2);
+  EXPECT_EQ(r->memory_pools(0).name(), "sram");
+  EXPECT_EQ(r->memory_pools(0).capacity_bytes(), 128);
+  EXPECT_EQ(r->memory_pools(0).arena_size_bytes(), 128);
+  EXPECT_EQ(r->memory_pools(0).buffers(), 2);
+  EXPECT_EQ(r->memory_pools(1).arena_size_bytes(), 1024);
+  EXPECT_EQ(r->arena_size_bytes(), 128 + 1024);
+  EXPECT_EQ(r->assignments(0).memory_pool(), "sram");
+  EXPECT_EQ(r->assignments(1).memory_pool(), "sram");
+  EXPECT_EQ(r->assignments(2).memory_pool(), "dram");
+  EXPECT_EQ(r->assignments(2).offset(), 0);  // within dram
+  const std::string report = planner::FormatReport(ResultFromProto(*r));
+  EXPECT_THAT(report, HasSubstr("sram"));
+  EXPECT_THAT(report, HasSubstr("unbounded"));
+}
+
+TEST(ConvertTest, BadMemoryPoolsAreInvalid) {
+  v1::PlanRequest request = Parse(kGraphJson);
+  request.mutable_options()->add_memory_pools()->set_name("x");
+  request.mutable_options()->add_memory_pools()->set_name("x");
+  EXPECT_EQ(Plan(request, Limits{}, nullptr, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  request.mutable_options()->mutable_memory_pools(1)->set_name("y");
+  request.mutable_options()->set_capacity(100000);
+  absl::Status s = Plan(request, Limits{}, nullptr, nullptr).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("cannot be combined"));
+}
+
 }  // namespace
 }  // namespace memplan::api
