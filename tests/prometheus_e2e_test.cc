@@ -88,7 +88,7 @@ class Server {
   Server()
       : process_(MEMPLAN_SERVER_PATH,
                  {"--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
-                  "--worker_threads=2"}),
+                  "--worker_threads=2", "--max_tensors=100"}),
         metrics_port_(testing::MetricsPort(process_.first_line())) {
     channel_ = grpc::CreateChannel(process_.address(),
                                    grpc::InsecureChannelCredentials());
@@ -119,6 +119,19 @@ class Server {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::MemoryPlanner::Stub> stub_;
 };
+
+// A graph over the server's --max_tensors=100: RESOURCE_EXHAUSTED.
+v1::PlanRequest TooManyTensors() {
+  v1::PlanRequest r;
+  for (int i = 0; i < 150; ++i) {
+    v1::Buffer* b = r.add_buffers();
+    b->set_id(absl::StrCat("b", i));
+    b->set_start(i);
+    b->set_end(i + 2);
+    b->set_size(64);
+  }
+  return r;
+}
 
 // A Benchmark of SmallGraph on two allocators: the static plan and pool.
 v1::BenchmarkRequest ValidBenchmark() {
@@ -240,6 +253,8 @@ TEST(MetricNames, DashboardsAndRulesUseOnlyExportedMetrics) {
   ASSERT_TRUE(server.Plan(SmallGraph(), &plan).ok());
   EXPECT_EQ(server.Plan(BadGraph(), &plan).error_code(),
             grpc::INVALID_ARGUMENT);
+  EXPECT_EQ(server.Plan(TooManyTensors(), &plan).error_code(),
+            grpc::RESOURCE_EXHAUSTED);
   v1::BenchmarkResponse bench;
   grpc::Status s = server.Benchmark(ValidBenchmark(), &bench);
   ASSERT_TRUE(s.ok()) << s.error_message();
@@ -287,6 +302,10 @@ TEST(MetricNames, DashboardsAndRulesUseOnlyExportedMetrics) {
                             {"grpc_method", "Plan"},
                             {"grpc_type", "unary"},
                             {"grpc_code", "InvalidArgument"}}),
+            0);
+  EXPECT_GT(testing::SumOf(samples, "grpc_server_handled_total",
+                           {{"grpc_method", "Plan"},
+                            {"grpc_code", "ResourceExhausted"}}),
             0)
       << "the rules match grpc_code values as go-grpc-prometheus writes them (InvalidArgument, ResourceExhausted) and grpc_type=\"unary\"";
 }
@@ -440,14 +459,16 @@ class PrometheusTest : public ::testing::Test {
 
 // What the load sent, by method and code.
 struct Sent {
-  int plan_ok = 0, plan_invalid = 0, bench_ok = 0, bench_invalid = 0;
+  int plan_ok = 0, plan_invalid = 0, plan_exhausted = 0;
+  int bench_ok = 0, bench_invalid = 0;
   int64_t arena = 0;             // the arena every valid Plan returned
   int64_t pool_allocations = 0;  // pool's allocations over every Benchmark
   absl::Duration slowest_plan;   // client-side, the slowest valid Plan
 };
 
 // One round of calls: a valid and an invalid Plan, and every
-// `bench_every`-th round a valid and an invalid Benchmark.
+// `bench_every`-th round a Plan over the limits, a valid and an invalid
+// Benchmark.
 void OneRound(Server& server, int round, int bench_every, Sent& sent) {
   v1::PlanResponse plan;
   const absl::Time t0 = absl::Now();
@@ -460,6 +481,9 @@ void OneRound(Server& server, int round, int bench_every, Sent& sent) {
             grpc::INVALID_ARGUMENT);
   ++sent.plan_invalid;
   if (round % bench_every != 0) return;
+  ASSERT_EQ(server.Plan(TooManyTensors(), &plan).error_code(),
+            grpc::RESOURCE_EXHAUSTED);
+  ++sent.plan_exhausted;
   v1::BenchmarkResponse bench;
   s = server.Benchmark(ValidBenchmark(), &bench);
   ASSERT_TRUE(s.ok()) << s.error_message();
@@ -483,7 +507,7 @@ TEST_F(PrometheusTest, SeesTheLoadTheServerServed) {
   const std::string job = R"(job="memplan-server")";
   const std::string plans = absl::StrCat("sum(grpc_server_handled_total{", job,
                                          R"(,grpc_method="Plan"}))");
-  ASSERT_EQ(WaitFor(plans, 2), 2) << "Prometheus never scraped the server";
+  ASSERT_EQ(WaitFor(plans, 3), 3) << "Prometheus never scraped the server";
   const absl::Time load_start = absl::Now();
 
   // The load: 40 rounds, bounded in count and (20 s) in time.
@@ -495,7 +519,7 @@ TEST_F(PrometheusTest, SeesTheLoadTheServerServed) {
     absl::SleepFor(absl::Milliseconds(60));
   }
   ASSERT_EQ(sent.plan_ok, kRounds + 1);
-  const int all_plans = sent.plan_ok + sent.plan_invalid;
+  const int all_plans = sent.plan_ok + sent.plan_invalid + sent.plan_exhausted;
   ASSERT_EQ(WaitFor(plans, all_plans), all_plans)
       << "Prometheus never saw every Plan call";
   // Let the recording rules evaluate on the last scrape.
@@ -511,10 +535,11 @@ TEST_F(PrometheusTest, SeesTheLoadTheServerServed) {
            ",grpc_service=\"memplan.v1.MemoryPlanner\"})"))) {
     by_code[{labels.at("grpc_method"), labels.at("grpc_code")}] = value;
   }
-  EXPECT_EQ(by_code.size(), 4u) << "a code the load did not cause";
+  EXPECT_EQ(by_code.size(), 5u) << "a code the load did not cause";
   using Key = std::pair<std::string, std::string>;
   EXPECT_EQ(by_code[Key("Plan", "OK")], sent.plan_ok);
   EXPECT_EQ(by_code[Key("Plan", "InvalidArgument")], sent.plan_invalid);
+  EXPECT_EQ(by_code[Key("Plan", "ResourceExhausted")], sent.plan_exhausted);
   EXPECT_EQ(by_code[Key("Benchmark", "OK")], sent.bench_ok);
   EXPECT_EQ(by_code[Key("Benchmark", "InvalidArgument")], sent.bench_invalid);
   EXPECT_EQ(Scalar(absl::StrCat("sum(grpc_server_started_total{", job,
@@ -524,7 +549,7 @@ TEST_F(PrometheusTest, SeesTheLoadTheServerServed) {
   // The request rate over the load: what it sent, give or take
   // Prometheus's extrapolation to the window's edges (at most a scrape
   // interval on each side).
-  const int load_plans = all_plans - 2;
+  const int load_plans = all_plans - 3;
   const double plan_rate =
       Scalar(absl::StrCat("sum(rate(grpc_server_handled_total{", job,
                           R"(,grpc_method="Plan"})", window, "))"));
@@ -562,8 +587,12 @@ TEST_F(PrometheusTest, SeesTheLoadTheServerServed) {
   EXPECT_GT(p50, 0);
   EXPECT_LE(p50, bound) << "slowest Plan " << sent.slowest_plan;
 
-  // The recording rules ran on this data: Plan's rate, and no server-side
-  // errors (INVALID_ARGUMENT is the caller's).
+  // The recording rules ran on this data: Plan's rate, the share turned
+  // away with RESOURCE_EXHAUSTED (what MemplanOverloaded watches), and no
+  // server-side errors (INVALID_ARGUMENT is the caller's).
+  EXPECT_NEAR(
+      Scalar(R"(memplan:grpc_server_overload:ratio_rate5m{grpc_method="Plan"})"),
+      double(sent.plan_exhausted - 1) / load_plans, 0.02);
   EXPECT_GT(
       Scalar(
           R"(memplan:grpc_server_handled:rate5m{grpc_method="Plan",grpc_code="OK"})"),
