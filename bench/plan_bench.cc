@@ -4,6 +4,11 @@
 //   plan_bench scale [N...]          planning time of random buffer lists
 //                                    (default 10000 100000 1000000), one
 //                                    core, median of 3 runs
+//   plan_bench random [INSTANCES]    the random suite: INSTANCES (default
+//                                    50) fixed-seed problems per generator
+//                                    (RandomProblem, DenseProblem) and size
+//                                    (100, 1000); per strategy the mean and
+//                                    worst arena / lower bound
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -61,11 +66,11 @@ int Quality(const std::vector<std::string>& files) {
       }
       buffers = r->problem.buffers.size();
       bound = r->lower_bound;
-      absl::StrAppend(&row, " ", r->solution.arena_size, " (",
-                      absl::StrFormat("%.3f", static_cast<double>(
-                                                  r->solution.arena_size) /
-                                                  r->lower_bound),
-                      ") |");
+      absl::StrAppend(
+          &row, " ", r->solution.arena_size, " (",
+          absl::StrFormat("%.3f", static_cast<double>(r->solution.arena_size) /
+                                      r->lower_bound),
+          ") |");
     }
     std::printf("| %s | %lld | %lld |%s\n",
                 file.substr(file.rfind('/') + 1).c_str(),
@@ -97,9 +102,10 @@ double TimeOnce(const planner::Problem& problem, int64_t* arena,
 }
 
 int Scale(const std::vector<int>& sizes) {
-  std::printf("| buffers | median seconds (3 runs) | arena / lower bound | "
-              "time ratio to previous | n log n ratio | stages (last run) |\n"
-              "|---|---|---|---|---|---|\n");
+  std::printf(
+      "| buffers | median seconds (3 runs) | arena / lower bound | "
+      "time ratio to previous | n log n ratio | stages (last run) |\n"
+      "|---|---|---|---|---|---|\n");
   double previous = 0;
   int previous_n = 0;
   for (int n : sizes) {
@@ -116,14 +122,90 @@ int Scale(const std::vector<int>& sizes) {
     std::string ratio = "-", nlogn = "-";
     if (previous > 0) {
       ratio = absl::StrFormat("%.1fx", median / previous);
-      nlogn = absl::StrFormat("%.1fx", (n * std::log2(n)) /
-                                           (previous_n * std::log2(previous_n)));
+      nlogn = absl::StrFormat(
+          "%.1fx", (n * std::log2(n)) / (previous_n * std::log2(previous_n)));
     }
     std::printf("| %d | %.3f | %.3f | %s | %s | %s|\n", n, median,
                 arena / bound, ratio.c_str(), nlogn.c_str(), stages.c_str());
     std::fflush(stdout);
     previous = median;
     previous_n = n;
+  }
+  return 0;
+}
+
+// One strategy's figures over a set of instances.
+struct SuiteRow {
+  std::string label;          // strategy as shown
+  std::vector<double> ratio;  // arena / lower bound per instance
+  int optimal = 0;            // instances with arena == lower bound
+  double seconds = 0;         // total planning time
+};
+
+// Plans `problem` as `label` says ("auto+optimize" or a strategy name) and
+// adds its figures to `row`; exits on an error (a bug).
+void RunSuiteCase(const planner::Problem& problem, const std::string& label,
+                  SuiteRow* row) {
+  planner::PlanOptions options;
+  options.strategy = label == "auto+optimize" ? "auto" : label;
+  options.optimize = label == "auto+optimize";
+  options.time_budget = absl::Seconds(1);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<planner::PlanResult> r =
+      planner::PlanBuffers(problem, options, nullptr, nullptr);
+  row->seconds += absl::ToDoubleSeconds(absl::Now() - start);
+  if (!r.ok()) {
+    std::fprintf(stderr, "%s: %s\n", label.c_str(),
+                 r.status().ToString().c_str());
+    std::exit(1);
+  }
+  row->ratio.push_back(static_cast<double>(r->solution.arena_size) /
+                       r->lower_bound);
+  row->optimal += r->solution.arena_size == r->lower_bound;
+}
+
+// Prints one table: a generator at one size.
+void PrintSuite(const char* generator, int n, int instances,
+                const std::vector<SuiteRow>& rows) {
+  std::printf("\n%s, %d buffers, %d instances (seeds 1..%d):\n\n", generator, n,
+              instances, instances);
+  std::printf(
+      "| strategy | mean arena / LB | worst | at LB | mean ms |\n"
+      "|---|---|---|---|---|\n");
+  for (const SuiteRow& row : rows) {
+    double sum = 0, worst = 0;
+    for (double r : row.ratio) {
+      sum += r;
+      worst = std::max(worst, r);
+    }
+    std::printf("| %s | %.4f | %.4f | %d/%zu | %.1f |\n", row.label.c_str(),
+                sum / row.ratio.size(), worst, row.optimal, row.ratio.size(),
+                1000 * row.seconds / row.ratio.size());
+  }
+  std::fflush(stdout);
+}
+
+int RandomSuite(int instances) {
+  using Generator = planner::Problem (*)(int, uint32_t, planner::Bytes);
+  const std::pair<const char*, Generator> generators[] = {
+      {"RandomProblem (graph-like)", &planner::testing::RandomProblem},
+      {"DenseProblem (hard)", &planner::testing::DenseProblem}};
+  for (const auto& [name, generate] : generators) {
+    for (int n : {100, 1000}) {
+      std::vector<std::string> labels = planner::HeuristicNames();
+      if (n <= 100) labels.push_back("exact");  // 1 s budget
+      labels.push_back("auto");
+      labels.push_back("auto+optimize");
+      std::vector<SuiteRow> rows(labels.size());
+      for (size_t k = 0; k < labels.size(); ++k) rows[k].label = labels[k];
+      for (int seed = 1; seed <= instances; ++seed) {
+        const planner::Problem problem = generate(n, seed, 1);
+        for (size_t k = 0; k < labels.size(); ++k) {
+          RunSuiteCase(problem, labels[k], &rows[k]);
+        }
+      }
+      PrintSuite(name, n, instances, rows);
+    }
   }
   return 0;
 }
@@ -142,8 +224,12 @@ int main(int argc, char** argv) {
     if (sizes.empty()) sizes = {10000, 100000, 1000000};
     return memplan::Scale(sizes);
   }
+  if (mode == "random") {
+    return memplan::RandomSuite(argc > 2 ? std::atoi(argv[2]) : 50);
+  }
   std::fprintf(stderr,
                "usage: plan_bench quality FILE...\n"
-               "       plan_bench scale [N...]\n");
+               "       plan_bench scale [N...]\n"
+               "       plan_bench random [INSTANCES]\n");
   return 64;
 }

@@ -1,6 +1,7 @@
 #include "planner/hill_climb.h"
 
 #include <algorithm>
+#include <numeric>
 #include <random>
 #include <utility>
 
@@ -10,8 +11,9 @@
 namespace memplan::planner {
 namespace {
 
-// Buffer placements one climb may spend, spread over its iterations.
-constexpr int64_t kPlacementBudget = 250'000;
+// Work one climb may spend, in buffers placed plus overlapping buffers
+// visited (what a greedy placement costs), spread over its iterations.
+constexpr int64_t kWorkBudget = 8'000'000;
 constexpr int64_t kMinIterations = 8;
 constexpr int64_t kMaxIterations = 1000;
 
@@ -148,9 +150,9 @@ absl::StatusOr<std::pair<std::vector<int>, Solution>> BestSeed(
 
 }  // namespace
 
-int64_t HillClimbIterations(int64_t n) {
-  return std::clamp(kPlacementBudget / std::max<int64_t>(n, 1), kMinIterations,
-                    kMaxIterations);
+int64_t HillClimbIterations(int64_t n, int64_t overlaps) {
+  return std::clamp(kWorkBudget / std::max<int64_t>(n + overlaps, 1),
+                    kMinIterations, kMaxIterations);
 }
 
 absl::StatusOr<HillClimbResult> HillClimb(const Problem& problem,
@@ -168,8 +170,12 @@ absl::StatusOr<HillClimbResult> HillClimb(const Problem& problem,
     result.order = std::move(seed_order);
     return result;
   }
-  const int64_t iterations =
-      options.iterations > 0 ? options.iterations : HillClimbIterations(n);
+  int64_t iterations = options.iterations;
+  if (iterations <= 0) {
+    const std::vector<int64_t> conflicts = CountConflicts(problem);
+    iterations = HillClimbIterations(
+        n, std::accumulate(conflicts.begin(), conflicts.end(), int64_t{0}));
+  }
   Climber climber(problem, std::move(seed_order), *std::move(seed),
                   options.seed);
   for (; result.iterations < iterations; ++result.iterations) {
