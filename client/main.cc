@@ -7,12 +7,14 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -48,6 +50,9 @@ ABSL_FLAG(int64_t, time_budget_ms, 0,
 ABSL_FLAG(bool, optimize, false,
           "after the heuristics, search for a smaller plan (exact solver) "
           "for up to --time_budget_ms");
+ABSL_FLAG(std::vector<std::string>, memory_pool, {},
+          "several memories, fastest first: NAME=CAPACITY[,NAME=CAPACITY] "
+          "(bytes; 0 unbounded); repeatable");
 ABSL_FLAG(absl::Duration, deadline, absl::Seconds(30),
           "give up after this long (e.g. 500ms, 10s)");
 ABSL_FLAG(std::string, workload, "",
@@ -74,7 +79,7 @@ constexpr char kUsageText[] =
     "               [--capacity N] [--dim NAME=N,...] [--input NAME=AxB,...]\n"
     "               [--dump_graph FILE]\n"
     "               [--strategy NAME] [--optimize] [--time_budget_ms N]\n"
-    "               [--deadline D]\n"
+    "               [--memory_pool NAME=BYTES,...] [--deadline D]\n"
     "               FILE|-\n"
     "  memplan bench [--server HOST:PORT] [--format text|json]\n"
     "                [--allocators a,b] [--repetitions N] FILE|-\n"
@@ -127,7 +132,7 @@ int Fail(const absl::Status& s) {
 // Parses flags with abseil's registry, so that a bad flag is a usage error
 // (exit 64) rather than abseil's exit 1. Returns the positional arguments.
 absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv) {
-  std::vector<std::string> positional, dims, inputs;
+  std::vector<std::string> positional, dims, inputs, memory_pools;
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "-" || !absl::StartsWith(arg, "-")) {
@@ -164,9 +169,11 @@ absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv) {
     // --dim and --input repeat: every occurrence adds to the list.
     if (name == "dim") dims.push_back(value);
     if (name == "input") inputs.push_back(value);
+    if (name == "memory_pool") memory_pools.push_back(value);
   }
   absl::SetFlag(&FLAGS_dim, dims);
   absl::SetFlag(&FLAGS_input, inputs);
+  absl::SetFlag(&FLAGS_memory_pool, memory_pools);
   return positional;
 }
 
@@ -180,6 +187,20 @@ absl::Status ApplyFlags(v1::PlanRequest* request) {
     o->set_time_budget_ms(t);
   }
   if (absl::GetFlag(FLAGS_optimize)) o->set_optimize(true);
+  // --memory_pool NAME=BYTES, each occurrence a comma-separated list.
+  for (const std::string& list : absl::GetFlag(FLAGS_memory_pool)) {
+    for (absl::string_view item : absl::StrSplit(list, ',')) {
+      std::pair<std::string, std::string> kv = absl::StrSplit(item, '=');
+      int64_t capacity = 0;
+      if (kv.first.empty() || !absl::SimpleAtoi(kv.second, &capacity)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--memory_pool: '", item, "' is not NAME=BYTES (0: unbounded)"));
+      }
+      v1::MemoryPool* pool = o->add_memory_pools();
+      pool->set_name(kv.first);
+      pool->set_capacity_bytes(capacity);
+    }
+  }
   return absl::OkStatus();
 }
 
