@@ -94,7 +94,8 @@ struct MemoryPoolPlan {
 struct PlanResult {
   Problem problem;                 // the buffers planned, with lifetimes
   Solution solution;               // offsets[i] for problem.buffers[i]
-  std::string strategy;            // the strategy whose plan won
+  std::string strategy;            // the strategy whose plan won, or
+                                   // "memory_pools" (see memory_pools)
   bool proven_optimal = false;     // arena == lower bound or search finished
   bool proven_infeasible = false;  // the search proved no plan fits capacity
   Pools pools;                     // shared objects (pool coloring)
