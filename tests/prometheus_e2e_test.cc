@@ -303,11 +303,12 @@ TEST(MetricNames, DashboardsAndRulesUseOnlyExportedMetrics) {
                             {"grpc_type", "unary"},
                             {"grpc_code", "InvalidArgument"}}),
             0);
-  EXPECT_GT(testing::SumOf(samples, "grpc_server_handled_total",
-                           {{"grpc_method", "Plan"},
-                            {"grpc_code", "ResourceExhausted"}}),
+  EXPECT_GT(testing::SumOf(
+                samples, "grpc_server_handled_total",
+                {{"grpc_method", "Plan"}, {"grpc_code", "ResourceExhausted"}}),
             0)
-      << "the rules match grpc_code values as go-grpc-prometheus writes them (InvalidArgument, ResourceExhausted) and grpc_type=\"unary\"";
+      << "the rules match grpc_code values as go-grpc-prometheus writes them "
+         "(InvalidArgument, ResourceExhausted) and grpc_type=\"unary\"";
 }
 
 // A program started in the background, its output in `log`; SIGTERM, then
@@ -502,7 +503,7 @@ TEST_F(PrometheusTest, SeesTheLoadTheServerServed) {
   // One round before Prometheus starts: every series exists at its first
   // scrape, so rate() and increase() see all of the load below.
   Sent sent;
-  OneRound(server, 0, 1, sent);
+  ASSERT_NO_FATAL_FAILURE(OneRound(server, 0, 1, sent));
   ASSERT_NO_FATAL_FAILURE(StartPrometheus(server.metrics_port()));
   const std::string job = R"(job="memplan-server")";
   const std::string plans = absl::StrCat("sum(grpc_server_handled_total{", job,
@@ -591,7 +592,8 @@ TEST_F(PrometheusTest, SeesTheLoadTheServerServed) {
   // away with RESOURCE_EXHAUSTED (what MemplanOverloaded watches), and no
   // server-side errors (INVALID_ARGUMENT is the caller's).
   EXPECT_NEAR(
-      Scalar(R"(memplan:grpc_server_overload:ratio_rate5m{grpc_method="Plan"})"),
+      Scalar(
+          R"(memplan:grpc_server_overload:ratio_rate5m{grpc_method="Plan"})"),
       double(sent.plan_exhausted - 1) / load_plans, 0.02);
   EXPECT_GT(
       Scalar(
