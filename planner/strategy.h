@@ -58,9 +58,11 @@ class OffsetStrategy {
 // Names of the heuristics, in the fixed tie-break order the portfolio uses.
 const std::vector<std::string>& HeuristicNames();
 
-// The heuristics that cost O(n log n + overlaps): all but "hill_climb"
-// (iterations x a greedy placement), in the same order. "auto" runs these;
-// "auto" with optimize runs all of HeuristicNames().
+// What "auto" runs without optimize: greedy by size with best and first fit
+// (TFLite's ArenaPlanner and tflite-micro's greedy planner), the first two
+// of HeuristicNames(). They reach the lower bound on typical graphs and keep
+// a Plan RPC cheap; "auto" with optimize runs all of HeuristicNames(), then
+// the exact search.
 const std::vector<std::string>& QuickHeuristicNames();
 
 // Every strategy MakeStrategy knows: the heuristics, then "exact".
