@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "allocators/testing/stress.h"
 #include "gtest/gtest.h"
 
 namespace memplan::allocators {
@@ -147,30 +148,7 @@ TEST(BufferAllocatorTest, RandomOpsKeepBlocksDisjoint) {
 
 TEST(BufferAllocatorTest, MultiThreadedStress) {
   BufferAllocator a;
-  auto worker = [&a](int thread) {
-    std::mt19937 rng(thread);
-    std::vector<std::pair<char*, size_t>> live;
-    for (int op = 0; op < 2000; ++op) {
-      if (live.size() < 32 && (live.empty() || rng() % 2 == 0)) {
-        const size_t size = 1 + rng() % 8192;
-        char* p = static_cast<char*>(a.Allocate(size, 64));
-        ASSERT_NE(p, nullptr);
-        p[0] = p[size - 1] = static_cast<char>(thread + 1);
-        live.emplace_back(p, size);
-      } else {
-        const size_t i = rng() % live.size();
-        auto [p, size] = live[i];
-        ASSERT_EQ(p[0], static_cast<char>(thread + 1));
-        ASSERT_EQ(p[size - 1], static_cast<char>(thread + 1));
-        ASSERT_TRUE(a.Deallocate(p).ok());
-        live.erase(live.begin() + static_cast<ptrdiff_t>(i));
-      }
-    }
-    for (auto [p, size] : live) ASSERT_TRUE(a.Deallocate(p).ok());
-  };
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) threads.emplace_back(worker, t);
-  for (std::thread& t : threads) t.join();
+  testing::RunStress(a, 8192);
   EXPECT_EQ(a.GetStats().bytes_in_use, 0);
   EXPECT_EQ(a.NumFreeBlocks(), a.NumSystemBlocks());
 }
