@@ -128,6 +128,21 @@ TEST(MemoryPoolsTest, GraphWithInPlaceOpsAndPoolsVerifiesPerTensor) {
   }
 }
 
+TEST(MemoryPoolsTest, SamePlanOnEveryThreadCount) {
+  Problem p = testing::RandomProblem(6000, 4, 64);
+  PlanOptions options;
+  options.memory_pools = {{"fast", LowerBound(p) / 3}, {"slow", 0}};
+  absl::StatusOr<PlanResult> base = PlanBuffers(p, options, nullptr, nullptr);
+  ASSERT_TRUE(base.ok()) << base.status();
+  for (int threads : {1, 2, 4}) {
+    WorkerPool workers(threads, 64);
+    absl::StatusOr<PlanResult> r = PlanBuffers(p, options, &workers, nullptr);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->memory_pool_of, base->memory_pool_of) << threads;
+    EXPECT_EQ(r->solution.offsets, base->solution.offsets) << threads;
+  }
+}
+
 TEST(MemoryPoolsTest, CapacityAndPoolsTogetherAreInvalid) {
   PlanOptions options;
   options.capacity = 1000;

@@ -73,13 +73,14 @@ TEST(PlannerTest, AutoWithOptimizeIsNoWorseThanTheHillClimb) {
 TEST(PlannerTest, SamePlanOnEveryRunAndThreadCount) {
   WorkerPool one(1, 64), two(2, 64), four(4, 64);
   for (uint32_t seed = 0; seed < 12; ++seed) {
-    // Quick auto on larger problems; auto+optimize (hill climb and exact
-    // search, which stops by itself here, long before the budget) on small
-    // ones: a search cut by its time budget is the one part that is not
-    // reproducible.
+    // Quick auto on problems large enough for the portfolio to use the
+    // pool's threads (2000 buffers and up); auto+optimize (hill climb and
+    // exact search, which stops by itself here, long before the budget) on
+    // small ones: a search cut by its time budget is the one part that is
+    // not reproducible.
     const bool optimize = seed % 2 == 1;
     Problem p = optimize ? testing::RandomProblem(40, seed, 8)
-                         : testing::RandomProblem(1500, seed, 64);
+                         : testing::RandomProblem(2500, seed, 64);
     PlanOptions options;
     options.optimize = optimize;
     options.time_budget = absl::Seconds(30);
