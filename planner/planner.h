@@ -32,9 +32,9 @@ struct PlanOptions {
   // Alignment of graph tensors that do not set their own. Default 64.
   // REQUIRES: a power of two.
   Bytes alignment = 64;
-  // "auto" (every quick heuristic, QuickHeuristicNames(); with `optimize`
-  // also the hill climb, then the exact search seeded with the best; the
-  // smallest verified arena wins), "exact" (the first heuristic as the
+  // "auto" (QuickHeuristicNames(): greedy by size, best and first fit;
+  // with `optimize` every heuristic including the hill climb, then the
+  // exact search seeded with the best; the smallest verified arena wins), "exact" (the first heuristic as the
   // seed, then the search), or one heuristic from HeuristicNames().
   // Default "auto".
   std::string strategy = "auto";
