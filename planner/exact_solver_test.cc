@@ -299,13 +299,14 @@ Problem HardProblem() {
 TEST(ExactSolverTest, HonoursDeadlineWithValidPlan) {
   const Problem p = HardProblem();
   const absl::Time start = absl::Now();
-  CancelToken cancel(start + absl::Milliseconds(200));
+  // 500 ms: a 20% margin (100 ms) above a loaded machine's noise.
+  CancelToken cancel(start + absl::Milliseconds(500));
   SolveContext ctx;
   ctx.cancel = &cancel;
   const ExactResult r = MustSolve(p, ExactOptions{}, ctx);
   const absl::Duration took = absl::Now() - start;
-  EXPECT_LT(took, absl::Milliseconds(240));
-  EXPECT_GE(took, absl::Milliseconds(190));  // it was hard: used its time
+  EXPECT_LT(took, absl::Milliseconds(600));
+  EXPECT_GE(took, absl::Milliseconds(490));  // it was hard: used its time
   EXPECT_FALSE(r.proven_optimal);
   EXPECT_EQ(r.lower_bound, 1 << 20);
   EXPECT_GT(r.solution.arena_size, r.lower_bound);

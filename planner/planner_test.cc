@@ -99,20 +99,21 @@ TEST(PlannerTest, SamePlanOnEveryRunAndThreadCount) {
 }
 
 TEST(PlannerTest, ExactSearchHonoursItsTimeBudgetWithin20Percent) {
-  // Dense, alignment 1: the search cannot finish in 200 ms here. The wall
+  // Dense, alignment 1: the search cannot finish in 1 s here. The wall
   // time covers the whole pipeline (liveness to verification), not only
-  // the search.
+  // the search. A 1 s budget keeps the 20% margin (200 ms) well above the
+  // scheduling noise of a loaded 2-core machine.
   Problem p = testing::DenseProblem(800, 1);
   PlanOptions options;
   options.strategy = "exact";
-  options.time_budget = absl::Milliseconds(200);
+  options.time_budget = absl::Seconds(1);
   const absl::Time start = absl::Now();
   absl::StatusOr<PlanResult> r = PlanBuffers(p, options, nullptr, nullptr);
   const absl::Duration took = absl::Now() - start;
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_FALSE(r->proven_optimal);  // else the instance is not hard
-  EXPECT_LE(took, absl::Milliseconds(240));
-  EXPECT_GE(took, absl::Milliseconds(150));  // it did use its budget
+  EXPECT_LE(took, absl::Milliseconds(1200));
+  EXPECT_GE(took, absl::Milliseconds(900));  // it did use its budget
   EXPECT_TRUE(Verify(r->problem, r->solution).ok());
 }
 
