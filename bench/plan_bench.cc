@@ -1,7 +1,7 @@
 // plan_bench: the planner figures behind BENCHMARKS.md.
 //   plan_bench quality FILE...       arena / lower bound per strategy for each
 //                                    file (JSON graph or MiniMalloc CSV)
-//   plan_bench scale [N...]          planning time of random buffer lists
+//   plan_bench scale [--threads=T] [N...]  planning time of random buffer lists
 //                                    (default 10000 100000 1000000), one
 //                                    core, median of 3 runs
 //   plan_bench random [INSTANCES]    the random suite: INSTANCES (default
@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -82,12 +83,12 @@ int Quality(const std::vector<std::string>& files) {
 
 // Seconds for one full pipeline run of best_fit_size on one core.
 double TimeOnce(const planner::Problem& problem, int64_t* arena,
-                std::string* stages) {
+                std::string* stages, planner::WorkerPool* pool) {
   planner::PlanOptions options;
   options.strategy = "best_fit_size";
   const absl::Time start = absl::Now();
   absl::StatusOr<planner::PlanResult> r =
-      planner::PlanBuffers(problem, options, nullptr, nullptr);
+      planner::PlanBuffers(problem, options, pool, nullptr);
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   if (!r.ok()) {
     std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
@@ -101,7 +102,11 @@ double TimeOnce(const planner::Problem& problem, int64_t* arena,
   return seconds;
 }
 
-int Scale(const std::vector<int>& sizes) {
+int Scale(const std::vector<int>& sizes, int threads) {
+  // threads == 0: one core, no worker pool; else the stages that can run at
+  // once (pool coloring beside offsets) do, on a pool of `threads`.
+  std::unique_ptr<planner::WorkerPool> pool;
+  if (threads > 0) pool = std::make_unique<planner::WorkerPool>(threads, 64);
   std::printf(
       "| buffers | median seconds (3 runs) | arena / lower bound | "
       "time ratio to previous | n log n ratio | stages (last run) |\n"
@@ -114,7 +119,7 @@ int Scale(const std::vector<int>& sizes) {
     int64_t arena = 0;
     std::string stages;
     for (int i = 0; i < 3; ++i) {
-      runs.push_back(TimeOnce(problem, &arena, &stages));
+      runs.push_back(TimeOnce(problem, &arena, &stages, pool.get()));
     }
     std::sort(runs.begin(), runs.end());
     const double median = runs[1];
@@ -220,16 +225,24 @@ int main(int argc, char** argv) {
   }
   if (mode == "scale") {
     std::vector<int> sizes;
-    for (int i = 2; i < argc; ++i) sizes.push_back(std::atoi(argv[i]));
+    int threads = 0;
+    for (int i = 2; i < argc; ++i) {
+      const std::string arg = argv[i];
+      if (arg.rfind("--threads=", 0) == 0) {
+        threads = std::atoi(arg.c_str() + 10);
+      } else {
+        sizes.push_back(std::atoi(argv[i]));
+      }
+    }
     if (sizes.empty()) sizes = {10000, 100000, 1000000};
-    return memplan::Scale(sizes);
+    return memplan::Scale(sizes, threads);
   }
   if (mode == "random") {
     return memplan::RandomSuite(argc > 2 ? std::atoi(argv[2]) : 50);
   }
   std::fprintf(stderr,
                "usage: plan_bench quality FILE...\n"
-               "       plan_bench scale [N...]\n"
+               "       plan_bench scale [--threads=T] [N...]\n"
                "       plan_bench random [INSTANCES]\n");
   return 64;
 }

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "planner/exact_solver.h"
 #include "planner/interference.h"
@@ -19,21 +20,26 @@
 namespace memplan::planner {
 namespace {
 
-// Times a stage into `result`.
+// Times a stage into `stages`.
 class StageTimer {
  public:
+  StageTimer(const char* stage, std::vector<StageTime>* stages)
+      : stage_(stage), stages_(stages), start_(absl::Now()) {}
   StageTimer(const char* stage, PlanResult* result)
-      : stage_(stage), result_(result), start_(absl::Now()) {}
+      : StageTimer(stage, &result->stages) {}
   ~StageTimer() {
-    result_->stages.push_back(
+    stages_->push_back(
         {stage_, absl::ToInt64Microseconds(absl::Now() - start_)});
   }
 
  private:
   const char* stage_;
-  PlanResult* result_;
+  std::vector<StageTime>* stages_;
   absl::Time start_;
 };
+
+// Problems this large color pools on a worker while offsets are assigned.
+constexpr size_t kParallelStagesFrom = 50000;
 
 // The heuristics a request runs, or INVALID_ARGUMENT. "exact" runs the
 // first heuristic as its seed; "auto" the quick ones, and the hill climb
@@ -100,21 +106,56 @@ absl::Status SearchExact(const PlanOptions& options, const CancelToken* cancel,
 
 // Pools from the interference graph, or from a time index when the graph
 // would be over its edge limit.
-absl::Status ComputePools(const PlanOptions& options, const CancelToken* cancel,
-                          PlanResult* result) {
+absl::Status ComputePools(const Problem& problem, const PlanOptions& options,
+                          const CancelToken* cancel, Pools* pools,
+                          std::vector<StageTime>* stages) {
   absl::StatusOr<InterferenceGraph> graph = [&] {
-    StageTimer timer("interference", result);
-    return BuildInterferenceGraph(result->problem,
-                                  options.max_interference_edges, cancel);
+    StageTimer timer("interference", stages);
+    return BuildInterferenceGraph(problem, options.max_interference_edges,
+                                  cancel);
   }();
   if (!graph.ok() && !absl::IsResourceExhausted(graph.status())) {
     return graph.status();
   }
-  StageTimer timer("pools", result);
-  result->pools = graph.ok() ? ColorPools(result->problem, *graph)
-                             : ColorPools(result->problem);
+  StageTimer timer("pools", stages);
+  *pools = graph.ok() ? ColorPools(problem, *graph) : ColorPools(problem);
   return absl::OkStatus();
 }
+
+// Pool coloring as a task on `pool` (for large problems, while the caller
+// assigns offsets), or at once. Wait() returns its status.
+class PoolsStage {
+ public:
+  PoolsStage(const PlanOptions& options, WorkerPool* pool,
+             const CancelToken* cancel, PlanResult* result)
+      : result_(result) {
+    auto task = [this, &options, cancel] {
+      status_ =
+          ComputePools(result_->problem, options, cancel, &pools_, &stages_);
+      done_.Notify();
+    };
+    if (pool == nullptr ||
+        result->problem.buffers.size() < kParallelStagesFrom ||
+        !pool->TrySchedule(task)) {
+      task();
+    }
+  }
+  // Waits for the task and moves its pools and stage times into the result.
+  absl::Status Wait() {
+    done_.WaitForNotification();
+    result_->pools = std::move(pools_);
+    result_->stages.insert(result_->stages.end(), stages_.begin(),
+                           stages_.end());
+    return status_;
+  }
+
+ private:
+  PlanResult* result_;
+  Pools pools_;
+  std::vector<StageTime> stages_;
+  absl::Status status_;
+  absl::Notification done_;
+};
 
 // Offset assignment and verification (inside the portfolio).
 absl::Status AssignOffsets(const PlanOptions& options, WorkerPool* pool,
@@ -308,15 +349,18 @@ absl::StatusOr<PlanResult> PlanProblem(PlanResult result,
                                        const CancelToken* cancel) {
   result.lower_bound = LowerBound(result.problem);
   result.naive_bytes = NaiveBytes(result.problem);
-  if (auto s = ComputePools(options, cancel, &result); !s.ok()) return s;
-  if (!options.memory_pools.empty()) {
-    if (auto s = AssignMemoryPools(options, pool, cancel, &result); !s.ok()) {
-      return s;
-    }
-    return result;
+  PoolsStage pools_stage(options, pool, cancel, &result);
+  // The offsets below never read result.pools: the two stages are
+  // independent, and on large problems they run at the same time.
+  absl::Status offsets =
+      options.memory_pools.empty()
+          ? AssignOffsets(options, pool, cancel, &result)
+          : AssignMemoryPools(options, pool, cancel, &result);
+  if (absl::Status s = pools_stage.Wait(); !s.ok()) return s;
+  if (!offsets.ok()) return offsets;
+  if (options.memory_pools.empty()) {
+    if (auto s = CheckCapacity(options, result); !s.ok()) return s;
   }
-  if (auto s = AssignOffsets(options, pool, cancel, &result); !s.ok()) return s;
-  if (auto s = CheckCapacity(options, result); !s.ok()) return s;
   return result;
 }
 

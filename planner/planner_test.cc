@@ -193,6 +193,23 @@ TEST(PlannerTest, SamePlanWithAndWithoutThreads) {
   }
 }
 
+TEST(PlannerTest, LargeProblemsColorPoolsBesideOffsetsWithTheSameResult) {
+  // Above 50,000 buffers pool coloring runs on a worker while offsets are
+  // assigned; the plan and the pools must not change.
+  Problem p = testing::RandomProblem(60000, 5, 64);
+  WorkerPool pool(2, 16);
+  absl::StatusOr<PlanResult> parallel = PlanBuffers(p, {}, &pool, nullptr);
+  absl::StatusOr<PlanResult> serial = PlanBuffers(p, {}, nullptr, nullptr);
+  ASSERT_TRUE(parallel.ok() && serial.ok());
+  EXPECT_EQ(parallel->solution.offsets, serial->solution.offsets);
+  EXPECT_EQ(parallel->pools.pool_of, serial->pools.pool_of);
+  EXPECT_EQ(parallel->pools.size, serial->pools.size);
+  std::vector<std::string> stages;
+  for (const StageTime& s : parallel->stages) stages.push_back(s.stage);
+  EXPECT_THAT(stages, ::testing::UnorderedElementsAre("interference", "pools",
+                                                      "offsets", "verify"));
+}
+
 TEST(PlannerTest, UnknownStrategyIsInvalidArgument) {
   PlanOptions options;
   options.strategy = "magic";
