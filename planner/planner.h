@@ -34,9 +34,9 @@ struct PlanOptions {
   Bytes alignment = 64;
   // "auto" (QuickHeuristicNames(): greedy by size, best and first fit;
   // with `optimize` every heuristic including the hill climb, then the
-  // exact search seeded with the best; the smallest verified arena wins), "exact" (the first heuristic as the
-  // seed, then the search), or one heuristic from HeuristicNames().
-  // Default "auto".
+  // exact search seeded with the best; the smallest verified arena wins),
+  // "exact" (the first heuristic as the seed, then the search), or one
+  // heuristic from HeuristicNames(). Default "auto".
   std::string strategy = "auto";
   // With "auto": also run the hill climb with the heuristics, and the exact
   // search after them, for up to time_budget. Default false: heuristics only,
