@@ -42,6 +42,8 @@ absl::Status FromGrpc(const grpc::Status& status) {
                       status.error_message());
 }
 
+namespace {
+
 // Calls one unary method of MemoryPlanner with the deadline; UNAVAILABLE
 // names the target.
 template <typename Request, typename Response, typename Method>
@@ -59,6 +61,8 @@ absl::StatusOr<Response> Call(const std::string& target, const Request& request,
   if (!s.ok()) return s;
   return response;
 }
+
+}  // namespace
 
 absl::StatusOr<v1::PlanResponse> PlanRemote(const std::string& target,
                                             const v1::PlanRequest& request,

@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "memplan/v1/memplan.pb.h"
 #include "tests/testing/process.h"
+#include "tests/testing/shared_server.h"
 
 namespace memplan {
 namespace {
@@ -32,20 +33,7 @@ v1::PlanResponse ParseResponse(const std::string& json) {
   return r;
 }
 
-class CliTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    server_ = new testing::ServerProcess(MEMPLAN_SERVER_PATH,
-                                         {"--address=127.0.0.1:0"});
-    ASSERT_GT(server_->port(), 0);
-  }
-  static void TearDownTestSuite() {
-    server_->Stop(SIGTERM, 10);
-    delete server_;
-  }
-  static testing::ServerProcess* server_;
-};
-testing::ServerProcess* CliTest::server_ = nullptr;
+using CliTest = testing::SharedServerTest;
 
 TEST_F(CliTest, TextReportForTheTransformerExample) {
   CommandResult r = Cli({"plan", kExamples + "transformer_encoder.json"});

@@ -19,6 +19,7 @@
 #include "onnx/onnx_pb.h"
 #include "tests/testing/onnx_models.h"
 #include "tests/testing/process.h"
+#include "tests/testing/shared_server.h"
 
 namespace memplan {
 namespace {
@@ -90,17 +91,8 @@ onnx::ModelProto DynamicModel(const std::vector<std::string>& dims) {
   return m;
 }
 
-class OnnxCliTest : public ::testing::Test {
+class OnnxCliTest : public testing::SharedServerTest {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new testing::ServerProcess(MEMPLAN_SERVER_PATH,
-                                         {"--address=127.0.0.1:0"});
-    ASSERT_GT(server_->port(), 0);
-  }
-  static void TearDownTestSuite() {
-    server_->Stop(SIGTERM, 10);
-    delete server_;
-  }
   void SetUp() override {
     dir_ = ::testing::TempDir() + "onnx_cli_" + std::to_string(getpid()) + "_" +
            ::testing::UnitTest::GetInstance()->current_test_info()->name();
@@ -116,10 +108,8 @@ class OnnxCliTest : public ::testing::Test {
     return Write(name, m.SerializeAsString());
   }
 
-  static testing::ServerProcess* server_;
   std::string dir_;
 };
-testing::ServerProcess* OnnxCliTest::server_ = nullptr;
 
 TEST_F(OnnxCliTest, PlansAnOnnxFileWithSymbolicDims) {
   const std::string model = Write("m.onnx", DynamicModel({"batch", "seq"}));
