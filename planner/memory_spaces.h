@@ -1,5 +1,6 @@
 // Several memories with capacities (a small fast one, a large slow one...):
-// which buffers go where. Pools are ordered fast to slow; each takes what
+// which buffers go where (the request and CLI call them memory pools).
+// Spaces are ordered fast to slow; each takes what
 // fits of what the faster ones left, by one stated policy:
 //
 //   smallest size x lifetime first (then smallest, then index): a buffer's
@@ -10,14 +11,14 @@
 // Whether a buffer fits is decided by placing it with best fit within the
 // capacity (PlaceWithinCapacity), so every share comes with a plan that
 // fits; the pipeline then plans each share again with its strategies and
-// keeps the smaller plan that fits. A pool of capacity 0 is unbounded.
+// keeps the smaller plan that fits. A space of capacity 0 is unbounded.
 //
-//   std::vector<planner::MemoryPool> pools = {{"sram", 256 << 10},
+//   std::vector<planner::MemorySpace> spaces = {{"sram", 256 << 10},
 //                                             {"dram", 0}};
-//   absl::StatusOr<std::vector<planner::PoolShare>> shares =
-//       planner::SplitOverPools(problem, pools, /*cancel=*/nullptr);
-#ifndef MEMPLAN_PLANNER_MEMORY_POOLS_H_
-#define MEMPLAN_PLANNER_MEMORY_POOLS_H_
+//   absl::StatusOr<std::vector<planner::SpaceShare>> shares =
+//       planner::SplitOverSpaces(problem, spaces, /*cancel=*/nullptr);
+#ifndef MEMPLAN_PLANNER_MEMORY_SPACES_H_
+#define MEMPLAN_PLANNER_MEMORY_SPACES_H_
 
 #include <string>
 #include <vector>
@@ -30,35 +31,35 @@
 namespace memplan::planner {
 
 // One memory of several.
-struct MemoryPool {
+struct MemorySpace {
   std::string name;    // unique, non-empty; reported with each assignment
   Bytes capacity = 0;  // bytes; 0: unbounded. REQUIRES >= 0
 };
 
-// What one pool holds.
-struct PoolShare {
+// What one space holds.
+struct SpaceShare {
   std::vector<int> buffers;  // indices into the problem, ascending
   Solution plan;  // a plan of SubProblem(problem, buffers) within capacity
 };
 
 // INVALID_ARGUMENT for an empty or duplicate name or a negative capacity.
-[[nodiscard]] absl::Status ValidateMemoryPools(
-    const std::vector<MemoryPool>& pools);
+[[nodiscard]] absl::Status ValidateMemorySpaces(
+    const std::vector<MemorySpace>& spaces);
 
 // The buffers `indices` of `problem`, in that order, as a problem of its own.
 Problem SubProblem(const Problem& problem, const std::vector<int>& indices);
 
-// The order in which buffers claim a pool (the policy above).
-std::vector<int> PoolClaimOrder(const Problem& problem);
+// The order in which buffers claim a space (the policy above).
+std::vector<int> SpaceClaimOrder(const Problem& problem);
 
-// Splits every buffer over `pools` (one share per pool, maybe empty).
-// FAILED_PRECONDITION when some buffers fit in no pool, INVALID_ARGUMENT for
-// pinned buffers (a fixed offset names no pool), DEADLINE_EXCEEDED when
-// cancelled. Cost: one greedy placement per pool.
-[[nodiscard]] absl::StatusOr<std::vector<PoolShare>> SplitOverPools(
-    const Problem& problem, const std::vector<MemoryPool>& pools,
+// Splits every buffer over `spaces` (one share per space, maybe empty).
+// FAILED_PRECONDITION when some buffers fit in no space, INVALID_ARGUMENT for
+// pinned buffers (a fixed offset names no space), DEADLINE_EXCEEDED when
+// cancelled. Cost: one greedy placement per space.
+[[nodiscard]] absl::StatusOr<std::vector<SpaceShare>> SplitOverSpaces(
+    const Problem& problem, const std::vector<MemorySpace>& spaces,
     const CancelToken* cancel);
 
 }  // namespace memplan::planner
 
-#endif  // MEMPLAN_PLANNER_MEMORY_POOLS_H_
+#endif  // MEMPLAN_PLANNER_MEMORY_SPACES_H_

@@ -1,6 +1,6 @@
 // The ONNX importer on small models built here with ONNX's own protobuf
 // types: one concern per test, each asserting what `memplan plan` would show.
-#include "client/onnx_import.h"
+#include "formats/onnx_import.h"
 
 #include <map>
 #include <string>
@@ -10,9 +10,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
+#include "planner/planner.h"
 #include "proto/convert.h"
 
-namespace memplan::client {
+namespace memplan::formats {
 namespace {
 
 // Debian's libonnx is built with ONNX_NAMESPACE=onnx (and ONNX_ML); the alias
@@ -150,8 +151,8 @@ class Model {
   onnx::ModelProto model_;
 };
 
-absl::StatusOr<OnnxImport> Import(const Model& model,
-                                  const OnnxImportOptions& options = {}) {
+absl::StatusOr<ImportedModel> Import(const Model& model,
+                                  const ModelOptions& options = {}) {
   return ImportOnnx(model.Bytes(), "test.onnx", options);
 }
 
@@ -172,14 +173,13 @@ const v1::Op& FindOp(const v1::Graph& g, const std::string& name) {
   return g.ops(0);
 }
 
-// Plans the imported graph in-process, as the CLI does.
+// Plans the imported graph in-process with the default options.
 v1::PlanResponse Plan(const v1::Graph& graph) {
-  v1::PlanRequest request;
-  *request.mutable_graph() = graph;
-  absl::StatusOr<v1::PlanResponse> r =
-      api::Plan(request, api::Limits{}, nullptr, nullptr);
+  planner::PlanOptions options;
+  absl::StatusOr<planner::PlanResult> r =
+      planner::PlanGraph(api::GraphFromProto(graph), options, nullptr, nullptr);
   EXPECT_TRUE(r.ok()) << r.status();
-  return r.ok() ? *r : v1::PlanResponse();
+  return r.ok() ? api::ToProto(*r, options, {}) : v1::PlanResponse();
 }
 
 const v1::Assignment& FindAssignment(const v1::PlanResponse& r,
@@ -235,7 +235,7 @@ TEST(OnnxImportTest, MultiConsumerTensorLivesUntilItsLastReader) {
       .Add("Add", {"a", "b"}, {"c"}, "add")
       .Add("Mul", {"a", "c"}, {"y"}, "mul")
       .Output("y");
-  absl::StatusOr<OnnxImport> in = Import(m);
+  absl::StatusOr<ImportedModel> in = Import(m);
   ASSERT_TRUE(in.ok()) << in.status();
   const v1::Graph& g = in->graph;
   EXPECT_EQ(Sizes(g),
@@ -269,7 +269,7 @@ TEST(OnnxImportTest, MultiOutputOps) {
       .Output("indices")
       .Output("top")
       .Output("bottom");
-  absl::StatusOr<OnnxImport> in = Import(m);
+  absl::StatusOr<ImportedModel> in = Import(m);
   ASSERT_TRUE(in.ok()) << in.status();
   std::map<std::string, int64_t> sizes = Sizes(in->graph);
   EXPECT_EQ(sizes["values"], 4 * 3 * 4);
@@ -287,16 +287,16 @@ TEST(OnnxImportTest, SymbolicDimsNeedAValue) {
       .Input("x", kFloat, {"batch", "16"})
       .Add("Relu", {"x"}, {"y"}, "relu")
       .Output("y", kFloat, {"batch", "16"});
-  absl::StatusOr<OnnxImport> unset = Import(m);
+  absl::StatusOr<ImportedModel> unset = Import(m);
   ASSERT_FALSE(unset.ok());
   EXPECT_EQ(unset.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(Msg(unset.status()),
               AllOf(HasSubstr("x (dim 'batch')"), HasSubstr("y (dim 'batch'"),
                     HasSubstr("--dim NAME=VALUE")));
 
-  OnnxImportOptions options;
+  ModelOptions options;
   options.dims["batch"] = 3;
-  absl::StatusOr<OnnxImport> set = Import(m, options);
+  absl::StatusOr<ImportedModel> set = Import(m, options);
   ASSERT_TRUE(set.ok()) << set.status();
   EXPECT_EQ(Sizes(set->graph)["x"], 3 * 16 * 4);
   EXPECT_EQ(Sizes(set->graph)["y"], 3 * 16 * 4);
@@ -308,9 +308,9 @@ TEST(OnnxImportTest, InputShapeOverride) {
       .Input("x", kFloat, {"batch", "16"})
       .Add("Relu", {"x"}, {"y"}, "relu")
       .Output("y");
-  OnnxImportOptions options;
+  ModelOptions options;
   options.shapes["x"] = {5, 16};
-  absl::StatusOr<OnnxImport> in = Import(m, options);
+  absl::StatusOr<ImportedModel> in = Import(m, options);
   ASSERT_TRUE(in.ok()) << in.status();
   EXPECT_EQ(Sizes(in->graph)["y"], 5 * 16 * 4);
 
@@ -328,7 +328,7 @@ TEST(OnnxImportTest, UnnamedDynamicDimIsOneWithAWarning) {
       .Input("x", kFloat, {"?", "16"})
       .Add("Relu", {"x"}, {"y"}, "relu")
       .Output("y");
-  absl::StatusOr<OnnxImport> in = Import(m);
+  absl::StatusOr<ImportedModel> in = Import(m);
   ASSERT_TRUE(in.ok()) << in.status();
   EXPECT_EQ(Sizes(in->graph)["y"], 64);
   ASSERT_EQ(in->warnings.size(), 1u);
@@ -340,9 +340,9 @@ TEST(OnnxImportTest, UnnamedDynamicDimIsOneWithAWarning) {
 TEST(OnnxImportTest, DimFlagMatchingNothingWarns) {
   Model m;
   m.graph().Input("x", kFloat, {"4"}).Add("Relu", {"x"}, {"y"}).Output("y");
-  OnnxImportOptions options;
+  ModelOptions options;
   options.dims["batchh"] = 2;
-  absl::StatusOr<OnnxImport> in = Import(m, options);
+  absl::StatusOr<ImportedModel> in = Import(m, options);
   ASSERT_TRUE(in.ok()) << in.status();
   EXPECT_THAT(in->warnings, ElementsAre(HasSubstr("no input or output has a "
                                                   "dim named 'batchh'")));
@@ -359,7 +359,7 @@ TEST(OnnxImportTest, InitializersAreWeightsEvenWithMissingExternalData) {
       .Output("y");
   // IR version 3 style: an initializer also listed as a graph input.
   m.graph().Input("w", kFloat, {"4", "8"});
-  absl::StatusOr<OnnxImport> in = Import(m);
+  absl::StatusOr<ImportedModel> in = Import(m);
   ASSERT_TRUE(in.ok()) << in.status();
   std::map<std::string, int64_t> sizes = Sizes(in->graph);
   EXPECT_EQ(sizes["w"], 128);
@@ -369,9 +369,14 @@ TEST(OnnxImportTest, InitializersAreWeightsEvenWithMissingExternalData) {
   EXPECT_EQ(in->stats.weights, 2);
   EXPECT_EQ(in->stats.tensors, 5);
   v1::PlanResponse plan = Plan(in->graph);
-  EXPECT_TRUE(FindAssignment(plan, "w").persistent());
-  EXPECT_TRUE(FindAssignment(plan, "b").persistent());
+  // Weights stay in the model: not in the arena, counted apart.
+  ASSERT_EQ(plan.unplanned_size(), 2);
+  EXPECT_EQ(plan.unplanned(0).name(), "w");
+  EXPECT_EQ(plan.unplanned(0).kind(), "weight");
+  EXPECT_EQ(plan.unplanned(1).name(), "b");
+  EXPECT_EQ(plan.weights_bytes(), 128 + 32);
   EXPECT_FALSE(FindAssignment(plan, "xw").persistent());
+  EXPECT_EQ(FindAssignment(plan, "x").kind(), "input");
 }
 
 // An If whose branches give different shapes, one of them reading an outer
@@ -406,7 +411,7 @@ Model IfModel() {
 }
 
 TEST(OnnxImportTest, IfNodeOuterReadsStayAliveAndOutputsTakeTheLargerBranch) {
-  absl::StatusOr<OnnxImport> in = Import(IfModel());
+  absl::StatusOr<ImportedModel> in = Import(IfModel());
   ASSERT_TRUE(in.ok()) << in.status();
   const v1::Graph& g = in->graph;
   // Branches give 4 and 6 floats: the output is sized for 6.
@@ -455,14 +460,14 @@ Model LoopModel() {
 }
 
 TEST(OnnxImportTest, LoopScanOutputNeedsAShapeThenPlans) {
-  absl::StatusOr<OnnxImport> unknown = Import(LoopModel());
+  absl::StatusOr<ImportedModel> unknown = Import(LoopModel());
   ASSERT_FALSE(unknown.ok());
   EXPECT_THAT(Msg(unknown.status()),
               AllOf(HasSubstr("1 value(s)"), HasSubstr("scan ("),
                     HasSubstr("node 'loop'"), HasSubstr("--input")));
-  OnnxImportOptions options;
+  ModelOptions options;
   options.shapes["scan"] = {5, 2};
-  absl::StatusOr<OnnxImport> in = Import(LoopModel(), options);
+  absl::StatusOr<ImportedModel> in = Import(LoopModel(), options);
   ASSERT_TRUE(in.ok()) << in.status();
   EXPECT_EQ(Sizes(in->graph)["scan"], 40);
   EXPECT_GT(Plan(in->graph).arena_size_bytes(), 0);
@@ -501,7 +506,7 @@ TEST(OnnxImportTest, TruncatedFilesAreErrorsNotCrashes) {
   const std::string bytes = m.Bytes();
   ASSERT_TRUE(ImportOnnx(bytes, "m.onnx", {}).ok());
   for (size_t cut = 1; cut < bytes.size(); ++cut) {
-    absl::StatusOr<OnnxImport> in =
+    absl::StatusOr<ImportedModel> in =
         ImportOnnx(bytes.substr(0, cut), "m.onnx", {});
     if (in.ok()) {
       // Cut between whole fields: the rest must still make a valid graph.
@@ -574,9 +579,9 @@ TEST(OnnxImportTest, ShapeInferenceCannotSizeAReshapeByARuntimeShape) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(Msg(s), AllOf(HasSubstr("reshaped ("), HasSubstr("y (")));
   EXPECT_THAT(Msg(s), Not(HasSubstr("x (")));
-  OnnxImportOptions options;
+  ModelOptions options;
   options.shapes["reshaped"] = {3, 4};
-  absl::StatusOr<OnnxImport> in = Import(m, options);
+  absl::StatusOr<ImportedModel> in = Import(m, options);
   ASSERT_TRUE(in.ok()) << in.status();
   EXPECT_EQ(Sizes(in->graph)["y"], 48);
 }
@@ -588,9 +593,9 @@ TEST(OnnxImportTest, ConstantShapesArePropagated) {
       .Int64Initializer("shape", {-1, 3})
       .Add("Reshape", {"x", "shape"}, {"y"}, "reshape")
       .Output("y");
-  OnnxImportOptions options;
+  ModelOptions options;
   options.dims["batch"] = 4;
-  absl::StatusOr<OnnxImport> in = Import(m, options);
+  absl::StatusOr<ImportedModel> in = Import(m, options);
   ASSERT_TRUE(in.ok()) << in.status();
   EXPECT_EQ(Sizes(in->graph)["y"], 4 * 6 * 4);
 }
@@ -614,7 +619,7 @@ TEST(OnnxImportTest, UnnamedAndRepeatedNodeNamesBecomeUnique) {
       .Add("Relu", {"a"}, {"b"}, "dup")
       .Add("Relu", {"b"}, {"y"}, "dup")
       .Output("y");
-  absl::StatusOr<OnnxImport> in = Import(m);
+  absl::StatusOr<ImportedModel> in = Import(m);
   ASSERT_TRUE(in.ok()) << in.status();
   ASSERT_EQ(in->graph.ops_size(), 3);
   EXPECT_EQ(in->graph.ops(0).name(), "Relu_0");
@@ -631,7 +636,7 @@ TEST(OnnxImportTest, EmptyTensorsAreNotPlanned) {
       .Add("Relu", {"none"}, {"none_out"}, "relu_empty")
       .Output("y")
       .Output("none_out");
-  absl::StatusOr<OnnxImport> in = Import(m);
+  absl::StatusOr<ImportedModel> in = Import(m);
   ASSERT_TRUE(in.ok()) << in.status();
   EXPECT_EQ(in->stats.empty_values, 2);
   EXPECT_THAT(in->warnings,
@@ -645,25 +650,21 @@ TEST(OnnxImportTest, EmptyTensorsAreNotPlanned) {
 }
 
 TEST(OnnxFlagsTest, DimAndInputLists) {
-  OnnxImportOptions o;
-  ASSERT_TRUE(ParseDimFlag("batch=1,seq=128", &o).ok());
-  ASSERT_TRUE(ParseDimFlag("heads=12", &o).ok());
+  ModelOptions o;
+  ASSERT_TRUE(ParseDimList("batch=1,seq=128", &o).ok());
+  ASSERT_TRUE(ParseDimList("heads=12", &o).ok());
   EXPECT_EQ(o.dims, (std::map<std::string, int64_t>{
                         {"batch", 1}, {"seq", 128}, {"heads", 12}}));
-  ASSERT_TRUE(ParseInputFlag("x=1x3x224x224,onnx::Gemm_0=2x5,s=", &o).ok());
+  ASSERT_TRUE(ParseShapeList("x=1x3x224x224,onnx::Gemm_0=2x5,s=", &o).ok());
   EXPECT_THAT(o.shapes["x"], ElementsAre(1, 3, 224, 224));
   EXPECT_THAT(o.shapes["onnx::Gemm_0"], ElementsAre(2, 5));
   EXPECT_THAT(o.shapes["s"], IsEmpty());
-  EXPECT_THAT(Msg(ParseDimFlag("batch", &o)), HasSubstr("NAME=VALUE"));
-  EXPECT_THAT(Msg(ParseDimFlag("batch=x", &o)),
+  EXPECT_THAT(Msg(ParseDimList("batch", &o)), HasSubstr("NAME=VALUE"));
+  EXPECT_THAT(Msg(ParseDimList("batch=x", &o)),
               HasSubstr("non-negative integer"));
-  EXPECT_THAT(Msg(ParseDimFlag("batch=-1", &o)),
+  EXPECT_THAT(Msg(ParseDimList("batch=-1", &o)),
               HasSubstr("non-negative integer"));
-  EXPECT_THAT(Msg(ParseInputFlag("x=1xqx3", &o)), HasSubstr("dim 'q'"));
-  EXPECT_TRUE(IsOnnxInput("models/m.ONNX", ""));
-  EXPECT_TRUE(IsOnnxInput("-", "onnx"));
-  EXPECT_FALSE(IsOnnxInput("m.onnx", "json"));
-  EXPECT_FALSE(IsOnnxInput("m.json", ""));
+  EXPECT_THAT(Msg(ParseShapeList("x=1xqx3", &o)), HasSubstr("dim 'q'"));
 }
 
 // Random byte flips in serialized models: every result is a Status or a
@@ -680,7 +681,7 @@ TEST(OnnxImportFuzzTest, MutatedModelsNeverCrash) {
       for (int f = 0; f < flips; ++f) {
         bytes[next() % bytes.size()] = static_cast<char>(next() >> 24);
       }
-      absl::StatusOr<OnnxImport> in = ImportOnnx(bytes, "fuzz.onnx", {});
+      absl::StatusOr<ImportedModel> in = ImportOnnx(bytes, "fuzz.onnx", {});
       (in.ok() ? ok : failed)++;
       if (in.ok()) Plan(in->graph);  // an imported graph must plan
     }
@@ -690,4 +691,4 @@ TEST(OnnxImportFuzzTest, MutatedModelsNeverCrash) {
 }
 
 }  // namespace
-}  // namespace memplan::client
+}  // namespace memplan::formats

@@ -1,12 +1,11 @@
-#include "proto/benchmark.h"
+#include "engine/benchmark.h"
 
 #include <string>
 
-#include "allocators/bfc_allocator.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace memplan::api {
+namespace memplan::engine {
 namespace {
 
 using ::testing::HasSubstr;
@@ -46,14 +45,13 @@ class BenchmarkTest : public ::testing::Test {
                                             BenchmarkLimits limits = {}) {
     std::vector<std::string> seen;
     auto result = RunBenchmark(
-        r, limits, &arena_, nullptr, &cancel_,
+        r, limits, nullptr, &cancel_,
         [&](const std::string& name, const allocators::ReplayResult&) {
           seen.push_back(name);
         });
     observed_ = seen;
     return result;
   }
-  allocators::BfcAllocator arena_{allocators::BfcAllocator::Options{}};
   planner::CancelToken cancel_;
   std::vector<std::string> observed_;
 };
@@ -62,24 +60,33 @@ TEST_F(BenchmarkTest, GraphRowsForEveryAllocatorAndTheStaticPlan) {
   absl::StatusOr<v1::BenchmarkResponse> r = Run(ChainGraph());
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->rows_size(), 6);
-  EXPECT_EQ(r->trace_events(), 12);  // 6 allocations, 6 frees
-  // Live at once at most: x, w, y (persistent) + two of a, b, c.
-  EXPECT_EQ(r->lower_bound_bytes(), 4096 + 1024 + 4096 + 2 * 65536);
+  // The weight w stays in the model: 5 allocations, 5 frees.
+  EXPECT_EQ(r->trace_events(), 10);
+  // Live at once at most: x, y (persistent) + two of a, b, c.
+  EXPECT_EQ(r->lower_bound_bytes(), 4096 + 4096 + 2 * 65536);
   const v1::AllocatorFigures& plan = r->rows(5);
   EXPECT_EQ(plan.allocator(), "static_plan");
   EXPECT_EQ(plan.peak_bytes_reserved(), r->arena_size_bytes());
-  EXPECT_EQ(plan.allocations(), 6);
+  EXPECT_EQ(plan.allocations(), 5);
+  EXPECT_EQ(r->arena_allocator(), "bfc");
   for (const v1::AllocatorFigures& row : r->rows()) {
     EXPECT_EQ(row.failures(), 0) << row.allocator();
-    EXPECT_EQ(row.allocations(), 6) << row.allocator();
+    EXPECT_EQ(row.allocations(), 5) << row.allocator();
     EXPECT_GE(row.peak_bytes_in_use(), r->lower_bound_bytes())
         << row.allocator();
     EXPECT_GE(row.peak_bytes_reserved(), r->arena_size_bytes())
         << row.allocator();
   }
   EXPECT_EQ(observed_.size(), 6u);
-  // The arena went back to the server's BFC allocator.
-  EXPECT_EQ(arena_.GetStats().bytes_in_use, 0);
+}
+
+TEST_F(BenchmarkTest, WeightsInTheArenaWhenAsked) {
+  v1::BenchmarkRequest r = ChainGraph();
+  r.mutable_options()->set_weights("arena");
+  absl::StatusOr<v1::BenchmarkResponse> out = Run(r);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->trace_events(), 12);
+  EXPECT_EQ(out->lower_bound_bytes(), 4096 + 1024 + 4096 + 2 * 65536);
 }
 
 TEST_F(BenchmarkTest, SyntheticWorkloadsRunWithAStaticPlanToo) {
@@ -125,7 +132,6 @@ TEST_F(BenchmarkTest, OverTheLimitsBeforeAnyMemoryIsTaken) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("100000"));
   EXPECT_TRUE(observed_.empty());
-  EXPECT_EQ(arena_.GetStats().num_allocs, 0);
   limits = {};
   limits.max_ops = 20;
   EXPECT_EQ(Run(ChainGraph(), limits).status().code(),
@@ -133,4 +139,4 @@ TEST_F(BenchmarkTest, OverTheLimitsBeforeAnyMemoryIsTaken) {
 }
 
 }  // namespace
-}  // namespace memplan::api
+}  // namespace memplan::engine

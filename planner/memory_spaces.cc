@@ -1,4 +1,4 @@
-#include "planner/memory_pools.h"
+#include "planner/memory_spaces.h"
 
 #include <algorithm>
 #include <limits>
@@ -11,21 +11,21 @@
 
 namespace memplan::planner {
 
-absl::Status ValidateMemoryPools(const std::vector<MemoryPool>& pools) {
+absl::Status ValidateMemorySpaces(const std::vector<MemorySpace>& spaces) {
   absl::flat_hash_set<std::string> names;
-  for (size_t k = 0; k < pools.size(); ++k) {
-    if (pools[k].name.empty()) {
+  for (size_t k = 0; k < spaces.size(); ++k) {
+    if (spaces[k].name.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("memory pool #", k, " has no name"));
     }
-    if (!names.insert(pools[k].name).second) {
+    if (!names.insert(spaces[k].name).second) {
       return absl::InvalidArgumentError(
-          absl::StrCat("duplicate memory pool name '", pools[k].name, "'"));
+          absl::StrCat("duplicate memory pool name '", spaces[k].name, "'"));
     }
-    if (pools[k].capacity < 0) {
+    if (spaces[k].capacity < 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("memory pool '", pools[k].name, "' has capacity ",
-                       pools[k].capacity, "; it must be >= 0 (0: unbounded)"));
+          absl::StrCat("memory pool '", spaces[k].name, "' has capacity ",
+                       spaces[k].capacity, "; it must be >= 0 (0: unbounded)"));
     }
   }
   return absl::OkStatus();
@@ -38,7 +38,7 @@ Problem SubProblem(const Problem& problem, const std::vector<int>& indices) {
   return sub;
 }
 
-std::vector<int> PoolClaimOrder(const Problem& problem) {
+std::vector<int> SpaceClaimOrder(const Problem& problem) {
   const auto& b = problem.buffers;
   std::vector<std::tuple<long double, Bytes, int>> keys(b.size());
   for (int i = 0; i < static_cast<int>(b.size()); ++i) {
@@ -53,17 +53,17 @@ std::vector<int> PoolClaimOrder(const Problem& problem) {
 
 namespace {
 
-// Takes what fits of `left` (indices into problem) into a pool of
+// Takes what fits of `left` (indices into problem) into a space of
 // `capacity`; returns the share and leaves the rest in `left`.
-absl::StatusOr<PoolShare> Claim(const Problem& problem, Bytes capacity,
+absl::StatusOr<SpaceShare> Claim(const Problem& problem, Bytes capacity,
                                 const CancelToken* cancel,
                                 std::vector<int>* left) {
-  if (left->empty()) return PoolShare{};
+  if (left->empty()) return SpaceShare{};
   const Problem sub = SubProblem(problem, *left);
   absl::StatusOr<Solution> placed =
-      PlaceWithinCapacity(sub, PoolClaimOrder(sub), capacity, cancel);
+      PlaceWithinCapacity(sub, SpaceClaimOrder(sub), capacity, cancel);
   if (!placed.ok()) return placed.status();
-  PoolShare share;
+  SpaceShare share;
   std::vector<int> rest;
   for (size_t k = 0; k < left->size(); ++k) {
     if (placed->offsets[k] < 0) {
@@ -80,10 +80,10 @@ absl::StatusOr<PoolShare> Claim(const Problem& problem, Bytes capacity,
 
 }  // namespace
 
-absl::StatusOr<std::vector<PoolShare>> SplitOverPools(
-    const Problem& problem, const std::vector<MemoryPool>& pools,
+absl::StatusOr<std::vector<SpaceShare>> SplitOverSpaces(
+    const Problem& problem, const std::vector<MemorySpace>& spaces,
     const CancelToken* cancel) {
-  if (absl::Status s = ValidateMemoryPools(pools); !s.ok()) return s;
+  if (absl::Status s = ValidateMemorySpaces(spaces); !s.ok()) return s;
   for (const Buffer& b : problem.buffers) {
     if (b.fixed_offset.has_value()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -94,11 +94,11 @@ absl::StatusOr<std::vector<PoolShare>> SplitOverPools(
   }
   std::vector<int> left(problem.buffers.size());
   for (size_t i = 0; i < left.size(); ++i) left[i] = static_cast<int>(i);
-  std::vector<PoolShare> shares;
-  for (const MemoryPool& pool : pools) {
+  std::vector<SpaceShare> shares;
+  for (const MemorySpace& space : spaces) {
     const Bytes capacity =
-        pool.capacity > 0 ? pool.capacity : std::numeric_limits<Bytes>::max();
-    absl::StatusOr<PoolShare> share = Claim(problem, capacity, cancel, &left);
+        space.capacity > 0 ? space.capacity : std::numeric_limits<Bytes>::max();
+    absl::StatusOr<SpaceShare> share = Claim(problem, capacity, cancel, &left);
     if (!share.ok()) return share.status();
     shares.push_back(*std::move(share));
   }
@@ -109,7 +109,7 @@ absl::StatusOr<std::vector<PoolShare>> SplitOverPools(
         absl::StrCat(left.size(), " buffers (", bytes, " bytes, the first '",
                      problem.buffers[left.front()].name,
                      "') fit in no memory pool; the last pool '",
-                     pools.back().name, "' holds ", pools.back().capacity,
+                     spaces.back().name, "' holds ", spaces.back().capacity,
                      " bytes (give it capacity 0 for unbounded)"));
   }
   return shares;

@@ -1,10 +1,7 @@
-#include "client/onnx_import.h"
+#include "formats/onnx_import.h"
 
 #include <algorithm>
 #include <exception>
-#include <fstream>
-#include <iostream>
-#include <iterator>
 #include <optional>
 #include <set>
 #include <utility>
@@ -17,12 +14,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "google/protobuf/util/json_util.h"
 #include "onnx/defs/schema.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/shape_inference/implementation.h"
 
-namespace memplan::client {
+namespace memplan::formats {
 namespace {
 
 // Debian's libonnx is built with ONNX_NAMESPACE=onnx (and ONNX_ML); the alias
@@ -76,24 +72,6 @@ bool HasSubgraph(const onnx::NodeProto& node) {
   return false;
 }
 
-// Reads a whole file as bytes; "-" is standard input.
-absl::StatusOr<std::string> ReadBytes(const std::string& path) {
-  if (path == "-") {
-    return std::string(std::istreambuf_iterator<char>(std::cin), {});
-  }
-  std::ifstream file(path, std::ios::binary | std::ios::ate);
-  if (!file) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  const std::streamoff size = file.tellg();
-  if (size > kMaxModelBytes) {
-    return Invalid(path, " is larger than 2 GiB, protobuf's limit");
-  }
-  file.seekg(0);
-  std::string bytes(static_cast<size_t>(size), '\0');
-  file.read(bytes.data(), size);
-  if (!file) return Invalid("cannot read ", path);
-  return bytes;
-}
-
 // Parses the bytes; protobuf accepts some garbage, so a model also needs a
 // graph with something in it.
 absl::StatusOr<onnx::ModelProto> ParseModel(absl::string_view bytes,
@@ -130,7 +108,7 @@ void SetNamedDims(const std::map<std::string, int64_t>& dims,
 
 // Applies --dim to every declared type of the main graph, so that
 // inference propagates values instead of symbols.
-void ApplyDims(const OnnxImportOptions& options, onnx::GraphProto* g,
+void ApplyDims(const ModelOptions& options, onnx::GraphProto* g,
                std::vector<std::string>* warnings) {
   std::set<std::string> used;
   for (auto* list :
@@ -174,7 +152,7 @@ absl::flat_hash_set<std::string> MainValueNames(const onnx::GraphProto& g) {
 }
 
 // Applies --input: the whole shape of a value, declared if it was not.
-absl::Status ApplyShapes(const OnnxImportOptions& options,
+absl::Status ApplyShapes(const ModelOptions& options,
                          onnx::GraphProto* g) {
   absl::flat_hash_set<std::string> names = MainValueNames(*g);
   absl::flat_hash_set<std::string> initializers;
@@ -263,7 +241,7 @@ struct Size {
 // cannot plan at all (strings, sequences, maps).
 absl::StatusOr<Size> SizeOfType(const std::string& name,
                                 const onnx::TypeProto* type,
-                                const OnnxImportOptions& options) {
+                                const ModelOptions& options) {
   if (type == nullptr || type->value_case() == onnx::TypeProto::VALUE_NOT_SET) {
     return Size{std::nullopt, "no type", ""};
   }
@@ -328,7 +306,7 @@ const onnx::TypeProto* SubgraphType(const onnx::GraphProto& g,
 
 // The number of elements of a fully known shape, or nullopt.
 std::optional<int64_t> Elements(const onnx::TypeProto* type,
-                                const OnnxImportOptions& options) {
+                                const ModelOptions& options) {
   if (type == nullptr || !type->tensor_type().has_shape()) return std::nullopt;
   int64_t n = 1;
   for (const auto& d : type->tensor_type().shape().dim()) {
@@ -359,7 +337,7 @@ onnx::ValueInfoProto* InferredInfo(onnx::GraphProto* g,
 // with the shape of its larger branch, so inference can run again and size
 // what follows. Returns whether anything changed.
 bool DeclareLargerIfBranches(onnx::GraphProto* g,
-                             const OnnxImportOptions& options,
+                             const ModelOptions& options,
                              std::vector<std::string>* warnings) {
   bool changed = false;
   for (int i = 0; i < g->node_size(); ++i) {
@@ -445,14 +423,14 @@ void OuterReferences(const onnx::GraphProto& g, std::vector<std::string>* refs,
 // Turns an inferred main graph into a memplan Graph, one pass per concern.
 class GraphBuilder {
  public:
-  GraphBuilder(const onnx::ModelProto& model, const OnnxImportOptions& options,
+  GraphBuilder(const onnx::ModelProto& model, const ModelOptions& options,
                absl::string_view name)
       : g_(model.graph()),
         opset_imports_(model.opset_import()),
         options_(options),
         name_(name) {}
 
-  absl::StatusOr<OnnxImport> Build() {
+  absl::StatusOr<ImportedModel> Build() {
     result_.graph.set_name(g_.name().empty() ? name_ : g_.name());
     if (auto s = IndexProducers(); !s.ok()) return s;
     if (auto s = CheckOrder(); !s.ok()) return s;
@@ -728,7 +706,7 @@ class GraphBuilder {
   const onnx::GraphProto& g_;  // the main graph, after inference
   const google::protobuf::RepeatedPtrField<onnx::OperatorSetIdProto>&
       opset_imports_;                 // the model's opsets
-  const OnnxImportOptions& options_;  // --dim values
+  const ModelOptions& options_;  // --dim values
   const std::string name_;            // for messages and the graph's name
   absl::flat_hash_set<std::string> inputs_;         // graph inputs
   absl::flat_hash_set<std::string> initializers_;   // weights
@@ -742,24 +720,8 @@ class GraphBuilder {
   std::set<std::string> missing_dims_;      // symbolic dims without a value
   std::vector<std::vector<std::string>> reads_;  // per node, deduplicated
   std::set<std::string> control_flow_ops_;       // op types with subgraphs
-  OnnxImport result_;                            // what Build returns
+  ImportedModel result_;                            // what Build returns
 };
-
-// Splits "a=b,c=d" into (name, value) pairs at the last '=' of each item.
-absl::StatusOr<std::vector<std::pair<std::string, std::string>>> SplitPairs(
-    absl::string_view text, absl::string_view flag, absl::string_view form) {
-  std::vector<std::pair<std::string, std::string>> pairs;
-  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
-    item = absl::StripAsciiWhitespace(item);
-    const size_t eq = item.rfind('=');
-    if (eq == absl::string_view::npos || eq == 0) {
-      return Invalid("--", flag, " '", item, "': expected ", form);
-    }
-    pairs.emplace_back(std::string(item.substr(0, eq)),
-                       std::string(item.substr(eq + 1)));
-  }
-  return pairs;
-}
 
 }  // namespace
 
@@ -788,9 +750,9 @@ absl::StatusOr<int64_t> OnnxTensorBytes(int32_t elem_type,
   return (bits + 7) / 8;
 }
 
-absl::StatusOr<OnnxImport> ImportOnnx(absl::string_view bytes,
+absl::StatusOr<ImportedModel> ImportOnnx(absl::string_view bytes,
                                       absl::string_view name,
-                                      const OnnxImportOptions& options) {
+                                      const ModelOptions& options) {
   absl::StatusOr<onnx::ModelProto> model = ParseModel(bytes, name);
   if (!model.ok()) return model.status();
   std::vector<std::string> warnings;
@@ -804,7 +766,7 @@ absl::StatusOr<OnnxImport> ImportOnnx(absl::string_view bytes,
     if (auto s = InferShapes(&*model, name); !s.ok()) return s;
   }
   GraphBuilder builder(*model, options, name);
-  absl::StatusOr<OnnxImport> result = builder.Build();
+  absl::StatusOr<ImportedModel> result = builder.Build();
   if (!result.ok()) return result.status();
   warnings.insert(warnings.end(), result->warnings.begin(),
                   result->warnings.end());
@@ -812,86 +774,4 @@ absl::StatusOr<OnnxImport> ImportOnnx(absl::string_view bytes,
   return result;
 }
 
-absl::StatusOr<OnnxImport> ImportOnnxFile(const std::string& path,
-                                          const OnnxImportOptions& options) {
-  absl::StatusOr<std::string> bytes = ReadBytes(path);
-  if (!bytes.ok()) return bytes.status();
-  return ImportOnnx(*bytes, path == "-" ? "<stdin>" : path, options);
-}
-
-absl::Status ParseDimFlag(absl::string_view text, OnnxImportOptions* options) {
-  auto pairs = SplitPairs(text, "dim", "NAME=VALUE");
-  if (!pairs.ok()) return pairs.status();
-  for (const auto& [name, value] : *pairs) {
-    int64_t v = 0;
-    if (!absl::SimpleAtoi(value, &v) || v < 0) {
-      return Invalid("--dim ", name, "=", value,
-                     ": the value must be a non-negative integer");
-    }
-    options->dims[name] = v;
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ParseInputFlag(absl::string_view text,
-                            OnnxImportOptions* options) {
-  auto pairs = SplitPairs(text, "input", "NAME=SHAPE (e.g. x=1x3x224x224)");
-  if (!pairs.ok()) return pairs.status();
-  for (const auto& [name, shape] : *pairs) {
-    std::vector<int64_t> dims;
-    for (absl::string_view d : absl::StrSplit(shape, 'x', absl::SkipEmpty())) {
-      int64_t v = 0;
-      if (!absl::SimpleAtoi(d, &v) || v < 0) {
-        return Invalid("--input ", name, "=", shape, ": dim '", d,
-                       "' is not a non-negative integer (write 1x3x224x224)");
-      }
-      dims.push_back(v);
-    }
-    options->shapes[name] = std::move(dims);
-  }
-  return absl::OkStatus();
-}
-
-bool IsOnnxInput(absl::string_view path, absl::string_view format) {
-  if (!format.empty()) return format == "onnx";
-  return absl::EndsWithIgnoreCase(path, ".onnx");
-}
-
-absl::StatusOr<Input> ReadOnnxInput(const std::string& path,
-                                    const std::vector<std::string>& dim_flags,
-                                    const std::vector<std::string>& input_flags,
-                                    std::vector<std::string>* warnings) {
-  OnnxImportOptions options;
-  for (const std::string& f : dim_flags) {
-    if (auto s = ParseDimFlag(f, &options); !s.ok()) return s;
-  }
-  for (const std::string& f : input_flags) {
-    if (auto s = ParseInputFlag(f, &options); !s.ok()) return s;
-  }
-  absl::StatusOr<OnnxImport> imported = ImportOnnxFile(path, options);
-  if (!imported.ok()) return imported.status();
-  warnings->insert(warnings->end(), imported->warnings.begin(),
-                   imported->warnings.end());
-  Input input;
-  *input.request.mutable_graph() = std::move(imported->graph);
-  return input;
-}
-
-absl::Status WriteRequestJson(const std::string& path,
-                              const v1::PlanRequest& request) {
-  std::string json;
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  options.preserve_proto_field_names = true;
-  auto s = google::protobuf::util::MessageToJsonString(request, &json, options);
-  if (!s.ok()) return absl::InternalError(s.ToString());
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file << json;
-  file.close();
-  if (!file) {
-    return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace memplan::client
+}  // namespace memplan::formats
