@@ -52,6 +52,14 @@ absl::StatusOr<ImportedModel> ImportModel(Format format,
   return Invalid(name, ": ", FormatName(format), " is not a model format");
 }
 
+absl::StatusOr<ModelSummary> SummarizeModel(Format format,
+                                            absl::string_view bytes,
+                                            absl::string_view name) {
+  (void)bytes;
+  return Invalid(name, ": describing ", FormatName(format),
+                 " models is not built in yet");
+}
+
 absl::StatusOr<ImportedModel> ImportModelFile(const v1::ModelFile& model) {
   const std::string name = model.name().empty() ? "model" : model.name();
   absl::StatusOr<Format> format = model.format().empty()

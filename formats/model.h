@@ -62,6 +62,35 @@ struct ImportedModel {
   int64_t tflite_tensor_count = 0;
 };
 
+// One graph input or output of a model, as `memplan inspect` shows it.
+struct ValueSummary {
+  std::string name;
+  std::string element_type;       // e.g. "float32", "int8", "float16"
+  // Per dim: its value ("1"), its symbolic name ("batch"), or "?" when the
+  // model gives neither.
+  std::vector<std::string> dims;
+  int64_t bytes = -1;  // -1 while a dim is not a number
+};
+
+// What a model holds, without planning it (`memplan inspect`).
+struct ModelSummary {
+  Format format = Format::kOnnx;  // what was read
+  std::string producer;           // e.g. "pytorch 2.1", "TOCO Converted."
+  std::string version;            // e.g. "opset 17", "schema 3"
+  int64_t subgraphs = 1;          // graphs holding ops (main one included)
+  std::vector<ValueSummary> inputs;   // of the main graph
+  std::vector<ValueSummary> outputs;  // of the main graph
+  std::vector<std::string> symbolic_dims;  // every name --dim can set
+  int64_t weight_bytes = 0;  // constants kept in the model
+  int64_t ops = 0;           // nodes/operators over all graphs
+  std::map<std::string, int64_t> op_types;  // op type -> count
+};
+
+// Describes a model of `format` (kOnnx or kTflite) without planning it.
+// Errors as ImportModel.
+[[nodiscard]] absl::StatusOr<ModelSummary> SummarizeModel(
+    Format format, absl::string_view bytes, absl::string_view name);
+
 // Imports a model of `format` (kOnnx or kTflite). `name` (usually the path)
 // appears in messages and names the graph when the model does not.
 // INVALID_ARGUMENT naming what is wrong (not a model of that format,
