@@ -25,7 +25,7 @@ TEST(BufferAllocatorTest, ReusesWholeFreeBlock) {
   ASSERT_TRUE(a.Deallocate(p).ok());
   void* q = a.Allocate(1024, 64);
   EXPECT_EQ(q, p);
-  EXPECT_EQ(a.NumSystemBlocks(), 1);
+  EXPECT_EQ(a.NumSourceBlocks(), 1);
   ASSERT_TRUE(a.Deallocate(q).ok());
 }
 
@@ -60,7 +60,7 @@ TEST(BufferAllocatorTest, SplitsAndMergesBackRecursively) {
   EXPECT_EQ(a.GetStats().largest_free_block_bytes, 1024);
   void* again = a.Allocate(1024, 64);
   EXPECT_EQ(again, root);
-  EXPECT_EQ(a.NumSystemBlocks(), 1);
+  EXPECT_EQ(a.NumSourceBlocks(), 1);
   ASSERT_TRUE(a.Deallocate(again).ok());
 }
 
@@ -87,7 +87,7 @@ TEST(BufferAllocatorTest, LargeAlignmentGetsASeparateBlock) {
   ASSERT_TRUE(a.Deallocate(p).ok());
   void* q = a.Allocate(100, 4096);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(q) % 4096, 0u);
-  EXPECT_EQ(a.NumSystemBlocks(), 2);
+  EXPECT_EQ(a.NumSourceBlocks(), 2);
   ASSERT_TRUE(a.Deallocate(q).ok());
 }
 
@@ -107,11 +107,11 @@ TEST(BufferAllocatorTest, ReleaseFreeReturnsWhollyFreeSystemBlocks) {
   void* q = a.Allocate(2048, 64);
   ASSERT_TRUE(a.Deallocate(p).ok());
   a.ReleaseFree();
-  EXPECT_EQ(a.NumSystemBlocks(), 1);
+  EXPECT_EQ(a.NumSourceBlocks(), 1);
   EXPECT_EQ(a.GetStats().bytes_reserved, 2048);
   ASSERT_TRUE(a.Deallocate(q).ok());
   a.ReleaseFree();
-  EXPECT_EQ(a.NumSystemBlocks(), 0);
+  EXPECT_EQ(a.NumSourceBlocks(), 0);
   EXPECT_EQ(a.GetStats().bytes_reserved, 0);
 }
 
@@ -143,14 +143,14 @@ TEST(BufferAllocatorTest, RandomOpsKeepBlocksDisjoint) {
     ASSERT_EQ(a.GetStats().bytes_in_use, in_use);
   }
   for (auto& [p, size] : live) ASSERT_TRUE(a.Deallocate(p).ok());
-  EXPECT_EQ(a.NumFreeBlocks(), a.NumSystemBlocks());
+  EXPECT_EQ(a.NumFreeBlocks(), a.NumSourceBlocks());
 }
 
 TEST(BufferAllocatorTest, MultiThreadedStress) {
   BufferAllocator a;
   testing::RunStress(a, 8192);
   EXPECT_EQ(a.GetStats().bytes_in_use, 0);
-  EXPECT_EQ(a.NumFreeBlocks(), a.NumSystemBlocks());
+  EXPECT_EQ(a.NumFreeBlocks(), a.NumSourceBlocks());
 }
 
 TEST(DeferredBufferAllocatorTest, HeaderExample) {
