@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
-#include <utility>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
