@@ -67,14 +67,14 @@ Pools ColorPools(const Problem& problem, const InterferenceGraph& graph) {
 }
 
 Pools ColorPools(const Problem& problem) {
-  TimeIndex<int> colored(problem);  // colored lifetimes with their pools
-  const auto& b = problem.buffers;
+  const Sections time = CompressTime(problem);
+  TimeIndex<int> colored(time);  // colored lifetimes with their pools
   return Color(
       problem,
       [&](int i, const std::vector<int>&, auto mark) {
-        colored.ForEachOverlapping(b[i].start, b[i].end, mark);
+        colored.ForEachOverlapping(i, mark);
       },
-      [&](int i, int pool) { colored.Insert(b[i].start, b[i].end, pool); });
+      [&](int i, int pool) { colored.Insert(i, pool); });
 }
 
 }  // namespace memplan::planner

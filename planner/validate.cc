@@ -37,12 +37,27 @@ absl::Status CheckFixedOffset(const Buffer& b, const std::string& what) {
   return absl::OkStatus();
 }
 
-// The checks of one buffer that need nothing else.
-absl::Status CheckBuffer(const Buffer& b, const std::string& what) {
+// Steps within [-kMaxStep, kMaxStep], start < end, at most kMaxStep apart.
+absl::Status CheckLifetime(const Buffer& b, const std::string& what) {
+  if (b.start < -kMaxStep || b.start > kMaxStep || b.end < -kMaxStep ||
+      b.end > kMaxStep) {
+    return Invalid(what, " has start ", b.start, " and end ", b.end,
+                   "; steps must lie within +-2^62");
+  }
   if (b.start >= b.end) {
     return Invalid(what, " has start ", b.start, " >= end ", b.end,
                    "; lifetimes are half-open [start, end)");
   }
+  if (b.start < b.end - kMaxStep) {  // no overflow: both within +-2^62
+    return Invalid(what, " lives from step ", b.start, " to ", b.end,
+                   "; a lifetime may span at most 2^62 steps");
+  }
+  return absl::OkStatus();
+}
+
+// The checks of one buffer that need nothing else.
+absl::Status CheckBuffer(const Buffer& b, const std::string& what) {
+  if (absl::Status s = CheckLifetime(b, what); !s.ok()) return s;
   if (b.size <= 0) {
     return Invalid(what, " has size ", b.size, "; sizes must be positive");
   }
@@ -86,9 +101,6 @@ absl::Status ValidateProblem(const Problem& problem) {
     if (b.name.empty()) return Invalid(Who(b, i), " has no id");
     if (!names.insert(b.name).second) {
       return Invalid("duplicate buffer id '", b.name, "'");
-    }
-    if (b.start < 0) {
-      return Invalid(Who(b, i), " has negative start ", b.start);
     }
   }
   return ValidateBuffers(problem);

@@ -24,8 +24,11 @@ TEST(ValidateProblemTest, NamesTheBadBuffer) {
   };
   EXPECT_THAT(error({"x", 3, 3, 8}),
               HasSubstr("buffer 'x' has start 3 >= end 3"));
-  EXPECT_THAT(error({"x", -1, 3, 8}),
-              HasSubstr("buffer 'x' has negative start"));
+  EXPECT_THAT(error({"x", -(Step{1} << 62) - 1, 3, 8}),
+              HasSubstr("buffer 'x' has start -4611686018427387905 and end 3; "
+                        "steps must lie within +-2^62"));
+  EXPECT_THAT(error({"x", -(Step{1} << 62), Step{1} << 62, 8}),
+              HasSubstr("a lifetime may span at most 2^62 steps"));
   EXPECT_THAT(error({"x", 0, 3, 0}), HasSubstr("buffer 'x' has size 0"));
   EXPECT_THAT(error({"x", 0, 3, 8, 3}),
               HasSubstr("buffer 'x' alignment 3 is not a power of two"));
@@ -38,6 +41,17 @@ TEST(ValidateProblemTest, NamesTheBadBuffer) {
 TEST(ValidateProblemTest, RejectsEmptyList) {
   EXPECT_EQ(ValidateProblem(Problem{}).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ValidateProblemTest, AcceptsNegativeAndHugeSteps) {
+  // MiniMalloc's CSV allows any integer lifetimes (a SOMAS trace starts
+  // buffers at -1); steps up to 2^62 and lifetimes 2^62 long are fine.
+  Problem p;
+  p.buffers = {{"a", -1, 3, 8},
+               {"b", -(Step{1} << 62), 0, 8},
+               {"c", 0, Step{1} << 62, 8},
+               {"d", (Step{1} << 62) - 1, Step{1} << 62, 8}};
+  EXPECT_TRUE(ValidateProblem(p).ok()) << ValidateProblem(p);
 }
 
 TEST(ValidateBuffersTest, AcceptsEmptyAndUnnamedButNamesTheBadOne) {
