@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "planner/graph.h"
 #include "planner/problem.h"
+#include "planner/validate.h"  // ValidateProblem, IsPowerOfTwo (moved)
 
 namespace memplan::planner {
 
@@ -52,14 +53,6 @@ struct InPlaceMerge {
 // by one output at most; chains (a in place of b in place of c) share one
 // buffer. `tensors` is AnalyzeLiveness(graph, ...). O(tensors + op edges).
 InPlaceMerge MergeInPlace(const Graph& graph, const Problem& tensors);
-
-// Checks a buffer list (the MiniMalloc model) the same way: unique non-empty
-// names, 0 <= start < end, size > 0, power-of-two alignment, fixed offsets
-// non-negative and aligned, no 64-bit overflow. INVALID_ARGUMENT names the
-// buffer.
-[[nodiscard]] absl::Status ValidateProblem(const Problem& problem);
-
-inline bool IsPowerOfTwo(Bytes v) { return v > 0 && (v & (v - 1)) == 0; }
 
 }  // namespace memplan::planner
 
