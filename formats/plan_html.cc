@@ -107,7 +107,7 @@ function drawUnder() {
       var r = document.createElementNS(NS, "rect");
       r.setAttribute("fill", D.colors[C[i]]);
       r.setAttribute("data-name", D.names[i]);
-      if (flags(i) & 2) { r.setAttribute("class", "fixed"); r.setAttribute("stroke", "#000"); r.setAttribute("stroke-width", "1.5"); }
+      if (flags(i) & 2) r.setAttribute("class", "fixed");
       else if (flags(i) & 1) { r.setAttribute("class", "in-place"); r.setAttribute("stroke", "#111"); r.setAttribute("stroke-dasharray", "4 2"); }
       keep.appendChild(r);
       elems.r.push(r);
@@ -122,6 +122,7 @@ function drawUnder() {
     e.setAttribute("x", x); e.setAttribute("y", top);
     e.setAttribute("width", Math.max(0, w)); e.setAttribute("height", Math.max(0, h));
     if ((flags(j) & 3) === 1) el(hand, "line", {x1: x, x2: x, y1: top, y2: top + h});
+    if (flags(j) & 2) el(hand, "rect", {x: x, y: top, width: Math.max(0, w), height: Math.max(0, h), fill: "none", stroke: "#000"});
   }
 }
 
@@ -158,7 +159,7 @@ function drawCanvas() {
     var x = X(S[j]), top = Y(O[j] + Z[j]), w = X(S[j] + L[j]) - x, h = Y(O[j]) - top;
     if (w < 3 || h < 3) return;
     ctx.setLineDash(flags(j) & 2 ? [] : [4, 2]);
-    ctx.lineWidth = flags(j) & 2 ? 1.5 : 1;
+    ctx.lineWidth = flags(j) & 2 ? 2.5 : 1;
     ctx.strokeStyle = "#111";
     ctx.strokeRect(x, top, w, h);
     if (!(flags(j) & 2)) { ctx.setLineDash([]); ctx.lineWidth = 2.5; ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + h); ctx.stroke(); }

@@ -128,7 +128,11 @@ void AddLines(const PlanResult& plan, const planner::PlanOptions& options,
     const planner::MemorySpacePlan& s = plan.memory_spaces[k];
     m->lines.push_back(
         {bases[k] + s.arena_size,
-         absl::StrCat(s.name, " arena ", HumanBytes(s.arena_size)), "arena"});
+         absl::StrCat(s.name, " arena ", HumanBytes(s.arena_size),
+                      s.capacity > 0
+                          ? absl::StrCat(" of ", HumanBytes(s.capacity))
+                          : ""),
+         "arena"});
     if (s.lower_bound > 0 && s.lower_bound < s.arena_size) {
       m->lines.push_back(
           {bases[k] + s.lower_bound,
@@ -262,7 +266,7 @@ void AppendRects(const MemoryMap& m, const Frame& f, std::string* out) {
   absl::StrAppend(out, "<g id=\"tensors\"",
                   outlined ? " stroke=\"#fff\" stroke-width=\"0.5\"" : "",
                   ">\n");
-  std::string marks;
+  std::string marks, frames;
   for (size_t i = 0; i < m.rects.size(); ++i) {
     const MapRect& r = m.rects[i];
     const double x = f.X(static_cast<double>(r.start));
@@ -271,7 +275,10 @@ void AppendRects(const MemoryMap& m, const Frame& f, std::string* out) {
     const double h = f.Y(static_cast<double>(r.y)) - top;
     std::string style;
     if (r.fixed) {
-      style = " class=\"fixed\" stroke=\"#000\" stroke-width=\"1.5\"";
+      // The frame goes on top of every rectangle, so no neighbour hides it.
+      style = " class=\"fixed\"";
+      absl::StrAppend(&frames, "<rect x=\"", Num(x), "\" y=\"", Num(top),
+                      "\" width=\"", Num(w), "\" height=\"", Num(h), "\"/>\n");
     } else if (r.in_place) {
       style =
           " class=\"in-place\" stroke=\"#111\" stroke-width=\"1\" "
@@ -287,7 +294,10 @@ void AppendRects(const MemoryMap& m, const Frame& f, std::string* out) {
   absl::StrAppend(out,
                   "</g>\n<g id=\"handovers\" stroke=\"#111\" "
                   "stroke-width=\"2.5\">\n",
-                  marks, "</g>\n");
+                  marks,
+                  "</g>\n<g id=\"fixed\" fill=\"none\" stroke=\"#000\" "
+                  "stroke-width=\"2.5\">\n",
+                  frames, "</g>\n");
 }
 
 // Label positions for lines at `ys` (pixels), pushed down where needed so

@@ -218,6 +218,8 @@ TEST(PlanSvgTest, InPlaceHandOversAndFixedOffsetsAreMarked) {
   EXPECT_EQ(RectOf(fixed, "pinned")["class"], "fixed");
   EXPECT_EQ(RectOf(fixed, "free")["class"], "");
   EXPECT_THAT(fixed, HasSubstr("\nfixed offset</title>"));
+  const std::string frames = fixed.substr(fixed.find("<g id=\"fixed\""));
+  EXPECT_EQ(Count(frames.substr(0, frames.find("</g>")), "<rect "), 1);
 }
 
 TEST(PlanSvgTest, MemoryPoolsAreStackedAndColouredByPool) {
@@ -238,7 +240,7 @@ TEST(PlanSvgTest, MemoryPoolsAreStackedAndColouredByPool) {
   const std::string svg = PlanSvg(plan, options, {});
   EXPECT_EQ(RectOf(svg, "a")["fill"], RectOf(svg, "b")["fill"]);
   EXPECT_NE(RectOf(svg, "a")["fill"], RectOf(svg, "c")["fill"]);
-  EXPECT_THAT(svg, HasSubstr(">sram arena 128 B<"));
+  EXPECT_THAT(svg, HasSubstr(">sram arena 128 B of 128 B<"));
   EXPECT_THAT(svg, HasSubstr(">dram arena 1 KiB<"));
   EXPECT_THAT(svg, HasSubstr("memory pool dram</title>"));
 }

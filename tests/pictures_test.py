@@ -633,6 +633,81 @@ class BenchHtmlTest(unittest.TestCase):
         self.assertIn(b"bench --emit takes html", proc.stderr)
 
 
+class MarksTest(unittest.TestCase):
+    """In-place hand-overs and fixed offsets are visible as such."""
+
+    IN_PLACE = {"graph": {
+        "name": "in place",
+        "tensors": [{"name": "x", "size_bytes": 4096},
+                    {"name": "h", "size_bytes": 8192},
+                    {"name": "h2", "size_bytes": 8192},
+                    {"name": "s", "size_bytes": 16384},
+                    {"name": "y", "size_bytes": 4096}],
+        "ops": [{"name": "fc", "inputs": ["x"], "outputs": ["h"]},
+                {"name": "side", "inputs": ["x"], "outputs": ["s"]},
+                {"name": "relu", "inputs": ["h"], "outputs": ["h2"],
+                 "in_place": True},
+                {"name": "out", "inputs": ["h2", "s"], "outputs": ["y"]}],
+        "inputs": ["x"], "outputs": ["y"]}}
+    FIXED = {"buffers": [
+        {"id": "pinned", "start": 0, "end": 3, "size": 4096,
+         "fixed_offset": 8192},
+        {"id": "b", "start": 1, "end": 4, "size": 2048},
+        {"id": "c", "start": 2, "end": 6, "size": 8192}]}
+
+    def draw(self, request, name):
+        """The SVG of `request` (parsed) and its screenshot."""
+        self.tmp = tempfile.mkdtemp(prefix="memplan-pictures-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        src = os.path.join(self.tmp, name + ".json")
+        with open(src, "w") as f:
+            json.dump(request, f)
+        svg = os.path.join(self.tmp, name + ".svg")
+        memplan("plan", src, "--emit", "svg", "-o", svg)
+        root = ET.parse(svg).getroot()
+        png = os.path.join(self.tmp, name + ".png")
+        headless.screenshot("file://" + svg, png, int(root.get("width")),
+                            int(root.get("height")))
+        rects = {r.find(SVG + "title").text.split("\n")[0]: r
+                 for r in root.iter(SVG + "rect")
+                 if r.find(SVG + "title") is not None}
+        return root, rects, headless.read_png(png)
+
+    def test_in_place_hand_over_is_a_dark_edge_on_a_dashed_rectangle(self):
+        root, rects, im = self.draw(self.IN_PLACE, "in_place")
+        h, h2 = rects["h"], rects["h2"]
+        self.assertEqual(h2.get("class"), "in-place")
+        self.assertIn("in place of h", h2.find(SVG + "title").text)
+        self.assertEqual(h2.get("fill"), h.get("fill"))  # the same memory
+        self.assertEqual(h2.get("y"), h.get("y"))
+        x = float(h2.get("x"))
+        top, height = float(h2.get("y")), float(h2.get("height"))
+        edge = im.count(lambda p: max(p) < 70,
+                        (x - 1, top + 2, x + 2, top + height - 2))
+        self.assertGreater(edge, 0.8 * (height - 4),
+                           "no dark hand-over edge at x=%d" % x)
+        # Away from the edge, the rectangle shows its colour.
+        want = headless.hex_colour(h2.get("fill"))
+        px = x + float(h2.get("width")) / 2
+        self.assertTrue(headless.near(im.pixel(px, top + height / 2), want))
+
+    def test_fixed_offset_has_a_black_frame(self):
+        _, rects, im = self.draw(self.FIXED, "fixed")
+        r = rects["pinned"]
+        self.assertEqual(r.get("class"), "fixed")
+        x, y = float(r.get("x")), float(r.get("y"))
+        w, h = float(r.get("width")), float(r.get("height"))
+        black = lambda p: max(p) < 60  # noqa: E731
+        # Top and bottom edges black along most of their length.
+        for row in (y, y + h):
+            self.assertGreater(im.count(black, (x + 3, row - 1, x + w - 3,
+                                                row + 1)),
+                               0.8 * (w - 6), "edge at y=%d" % row)
+        want = headless.hex_colour(r.get("fill"))
+        self.assertTrue(headless.near(im.pixel(x + w / 2, y + h / 2), want))
+        self.assertEqual(rects["b"].get("class"), None)
+
+
 class ReportHintTest(unittest.TestCase):
     """The text report's pointer to the pictures, for plans too large for
     its ASCII picture, names commands that draw them."""
