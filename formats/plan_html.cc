@@ -126,41 +126,62 @@ function drawUnder() {
   }
 }
 
-// Past the SVG limit: every visible rectangle on the canvas, one fill
-// colour at a time.
-var byColor = null;
+// Past the SVG limit: every visible rectangle written straight into the
+// canvas's pixels (at least one pixel each, so none disappears), then the
+// in-place and fixed-offset marks stroked on top. Cost: one pass over the
+// rectangles plus the pixels they cover.
+var rgba = null, img = null;
 function drawCanvas() {
   var dpr = window.devicePixelRatio || 1;
-  canvas.width = Math.round(W * dpr); canvas.height = Math.round(H * dpr);
-  canvas.style.width = W + "px"; canvas.style.height = H + "px";
-  var ctx = canvas.getContext("2d");
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.clearRect(0, 0, W, H);
-  if (!useCanvas) return;
-  if (!byColor) {
-    byColor = D.colors.map(function () { return []; });
-    for (var i = 0; i < n; i++) byColor[C[i]].push(i);
+  var cw = Math.round(W * dpr), ch = Math.round(H * dpr);
+  if (canvas.width !== cw || canvas.height !== ch) {
+    canvas.width = cw; canvas.height = ch; img = null;
+    canvas.style.width = W + "px"; canvas.style.height = H + "px";
   }
+  var ctx = canvas.getContext("2d");
+  ctx.setTransform(1, 0, 0, 1, 0, 0);
+  ctx.clearRect(0, 0, cw, ch);
+  if (!useCanvas) return;
+  if (!rgba) {
+    rgba = new Uint32Array(D.colors.length);
+    var bytes = new Uint8Array(rgba.buffer);
+    D.colors.forEach(function (c, i) {
+      bytes[4 * i] = parseInt(c.substr(1, 2), 16); bytes[4 * i + 1] = parseInt(c.substr(3, 2), 16);
+      bytes[4 * i + 2] = parseInt(c.substr(5, 2), 16); bytes[4 * i + 3] = 255;
+    });
+  }
+  if (!img) img = ctx.createImageData(cw, ch);
+  var px = new Uint32Array(img.data.buffer);
+  px.fill(0);
+  var cx0 = Math.round(M.l * dpr), cx1 = Math.round((W - M.r) * dpr);
+  var cy0 = Math.round(M.t * dpr), cy1 = Math.round((H - M.b) * dpr);
+  // Device pixels per step and per byte, and where step 0 / byte 0 fall.
+  var kx = (W - M.l - M.r) / (view.x1 - view.x0) * dpr, bx = M.l * dpr - view.x0 * kx;
+  var ky = (H - M.t - M.b) / (view.y1 - view.y0) * dpr, by = (H - M.b) * dpr + view.y0 * ky;
+  var vx0 = view.x0, vx1 = view.x1, vy0 = view.y0, vy1 = view.y1, marks = [];
+  for (var j = 0; j < n; j++) {
+    var s = S[j], e = s + L[j], o = O[j], t = o + Z[j];
+    if (e < vx0 || s > vx1 || t < vy0 || o > vy1) continue;
+    var x0 = Math.round(bx + s * kx), x1 = Math.max(x0 + 1, Math.round(bx + e * kx));
+    var y0 = Math.round(by - t * ky), y1 = Math.max(y0 + 1, Math.round(by - o * ky));
+    if (x0 < cx0) x0 = cx0;
+    if (x1 > cx1) x1 = cx1;
+    if (y0 < cy0) y0 = cy0;
+    if (y1 > cy1) y1 = cy1;
+    var c = rgba[C[j]];
+    for (var y = y0; y < y1; y++) px.fill(c, y * cw + x0, y * cw + x1);
+    if (K[j] & 3) marks.push(j);
+  }
+  ctx.putImageData(img, 0, 0);
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   ctx.save();
   ctx.beginPath(); ctx.rect(M.l, M.t, W - M.l - M.r, H - M.t - M.b); ctx.clip();
-  var marks = [];
-  byColor.forEach(function (list, c) {
-    if (!list.length) return;
-    ctx.fillStyle = D.colors[c];
-    for (var k = 0; k < list.length; k++) {
-      var j = list[k];
-      if (S[j] + L[j] < view.x0 || S[j] > view.x1 || O[j] + Z[j] < view.y0 || O[j] > view.y1) continue;
-      var x = X(S[j]), top = Y(O[j] + Z[j]);
-      ctx.fillRect(x, top, X(S[j] + L[j]) - x, Y(O[j]) - top);
-      if (flags(j)) marks.push(j);
-    }
-  });
+  ctx.strokeStyle = "#111";
   marks.forEach(function (j) {
     var x = X(S[j]), top = Y(O[j] + Z[j]), w = X(S[j] + L[j]) - x, h = Y(O[j]) - top;
     if (w < 3 || h < 3) return;
     ctx.setLineDash(flags(j) & 2 ? [] : [4, 2]);
     ctx.lineWidth = flags(j) & 2 ? 2.5 : 1;
-    ctx.strokeStyle = "#111";
     ctx.strokeRect(x, top, w, h);
     if (!(flags(j) & 2)) { ctx.setLineDash([]); ctx.lineWidth = 2.5; ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + h); ctx.stroke(); }
   });
@@ -218,10 +239,12 @@ function drawOver() {
 }
 
 function draw() {
+  var t0 = performance.now();
   pending = false;
   W = box.clientWidth; H = box.clientHeight;
   [under, over].forEach(function (s) { s.setAttribute("width", W); s.setAttribute("height", H); });
   drawUnder(); drawCanvas(); drawOver();
+  box.setAttribute("data-draw-ms", Math.round(performance.now() - t0));  // for tests and the curious
 }
 function redraw() { if (!pending) { pending = true; requestAnimationFrame(draw); } }
 

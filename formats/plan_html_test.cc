@@ -94,6 +94,28 @@ TEST(PlanHtmlTest, EmbedsEveryTensorAsColumns) {
   EXPECT_THAT(html, HasSubstr(absl::StrCat("strategy ", plan.strategy)));
 }
 
+TEST(PlanHtmlTest, MemoryPoolsCarryTheirBasesAndObjects) {
+  planner::Problem problem;
+  problem.buffers.push_back({.name = "a", .start = 0, .end = 2, .size = 64});
+  problem.buffers.push_back({.name = "b", .start = 1, .end = 3, .size = 64});
+  problem.buffers.push_back({.name = "c", .start = 0, .end = 3, .size = 1024});
+  planner::PlanOptions options;
+  options.memory_spaces = {{"sram", 128}, {"dram", 0}};
+  absl::StatusOr<planner::PlanResult> plan =
+      planner::PlanBuffers(problem, options, nullptr, nullptr);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string html = PlanHtml(*plan, options, {});
+  // Hover cards give offsets within a pool: the page subtracts its base.
+  EXPECT_THAT(html, HasSubstr("\"bases\":[0,128]"));
+  EXPECT_THAT(html, HasSubstr("\"color_names\":[\"sram\",\"dram\"]"));
+  EXPECT_THAT(html, HasSubstr("\"c\":[0,0,1]"));
+  EXPECT_THAT(html,
+              HasSubstr(absl::StrCat("\"o\":[", plan->solution.offsets[0], ",",
+                                     plan->solution.offsets[1], ",",
+                                     128 + plan->solution.offsets[2], "]")));
+  EXPECT_THAT(html, HasSubstr("\"obj\":["));
+}
+
 TEST(PlanHtmlTest, NamesCannotBreakOutOfTheData) {
   planner::Problem problem;
   problem.buffers.push_back({.name = "</script><script>alert(1)</script>",

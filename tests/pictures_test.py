@@ -504,6 +504,8 @@ class LargePlanTest(unittest.TestCase):
         dom = headless.dump_dom(self.url, PAGE_W, PAGE_H,
                                 timeout_s=self.RENDER_TIMEOUT_S)
         self.assertEqual(dom_attr(dom, "map", "data-renderer"), "canvas")
+        print("100k rectangles: one draw of the canvas in %s ms" %
+              dom_attr(dom, "map", "data-draw-ms"))
         m = Mapping(dom)
         # Most of the plot is painted.
         painted = im.count(lambda p: min(p) < 235,
@@ -623,6 +625,22 @@ class BenchHtmlTest(unittest.TestCase):
             with self.subTest(allocator=name):
                 self.assertGreater(
                     im.count(lambda p, c=colour: headless.near(p, c, 6)), 150)
+
+    def test_a_server_gives_the_same_charts(self):
+        remote = os.path.join(self.tmp, "remote.html")
+        with Server() as address:
+            response = json.loads(memplan(
+                "bench", RESNET, "--format=json", "--server", address,
+                "--emit", "html", "-o", remote))
+        charts = ChartParser()
+        with open(remote, encoding="utf-8") as f:
+            charts.feed(f.read())
+        for row in response["rows"]:
+            with self.subTest(allocator=row["allocator"]):
+                self.assertEqual(
+                    [len(p) for p in charts.lines[row["allocator"] +
+                                                  " reserved"]],
+                    [len(row["series"])] * 2)
 
     def test_bench_emits_only_html(self):
         proc = subprocess.run(
