@@ -4,22 +4,31 @@
 set(MEMPLAN_WARNINGS -Wall -Wextra -Wno-unused-parameter
     -Wno-missing-field-initializers)
 
-# memplan_cc_library(NAME name SRCS ... [HDRS ...] [DEPS ...])
-# Defines memplan_<name> with the alias memplan::<name>.
+# memplan_cc_library(NAME name SRCS ... [HDRS ...] [DEPS ...] [INSTALL])
+# Defines memplan_<name> with the alias memplan::<name>. INSTALL: `cmake
+# --install` puts the library and every header of its folder (testing/
+# helpers included) under <prefix>/include/memplan/<folder>/, exported as
+# memplan::<name> by find_package(memplan CONFIG).
 function(memplan_cc_library)
-  cmake_parse_arguments(ARG "" "NAME" "SRCS;HDRS;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "INSTALL" "NAME" "SRCS;HDRS;DEPS" ${ARGN})
   set(target memplan_${ARG_NAME})
-  if(ARG_SRCS)
-    add_library(${target} STATIC ${ARG_SRCS} ${ARG_HDRS})
-    target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
-    target_link_libraries(${target} PUBLIC ${ARG_DEPS})
-    target_compile_options(${target} PRIVATE ${MEMPLAN_WARNINGS})
-  else()
-    add_library(${target} INTERFACE)
-    target_include_directories(${target} INTERFACE ${PROJECT_SOURCE_DIR})
-    target_link_libraries(${target} INTERFACE ${ARG_DEPS})
-  endif()
+  add_library(${target} STATIC ${ARG_SRCS} ${ARG_HDRS})
+  target_include_directories(${target} PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/memplan>)
+  target_link_libraries(${target} PUBLIC ${ARG_DEPS})
+  target_compile_options(${target} PRIVATE ${MEMPLAN_WARNINGS})
   add_library(memplan::${ARG_NAME} ALIAS ${target})
+  if(ARG_INSTALL)
+    set_target_properties(${target} PROPERTIES EXPORT_NAME ${ARG_NAME})
+    install(TARGETS ${target} EXPORT memplanTargets
+            ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+    file(RELATIVE_PATH folder ${PROJECT_SOURCE_DIR}
+         ${CMAKE_CURRENT_SOURCE_DIR})
+    install(DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/
+            DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/memplan/${folder}
+            FILES_MATCHING PATTERN "*.h")
+  endif()
 endfunction()
 
 # memplan_cc_test(NAME name SRCS ... [DEPS ...])
