@@ -59,7 +59,7 @@ class BenchmarkTest : public ::testing::Test {
 TEST_F(BenchmarkTest, GraphRowsForEveryAllocatorAndTheStaticPlan) {
   absl::StatusOr<v1::BenchmarkResponse> r = Run(ChainGraph());
   ASSERT_TRUE(r.ok()) << r.status();
-  const int rows = static_cast<int>(BenchmarkAllocatorNames().size());
+  const int rows = static_cast<int>(DefaultBenchmarkAllocators().size());
   ASSERT_EQ(r->rows_size(), rows);
   // The weight w stays in the model: 5 allocations, 5 frees.
   EXPECT_EQ(r->trace_events(), 10);
