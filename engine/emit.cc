@@ -4,7 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "formats/c_header.h"
 #include "formats/format.h"
+#include "formats/tflite_writer.h"
 #include "proto/convert.h"
 
 namespace memplan::engine {
@@ -36,8 +38,23 @@ absl::Status CheckEmit(const v1::PlanRequest& request) {
 absl::StatusOr<std::string> Emit(absl::string_view format,
                                  const PlanOutcome& outcome,
                                  const v1::PlanRequest& request) {
-  (void)outcome;
-  (void)request;
+  const formats::ImportedModel* model =
+      outcome.model.has_value() ? &*outcome.model : nullptr;
+  if (format == "tflite") {
+    if (model == nullptr || model->format != formats::Format::kTflite) {
+      return absl::InvalidArgumentError(
+          "emit: a planned .tflite needs a TFLite model as input");
+    }
+    return formats::EmitPlannedTflite(
+        request.model().data(), model->graph.name(), *model, outcome.result);
+  }
+  if (format == "c_header") {
+    const std::string name = request.has_model()   ? request.model().name()
+                             : request.has_graph() ? request.graph().name()
+                                                   : "plan";
+    return formats::EmitCHeader({name, &outcome.result, &outcome.options, model,
+                                 request.model().data()});
+  }
   return absl::UnimplementedError(
       absl::StrCat("emit: '", format, "' is not built yet"));
 }
