@@ -16,14 +16,15 @@
 namespace memplan::formats {
 namespace {
 
-// Text safe inside a C comment: no control characters, no "*/" and no
-// "??" (C99 trigraphs), at most 120 bytes.
+// Text safe inside a C comment: no control characters, no "*/" or "/*"
+// and no "??" (C99 trigraphs), at most 120 bytes.
 std::string CommentText(absl::string_view raw) {
   std::string out;
   for (char c : raw.substr(0, 120)) {
     const bool control = static_cast<unsigned char>(c) < 0x20 || c == 0x7F;
-    if (control || c == '?' ||
-        (c == '/' && !out.empty() && out.back() == '*')) {
+    const char before = out.empty() ? ' ' : out.back();
+    if (control || c == '?' || (c == '/' && before == '*') ||
+        (c == '*' && before == '/')) {
       out.push_back('_');
     } else {
       out.push_back(c);
