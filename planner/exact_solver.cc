@@ -16,6 +16,9 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "planner/cancel.h"
+#include "planner/greedy.h"
+#include "planner/sections.h"
+#include "planner/validate.h"
 
 namespace memplan::planner {
 namespace {
@@ -47,26 +50,6 @@ struct Model {
 // The outcome of one search (or sub-search).
 enum class Outcome { kFound, kNotFound, kAborted, kCancelled };
 
-// Checks the REQUIRES of Buffer; the message names the buffer.
-absl::Status Validate(const Problem& problem) {
-  for (size_t i = 0; i < problem.buffers.size(); ++i) {
-    const Buffer& b = problem.buffers[i];
-    const std::string who = absl::StrCat("buffer ", i, " '", b.name, "'");
-    if (b.size <= 0) return absl::InvalidArgumentError(who + ": size <= 0");
-    if (b.start >= b.end) {
-      return absl::InvalidArgumentError(who + ": start >= end");
-    }
-    if (b.alignment <= 0 || (b.alignment & (b.alignment - 1)) != 0) {
-      return absl::InvalidArgumentError(who + ": alignment not a power of 2");
-    }
-    if (b.fixed_offset.has_value() &&
-        (*b.fixed_offset < 0 || *b.fixed_offset % b.alignment != 0)) {
-      return absl::InvalidArgumentError(who + ": bad fixed offset");
-    }
-  }
-  return absl::OkStatus();
-}
-
 // The largest offset + size of a plan.
 Bytes ArenaOf(const Problem& problem, const std::vector<Offset>& offsets) {
   Bytes arena = 0;
@@ -86,80 +69,25 @@ Bytes StrongLowerBound(const Problem& problem) {
   return bound;
 }
 
-// The lowest offset >= `from` in the smallest gap among `taken` (sorted by
-// offset) that holds `size` at `align`; the top when no gap does.
-Offset BestFitGap(const std::vector<Obstacle>& taken, Bytes size, Bytes align) {
-  Offset cursor = 0;
-  Offset best = -1;
-  Bytes best_gap = kInfinity;
-  for (const Obstacle& t : taken) {
-    const Offset at = AlignUp(cursor, align);
-    if (at + size <= t.offset && t.offset - at < best_gap) {
-      best = at;
-      best_gap = t.offset - at;
-    }
-    cursor = std::max(cursor, t.top);
-  }
-  return best >= 0 ? best : AlignUp(cursor, align);
-}
-
-// A quick valid plan (best-fit by decreasing size, fixed buffers first) used
-// when the caller gives no seed. O(n^2); only run on searchable sizes.
-Solution GreedySeed(const Problem& problem) {
-  const size_t n = problem.buffers.size();
-  std::vector<int> order;
-  std::vector<Offset> offsets(n, -1);
-  for (size_t i = 0; i < n; ++i) {
-    const Buffer& b = problem.buffers[i];
-    if (b.fixed_offset) offsets[i] = *b.fixed_offset;
-    if (!b.fixed_offset) order.push_back(static_cast<int>(i));
-  }
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return problem.buffers[a].size > problem.buffers[b].size;
-  });
-  std::vector<Obstacle> taken;
-  for (int i : order) {
-    const Buffer& b = problem.buffers[i];
-    taken.clear();
-    for (size_t j = 0; j < n; ++j) {
-      if (offsets[j] < 0 || !LifetimesOverlap(b, problem.buffers[j])) continue;
-      taken.push_back({offsets[j], offsets[j] + problem.buffers[j].size});
-    }
-    std::sort(taken.begin(), taken.end(),
-              [](const Obstacle& x, const Obstacle& y) {
-                return x.offset < y.offset;
-              });
-    offsets[i] = BestFitGap(taken, b.size, b.alignment);
-  }
-  return Solution{offsets, ArenaOf(problem, offsets)};
+// A quick valid plan used when the caller gives no seed: the greedy best
+// fit by size (greedy.h), fixed buffers first.
+absl::StatusOr<Solution> GreedySeed(const Problem& problem) {
+  return PlaceInOrder(problem,
+                      GreedyPlacementOrder(problem, GreedyOrder::kSize),
+                      FitPolicy::kBestFit, nullptr);
 }
 
 // Fills sections (maximal sets of simultaneously live buffers, in time
 // order) and each buffer's section span, by one sweep over the lifetimes.
 void BuildSections(const Problem& problem, Model& model) {
-  const int m = static_cast<int>(model.ids.size());
-  std::vector<std::pair<Step, int>> events;  // (time, +1+i start | -1-i end)
-  for (int i = 0; i < m; ++i) {
-    const Buffer& b = problem.buffers[model.ids[i]];
-    events.emplace_back(b.start, i + 1);
-    events.emplace_back(b.end, -(i + 1));
-  }
-  std::sort(events.begin(), events.end());  // ends sort before starts
-  std::vector<int> live;
-  bool grown = false;  // a buffer started since the last section
-  for (const auto& [time, code] : events) {
-    if (code > 0) {
-      model.sec_lo[code - 1] = static_cast<int>(model.sections.size());
-      live.push_back(code - 1);
-      grown = true;
-      continue;
-    }
-    const int i = -code - 1;
-    if (grown) model.sections.push_back(live);
-    grown = false;
-    model.sec_hi[i] = static_cast<int>(model.sections.size());
-    live.erase(std::find(live.begin(), live.end(), i));
-  }
+  SectionOptions options;
+  options.kind = SectionKind::kMaximal;
+  options.list_live = true;
+  options.subset = &model.ids;
+  Sections sections = SweepSections(problem, options);
+  model.sec_lo = std::move(sections.first);
+  model.sec_hi = std::move(sections.last);
+  model.sections = std::move(sections.live);
 }
 
 // Two local buffers overlap in time exactly when their section spans meet.
@@ -814,7 +742,7 @@ ExactResult Unsearched(const ExactOptions& options, Bytes capacity,
 absl::StatusOr<ExactResult> SolveExact(const Problem& problem,
                                        const ExactOptions& options,
                                        const SolveContext& ctx) {
-  if (absl::Status s = Validate(problem); !s.ok()) return s;
+  if (absl::Status s = ValidateBuffers(problem); !s.ok()) return s;
   if (absl::Status s = CheckFixed(problem); !s.ok()) return s;
   if (options.orderings.empty()) {
     return absl::InvalidArgumentError("exact solver: no orderings");

@@ -450,6 +450,7 @@ absl::StatusOr<PlanResult> PlanBuffers(Problem problem,
                                        const PlanOptions& options,
                                        WorkerPool* workers,
                                        const CancelToken* cancel) {
+  problem.capacity = options.capacity;  // pins are checked against it
   if (absl::Status s = ValidateProblem(problem); !s.ok()) return s;
   PlanResult result;
   result.tensors.reserve(problem.buffers.size());
