@@ -21,7 +21,14 @@
 //   warning says so). Tensors with a zero dim hold nothing and are left out
 //   (stats.empty_values). String and variant tensors without data have no
 //   size before run time: an error naming them.
-// - Main subgraph (0) inputs and outputs are the graph's inputs and outputs.
+// - Main subgraph (0) inputs and outputs live as TFLM has them live: an op
+//   "model/inputs" before the first operator writes the inputs (they die
+//   after their last use) and an op "model/outputs" after the last reads
+//   the outputs. They are therefore not graph.inputs/outputs, which
+//   memplan keeps for the whole run (PlanOptions::io_in_arena does not
+//   apply, and reports show them as activations): kept whole-run, an input
+//   or output would make memplan's arena larger than TFLM's own on most
+//   models.
 // - Operators in execution order, one op each, named "<TYPE>#<index>"
 //   ("CONV_2D#3"), prefixed "<subgraph>/" outside the main subgraph.
 // - Operators that run subgraphs (IF, WHILE, CALL_ONCE, CALL, StableHLO
