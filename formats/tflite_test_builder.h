@@ -27,20 +27,21 @@ namespace memplan::formats::testing {
 namespace ts = ::memplan::tflite_schema;
 
 struct TestTensor {
-  std::string name;
-  std::vector<int32_t> shape;
-  int type = ts::TensorType_FLOAT32;
-  std::string data;                // bytes in the file: a constant
-  bool variable = false;           // is_variable
-  std::vector<int32_t> signature;  // shape_signature, when not empty
-  int64_t buffer = -1;             // a raw buffer index, overriding
-  bool own_empty_buffer = false;   // an empty buffer of its own, not 0
-  std::map<int, uint32_t> extra;   // fields unknown to the schema
-  std::string external;            // data kept past the flatbuffer
+  std::string name;                   // Tensor.name
+  std::vector<int32_t> shape;         // Tensor.shape
+  int type = ts::TensorType_FLOAT32;  // TensorType, any value
+  std::string data;                   // bytes in the file: a constant
+  bool variable = false;              // is_variable
+  std::vector<int32_t> signature;     // shape_signature, when not empty
+  int64_t buffer = -1;                // a raw buffer index, overriding
+  bool own_empty_buffer = false;      // an empty buffer of its own, not 0
+  std::map<int, uint32_t> extra;      // fields unknown to the schema
+  std::string external;               // data kept past the flatbuffer
 };
 
 struct TestOp {
-  int32_t code = ts::BuiltinOperator_ADD;
+  int32_t code = ts::BuiltinOperator_ADD;  // builtin code
+  // Tensor indices of the subgraph (-1: an omitted optional input).
   std::vector<int32_t> inputs, outputs, intermediates;
   std::vector<int> subgraphs;  // IF: then, else; WHILE: cond, body; ...
   std::string custom;          // custom_code, for CUSTOM
@@ -48,10 +49,10 @@ struct TestOp {
 };
 
 struct TestSubgraph {
-  std::string name;
-  std::vector<TestTensor> tensors;
-  std::vector<TestOp> ops;
-  std::vector<int32_t> inputs, outputs;
+  std::string name;                      // SubGraph.name
+  std::vector<TestTensor> tensors;       // in index order
+  std::vector<TestOp> ops;               // in execution order
+  std::vector<int32_t> inputs, outputs;  // tensor indices
 
   // Adds a tensor; returns its index.
   int Tensor(std::string tensor_name, std::vector<int32_t> dims,

@@ -155,9 +155,9 @@ class Prefix {
 
   // A table field: a uint32 scalar, or a reference.
   struct Field {
-    int id = 0;
-    std::optional<uint32_t> scalar;
-    std::optional<Target> ref;
+    int id = 0;                      // field id in the schema
+    std::optional<uint32_t> scalar;  // a uint32 value, or
+    std::optional<Target> ref;       // a reference
   };
 
   Prefix() {
