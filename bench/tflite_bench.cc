@@ -103,7 +103,7 @@ int Run(int argc, char** argv) {
     ratio_sum += ratio;
     ++models;
     const auto [tensors, ops] = Counts(*bytes);
-    std::printf("| %s | %lld | %lld | %lld | %lld | %lld | %.3f | %.1f |\n",
+    std::printf("| %s | %lld | %lld | %lld | %lld | %lld | %.3f | %.2f |\n",
                 path.substr(path.rfind('/') + 1).c_str(),
                 static_cast<long long>(tensors), static_cast<long long>(ops),
                 static_cast<long long>(r.lower_bound),
