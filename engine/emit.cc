@@ -6,6 +6,8 @@
 #include "absl/strings/str_join.h"
 #include "formats/c_header.h"
 #include "formats/format.h"
+#include "formats/plan_html.h"
+#include "formats/plan_svg.h"
 #include "formats/tflite_writer.h"
 #include "proto/convert.h"
 
@@ -35,6 +37,28 @@ absl::Status CheckEmit(const v1::PlanRequest& request) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The pictures' title: the model's or graph's name, else what was planned.
+formats::PictureOptions PictureFor(const PlanOutcome& outcome,
+                                   const v1::PlanRequest& request) {
+  formats::PictureOptions picture;
+  if (request.has_model()) {
+    const std::string& path = request.model().name();
+    picture.title = path.substr(path.find_last_of('/') + 1);
+  } else if (request.has_graph()) {
+    picture.title = request.graph().name();
+  }
+  if (picture.title.empty()) {
+    picture.title =
+        absl::StrCat(outcome.result.problem.buffers.size(),
+                     request.buffers_size() > 0 ? " buffers" : " tensors");
+  }
+  return picture;
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> Emit(absl::string_view format,
                                  const PlanOutcome& outcome,
                                  const v1::PlanRequest& request) {
@@ -54,6 +78,14 @@ absl::StatusOr<std::string> Emit(absl::string_view format,
                                                    : "plan";
     return formats::EmitCHeader({name, &outcome.result, &outcome.options, model,
                                  request.model().data()});
+  }
+  if (format == "svg") {
+    return formats::PlanSvg(outcome.result, outcome.options,
+                            PictureFor(outcome, request));
+  }
+  if (format == "html") {
+    return formats::PlanHtml(outcome.result, outcome.options,
+                             PictureFor(outcome, request));
   }
   return absl::UnimplementedError(
       absl::StrCat("emit: '", format, "' is not built yet"));
