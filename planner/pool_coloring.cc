@@ -1,52 +1,131 @@
 #include "planner/pool_coloring.h"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
+#include <utility>
+#include <vector>
 
+#include "absl/status/status.h"
+#include "planner/gap.h"
+#include "planner/gap_index.h"
+#include "planner/sections.h"
+#include "planner/sort.h"
 #include "planner/time_index.h"
 
 namespace memplan::planner {
 namespace {
 
-// First-fit coloring in size order. `neighbour_pools(i, pool_of, mark)`
-// calls mark(pool) for the pool of every colored buffer interfering with
-// buffer i; `colored(i, pool)` hears of each choice. Buffers spanning the
-// whole schedule get pools of their own after the shared ones.
-template <typename NeighbourPoolsFn, typename ColoredFn>
-Pools Color(const Problem& problem, NeighbourPoolsFn neighbour_pools,
-            ColoredFn colored) {
+// Units of work between polls of the cancel token (a unit: a neighbour
+// visited or a range read; a buffer colored counts kBufferWork).
+constexpr int64_t kCancelWork = 1 << 16;
+constexpr int64_t kBufferWork = 16;
+// Above this many overlapping buffers per buffer on average, coloring
+// reads merged pool ranges from a GapIndex instead of scanning neighbours.
+constexpr int64_t kDenseOverlaps = 128;
+
+absl::Status Cancelled() {
+  return absl::DeadlineExceededError("pool coloring cancelled");
+}
+
+// Buffers largest first, ties by index; packed keys sort in cache.
+absl::StatusOr<std::vector<int>> BySize(const Problem& problem,
+                                        const CancelToken* cancel) {
   const auto& b = problem.buffers;
-  const auto span = ScheduleSpan(problem);
-  // Largest first, ties by index; packed keys sort in cache.
   std::vector<std::pair<Bytes, int>> keys(b.size());
   for (int i = 0; i < static_cast<int>(b.size()); ++i)
     keys[i] = {-b[i].size, i};
-  std::sort(keys.begin(), keys.end());
+  if (!SortOrCancel(keys.begin(), keys.end(), std::less<>(), cancel)) {
+    return Cancelled();
+  }
   std::vector<int> order(b.size());
   for (size_t k = 0; k < keys.size(); ++k) order[k] = keys[k].second;
+  return order;
+}
+
+// One buffer to color, gathered in size order so the coloring loop reads
+// memory in sequence.
+struct Request {
+  int index;  // in problem.buffers
+  int lo;     // its first section
+  int hi;     // one past its last
+};
+
+// First-fit coloring in size order. `lowest_free(r)` returns the lowest
+// pool holding no colored buffer that interferes with request r (the
+// number of pools when all do) and the work it took; `colored(r, pool)`
+// hears of each choice. Buffers spanning the whole schedule get pools of
+// their own after the shared ones.
+template <typename LowestFreeFn, typename ColoredFn>
+absl::StatusOr<Pools> Color(const Problem& problem, const Sections& time,
+                            const CancelToken* cancel, LowestFreeFn lowest_free,
+                            ColoredFn colored) {
+  const auto& b = problem.buffers;
+  const auto span = ScheduleSpan(problem);
+  absl::StatusOr<std::vector<int>> order = BySize(problem, cancel);
+  if (!order.ok()) return order.status();
+  std::vector<Request> requests;
+  requests.reserve(order->size());
+  for (int i : *order) {
+    if (!SpansAll(b[i], span))
+      requests.push_back({i, time.first[i], time.last[i]});
+  }
   Pools pools;
   pools.pool_of.assign(b.size(), -1);
-  std::vector<int> taken_by;  // taken_by[p] == i: p holds a neighbour of i
-  for (int i : order) {
-    if (SpansAll(b[i], span)) continue;
-    neighbour_pools(i, pools.pool_of, [&](int p) { taken_by[p] = i; });
-    int pool = 0;
-    while (pool < static_cast<int>(taken_by.size()) && taken_by[pool] == i) {
-      ++pool;
+  int64_t work = 0, next_poll = kCancelWork;
+  for (const Request& r : requests) {
+    const auto [pool, units] = lowest_free(r, pools.pool_of);
+    if ((work += kBufferWork + units) >= next_poll) {
+      next_poll = work + kCancelWork;
+      if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
     }
-    if (pool == static_cast<int>(taken_by.size())) {
-      taken_by.push_back(-1);
-      pools.size.push_back(b[i].size);  // largest member: sorted by size
+    if (pool == static_cast<int>(pools.size.size())) {
+      pools.size.push_back(b[r.index].size);  // largest member: by size
     }
-    pools.pool_of[i] = pool;
-    colored(i, pool);
+    pools.pool_of[r.index] = pool;
+    colored(r, pool);
   }
-  for (int i : order) {
+  for (int i : *order) {
     if (pools.pool_of[i] >= 0) continue;
     pools.pool_of[i] = static_cast<int>(pools.size.size());
     pools.size.push_back(b[i].size);
   }
   return pools;
+}
+
+// The lowest pool not marked by `mark_neighbours(i, mark)`, with the work
+// it took. `taken_by` has an entry per pool (taken_by[p] == i: p holds a
+// neighbour of i).
+template <typename MarkFn>
+std::pair<int, int64_t> LowestUnmarked(int i, std::vector<int>* taken_by,
+                                       MarkFn mark_neighbours) {
+  const int pools = static_cast<int>(taken_by->size());
+  int64_t units = 0;
+  mark_neighbours(i, [&](int p) {
+    (*taken_by)[p] = i;
+    ++units;
+  });
+  int pool = 0;
+  while (pool < pools && (*taken_by)[pool] == i) ++pool;
+  return {pool, units};
+}
+
+// True when buffers overlap more than kDenseOverlaps others on average.
+bool IsDense(const Sections& time) {
+  int64_t total = 0;
+  std::vector<int64_t> started(time.size() + 2, 0), ended(time.size() + 2, 0);
+  for (size_t i = 0; i < time.first.size(); ++i) {
+    ++started[time.first[i] + 1];
+    ++ended[time.last[i]];
+  }
+  for (size_t x = 1; x < started.size(); ++x) {
+    started[x] += started[x - 1];
+    ended[x] += ended[x - 1];
+  }
+  for (size_t i = 0; i < time.first.size(); ++i) {
+    total += started[time.last[i]] - ended[time.first[i]] - 1;
+  }
+  return total > kDenseOverlaps * static_cast<int64_t>(time.first.size());
 }
 
 }  // namespace
@@ -55,26 +134,70 @@ Bytes Pools::TotalBytes() const {
   return std::accumulate(size.begin(), size.end(), Bytes{0});
 }
 
-Pools ColorPools(const Problem& problem, const InterferenceGraph& graph) {
+absl::StatusOr<Pools> ColorPools(const Problem& problem,
+                                 const InterferenceGraph& graph,
+                                 const CancelToken* cancel) {
+  // Sections are not needed with a graph: every request gets [0, 1).
+  Sections none;
+  none.first.assign(problem.buffers.size(), 0);
+  none.last.assign(problem.buffers.size(), 1);
+  std::vector<int> taken_by;  // one entry per pool
   return Color(
-      problem,
-      [&](int i, const std::vector<int>& pool_of, auto mark) {
-        for (int j : graph.Neighbours(i)) {
-          if (pool_of[j] >= 0) mark(pool_of[j]);
-        }
+      problem, none, cancel,
+      [&](const Request& r, const std::vector<int>& pool_of) {
+        return LowestUnmarked(r.index, &taken_by, [&](int q, auto mark) {
+          for (int j : graph.Neighbours(q)) {
+            if (pool_of[j] >= 0) mark(pool_of[j]);
+          }
+        });
       },
-      [](int, int) {});
+      [&](const Request&, int pool) {
+        if (pool == static_cast<int>(taken_by.size())) taken_by.push_back(-1);
+      });
+}
+
+absl::StatusOr<Pools> ColorPools(const Problem& problem,
+                                 const CancelToken* cancel) {
+  absl::StatusOr<Sections> time = CompressTime(problem, cancel);
+  if (!time.ok()) return time.status();
+  if (IsDense(*time)) {
+    // Pools as unit slots of an address space: the lowest pool free
+    // during a lifetime is the first fit of a 1-byte buffer.
+    GapIndex merged(time->size());
+    return Color(
+        problem, *time, cancel,
+        [&](const Request& r, const std::vector<int>&) {
+          const int64_t read = merged.ranges_read();
+          const std::vector<TakenRange>& taken = merged.Taken(r.lo, r.hi);
+          const Offset pool = FindGap(taken, 1, 1, FitPolicy::kFirstFit, 0);
+          return std::make_pair(static_cast<int>(pool),
+                                merged.ranges_read() - read);
+        },
+        [&](const Request& r, int pool) {
+          merged.Insert(r.lo, r.hi, {pool, pool + 1});
+        });
+  }
+  TimeIndex<int> colored(*time);  // colored lifetimes with their pools
+  std::vector<int> taken_by;      // one entry per pool
+  return Color(
+      problem, *time, cancel,
+      [&](const Request& r, const std::vector<int>&) {
+        return LowestUnmarked(r.index, &taken_by, [&](int, auto mark) {
+          colored.ForEachOverlapping(r.lo, r.hi, mark);
+        });
+      },
+      [&](const Request& r, int pool) {
+        if (pool == static_cast<int>(taken_by.size())) taken_by.push_back(-1);
+        colored.Insert(r.lo, r.hi, pool);
+      });
+}
+
+Pools ColorPools(const Problem& problem, const InterferenceGraph& graph) {
+  return *ColorPools(problem, graph, nullptr);
 }
 
 Pools ColorPools(const Problem& problem) {
-  const Sections time = CompressTime(problem);
-  TimeIndex<int> colored(time);  // colored lifetimes with their pools
-  return Color(
-      problem,
-      [&](int i, const std::vector<int>&, auto mark) {
-        colored.ForEachOverlapping(i, mark);
-      },
-      [&](int i, int pool) { colored.Insert(i, pool); });
+  return *ColorPools(problem, nullptr);
 }
 
 }  // namespace memplan::planner

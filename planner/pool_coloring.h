@@ -11,6 +11,8 @@
 
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "planner/cancel.h"
 #include "planner/interference.h"
 #include "planner/problem.h"
 
@@ -25,13 +27,26 @@ struct Pools {
 
 // Colors with the interference graph's adjacency. Buffers that span the
 // whole schedule interfere with everything: each gets a pool alone, numbered
-// after the shared pools.
+// after the shared pools. O(n log n + edges).
 Pools ColorPools(const Problem& problem, const InterferenceGraph& graph);
 
-// The same coloring without a materialized graph: neighbours come from a
-// TimeIndex of the buffers colored so far. For problems whose interference
-// graph is too large to build; gives the same pools.
+// The same coloring without a materialized graph, for problems whose
+// interference graph is too large to build; gives the same pools. When
+// buffers overlap few others, neighbours come from a TimeIndex of the
+// buffers colored so far (cost: the colored neighbours); when they overlap
+// many, the lowest free pool is a first fit in a GapIndex holding each
+// colored buffer as a one-slot range of pool numbers (cost: O(log^2 n) plus
+// the merged pool ranges read), so an all-overlapping problem is not
+// quadratic. O(n) memory, compressed time.
 Pools ColorPools(const Problem& problem);
+
+// Both, polling `cancel` (may be null) every few milliseconds of work,
+// sorting included: DEADLINE_EXCEEDED when cancelled.
+[[nodiscard]] absl::StatusOr<Pools> ColorPools(const Problem& problem,
+                                               const InterferenceGraph& graph,
+                                               const CancelToken* cancel);
+[[nodiscard]] absl::StatusOr<Pools> ColorPools(const Problem& problem,
+                                               const CancelToken* cancel);
 
 }  // namespace memplan::planner
 
