@@ -2,7 +2,7 @@
 // benchmark CSVs (`id,lower,upper,size`, half-open [lower, upper)) and prints
 // one Markdown table row per instance plus the total.
 //
-//   minimalloc_bench ../shared/benchmarks/minimalloc [--capacity=1048576]
+//   minimalloc_bench bench/data/minimalloc [--capacity=1048576]
 //       [--time_limit=10] [--threads=1] [--minimize]
 //
 // Every file `NAME.CAPACITY.csv` whose NAME has no dot is an instance; its

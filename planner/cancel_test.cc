@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "planner/greedy.h"
 #include "planner/interference.h"
-#include "planner/pool_coloring.h"
+#include "planner/shared_objects.h"
 #include "planner/sort.h"
 #include "planner/verifier.h"
 
@@ -100,13 +100,13 @@ TEST(CancelTest, MergedPlacementStopsSoonAfterCancel) {
   EXPECT_LT(late, kMargin);
 }
 
-TEST(CancelTest, PoolColoringStopsSoonAfterCancel) {
+TEST(CancelTest, SharedObjectColoringStopsSoonAfterCancel) {
   const Problem p = Staggered(150000, 4);
   CancelToken token;
   Canceller canceller(&token, absl::Milliseconds(50));
-  absl::StatusOr<Pools> pools = ColorPools(p, &token);
+  absl::StatusOr<SharedObjects> objects = ColorSharedObjects(p, &token);
   const absl::Duration late = canceller.Since(absl::Now());
-  EXPECT_EQ(pools.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(objects.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_LT(late, kMargin);
 }
 
@@ -135,7 +135,7 @@ TEST(CancelTest, EveryStageReturnsAtOnceWhenAlreadyCancelled) {
                 .status()
                 .code(),
             absl::StatusCode::kDeadlineExceeded);
-  EXPECT_EQ(ColorPools(p, &token).status().code(),
+  EXPECT_EQ(ColorSharedObjects(p, &token).status().code(),
             absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(BuildInterferenceGraph(p, 1 << 30, &token).status().code(),
             absl::StatusCode::kDeadlineExceeded);

