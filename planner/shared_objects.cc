@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -112,9 +113,9 @@ std::pair<int, int64_t> LowestUnmarked(int i, std::vector<int>* taken_by,
   return {object, units};
 }
 
-// True when buffers overlap more than kDenseOverlaps others on average.
-bool IsDense(const Sections& time) {
-  int64_t total = 0;
+// Per buffer, how many others overlap it: O(n + sections), from counts of
+// first and last sections.
+std::vector<int64_t> Overlaps(const Sections& time) {
   std::vector<int64_t> started(time.size() + 2, 0), ended(time.size() + 2, 0);
   for (size_t i = 0; i < time.first.size(); ++i) {
     ++started[time.first[i] + 1];
@@ -124,10 +125,80 @@ bool IsDense(const Sections& time) {
     started[x] += started[x - 1];
     ended[x] += ended[x - 1];
   }
+  std::vector<int64_t> overlaps(time.first.size());
   for (size_t i = 0; i < time.first.size(); ++i) {
-    total += started[time.last[i]] - ended[time.first[i]] - 1;
+    overlaps[i] = started[time.last[i]] - ended[time.first[i]] - 1;
   }
-  return total > kDenseOverlaps * static_cast<int64_t>(time.first.size());
+  return overlaps;
+}
+
+// A range read from a GapIndex (iterating a btree, then sorting) costs
+// about this many neighbours visited by a scan (marking an array).
+constexpr int64_t kMergedReadCost = 8;
+
+// Finds the lowest free object either way: from merged object ranges (a
+// GapIndex: cheap when the objects busy during a lifetime form few runs,
+// e.g. thousands of buffers sharing one lifetime) or by scanning the
+// colored neighbours (a TimeIndex: cheap when they are few). Starts merged
+// and switches to the scan for good once the merged reads cost more than
+// the scan would have (estimated from the overlap counts): the choice
+// depends on work, never on time, and both give the same objects.
+class ObjectFinder {
+ public:
+  // `merged`: start merged; `adaptive`: may switch to the scan.
+  ObjectFinder(const Sections& time, bool merged, bool adaptive)
+      : merged_(merged ? std::make_optional<GapIndex>(time.size())
+                       : std::nullopt),
+        colored_(time),
+        adaptive_(adaptive) {
+    if (merged) overlaps_ = Overlaps(time);
+    requests_ = static_cast<int64_t>(time.first.size());
+  }
+
+  // The lowest object free during r's lifetime and the work it took.
+  std::pair<int, int64_t> LowestFree(const Request& r) {
+    if (!merged_) {
+      return LowestUnmarked(r.index, &taken_by_, [&](int, auto mark) {
+        colored_.ForEachOverlapping(r.lo, r.hi, mark);
+      });
+    }
+    const int64_t read = merged_->ranges_read();
+    const std::vector<TakenRange>& taken = merged_->Taken(r.lo, r.hi);
+    const Offset object = FindGap(taken, 1, 1, FitPolicy::kFirstFit, 0);
+    const int64_t work = merged_->ranges_read() - read;
+    // A scan would visit the colored neighbours: about this many (the
+    // colored share of its overlapping buffers).
+    scan_estimate_ += overlaps_[r.index] * done_ / requests_;
+    if (++done_ > 256 && adaptive_ &&
+        kMergedReadCost * merged_->ranges_read() > scan_estimate_) {
+      merged_.reset();  // the scan is cheaper here: keep to it
+    }
+    return {static_cast<int>(object), work};
+  }
+
+  void Colored(const Request& r, int object) {
+    if (object == static_cast<int>(taken_by_.size())) taken_by_.push_back(-1);
+    colored_.Insert(r.lo, r.hi, object);
+    if (merged_) merged_->Insert(r.lo, r.hi, {object, object + 1});
+  }
+
+ private:
+  std::optional<GapIndex> merged_;  // while the merged search pays
+  TimeIndex<int> colored_;          // colored lifetimes with their objects
+  std::vector<int> taken_by_;       // one entry per object
+  bool adaptive_;                   // may leave the merged search
+  std::vector<int64_t> overlaps_;   // per buffer (merged only)
+  int64_t requests_ = 1;            // buffers to color
+  int64_t done_ = 0;                // buffers colored through merged_
+  int64_t scan_estimate_ = 0;       // what scans would have cost so far
+};
+
+// True when buffers overlap more than kDenseOverlaps others on average.
+bool IsDense(const Sections& time) {
+  const std::vector<int64_t> overlaps = Overlaps(time);
+  const int64_t total =
+      std::accumulate(overlaps.begin(), overlaps.end(), int64_t{0});
+  return total > kDenseOverlaps * static_cast<int64_t>(overlaps.size());
 }
 
 }  // namespace
@@ -160,38 +231,24 @@ absl::StatusOr<SharedObjects> ColorSharedObjects(const Problem& problem,
 
 absl::StatusOr<SharedObjects> ColorSharedObjects(const Problem& problem,
                                                  const CancelToken* cancel) {
+  return ColorSharedObjects(problem, cancel, OverlapSearch::kAuto);
+}
+
+absl::StatusOr<SharedObjects> ColorSharedObjects(const Problem& problem,
+                                                 const CancelToken* cancel,
+                                                 OverlapSearch search) {
   absl::StatusOr<Sections> time = CompressTime(problem, cancel);
   if (!time.ok()) return time.status();
-  if (IsDense(*time)) {
-    // Objects as unit slots of an address space: the lowest object free
-    // during a lifetime is the first fit of a 1-byte buffer.
-    GapIndex merged(time->size());
-    return Color(
-        problem, *time, cancel,
-        [&](const Request& r, const std::vector<int>&) {
-          const int64_t read = merged.ranges_read();
-          const std::vector<TakenRange>& taken = merged.Taken(r.lo, r.hi);
-          const Offset object = FindGap(taken, 1, 1, FitPolicy::kFirstFit, 0);
-          return std::make_pair(static_cast<int>(object),
-                                merged.ranges_read() - read);
-        },
-        [&](const Request& r, int object) {
-          merged.Insert(r.lo, r.hi, {object, object + 1});
-        });
-  }
-  TimeIndex<int> colored(*time);  // colored lifetimes with their objects
-  std::vector<int> taken_by;      // one entry per object
+  const bool merged = search == OverlapSearch::kAuto
+                          ? IsDense(*time)
+                          : search == OverlapSearch::kMerged;
+  ObjectFinder finder(*time, merged, search == OverlapSearch::kAuto);
   return Color(
       problem, *time, cancel,
       [&](const Request& r, const std::vector<int>&) {
-        return LowestUnmarked(r.index, &taken_by, [&](int, auto mark) {
-          colored.ForEachOverlapping(r.lo, r.hi, mark);
-        });
+        return finder.LowestFree(r);
       },
-      [&](const Request& r, int object) {
-        if (object == static_cast<int>(taken_by.size())) taken_by.push_back(-1);
-        colored.Insert(r.lo, r.hi, object);
-      });
+      [&](const Request& r, int object) { finder.Colored(r, object); });
 }
 
 SharedObjects ColorSharedObjects(const Problem& problem,

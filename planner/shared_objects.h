@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "planner/cancel.h"
+#include "planner/greedy.h"  // OverlapSearch
 #include "planner/interference.h"
 #include "planner/problem.h"
 
@@ -50,6 +51,11 @@ SharedObjects ColorSharedObjects(const Problem& problem);
     const CancelToken* cancel);
 [[nodiscard]] absl::StatusOr<SharedObjects> ColorSharedObjects(
     const Problem& problem, const CancelToken* cancel);
+
+// The graphless coloring with the search chosen (tests and benchmarks):
+// every choice gives the same objects.
+[[nodiscard]] absl::StatusOr<SharedObjects> ColorSharedObjects(
+    const Problem& problem, const CancelToken* cancel, OverlapSearch search);
 
 }  // namespace memplan::planner
 
