@@ -41,10 +41,16 @@ TEST(SharedObjectsTest, WithoutAGraphTheSamePoolsDenseOrSparse) {
         BuildInterferenceGraph(p, int64_t{1} << 30);
     ASSERT_TRUE(graph.ok());
     const SharedObjects with_graph = ColorSharedObjects(p, *graph);
-    const SharedObjects without = ColorSharedObjects(p);
-    EXPECT_EQ(with_graph.object_of, without.object_of) << "seed " << seed;
-    EXPECT_EQ(with_graph.size, without.size) << "seed " << seed;
-    ExpectValid(p, without);
+    ExpectValid(p, with_graph);
+    for (OverlapSearch search :
+         {OverlapSearch::kAuto, OverlapSearch::kScan, OverlapSearch::kMerged}) {
+      absl::StatusOr<SharedObjects> without =
+          ColorSharedObjects(p, nullptr, search);
+      ASSERT_TRUE(without.ok());
+      EXPECT_EQ(with_graph.object_of, without->object_of)
+          << "seed " << seed << " search " << static_cast<int>(search);
+      EXPECT_EQ(with_graph.size, without->size) << "seed " << seed;
+    }
   }
 }
 
