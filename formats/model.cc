@@ -55,7 +55,7 @@ absl::StatusOr<ImportedModel> ImportModel(Format format,
 absl::StatusOr<ModelSummary> SummarizeModel(Format format,
                                             absl::string_view bytes,
                                             absl::string_view name) {
-  (void)bytes;
+  if (format == Format::kOnnx) return SummarizeOnnx(bytes, name);
   return Invalid(name, ": describing ", FormatName(format),
                  " models is not built in yet");
 }

@@ -152,7 +152,7 @@ class Model {
 };
 
 absl::StatusOr<ImportedModel> Import(const Model& model,
-                                  const ModelOptions& options = {}) {
+                                     const ModelOptions& options = {}) {
   return ImportOnnx(model.Bytes(), "test.onnx", options);
 }
 
