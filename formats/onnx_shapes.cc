@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -41,6 +42,10 @@ constexpr ElementType kElementTypes[] = {
     {"uint4", 4},          {"int4", 4},       {"float4e2m1", 4},
 };
 constexpr int kTypeCount = sizeof(kElementTypes) / sizeof(kElementTypes[0]);
+
+// Marks errors of shape rules: shapes that cannot be (an If branch that
+// cannot run), as opposed to a broken or hostile model.
+constexpr char kShapeErrorPayload[] = "memplan.onnx.shape_error";
 
 // Ops whose outputs are not folded to constants even from constant inputs.
 bool NonDeterministic(const std::string& op) {
@@ -399,7 +404,11 @@ class Evaluator {
     OnnxShapeRule rule = FindOnnxShapeRule(node.domain(), node.op_type());
     if (rule != nullptr) {
       absl::Status s = rule(c);
-      if (!IsFallBack(s)) return s;
+      if (!s.ok() && !IsFallBack(s)) {
+        s.SetPayload(kShapeErrorPayload, absl::Cord("1"));
+        return s;
+      }
+      if (s.ok()) return s;
       for (OnnxValue* v : c.out) {
         if (v == nullptr) continue;
         v->elem_type = 0;
@@ -878,7 +887,7 @@ class Evaluator {
                     nr->outputs.size());
       }
       if (!s.ok()) {
-        if (taken >= 0) return s;
+        if (taken >= 0 || !s.GetPayload(kShapeErrorPayload)) return s;
         failures[b] = std::string(s.message());
       } else if (taken < 0) {
         failures[b] = InconsistentShapes(*runs[b]);
@@ -1155,7 +1164,9 @@ absl::StatusOr<OnnxEvaluation> EvaluateOnnxShapes(
     const onnx::ModelProto& model, const OnnxEvalOptions& options,
     absl::string_view name) {
   Evaluator evaluator(model, options, name);
-  return evaluator.Run();
+  absl::StatusOr<OnnxEvaluation> e = evaluator.Run();
+  if (!e.ok()) return absl::Status(e.status().code(), e.status().message());
+  return e;
 }
 
 int OnnxElementBits(int32_t elem_type) {
