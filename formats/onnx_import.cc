@@ -516,12 +516,11 @@ class GraphBuilder {
   // Appends planned tensors of `ids` (in order, once) to a list.
   void AppendPlanned(const std::vector<int>& ids,
                      google::protobuf::RepeatedPtrField<std::string>* list) {
+    absl::flat_hash_set<std::string>& listed = listed_[list];
     for (int id : ids) {
       if (id < 0 || !Planned(id)) continue;
       const std::string& n = names_.at(id);
-      if (std::find(list->begin(), list->end(), n) == list->end()) {
-        *list->Add() = n;
-      }
+      if (listed.insert(n).second) *list->Add() = n;
     }
   }
 
@@ -637,12 +636,14 @@ class GraphBuilder {
   absl::flat_hash_set<int> seen_;                // value ids sized
   absl::flat_hash_set<std::string> used_names_;  // tensor names taken
   absl::flat_hash_set<std::string> used_ops_;    // op names taken
-  std::set<std::string> empty_;                  // zero-element values
-  std::vector<std::string> unknown_;             // "name (reason)"
-  std::vector<int> unknown_ids_;                 // their value ids
-  int64_t skipped_values_ = 0;  // values of If branches that never run
-  int64_t skipped_nodes_ = 0;   // If nodes running one branch
-  ImportedModel result_;        // what Build returns
+  // Names already in each op's input or output list.
+  absl::flat_hash_map<const void*, absl::flat_hash_set<std::string>> listed_;
+  std::set<std::string> empty_;       // zero-element values
+  std::vector<std::string> unknown_;  // "name (reason)"
+  std::vector<int> unknown_ids_;      // their value ids
+  int64_t skipped_values_ = 0;        // values of If branches that never run
+  int64_t skipped_nodes_ = 0;         // If nodes running one branch
+  ImportedModel result_;              // what Build returns
 };
 
 }  // namespace
@@ -787,16 +788,15 @@ absl::StatusOr<ModelSummary> SummarizeOnnx(absl::string_view bytes,
   for (const onnx::ValueInfoProto& vi : g.output()) {
     s.outputs.push_back(DeclaredSummary(vi));
   }
+  std::set<std::string> named;
   for (const ValueSummary& in : s.inputs) {
     for (const std::string& d : in.dims) {
-      if (d != "?" && !std::isdigit(static_cast<unsigned char>(d[0])) &&
-          std::find(s.symbolic_dims.begin(), s.symbolic_dims.end(), d) ==
-              s.symbolic_dims.end()) {
-        s.symbolic_dims.push_back(d);
+      if (d != "?" && !std::isdigit(static_cast<unsigned char>(d[0]))) {
+        named.insert(d);
       }
     }
   }
-  std::sort(s.symbolic_dims.begin(), s.symbolic_dims.end());
+  s.symbolic_dims.assign(named.begin(), named.end());
   s.subgraphs = 0;
   ForEachGraph(g, [&](const onnx::GraphProto& sub) {
     ++s.subgraphs;

@@ -1081,6 +1081,8 @@ absl::Status ConcatOp(OnnxNodeContext& c) {
     }
   }
   SetOut(c, 0, ins[0]->elem_type, out);
+  std::optional<int64_t> total = OnnxElementCount(out);
+  if (!total || *total > kMaxOnnxContent) return absl::OkStatus();
   // Elements: for each outer index, each input's inner block in turn.
   OnnxContent content;
   content.real = IsRealType(ins[0]->elem_type);

@@ -139,8 +139,7 @@ class Evaluator {
         continue;
       }
       for (OnnxGraphRun* c : crossed) {
-        if (std::find(c->captured.begin(), c->captured.end(), it->second) ==
-            c->captured.end()) {
+        if (captured_sets_[c].insert(it->second).second) {
           c->captured.push_back(it->second);
         }
       }
@@ -839,11 +838,9 @@ class Evaluator {
 
   // Collects what a finished body captured into the node's list.
   static void AddCaptured(const OnnxGraphRun& body, OnnxNodeRun* nr) {
+    absl::flat_hash_set<int> listed(nr->captured.begin(), nr->captured.end());
     for (int id : body.captured) {
-      if (std::find(nr->captured.begin(), nr->captured.end(), id) ==
-          nr->captured.end()) {
-        nr->captured.push_back(id);
-      }
+      if (listed.insert(id).second) nr->captured.push_back(id);
     }
   }
 
@@ -1153,6 +1150,9 @@ class Evaluator {
   absl::flat_hash_map<const onnx::GraphProto*,
                       absl::flat_hash_map<std::string, const onnx::TypeProto*>>
       global_types_;  // ONNX's inferred types, per graph
+  // What each graph run captured, for deduplication.
+  absl::flat_hash_map<const OnnxGraphRun*, absl::flat_hash_set<int>>
+      captured_sets_;
   // Per graph being evaluated (innermost last): value -> producing node.
   std::vector<absl::flat_hash_map<std::string, int>> producers_;
   OnnxEvaluation result_;  // what Run returns

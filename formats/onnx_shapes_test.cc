@@ -549,6 +549,35 @@ TEST(OnnxShapesTest, HugeRangeConstantOfShapeAndReshapeAreErrors) {
                     HasSubstr("cannot reshape 12 elements")));
 }
 
+// Shape arithmetic that squares itself 60 times: with the dim unknown the
+// expression is capped (the error names the dim), with it known the
+// arithmetic overflows and the error names the node. A Concat of 20,000
+// shape tensors is folded without copying them all for every step.
+TEST(OnnxShapesTest, HostileShapeArithmeticStaysBounded) {
+  OnnxTestModel m(13);
+  auto g = m.graph();
+  g.Input("x", kFloat, {"batch"}).Add("Shape", {"x"}, {"d0"}).Ints("one", {1});
+  for (int i = 0; i < 60; ++i) {
+    const std::string d = "d" + std::to_string(i);
+    g.Add("Add", {d, "one"}, {d + "p"});
+    g.Add("Mul", {d, d + "p"}, {"d" + std::to_string(i + 1)},
+          "mul" + std::to_string(i));
+  }
+  g.Add("ConstantOfShape", {"d60"}, {"y"}).Output("y");
+  EXPECT_THAT(ImportError(m),
+              HasSubstr("symbolic dims without a value: batch"));
+  EXPECT_THAT(ImportError(m, {{"batch", 2}}),
+              AllOf(HasSubstr("(Mul"), HasSubstr("overflows 64 bits")));
+
+  OnnxTestModel wide(13);
+  auto w = wide.graph();
+  w.Input("x", kFloat, {"batch", "2"}).Add("Shape", {"x"}, {"s"});
+  std::vector<std::string> parts(20000, "s");
+  w.Node("Concat", parts, {"long"}).Int("axis", 0);
+  w.Add("Size", {"long"}, {"n"}).Output("n");
+  EXPECT_EQ(Import(wide, {{"batch", 1}})["long"], 40000 * 8);
+}
+
 // Opset 18 changed Reduce*, Pad and Split; ONNX 1.12 stops at opset 17, so
 // its older schemas would size them wrongly (ReduceMean-13 ignores an axes
 // input and reduces everything). memplan's rules size them instead.
