@@ -95,6 +95,34 @@ void ForEachMutableGraph(onnx::GraphProto* g, const F& f) {
   }
 }
 
+// Clears the data of tensors too large for the evaluation to read (it
+// folds tensors of at most kMaxOnnxContent elements): only their shapes
+// matter, and the model is copied and walked several times.
+void DropBulkData(onnx::ModelProto* model) {
+  auto drop = [](onnx::TensorProto* t) {
+    int64_t n = 1;
+    for (int64_t d : t->dims()) {
+      if (d < 0 || __builtin_mul_overflow(n, d, &n)) return;
+    }
+    if (n <= kMaxOnnxContent) return;
+    t->clear_raw_data();
+    t->clear_float_data();
+    t->clear_int32_data();
+    t->clear_int64_data();
+    t->clear_double_data();
+    t->clear_uint64_data();
+    t->clear_string_data();
+  };
+  ForEachMutableGraph(model->mutable_graph(), [&](onnx::GraphProto* g) {
+    for (onnx::TensorProto& t : *g->mutable_initializer()) drop(&t);
+    for (onnx::NodeProto& n : *g->mutable_node()) {
+      for (onnx::AttributeProto& a : *n.mutable_attribute()) {
+        if (a.has_t()) drop(a.mutable_t());
+      }
+    }
+  });
+}
+
 // --- Flags checked against the model
 // -------------------------------------------
 
@@ -312,6 +340,7 @@ absl::StatusOr<onnx::ModelProto> Prepare(absl::string_view bytes,
                                          std::vector<std::string>* warnings) {
   absl::StatusOr<onnx::ModelProto> model = ParseModel(bytes, name);
   if (!model.ok()) return model.status();
+  DropBulkData(&*model);
   onnx::GraphProto* g = model->mutable_graph();
   if (auto s = CheckDimNames(options, *g); !s.ok()) return s;
   if (auto s = CheckShapeNames(options, *g); !s.ok()) return s;
@@ -809,6 +838,7 @@ absl::StatusOr<ModelSummary> SummarizeOnnx(absl::string_view bytes,
   // Output shapes as the evaluation gives them, symbolic dims kept; the
   // declared ones when it cannot run.
   onnx::ModelProto inferred = *model;
+  DropBulkData(&inferred);
   if (InferShapes(&inferred, name).ok()) {
     absl::StatusOr<OnnxEvaluation> e =
         EvaluateOnnxShapes(inferred, OnnxEvalOptions(), name);
