@@ -265,18 +265,37 @@ uint64_t PatternWord(TensorId id, uint64_t word) {
   return z ^ (z >> 31);
 }
 
-// Writes tensor id's pattern over `size` bytes at p.
-void WritePattern(char* p, int64_t size, TensorId id) {
+// Bytes of one tensor written or checked between two polls of
+// ReplayOptions::should_stop: a huge tensor cannot hold a call up.
+constexpr int64_t kStopBytes = int64_t{16} << 20;
+
+// Whether to stop at byte `off` of a tensor (every kStopBytes).
+bool StopInside(const ReplayOptions* options, int64_t off) {
+  return off > 0 && off % kStopBytes == 0 && options != nullptr &&
+         options->should_stop && options->should_stop();
+}
+
+// Writes tensor id's pattern over `size` bytes at p; false when stopped.
+bool WritePattern(char* p, int64_t size, TensorId id,
+                  const ReplayOptions* options) {
   for (int64_t off = 0; off < size; off += 8) {
+    if (StopInside(options, off)) return false;
     const uint64_t w = PatternWord(id, static_cast<uint64_t>(off / 8));
     std::memcpy(p + off, &w,
                 static_cast<size_t>(std::min<int64_t>(8, size - off)));
   }
+  return true;
 }
 
-// The first byte offset where tensor id's pattern differs, or -1.
-int64_t FindCorruption(const char* p, int64_t size, TensorId id) {
+// A FindCorruption result: the check was stopped, not finished.
+constexpr int64_t kCheckStopped = -2;
+
+// The first byte offset where tensor id's pattern differs, -1 if none, or
+// kCheckStopped.
+int64_t FindCorruption(const char* p, int64_t size, TensorId id,
+                       const ReplayOptions* options) {
   for (int64_t off = 0; off < size; off += 8) {
+    if (StopInside(options, off)) return kCheckStopped;
     const uint64_t w = PatternWord(id, static_cast<uint64_t>(off / 8));
     const auto n = static_cast<size_t>(std::min<int64_t>(8, size - off));
     if (std::memcmp(p + off, &w, n) != 0) {
@@ -301,6 +320,7 @@ struct StaticReplay {
   std::vector<TensorId> live;           // ids live now, in no order
   std::vector<size_t> live_at;          // by id: its index in `live`
   int64_t bytes_live = 0;               // sum of the live tensors' sizes
+  const ReplayOptions* options;         // the stop hook
 };
 
 // The first tensor born after `victim` whose bytes cover victim's byte
@@ -323,7 +343,12 @@ TensorId FindCulprit(const StaticReplay& r, TensorId victim, int64_t at) {
 // DATA_LOSS if tensor id's pattern changed.
 absl::Status CheckTensor(const StaticReplay& r, TensorId id) {
   const char* p = static_cast<const char*>(r.arena->AtOffset((*r.offsets)[id]));
-  const int64_t at = FindCorruption(p, r.sizes[id], id);
+  const int64_t at = FindCorruption(p, r.sizes[id], id, r.options);
+  if (at == kCheckStopped) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("replay stopped while checking ", r.trace->TensorName(id),
+                     ": time limit or cancellation"));
+  }
   if (at < 0) return absl::OkStatus();
   const TensorId culprit = FindCulprit(r, id, at);
   return absl::DataLossError(absl::StrFormat(
@@ -368,8 +393,12 @@ absl::Status StaticStep(StaticReplay& r, size_t index) {
     r.live_at[e.id] = r.live.size();
     r.live.push_back(e.id);
     r.bytes_live += e.size;
-    WritePattern(static_cast<char*>(r.arena->AtOffset((*r.offsets)[e.id])),
-                 e.size, e.id);
+    if (!WritePattern(static_cast<char*>(r.arena->AtOffset((*r.offsets)[e.id])),
+                      e.size, e.id, r.options)) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "replay stopped while writing ", r.trace->TensorName(e.id),
+          ": time limit or cancellation"));
+    }
     return absl::OkStatus();
   }
   r.life[e.id] = Life::kDead;
@@ -409,11 +438,20 @@ absl::StatusOr<ReplayResult> ReplayStaticPlan(
                  std::vector<Life>(n),
                  {},
                  std::vector<size_t>(n, 0),
-                 0};
+                 0,
+                 &options.replay};
   ReplayResult result;
   const ReplayOptions& replay = options.replay;
+  int64_t bytes_since_poll = 0;
   for (size_t i = 0; i < trace.events.size(); ++i) {
-    if (MustStop(replay, i)) return Stopped(i);
+    // Poll every 1024 events, and after every 16 MiB written or checked.
+    if (MustStop(replay, i) ||
+        (bytes_since_poll >= kStopBytes && replay.should_stop &&
+         replay.should_stop())) {
+      return Stopped(i);
+    }
+    if (bytes_since_poll >= kStopBytes) bytes_since_poll = 0;
+    bytes_since_poll += trace.events[i].size;
     if (absl::Status s = CheckEvent(trace, i, r.life); !s.ok()) return s;
     if (absl::Status s = StaticStep(r, i); !s.ok()) return s;
     if (options.check_all_live_at_each_event) {

@@ -231,5 +231,63 @@ TEST(ReplayStaticPlanTest, RejectsBadPlacementsAndTooLargeArenas) {
             absl::StatusCode::kResourceExhausted);
 }
 
+// A stop hook that says "stop" from its `after`-th poll on.
+ReplayOptions StopAfter(int after, int* polls) {
+  ReplayOptions options;
+  options.should_stop = [after, polls] { return ++*polls > after; };
+  return options;
+}
+
+TEST(ReplayStopTest, DynamicReplayStopsAndFreesWhatIsLive) {
+  const Trace trace = LarsonWorkload(10000, 64, 16, 4096);
+  BfcAllocator bfc(BfcAllocator::Options{});
+  int polls = 0;
+  absl::StatusOr<ReplayResult> r = ReplayTrace(trace, bfc, StopAfter(2, &polls));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(polls, 3);  // events 0, 1024, 2048: stopped at the third poll
+  EXPECT_EQ(bfc.GetStats().bytes_in_use, 0);
+}
+
+TEST(ReplayStopTest, StaticReplayStopsInsideAHugeTensor) {
+  // One 64 MiB tensor: the hook is polled every 16 MiB of it.
+  Trace trace;
+  trace.events = {{EventKind::kAlloc, 0, int64_t{64} << 20},
+                  {EventKind::kFree, 0, int64_t{64} << 20}};
+  BfcAllocator bfc(BfcAllocator::Options{});
+  StaticReplayOptions options;
+  int polls = 0;
+  options.replay = StopAfter(1, &polls);
+  absl::StatusOr<ReplayResult> r =
+      ReplayStaticPlan(trace, {0}, int64_t{64} << 20, bfc, options);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(r.status().message(), HasSubstr("while writing"));
+  EXPECT_EQ(polls, 2);  // event 0, then 16 MiB into the tensor
+  EXPECT_EQ(bfc.GetStats().bytes_in_use, 0);  // the arena went back
+}
+
+TEST(ReplaySeriesTest, SamplesEvenlyAndEndsWithTheLastEvent) {
+  const Trace trace = AllocationWorkload(1000, 3);  // 2000 events
+  BfcAllocator bfc(BfcAllocator::Options{});
+  ReplayOptions options;
+  options.series_points = 10;
+  absl::StatusOr<ReplayResult> r = ReplayTrace(trace, bfc, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->series.size(), 10u);
+  EXPECT_EQ(r->series.front().event, 199);
+  EXPECT_EQ(r->series.back().event, 1999);
+  EXPECT_EQ(r->series.back().bytes_in_use, 0);  // all freed by the end
+  for (const SeriesPoint& p : r->series) {
+    EXPECT_LE(p.bytes_in_use, p.bytes_reserved);
+  }
+}
+
+TEST(QuantileTest, RanksOfTheSortedSamples) {
+  EXPECT_EQ(Quantile({}, 0.5), 0);
+  EXPECT_EQ(Quantile({5, 1, 4, 2, 3}, 0.5), 3);
+  EXPECT_EQ(Quantile({5, 1, 4, 2, 3}, 0.0), 1);
+  EXPECT_EQ(Quantile({5, 1, 4, 2, 3}, 1.0), 5);
+  EXPECT_EQ(Quantile({5, 1, 4, 2, 3}, 0.99), 5);
+}
+
 }  // namespace
 }  // namespace memplan::allocators

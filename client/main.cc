@@ -25,6 +25,7 @@
 #include "client/remote.h"
 #include "engine/benchmark.h"
 #include "engine/plan.h"
+#include "formats/bench_html.h"
 #include "formats/minimalloc_csv.h"
 #include "formats/request_json.h"
 #include "planner/planner.h"
@@ -33,6 +34,9 @@
 
 namespace memplan::client {
 namespace {
+
+// Points per allocator of the bytes-over-time charts of bench --emit html.
+constexpr int kBenchSeriesPoints = 512;
 
 constexpr int kUsage = 64, kDataErr = 65, kNoInput = 66, kUnavailable = 69,
               kSoftware = 70, kCantCreate = 73, kTempFail = 75;
@@ -327,13 +331,26 @@ int RunBench(const std::vector<std::string>& args) {
       args.size() > 1) {
     return Usage("bench", "bench takes one FILE or --workload");
   }
-  if (!absl::GetFlag(FLAGS_emit).empty()) {
-    return Usage("bench", "bench --emit is not available in this build");
+  const std::string emit = absl::GetFlag(FLAGS_emit);
+  if (!emit.empty() && emit != "html") {
+    return Usage("bench", "bench --emit takes html (charts of the replay)");
+  }
+  if (emit.empty() != absl::GetFlag(FLAGS_output).empty()) {
+    return Usage("bench", "--emit html and -o FILE go together");
   }
   absl::StatusOr<v1::BenchmarkRequest> request = BenchRequest(args);
   if (!request.ok()) return Fail(request.status());
+  if (!emit.empty()) request->set_series_points(kBenchSeriesPoints);
   absl::StatusOr<v1::BenchmarkResponse> response = Bench(*request);
   if (!response.ok()) return Fail(response.status(), Remote());
+  if (!emit.empty()) {
+    const std::string title =
+        args.empty() ? absl::StrCat("workload ", absl::GetFlag(FLAGS_workload))
+                     : args[0];
+    absl::Status s = formats::WriteFileAtomically(
+        absl::GetFlag(FLAGS_output), formats::BenchHtml(*response, title));
+    if (!s.ok()) return Fail(s);
+  }
   if (format == "json") {
     std::cout << formats::ToJson(*response);
   } else {

@@ -5,6 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "formats/format.h"
+#include "formats/plan_html.h"
+#include "formats/plan_svg.h"
 #include "proto/convert.h"
 
 namespace memplan::engine {
@@ -33,11 +35,39 @@ absl::Status CheckEmit(const v1::PlanRequest& request) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The pictures' title: the model's or graph's name, else what was planned.
+formats::PictureOptions PictureFor(const PlanOutcome& outcome,
+                                   const v1::PlanRequest& request) {
+  formats::PictureOptions picture;
+  if (request.has_model()) {
+    const std::string& path = request.model().name();
+    picture.title = path.substr(path.find_last_of('/') + 1);
+  } else if (request.has_graph()) {
+    picture.title = request.graph().name();
+  }
+  if (picture.title.empty()) {
+    picture.title =
+        absl::StrCat(outcome.result.problem.buffers.size(),
+                     request.buffers_size() > 0 ? " buffers" : " tensors");
+  }
+  return picture;
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> Emit(absl::string_view format,
                                  const PlanOutcome& outcome,
                                  const v1::PlanRequest& request) {
-  (void)outcome;
-  (void)request;
+  if (format == "svg") {
+    return formats::PlanSvg(outcome.result, outcome.options,
+                            PictureFor(outcome, request));
+  }
+  if (format == "html") {
+    return formats::PlanHtml(outcome.result, outcome.options,
+                             PictureFor(outcome, request));
+  }
   return absl::UnimplementedError(
       absl::StrCat("emit: '", format, "' is not built yet"));
 }

@@ -16,6 +16,9 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "planner/cancel.h"
+#include "planner/greedy.h"
+#include "planner/sections.h"
+#include "planner/validate.h"
 
 namespace memplan::planner {
 namespace {
@@ -47,26 +50,6 @@ struct Model {
 // The outcome of one search (or sub-search).
 enum class Outcome { kFound, kNotFound, kAborted, kCancelled };
 
-// Checks the REQUIRES of Buffer; the message names the buffer.
-absl::Status Validate(const Problem& problem) {
-  for (size_t i = 0; i < problem.buffers.size(); ++i) {
-    const Buffer& b = problem.buffers[i];
-    const std::string who = absl::StrCat("buffer ", i, " '", b.name, "'");
-    if (b.size <= 0) return absl::InvalidArgumentError(who + ": size <= 0");
-    if (b.start >= b.end) {
-      return absl::InvalidArgumentError(who + ": start >= end");
-    }
-    if (b.alignment <= 0 || (b.alignment & (b.alignment - 1)) != 0) {
-      return absl::InvalidArgumentError(who + ": alignment not a power of 2");
-    }
-    if (b.fixed_offset.has_value() &&
-        (*b.fixed_offset < 0 || *b.fixed_offset % b.alignment != 0)) {
-      return absl::InvalidArgumentError(who + ": bad fixed offset");
-    }
-  }
-  return absl::OkStatus();
-}
-
 // The largest offset + size of a plan.
 Bytes ArenaOf(const Problem& problem, const std::vector<Offset>& offsets) {
   Bytes arena = 0;
@@ -86,80 +69,25 @@ Bytes StrongLowerBound(const Problem& problem) {
   return bound;
 }
 
-// The lowest offset >= `from` in the smallest gap among `taken` (sorted by
-// offset) that holds `size` at `align`; the top when no gap does.
-Offset BestFitGap(const std::vector<Obstacle>& taken, Bytes size, Bytes align) {
-  Offset cursor = 0;
-  Offset best = -1;
-  Bytes best_gap = kInfinity;
-  for (const Obstacle& t : taken) {
-    const Offset at = AlignUp(cursor, align);
-    if (at + size <= t.offset && t.offset - at < best_gap) {
-      best = at;
-      best_gap = t.offset - at;
-    }
-    cursor = std::max(cursor, t.top);
-  }
-  return best >= 0 ? best : AlignUp(cursor, align);
-}
-
-// A quick valid plan (best-fit by decreasing size, fixed buffers first) used
-// when the caller gives no seed. O(n^2); only run on searchable sizes.
-Solution GreedySeed(const Problem& problem) {
-  const size_t n = problem.buffers.size();
-  std::vector<int> order;
-  std::vector<Offset> offsets(n, -1);
-  for (size_t i = 0; i < n; ++i) {
-    const Buffer& b = problem.buffers[i];
-    if (b.fixed_offset) offsets[i] = *b.fixed_offset;
-    if (!b.fixed_offset) order.push_back(static_cast<int>(i));
-  }
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return problem.buffers[a].size > problem.buffers[b].size;
-  });
-  std::vector<Obstacle> taken;
-  for (int i : order) {
-    const Buffer& b = problem.buffers[i];
-    taken.clear();
-    for (size_t j = 0; j < n; ++j) {
-      if (offsets[j] < 0 || !LifetimesOverlap(b, problem.buffers[j])) continue;
-      taken.push_back({offsets[j], offsets[j] + problem.buffers[j].size});
-    }
-    std::sort(taken.begin(), taken.end(),
-              [](const Obstacle& x, const Obstacle& y) {
-                return x.offset < y.offset;
-              });
-    offsets[i] = BestFitGap(taken, b.size, b.alignment);
-  }
-  return Solution{offsets, ArenaOf(problem, offsets)};
+// A quick valid plan used when the caller gives no seed: the greedy best
+// fit by size (greedy.h), fixed buffers first.
+absl::StatusOr<Solution> GreedySeed(const Problem& problem) {
+  return PlaceInOrder(problem,
+                      GreedyPlacementOrder(problem, GreedyOrder::kSize),
+                      FitPolicy::kBestFit, nullptr);
 }
 
 // Fills sections (maximal sets of simultaneously live buffers, in time
 // order) and each buffer's section span, by one sweep over the lifetimes.
 void BuildSections(const Problem& problem, Model& model) {
-  const int m = static_cast<int>(model.ids.size());
-  std::vector<std::pair<Step, int>> events;  // (time, +1+i start | -1-i end)
-  for (int i = 0; i < m; ++i) {
-    const Buffer& b = problem.buffers[model.ids[i]];
-    events.emplace_back(b.start, i + 1);
-    events.emplace_back(b.end, -(i + 1));
-  }
-  std::sort(events.begin(), events.end());  // ends sort before starts
-  std::vector<int> live;
-  bool grown = false;  // a buffer started since the last section
-  for (const auto& [time, code] : events) {
-    if (code > 0) {
-      model.sec_lo[code - 1] = static_cast<int>(model.sections.size());
-      live.push_back(code - 1);
-      grown = true;
-      continue;
-    }
-    const int i = -code - 1;
-    if (grown) model.sections.push_back(live);
-    grown = false;
-    model.sec_hi[i] = static_cast<int>(model.sections.size());
-    live.erase(std::find(live.begin(), live.end(), i));
-  }
+  SectionOptions options;
+  options.kind = SectionKind::kMaximal;
+  options.list_live = true;
+  options.subset = &model.ids;
+  Sections sections = SweepSections(problem, options);
+  model.sec_lo = std::move(sections.first);
+  model.sec_hi = std::move(sections.last);
+  model.sections = std::move(sections.live);
 }
 
 // Two local buffers overlap in time exactly when their section spans meet.
@@ -247,8 +175,14 @@ struct Part {
 // in flat arrays with undo logs, so one node costs O(buffers + sections).
 class Search {
  public:
-  Search(const Model& model, Bytes capacity, const CancelToken* cancel)
-      : model_(model), capacity_(capacity), cancel_(cancel) {}
+  // `effort_left`, when not null, counts down one per node; at zero the
+  // search stops as if cancelled (ExactOptions::max_nodes).
+  Search(const Model& model, Bytes capacity, const CancelToken* cancel,
+         int64_t* effort_left)
+      : model_(model),
+        capacity_(capacity),
+        cancel_(cancel),
+        effort_left_(effort_left) {}
 
   // Searches with one static ordering until found, proven absent, out of
   // `node_limit` nodes (kAborted) or cancelled.
@@ -277,6 +211,7 @@ class Search {
   const Model& model_;
   const Bytes capacity_;
   const CancelToken* cancel_;
+  int64_t* effort_left_;     // nodes the whole call may still try, or null
   std::string ordering_;     // the static ordering of this run
   int64_t node_limit_ = 0;   // nodes allowed in this run
   int64_t nodes_ = 0;        // placements tried in this run
@@ -463,6 +398,10 @@ Outcome Search::Dfs(const Part& part, Offset last_offset, int last_rank) {
 // later sibling can succeed where this one failed.
 Outcome Search::TryCandidate(const Part& part, int b, bool* hatless) {
   if (++nodes_ >= node_limit_) return Outcome::kAborted;
+  if (effort_left_ != nullptr && --*effort_left_ < 0) {
+    *effort_left_ = 0;
+    return Outcome::kCancelled;
+  }
   ++total_nodes_;
   if (nodes_ % kCancelStride == 0 && cancel_ != nullptr &&
       cancel_->Cancelled()) {
@@ -602,11 +541,11 @@ std::vector<Offset> FullOffsets(const Problem& problem, const Model& model,
 // question. kAborted when every run hit `max_limit`.
 CapacityAnswer RoundRobin(const Model& model, const Problem& problem,
                           Bytes capacity, const ExactOptions& options,
-                          const CancelToken* cancel, int64_t max_limit,
-                          size_t first, size_t stride) {
+                          const CancelToken* cancel, int64_t* effort_left,
+                          int64_t max_limit, size_t first, size_t stride) {
   CapacityAnswer answer;
   answer.outcome = Outcome::kAborted;
-  Search search(model, capacity, cancel);
+  Search search(model, capacity, cancel, effort_left);
   int64_t limit = std::max<int64_t>(1024, 2 * model.ids.size());
   while (limit <= max_limit) {
     for (size_t k = first; k < options.orderings.size(); k += stride) {
@@ -633,16 +572,21 @@ bool Conclusive(Outcome outcome) {
 // the first conclusive answer wins and stops the other thread.
 CapacityAnswer SearchCapacity(const Model& model, const Problem& problem,
                               Bytes capacity, const ExactOptions& options,
-                              const CancelToken* cancel, int64_t max_limit) {
+                              const CancelToken* cancel, int64_t* effort_left,
+                              int64_t max_limit) {
   if (options.threads <= 1 || options.orderings.size() < 2) {
-    return RoundRobin(model, problem, capacity, options, cancel, max_limit, 0,
-                      1);
+    return RoundRobin(model, problem, capacity, options, cancel, effort_left,
+                      max_limit, 0, 1);
   }
   CancelToken stop(cancel, absl::InfiniteFuture());
   CapacityAnswer answers[2];
+  // Each thread spends at most the effort left (max_nodes is per thread).
+  int64_t helper_effort = effort_left != nullptr ? *effort_left : 0;
   auto run = [&](size_t first) {
+    int64_t* effort =
+        first == 0 || effort_left == nullptr ? effort_left : &helper_effort;
     answers[first] = RoundRobin(model, problem, capacity, options, &stop,
-                                max_limit, first, 2);
+                                effort, max_limit, first, 2);
     if (Conclusive(answers[first].outcome)) stop.Cancel();
   };
   std::thread helper(run, 1);
@@ -660,6 +604,7 @@ struct Job {
   const ExactOptions& options;  // the settings
   const SolveContext& ctx;      // cancel token, shared incumbent
   const Model& model;           // the searched buffers
+  int64_t* effort_left;         // nodes left under max_nodes, or null
 };
 
 // kCapacity: is there a plan within `capacity`?
@@ -669,9 +614,9 @@ ExactResult SolveCapacity(const Job& job, Bytes capacity, ExactResult result) {
   } else if (result.solution.arena_size <= capacity) {
     result.capacity_status = CapacityStatus::kFeasible;
   } else {
-    CapacityAnswer answer =
-        SearchCapacity(job.model, job.problem, capacity, job.options,
-                       job.ctx.cancel, std::numeric_limits<int64_t>::max() / 4);
+    CapacityAnswer answer = SearchCapacity(
+        job.model, job.problem, capacity, job.options, job.ctx.cancel,
+        job.effort_left, std::numeric_limits<int64_t>::max() / 4);
     result.nodes += answer.nodes;
     if (answer.outcome == Outcome::kFound) {
       result.solution.arena_size = ArenaOf(job.problem, answer.offsets);
@@ -691,8 +636,9 @@ ExactResult SolveCapacity(const Job& job, Bytes capacity, ExactResult result) {
 // `budget` nodes per ordering. Adopts a found plan as the incumbent.
 Outcome Probe(const Job& job, Bytes capacity, int64_t budget,
               ExactResult& result) {
-  CapacityAnswer answer = SearchCapacity(job.model, job.problem, capacity,
-                                         job.options, job.ctx.cancel, budget);
+  CapacityAnswer answer =
+      SearchCapacity(job.model, job.problem, capacity, job.options,
+                     job.ctx.cancel, job.effort_left, budget);
   result.nodes += answer.nodes;
   if (answer.outcome == Outcome::kFound) {
     result.solution.arena_size = ArenaOf(job.problem, answer.offsets);
@@ -814,7 +760,7 @@ ExactResult Unsearched(const ExactOptions& options, Bytes capacity,
 absl::StatusOr<ExactResult> SolveExact(const Problem& problem,
                                        const ExactOptions& options,
                                        const SolveContext& ctx) {
-  if (absl::Status s = Validate(problem); !s.ok()) return s;
+  if (absl::Status s = ValidateBuffers(problem); !s.ok()) return s;
   if (absl::Status s = CheckFixed(problem); !s.ok()) return s;
   if (options.orderings.empty()) {
     return absl::InvalidArgumentError("exact solver: no orderings");
@@ -834,7 +780,9 @@ absl::StatusOr<ExactResult> SolveExact(const Problem& problem,
     return Unsearched(options, capacity, std::move(result));
   }
   const Model model = BuildModel(problem);
-  const Job job{problem, options, ctx, model};
+  int64_t effort_left = options.max_nodes;
+  const Job job{problem, options, ctx, model,
+                options.max_nodes > 0 ? &effort_left : nullptr};
   if (options.mode == ExactMode::kCapacity) {
     return SolveCapacity(job, capacity, std::move(result));
   }
@@ -843,7 +791,9 @@ absl::StatusOr<ExactResult> SolveExact(const Problem& problem,
 
 absl::StatusOr<Solution> ExactSolver::Solve(const Problem& problem,
                                             const SolveContext& ctx) const {
-  absl::StatusOr<ExactResult> result = SolveExact(problem, options_, ctx);
+  ExactOptions options = options_;
+  if (options.max_nodes <= 0) options.max_nodes = ctx.effort;
+  absl::StatusOr<ExactResult> result = SolveExact(problem, options, ctx);
   if (!result.ok()) return result.status();
   return std::move(result->solution);
 }

@@ -8,33 +8,13 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "planner/sections.h"
 #include "planner/time_index.h"
 
 namespace memplan::planner {
 namespace {
 
 constexpr int kCancelStride = 1024;  // buffers placed between cancel checks
-
-// The offset for a buffer of `size` at `alignment` among `taken` (memory
-// ranges sorted by start, possibly overlapping each other).
-Offset FindGap(const std::vector<std::pair<Offset, Offset>>& taken, Bytes size,
-               Bytes alignment, FitPolicy fit, Offset base) {
-  Offset best = -1;
-  Bytes best_gap = std::numeric_limits<Bytes>::max();
-  Offset cursor = base;
-  for (const auto& [lo, hi] : taken) {
-    Offset candidate = AlignUp(cursor, alignment);
-    if (candidate + size <= lo) {
-      if (fit == FitPolicy::kFirstFit) return candidate;
-      if (lo - cursor < best_gap) {
-        best_gap = lo - cursor;
-        best = candidate;
-      }
-    }
-    cursor = std::max(cursor, hi);
-  }
-  return best >= 0 ? best : AlignUp(cursor, alignment);
-}
 
 // Buffers live over the whole schedule share memory with nothing, so they
 // are stacked at the arena's base, most aligned first, and the rest is
@@ -60,28 +40,6 @@ Offset StackSpanningBuffers(const Problem& problem, Solution* solution) {
     top = solution->offsets[i] + b[i].size;
   }
   return top;
-}
-
-std::string StrategyName(GreedyOrder order, FitPolicy fit) {
-  const char* fit_name = fit == FitPolicy::kBestFit ? "best_fit" : "first_fit";
-  const char* order_name = "size";
-  switch (order) {
-    case GreedyOrder::kSize:
-      break;
-    case GreedyOrder::kLifetime:
-      order_name = "lifetime";
-      break;
-    case GreedyOrder::kArea:
-      order_name = "area";
-      break;
-    case GreedyOrder::kConflicts:
-      order_name = "conflicts";
-      break;
-    case GreedyOrder::kBreadth:
-      order_name = "breadth";
-      break;
-  }
-  return absl::StrCat(fit_name, "_", order_name);
 }
 
 // A minimum over ranges of a fixed array: an iterative segment tree, 2m
@@ -118,35 +76,19 @@ class RangeMin {
 std::vector<int> WidestSectionRanks(const Problem& problem) {
   const auto& b = problem.buffers;
   if (b.empty()) return {};
-  std::vector<Step> cuts;
-  cuts.reserve(2 * b.size());
-  for (const Buffer& x : b) {
-    cuts.push_back(x.start);
-    cuts.push_back(x.end);
-  }
-  std::sort(cuts.begin(), cuts.end());
-  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-  auto section = [&](Step t) {
-    return static_cast<size_t>(std::lower_bound(cuts.begin(), cuts.end(), t) -
-                               cuts.begin());
-  };
-  // Section k is [cuts[k], cuts[k+1]); its width by a difference array.
-  std::vector<long double> width(cuts.size(), 0);
-  for (const Buffer& x : b) {
-    width[section(x.start)] += x.size;
-    width[section(x.end)] -= x.size;
-  }
-  for (size_t k = 1; k < width.size(); ++k) width[k] += width[k - 1];
-  std::vector<int> by_width(cuts.size());
+  const Sections sections = SweepSections(problem);
+  const std::vector<Bytes> width =
+      SectionTotals(sections, [&](int i) { return b[i].size; });
+  std::vector<int> by_width(width.size());
   std::iota(by_width.begin(), by_width.end(), 0);
   std::stable_sort(by_width.begin(), by_width.end(),
                    [&](int x, int y) { return width[x] > width[y]; });
-  std::vector<int> rank(cuts.size());
+  std::vector<int> rank(width.size());
   for (size_t r = 0; r < by_width.size(); ++r) rank[by_width[r]] = r;
   RangeMin widest(rank);
   std::vector<int> out(b.size());
   for (size_t i = 0; i < b.size(); ++i) {
-    out[i] = widest.Min(section(b[i].start), section(b[i].end) - 1);
+    out[i] = widest.Min(sections.first[i], sections.last[i] - 1);
   }
   return out;
 }
@@ -197,8 +139,8 @@ std::vector<int> GreedyPlacementOrder(const Problem& problem,
   if (order == GreedyOrder::kBreadth) widest = WidestSectionRanks(problem);
   std::vector<Key> keys(b.size());
   for (int i = 0; i < static_cast<int>(b.size()); ++i) {
-    const long double area =
-        static_cast<long double>(b[i].size) * (b[i].end - b[i].start);
+    const long double area = static_cast<long double>(b[i].size) *
+                             (static_cast<long double>(b[i].end) - b[i].start);
     switch (order) {
       case GreedyOrder::kSize:  // largest first, then earliest start
         keys[i] = {static_cast<long double>(-b[i].size), b[i].start, 0, i};
@@ -232,16 +174,17 @@ absl::StatusOr<Solution> PlaceInOrder(const Problem& problem,
   solution.offsets.assign(buffers.size(), -1);
   const Offset base = StackSpanningBuffers(problem, &solution);
   // Placed buffers as memory ranges, searchable by lifetime.
-  TimeIndex<std::pair<Offset, Offset>> placed(problem);
-  auto insert = [&](const Buffer& b, Offset offset) {
-    placed.Insert(b.start, b.end, {offset, offset + b.size});
+  const Sections time = CompressTime(problem);
+  TimeIndex<TakenRange> placed(time);
+  auto insert = [&](int i, Offset offset) {
+    placed.Insert(i, {offset, offset + buffers[i].size});
   };
   for (int i = 0; i < static_cast<int>(buffers.size()); ++i) {
     if (!buffers[i].fixed_offset.has_value()) continue;
     solution.offsets[i] = *buffers[i].fixed_offset;
-    insert(buffers[i], solution.offsets[i]);
+    insert(i, solution.offsets[i]);
   }
-  std::vector<std::pair<Offset, Offset>> taken;
+  std::vector<TakenRange> taken;
   int count = 0;
   for (int i : order) {
     if (solution.offsets[i] >= 0) continue;
@@ -251,15 +194,13 @@ absl::StatusOr<Solution> PlaceInOrder(const Problem& problem,
     }
     const Buffer& b = buffers[i];
     taken.clear();
-    placed.ForEachOverlapping(b.start, b.end,
-                              [&](const std::pair<Offset, Offset>& range) {
-                                taken.push_back(range);
-                              });
+    placed.ForEachOverlapping(
+        i, [&](const TakenRange& range) { taken.push_back(range); });
     std::sort(taken.begin(), taken.end());
     const Offset offset = FindGap(taken, b.size, b.alignment, fit, base);
     solution.offsets[i] = offset;
     solution.arena_size = std::max(solution.arena_size, offset + b.size);
-    insert(b, offset);
+    insert(i, offset);
   }
   for (size_t i = 0; i < buffers.size(); ++i) {  // stacked and pinned ones
     solution.arena_size =
@@ -275,8 +216,9 @@ absl::StatusOr<Solution> PlaceWithinCapacity(const Problem& problem,
   const auto& buffers = problem.buffers;
   Solution solution;
   solution.offsets.assign(buffers.size(), -1);
-  TimeIndex<std::pair<Offset, Offset>> placed(problem);
-  std::vector<std::pair<Offset, Offset>> taken;
+  const Sections time = CompressTime(problem);
+  TimeIndex<TakenRange> placed(time);
+  std::vector<TakenRange> taken;
   int count = 0;
   for (int i : order) {
     if (++count % kCancelStride == 0 && cancel != nullptr &&
@@ -285,22 +227,21 @@ absl::StatusOr<Solution> PlaceWithinCapacity(const Problem& problem,
     }
     const Buffer& b = buffers[i];
     taken.clear();
-    placed.ForEachOverlapping(
-        b.start, b.end,
-        [&](const std::pair<Offset, Offset>& r) { taken.push_back(r); });
+    placed.ForEachOverlapping(i,
+                              [&](const TakenRange& r) { taken.push_back(r); });
     std::sort(taken.begin(), taken.end());
     const Offset offset =
         FindGap(taken, b.size, b.alignment, FitPolicy::kBestFit, 0);
     if (offset + b.size > capacity) continue;  // left for the next memory
     solution.offsets[i] = offset;
     solution.arena_size = std::max(solution.arena_size, offset + b.size);
-    placed.Insert(b.start, b.end, {offset, offset + b.size});
+    placed.Insert(i, {offset, offset + b.size});
   }
   return solution;
 }
 
 GreedyStrategy::GreedyStrategy(GreedyOrder order, FitPolicy fit)
-    : order_(order), fit_(fit), name_(StrategyName(order, fit)) {}
+    : order_(order), fit_(fit), name_(GreedyStrategyName(order, fit)) {}
 
 absl::StatusOr<Solution> GreedyStrategy::Solve(const Problem& problem,
                                                const SolveContext& ctx) const {

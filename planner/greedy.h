@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "planner/gap.h"
 #include "planner/strategy.h"
 
 namespace memplan::planner {
@@ -39,12 +40,6 @@ enum class GreedyOrder {
   // its live buffers not yet placed, largest first. A buffer thus goes at
   // the widest step of its lifetime.
   kBreadth,
-};
-
-// Which gap a buffer goes into.
-enum class FitPolicy {
-  kBestFit,   // the smallest gap that holds it
-  kFirstFit,  // the lowest gap that holds it
 };
 
 // For each buffer, how many other buffers' lifetimes overlap its own.

@@ -1,7 +1,6 @@
 #include "planner/liveness.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -12,26 +11,11 @@ namespace memplan::planner {
 namespace {
 
 constexpr int kNone = -1;
-// Sums of sizes stay below this, so that offsets, alignment padding and
-// arena sizes can never overflow 64 bits.
-constexpr Bytes kMaxTotalBytes = Bytes{1} << 62;
-constexpr Bytes kMaxAlignment = Bytes{1} << 32;
 
 template <typename... Parts>
 absl::Status Invalid(const Parts&... parts) {
   return absl::InvalidArgumentError(absl::StrCat(parts...));
 }
-
-// Adds `size` to `*total`, failing when the sum could overflow 64 bits.
-absl::Status AddSize(Bytes size, const std::string& what, Bytes* total) {
-  if (__builtin_add_overflow(*total, size, total) || *total > kMaxTotalBytes) {
-    return Invalid("sizes overflow 64 bits at ", what,
-                   " (the sum of sizes must stay below 2^62)");
-  }
-  return absl::OkStatus();
-}
-
-bool ValidAlignment(Bytes a) { return IsPowerOfTwo(a) && a <= kMaxAlignment; }
 
 // Indexes tensors by name and checks each tensor alone.
 absl::StatusOr<absl::flat_hash_map<std::string, int>> IndexTensors(
@@ -48,11 +32,12 @@ absl::StatusOr<absl::flat_hash_map<std::string, int>> IndexTensors(
       return Invalid("tensor '", t.name, "' has size ", t.size_bytes,
                      "; sizes must be positive");
     }
-    if (t.alignment != 0 && !ValidAlignment(t.alignment)) {
+    if (t.alignment != 0 && !IsValidAlignment(t.alignment)) {
       return Invalid("tensor '", t.name, "' alignment ", t.alignment,
                      " is not a power of two up to 2^32");
     }
-    if (auto s = AddSize(t.size_bytes, "tensor '" + t.name + "'", &total);
+    if (auto s =
+            AddToTotalSize(t.size_bytes, "tensor '" + t.name + "'", &total);
         !s.ok()) {
       return s;
     }
@@ -189,7 +174,7 @@ absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
       graph.name.empty() ? "graph" : "graph '" + graph.name + "'";
   if (graph.tensors.empty()) return Invalid(label, " has no tensors");
   if (graph.ops.empty()) return Invalid(label, " has no ops");
-  if (!ValidAlignment(default_alignment)) {
+  if (!IsValidAlignment(default_alignment)) {
     return Invalid("alignment ", default_alignment,
                    " is not a power of two up to 2^32");
   }
@@ -224,49 +209,6 @@ absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
   }
   if (kinds != nullptr) *kinds = std::move(usage.kind);
   return problem;
-}
-
-absl::Status ValidateProblem(const Problem& problem) {
-  if (problem.buffers.empty()) return Invalid("no buffers to plan");
-  absl::flat_hash_set<absl::string_view> names;
-  names.reserve(problem.buffers.size());
-  Bytes total = 0;
-  for (size_t i = 0; i < problem.buffers.size(); ++i) {
-    const Buffer& b = problem.buffers[i];
-    const std::string what = b.name.empty() ? absl::StrCat("buffer #", i)
-                                            : "buffer '" + b.name + "'";
-    if (b.name.empty()) return Invalid(what, " has no id");
-    if (!names.insert(b.name).second)
-      return Invalid("duplicate buffer id '", b.name, "'");
-    if (b.start < 0) return Invalid(what, " has negative start ", b.start);
-    if (b.start >= b.end) {
-      return Invalid(what, " has start ", b.start, " >= end ", b.end,
-                     "; lifetimes are half-open [start, end)");
-    }
-    if (b.size <= 0)
-      return Invalid(what, " has size ", b.size, "; sizes must be positive");
-    if (!ValidAlignment(b.alignment)) {
-      return Invalid(what, " alignment ", b.alignment,
-                     " is not a power of two up to 2^32");
-    }
-    if (auto s = AddSize(b.size, what, &total); !s.ok()) return s;
-    if (b.fixed_offset.has_value()) {
-      Offset o = *b.fixed_offset;
-      if (o < 0) return Invalid(what, " has negative fixed_offset ", o);
-      if (o % b.alignment != 0) {
-        return Invalid(what, " fixed_offset ", o,
-                       " is not a multiple of its alignment ", b.alignment);
-      }
-      Bytes end;
-      if (__builtin_add_overflow(o, b.size, &end)) {
-        return Invalid(what, " fixed_offset + size overflows 64 bits");
-      }
-      if (end > kMaxTotalBytes) {
-        return Invalid(what, " fixed_offset ", o, " is past 2^62 bytes");
-      }
-    }
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace memplan::planner

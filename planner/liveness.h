@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "planner/graph.h"
 #include "planner/problem.h"
+#include "planner/validate.h"  // ValidateProblem, IsPowerOfTwo (moved)
 
 namespace memplan::planner {
 
@@ -34,14 +35,6 @@ namespace memplan::planner {
 [[nodiscard]] absl::StatusOr<Problem> AnalyzeLiveness(
     const Graph& graph, Bytes default_alignment,
     std::vector<TensorKind>* kinds = nullptr);
-
-// Checks a buffer list (the MiniMalloc model) the same way: unique non-empty
-// names, 0 <= start < end, size > 0, power-of-two alignment, fixed offsets
-// non-negative and aligned, no 64-bit overflow. INVALID_ARGUMENT names the
-// buffer.
-[[nodiscard]] absl::Status ValidateProblem(const Problem& problem);
-
-inline bool IsPowerOfTwo(Bytes v) { return v > 0 && (v & (v - 1)) == 0; }
 
 }  // namespace memplan::planner
 

@@ -151,36 +151,6 @@ INSTANTIATE_TEST_SUITE_P(
                      "op #1 has no name"}),
     [](const auto& info) { return info.param.label; });
 
-TEST(ValidateProblemTest, AcceptsAValidList) {
-  Problem p;
-  p.buffers = {{"0", 0, 2, 10}, {"1", 1, 3, 20, 4, Offset{8}}};
-  EXPECT_TRUE(ValidateProblem(p).ok());
-}
-
-TEST(ValidateProblemTest, NamesTheBadBuffer) {
-  auto error = [](Buffer b) {
-    Problem p;
-    p.buffers = {{"ok", 0, 1, 8}, b};
-    return std::string(ValidateProblem(p).message());
-  };
-  EXPECT_THAT(error({"x", 3, 3, 8}),
-              HasSubstr("buffer 'x' has start 3 >= end 3"));
-  EXPECT_THAT(error({"x", -1, 3, 8}),
-              HasSubstr("buffer 'x' has negative start"));
-  EXPECT_THAT(error({"x", 0, 3, 0}), HasSubstr("buffer 'x' has size 0"));
-  EXPECT_THAT(error({"x", 0, 3, 8, 3}),
-              HasSubstr("buffer 'x' alignment 3 is not a power of two"));
-  EXPECT_THAT(error({"x", 0, 3, 8, 4, Offset{6}}),
-              HasSubstr("buffer 'x' fixed_offset 6 is not a multiple"));
-  EXPECT_THAT(error({"ok", 0, 3, 8}), HasSubstr("duplicate buffer id 'ok'"));
-  EXPECT_THAT(error({"", 0, 3, 8}), HasSubstr("buffer #1 has no id"));
-}
-
-TEST(ValidateProblemTest, RejectsEmptyList) {
-  EXPECT_EQ(ValidateProblem(Problem{}).code(),
-            absl::StatusCode::kInvalidArgument);
-}
-
 TEST(LivenessTest, KindsOfTensors) {
   Graph g = SmallGraph();
   g.tensors.push_back({"k", 8, 0, /*constant=*/true});  // a Constant node's

@@ -6,29 +6,19 @@
 #include <utility>
 #include <vector>
 
+#include "planner/sections.h"
+
 namespace memplan::planner {
 
 namespace {
 
-// The peak over steps of the sum of size_of(buffer) for live buffers.
+// The peak over sections of the sum of size_of(buffer) for live buffers.
 template <typename SizeFn>
 Bytes PeakLive(const Problem& problem, SizeFn size_of) {
-  // Events (step, delta): frees sort before allocations at the same step
-  // because lifetimes are half-open.
-  std::vector<std::pair<Step, Bytes>> events;
-  events.reserve(problem.buffers.size() * 2);
-  for (const Buffer& b : problem.buffers) {
-    events.emplace_back(b.start, size_of(b));
-    events.emplace_back(b.end, -size_of(b));
-  }
-  std::sort(events.begin(), events.end());
-  Bytes live = 0;
-  Bytes peak = 0;
-  for (const auto& [step, delta] : events) {
-    live += delta;
-    peak = std::max(peak, live);
-  }
-  return peak;
+  const Sections sections = SweepSections(problem);
+  const std::vector<Bytes> live = SectionTotals(
+      sections, [&](int i) { return size_of(problem.buffers[i]); });
+  return live.empty() ? 0 : *std::max_element(live.begin(), live.end());
 }
 
 }  // namespace

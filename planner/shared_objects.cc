@@ -69,14 +69,14 @@ SharedObjects ColorSharedObjects(const Problem& problem,
 }
 
 SharedObjects ColorSharedObjects(const Problem& problem) {
-  TimeIndex<int> colored(problem);  // colored lifetimes with their objects
-  const auto& b = problem.buffers;
+  const Sections time = CompressTime(problem);
+  TimeIndex<int> colored(time);  // colored lifetimes with their objects
   return Color(
       problem,
       [&](int i, const std::vector<int>&, auto mark) {
-        colored.ForEachOverlapping(b[i].start, b[i].end, mark);
+        colored.ForEachOverlapping(i, mark);
       },
-      [&](int i, int object) { colored.Insert(b[i].start, b[i].end, object); });
+      [&](int i, int object) { colored.Insert(i, object); });
 }
 
 }  // namespace memplan::planner

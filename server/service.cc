@@ -23,8 +23,16 @@ absl::Time CallDeadline(const grpc::ServerContext& context) {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+  // Messages may quote a request (names, values): cut them so a status
+  // always fits gRPC's metadata limits, however large the input was.
+  constexpr size_t kMaxMessage = 2048;
+  absl::string_view message = status.message();
+  std::string text(message.substr(0, kMaxMessage));
+  if (message.size() > kMaxMessage) {
+    absl::StrAppend(&text, "... (", message.size() - kMaxMessage,
+                    " more characters)");
+  }
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), text);
 }
 
 PlannerService::PlannerService(const ServiceOptions& options,

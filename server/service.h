@@ -34,7 +34,7 @@ struct ServiceOptions {
 };
 
 // gRPC status with the same code and message as an absl::Status (abseil's
-// codes are gRPC's).
+// codes are gRPC's); messages longer than 2 KiB are cut.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
 class PlannerService final : public v1::MemoryPlanner::Service {

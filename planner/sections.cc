@@ -1,0 +1,75 @@
+#include "planner/sections.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace memplan::planner {
+namespace {
+
+// (step, position) pairs sorted, for the starts or the ends of the buffers.
+using Events = std::vector<std::pair<Step, int>>;
+
+// The sorted start and end events of the swept buffers.
+std::pair<Events, Events> SortedEvents(const Problem& problem,
+                                       const std::vector<int>* subset) {
+  const int m =
+      static_cast<int>(subset ? subset->size() : problem.buffers.size());
+  Events starts(m), ends(m);
+  for (int k = 0; k < m; ++k) {
+    const Buffer& b = problem.buffers[subset ? (*subset)[k] : k];
+    starts[k] = {b.start, k};
+    ends[k] = {b.end, k};
+  }
+  std::sort(starts.begin(), starts.end());
+  std::sort(ends.begin(), ends.end());
+  return {std::move(starts), std::move(ends)};
+}
+
+// Walks the distinct event steps in order and numbers the sections between
+// consecutive ones (all of them, or only the maximal ones), filling every
+// buffer's first and last section.
+void NumberSections(const Events& starts, const Events& ends, SectionKind kind,
+                    Sections* out) {
+  const size_t m = starts.size();
+  out->first.assign(m, 0);
+  out->last.assign(m, 0);
+  size_t s = 0, e = 0;
+  bool started_here = false;  // a buffer starts at the previous event step
+  Step previous = 0;
+  while (s < m || e < m) {
+    const Step t = e == m || (s < m && starts[s].first < ends[e].first)
+                       ? starts[s].first
+                       : ends[e].first;
+    const bool ends_here = e < m && ends[e].first == t;
+    // The section [previous, t) exists once some event came before t.
+    if (s + e > 0 &&
+        (kind == SectionKind::kAll || (started_here && ends_here))) {
+      out->begin.push_back(previous);
+      out->end.push_back(t);
+    }
+    const int count = static_cast<int>(out->begin.size());
+    for (; e < m && ends[e].first == t; ++e) out->last[ends[e].second] = count;
+    started_here = s < m && starts[s].first == t;
+    for (; s < m && starts[s].first == t; ++s) {
+      out->first[starts[s].second] = count;
+    }
+    previous = t;
+  }
+}
+
+}  // namespace
+
+Sections SweepSections(const Problem& problem, const SectionOptions& options) {
+  const auto [starts, ends] = SortedEvents(problem, options.subset);
+  Sections out;
+  NumberSections(starts, ends, options.kind, &out);
+  if (options.list_live) {
+    out.live.resize(out.begin.size());
+    for (const auto& [step, i] : starts) {  // by (start, position)
+      for (int k = out.first[i]; k < out.last[i]; ++k) out.live[k].push_back(i);
+    }
+  }
+  return out;
+}
+
+}  // namespace memplan::planner

@@ -1,0 +1,100 @@
+// Sections: the step ranges over which the set of live buffers does not
+// change, found by one sweep over the lifetimes (MiniMalloc's sweeper).
+// Every stage that asks "what is live together?" without looking at each
+// step uses them: the lower bound, greedy by breadth, the exact search, and
+// every index that works on compressed time (a section is a compressed
+// time point: there are at most 2n of them, whatever the span of steps).
+//
+//   planner::Sections s = planner::SweepSections(problem);
+//   // buffer i is live in sections [s.first[i], s.last[i]);
+//   // section k is the steps [s.begin[k], s.end[k]).
+//   std::vector<planner::Bytes> live = planner::SectionTotals(
+//       s, [&](int i) { return problem.buffers[i].size; });
+//
+// Thread-compatible plain data; the functions are pure.
+#ifndef MEMPLAN_PLANNER_SECTIONS_H_
+#define MEMPLAN_PLANNER_SECTIONS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "planner/problem.h"
+
+namespace memplan::planner {
+
+// Which sections a sweep keeps.
+enum class SectionKind {
+  // Every maximal step range with one live set: section k ends where
+  // section k + 1 begins, and together they cover the event points from
+  // the first start to the last end (sections where nothing is live
+  // included).
+  kAll,
+  // Only the sections whose live set is not contained in a neighbour's:
+  // a buffer starts where it begins and one ends where it ends (the
+  // maximal cliques of the interval graph, MiniMalloc's sections). Every
+  // buffer lives in at least one.
+  kMaximal,
+};
+
+// Settings of SweepSections. The defaults suit the lower bound.
+struct SectionOptions {
+  // Default kAll.
+  SectionKind kind = SectionKind::kAll;
+  // Also list each section's live buffers (costs the sum of the lists,
+  // up to n^2 on dense problems: for small problems only). Default false.
+  bool list_live = false;
+  // The buffers swept, as indices into problem.buffers; null: all of them.
+  // Results are indexed by position in this list. Default null.
+  const std::vector<int>* subset = nullptr;
+};
+
+// The sections of a set of lifetimes.
+struct Sections {
+  std::vector<Step> begin;  // per section, its first step
+  std::vector<Step> end;    // per section, one past its last step
+  // Per swept buffer: the first section it is live in and one past its
+  // last (sections are numbered in time order).
+  std::vector<int> first;
+  std::vector<int> last;
+  // With list_live: per section, its live buffers ordered by (start,
+  // position). Empty otherwise.
+  std::vector<std::vector<int>> live;
+
+  int size() const { return static_cast<int>(begin.size()); }
+};
+
+// Sweeps the lifetimes once: O(n log n) (plus the lists when asked for).
+// Only compares steps, never subtracts them, so any int64 steps are fine.
+// REQUIRES start < end for every swept buffer.
+Sections SweepSections(const Problem& problem,
+                       const SectionOptions& options = {});
+
+// Compressed time: the maximal sections of `problem`. Two buffers' lifetimes
+// overlap exactly when their section ranges [first, last) do (two
+// overlapping lifetimes are both live in the first maximal section at or
+// after the later start), so every stage that only asks "do these overlap?"
+// works on these small integers: at most n of them whatever the steps.
+inline Sections CompressTime(const Problem& problem) {
+  SectionOptions options;
+  options.kind = SectionKind::kMaximal;
+  return SweepSections(problem, options);
+}
+
+// Per section, the sum of weight(i) over the buffers live in it (i is a
+// position as in Sections::first). O(n + sections). REQUIRES the sums to
+// fit in 64 bits (they do for a validated problem: validate.h).
+template <typename WeightFn>
+std::vector<Bytes> SectionTotals(const Sections& sections, WeightFn weight) {
+  std::vector<Bytes> total(sections.size() + 1, 0);
+  for (int i = 0; i < static_cast<int>(sections.first.size()); ++i) {
+    total[sections.first[i]] += weight(i);
+    total[sections.last[i]] -= weight(i);
+  }
+  for (size_t k = 1; k < total.size(); ++k) total[k] += total[k - 1];
+  total.pop_back();
+  return total;
+}
+
+}  // namespace memplan::planner
+
+#endif  // MEMPLAN_PLANNER_SECTIONS_H_

@@ -1,0 +1,208 @@
+#include "planner/sections.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "planner/testing/random_problems.h"
+
+namespace memplan::planner {
+namespace {
+
+using ::testing::ElementsAre;
+
+// The buffers live at `step`, ascending by (start, index).
+std::vector<int> LiveAt(const Problem& p, Step step) {
+  std::vector<std::pair<Step, int>> live;
+  for (int i = 0; i < static_cast<int>(p.buffers.size()); ++i) {
+    if (p.buffers[i].start <= step && step < p.buffers[i].end) {
+      live.push_back({p.buffers[i].start, i});
+    }
+  }
+  std::sort(live.begin(), live.end());
+  std::vector<int> out;
+  for (const auto& [start, i] : live) out.push_back(i);
+  return out;
+}
+
+TEST(SectionsTest, PaperExampleHasOneSectionPerStep) {
+  Problem p;
+  p.buffers = {{"a", 0, 2, 32}, {"b", 1, 5, 28}, {"c", 2, 6, 36}};
+  const Sections s = SweepSections(p);
+  EXPECT_THAT(s.begin, ElementsAre(0, 1, 2, 5));
+  EXPECT_THAT(s.end, ElementsAre(1, 2, 5, 6));
+  EXPECT_THAT(s.first, ElementsAre(0, 1, 2));
+  EXPECT_THAT(s.last, ElementsAre(2, 3, 4));
+  EXPECT_THAT(SectionTotals(s, [&](int i) { return p.buffers[i].size; }),
+              ElementsAre(32, 60, 64, 36));
+  EXPECT_TRUE(s.live.empty());
+}
+
+// Every section of kAll holds one live set, the one its steps see; sections
+// tile the span; totals are the live sums.
+TEST(SectionsTest, AllSectionsMatchTheStepsOnRandomProblems) {
+  for (uint32_t seed = 0; seed < 300; ++seed) {
+    const Problem p = testing::RandomProblem(1 + seed % 60, seed);
+    SectionOptions options;
+    options.list_live = true;
+    const Sections s = SweepSections(p, options);
+    const auto [first, last] = ScheduleSpan(p);
+    ASSERT_GT(s.size(), 0);
+    EXPECT_EQ(s.begin.front(), first);
+    EXPECT_EQ(s.end.back(), last);
+    const std::vector<Bytes> totals =
+        SectionTotals(s, [&](int i) { return p.buffers[i].size; });
+    for (int k = 0; k < s.size(); ++k) {
+      if (k + 1 < s.size()) {
+        ASSERT_EQ(s.end[k], s.begin[k + 1]);
+      }
+      for (Step t = s.begin[k]; t < s.end[k]; ++t) {
+        ASSERT_EQ(LiveAt(p, t), s.live[k]) << "seed " << seed << " step " << t;
+      }
+      Bytes sum = 0;
+      for (int i : s.live[k]) sum += p.buffers[i].size;
+      ASSERT_EQ(totals[k], sum);
+      for (int i = 0; i < static_cast<int>(p.buffers.size()); ++i) {
+        const bool in = s.first[i] <= k && k < s.last[i];
+        ASSERT_EQ(in, std::count(s.live[k].begin(), s.live[k].end(), i) == 1);
+      }
+    }
+  }
+}
+
+// kMaximal keeps exactly the sections of kAll whose live set is in no
+// neighbour's, with the same lists, and first/last index into them.
+TEST(SectionsTest, MaximalSectionsAreTheUncontainedOnes) {
+  auto subset = [](const std::vector<int>& a, const std::vector<int>& b) {
+    return std::all_of(a.begin(), a.end(), [&](int x) {
+      return std::find(b.begin(), b.end(), x) != b.end();
+    });
+  };
+  for (uint32_t seed = 0; seed < 300; ++seed) {
+    const Problem p = testing::DenseProblem(2 + seed % 50, seed);
+    SectionOptions options;
+    options.list_live = true;
+    const Sections all = SweepSections(p, options);
+    options.kind = SectionKind::kMaximal;
+    const Sections max = SweepSections(p, options);
+    std::vector<std::vector<int>> expected;
+    for (int k = 0; k < all.size(); ++k) {
+      const auto& here = all.live[k];
+      if (here.empty()) continue;
+      const bool in_left = k > 0 && subset(here, all.live[k - 1]);
+      const bool in_right = k + 1 < all.size() && subset(here, all.live[k + 1]);
+      if (!in_left && !in_right) expected.push_back(here);
+    }
+    ASSERT_EQ(max.live, expected) << "seed " << seed;
+    for (int i = 0; i < static_cast<int>(p.buffers.size()); ++i) {
+      ASSERT_LT(max.first[i], max.last[i]);
+      for (int k = 0; k < max.size(); ++k) {
+        const bool in = max.first[i] <= k && k < max.last[i];
+        ASSERT_EQ(in,
+                  std::count(max.live[k].begin(), max.live[k].end(), i) == 1);
+      }
+    }
+  }
+}
+
+// The event sweep the exact solver used before sections had one home: a
+// section is recorded at the first end after some start.
+Sections EventSweep(const Problem& p) {
+  const int m = static_cast<int>(p.buffers.size());
+  std::vector<std::pair<Step, int>> events;  // (time, +1+i | -1-i)
+  for (int i = 0; i < m; ++i) {
+    events.emplace_back(p.buffers[i].start, i + 1);
+    events.emplace_back(p.buffers[i].end, -(i + 1));
+  }
+  std::sort(events.begin(), events.end());
+  Sections s;
+  s.first.resize(m);
+  s.last.resize(m);
+  std::vector<int> live;
+  bool grown = false;
+  for (const auto& [time, code] : events) {
+    if (code > 0) {
+      s.first[code - 1] = static_cast<int>(s.live.size());
+      live.push_back(code - 1);
+      grown = true;
+      continue;
+    }
+    if (grown) s.live.push_back(live);
+    grown = false;
+    s.last[-code - 1] = static_cast<int>(s.live.size());
+    live.erase(std::find(live.begin(), live.end(), -code - 1));
+  }
+  return s;
+}
+
+TEST(SectionsTest, MaximalSectionsMatchTheEventSweep) {
+  for (uint32_t seed = 0; seed < 500; ++seed) {
+    const Problem p = seed % 2 ? testing::DenseProblem(2 + seed % 90, seed)
+                               : testing::RandomProblem(1 + seed % 90, seed);
+    SectionOptions options;
+    options.kind = SectionKind::kMaximal;
+    options.list_live = true;
+    const Sections got = SweepSections(p, options);
+    const Sections want = EventSweep(p);
+    ASSERT_EQ(got.live, want.live) << "seed " << seed;
+    ASSERT_EQ(got.first, want.first) << "seed " << seed;
+    ASSERT_EQ(got.last, want.last) << "seed " << seed;
+  }
+}
+
+// Compressed time keeps exactly the overlaps of the lifetimes.
+TEST(SectionsTest, CompressedTimeKeepsEveryOverlap) {
+  for (uint32_t seed = 0; seed < 400; ++seed) {
+    const Problem p = seed % 2 ? testing::DenseProblem(2 + seed % 70, seed)
+                               : testing::RandomProblem(1 + seed % 70, seed);
+    const Sections t = CompressTime(p);
+    const int n = static_cast<int>(p.buffers.size());
+    ASSERT_LE(t.size(), n);
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) {
+        const bool compressed =
+            t.first[i] < t.last[j] && t.first[j] < t.last[i];
+        ASSERT_EQ(compressed, LifetimesOverlap(p.buffers[i], p.buffers[j]))
+            << "seed " << seed << " buffers " << i << ", " << j;
+      }
+    }
+  }
+}
+
+TEST(SectionsTest, SubsetIsIndexedByPosition) {
+  Problem p;
+  p.buffers = {{"a", 0, 4, 1}, {"b", 10, 20, 1}, {"c", 2, 6, 1}};
+  const std::vector<int> subset = {2, 0};
+  SectionOptions options;
+  options.subset = &subset;
+  const Sections s = SweepSections(p, options);
+  EXPECT_THAT(s.begin, ElementsAre(0, 2, 4));
+  EXPECT_THAT(s.first, ElementsAre(1, 0));
+  EXPECT_THAT(s.last, ElementsAre(3, 2));
+}
+
+TEST(SectionsTest, ExtremeAndNegativeStepsNeedNoArithmetic) {
+  constexpr Step kMin = std::numeric_limits<Step>::min();
+  constexpr Step kMax = std::numeric_limits<Step>::max();
+  Problem p;
+  p.buffers = {{"a", kMin, kMax, 8}, {"b", -5, 3, 4}, {"c", 3, kMax, 2}};
+  const Sections s = SweepSections(p);
+  EXPECT_THAT(s.begin, ElementsAre(kMin, -5, 3));
+  EXPECT_THAT(s.end, ElementsAre(-5, 3, kMax));
+  EXPECT_THAT(SectionTotals(s, [&](int i) { return p.buffers[i].size; }),
+              ElementsAre(8, 12, 10));
+  EXPECT_EQ(LowerBound(p), 12);
+}
+
+TEST(SectionsTest, EmptyProblemHasNoSections) {
+  const Sections s = SweepSections(Problem{});
+  EXPECT_EQ(s.size(), 0);
+  EXPECT_TRUE(SectionTotals(s, [](int) { return 1; }).empty());
+  EXPECT_EQ(LowerBound(Problem{}), 0);
+}
+
+}  // namespace
+}  // namespace memplan::planner
