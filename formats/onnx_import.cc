@@ -792,6 +792,67 @@ int64_t ConstantBytes(const onnx::GraphProto& g) {
 
 }  // namespace
 
+namespace {
+
+// A value's summary from what the evaluation knows of it.
+ValueSummary EvaluatedSummary(const OnnxEvaluation& e, const OnnxValue& v) {
+  ValueSummary out;
+  out.name = v.name;
+  out.element_type = OnnxElementTypeName(v.elem_type);
+  std::vector<int64_t> dims;
+  for (const SymDim& d : v.dims) {
+    out.dims.push_back(ShowDim(e.table, d));
+    if (d.is_constant()) dims.push_back(d.constant());
+  }
+  if (dims.size() == v.dims.size()) {
+    absl::StatusOr<int64_t> b = OnnxTensorBytes(v.elem_type, dims, v.name);
+    if (b.ok()) out.bytes = *b;
+  }
+  return out;
+}
+
+// Replaces the declared outputs by what the evaluation gives (symbolic dims
+// kept); leaves them when it cannot run.
+void EvaluateOutputs(const onnx::ModelProto& model, absl::string_view name,
+                     ModelSummary* s) {
+  onnx::ModelProto inferred = model;
+  DropBulkData(&inferred);
+  if (!InferShapes(&inferred, name).ok()) return;
+  absl::StatusOr<OnnxEvaluation> e =
+      EvaluateOnnxShapes(inferred, OnnxEvalOptions(), name);
+  if (!e.ok() || e->main->outputs.size() != s->outputs.size()) return;
+  for (size_t i = 0; i < s->outputs.size(); ++i) {
+    const OnnxValue& v = e->values[e->main->outputs[i]];
+    if (v.has_shape) s->outputs[i] = EvaluatedSummary(*e, v);
+  }
+}
+
+// Graph inputs (not initializers) and outputs as declared, and the named
+// dims of the inputs.
+void DeclaredInputsOutputs(const onnx::GraphProto& g, ModelSummary* s) {
+  absl::flat_hash_set<std::string> initializers;
+  for (const auto& t : g.initializer()) initializers.insert(t.name());
+  for (const onnx::ValueInfoProto& vi : g.input()) {
+    if (!initializers.contains(vi.name())) {
+      s->inputs.push_back(DeclaredSummary(vi));
+    }
+  }
+  for (const onnx::ValueInfoProto& vi : g.output()) {
+    s->outputs.push_back(DeclaredSummary(vi));
+  }
+  std::set<std::string> named;
+  for (const ValueSummary& in : s->inputs) {
+    for (const std::string& d : in.dims) {
+      if (d != "?" && !std::isdigit(static_cast<unsigned char>(d[0]))) {
+        named.insert(d);
+      }
+    }
+  }
+  s->symbolic_dims.assign(named.begin(), named.end());
+}
+
+}  // namespace
+
 absl::StatusOr<ModelSummary> SummarizeOnnx(absl::string_view bytes,
                                            absl::string_view name) {
   absl::StatusOr<onnx::ModelProto> model = ParseModel(bytes, name);
@@ -801,31 +862,9 @@ absl::StatusOr<ModelSummary> SummarizeOnnx(absl::string_view bytes,
   s.format = Format::kOnnx;
   s.producer = std::string(absl::StripAsciiWhitespace(
       absl::StrCat(model->producer_name(), " ", model->producer_version())));
-  std::vector<std::string> versions;
-  for (const onnx::OperatorSetIdProto& o : model->opset_import()) {
-    const bool main = o.domain().empty() || o.domain() == "ai.onnx";
-    if (main)
-      versions.insert(versions.begin(), absl::StrCat("opset ", o.version()));
-  }
-  s.version = versions.empty() ? "no default opset" : versions[0];
-  absl::flat_hash_set<std::string> initializers;
-  for (const auto& t : g.initializer()) initializers.insert(t.name());
-  for (const onnx::ValueInfoProto& vi : g.input()) {
-    if (!initializers.contains(vi.name()))
-      s.inputs.push_back(DeclaredSummary(vi));
-  }
-  for (const onnx::ValueInfoProto& vi : g.output()) {
-    s.outputs.push_back(DeclaredSummary(vi));
-  }
-  std::set<std::string> named;
-  for (const ValueSummary& in : s.inputs) {
-    for (const std::string& d : in.dims) {
-      if (d != "?" && !std::isdigit(static_cast<unsigned char>(d[0]))) {
-        named.insert(d);
-      }
-    }
-  }
-  s.symbolic_dims.assign(named.begin(), named.end());
+  const int opset = DefaultOpset(*model);
+  s.version = opset < 0 ? "no default opset" : absl::StrCat("opset ", opset);
+  DeclaredInputsOutputs(g, &s);
   s.subgraphs = 0;
   ForEachGraph(g, [&](const onnx::GraphProto& sub) {
     ++s.subgraphs;
@@ -835,34 +874,7 @@ absl::StatusOr<ModelSummary> SummarizeOnnx(absl::string_view bytes,
     }
   });
   s.weight_bytes = ConstantBytes(g);
-  // Output shapes as the evaluation gives them, symbolic dims kept; the
-  // declared ones when it cannot run.
-  onnx::ModelProto inferred = *model;
-  DropBulkData(&inferred);
-  if (InferShapes(&inferred, name).ok()) {
-    absl::StatusOr<OnnxEvaluation> e =
-        EvaluateOnnxShapes(inferred, OnnxEvalOptions(), name);
-    if (e.ok() && e->main->outputs.size() == s.outputs.size()) {
-      for (size_t i = 0; i < s.outputs.size(); ++i) {
-        const OnnxValue& v = e->values[e->main->outputs[i]];
-        if (!v.has_shape) continue;
-        ValueSummary& out = s.outputs[i];
-        out.element_type = OnnxElementTypeName(v.elem_type);
-        out.dims.clear();
-        std::vector<int64_t> dims;
-        for (const SymDim& d : v.dims) {
-          out.dims.push_back(ShowDim(e->table, d));
-          if (d.is_constant()) dims.push_back(d.constant());
-        }
-        out.bytes = -1;
-        if (dims.size() == v.dims.size()) {
-          absl::StatusOr<int64_t> b =
-              OnnxTensorBytes(v.elem_type, dims, v.name);
-          if (b.ok()) out.bytes = *b;
-        }
-      }
-    }
-  }
+  EvaluateOutputs(*model, name, &s);
   return s;
 }
 

@@ -88,6 +88,14 @@ void SetReals(OnnxNodeContext& c, size_t i, std::vector<double> reals) {
   v->content = std::move(content);
 }
 
+// Gives output `i` (when present) the elements `content`.
+void SetContent(OnnxNodeContext& c, size_t i, OnnxContent content) {
+  OnnxValue* v = c.Out(i);
+  if (v != nullptr && static_cast<int64_t>(content.size()) <= kMaxOnnxContent) {
+    v->content = std::move(content);
+  }
+}
+
 // The elements of `v` (known) as doubles when all are numbers.
 std::optional<std::vector<double>> AsReals(const OnnxValue* v) {
   if (v == nullptr || !v->content) return std::nullopt;
@@ -198,75 +206,148 @@ std::optional<bool> IsNonZero(DimTable& t, const SymDim& d) {
   return *cmp != 0;
 }
 
+// The concrete shapes of the inputs when every input's elements are
+// known; nullopt otherwise.
+std::optional<std::vector<std::vector<int64_t>>> InputShapes(
+    const OnnxNodeContext& c) {
+  std::vector<std::vector<int64_t>> shapes;
+  for (const OnnxValue* v : c.in) {
+    if (v == nullptr || !v->content) return std::nullopt;
+    std::optional<std::vector<int64_t>> s = Concrete(v->dims);
+    std::optional<int64_t> n = OnnxElementCount(v->dims);
+    if (!s || !n || *n != static_cast<int64_t>(v->content->size())) {
+      return std::nullopt;
+    }
+    shapes.push_back(*s);
+  }
+  return shapes;
+}
+
+// Elementwise on reals (some input is floating-point): every element must
+// be a number; the result converts to integers when `out_real` is false.
+void RealElements(OnnxNodeContext& c, const std::vector<int64_t>& shape,
+                  const std::vector<std::vector<int64_t>>& in_shapes,
+                  bool out_real, const RealOp& op) {
+  std::vector<std::vector<double>> ins;
+  for (const OnnxValue* v : c.in) {
+    std::optional<std::vector<double>> r = AsReals(v);
+    if (!r) return;
+    ins.push_back(std::move(*r));
+  }
+  bool ok = true;
+  std::vector<double> reals, args(ins.size());
+  ForEachBroadcast(shape, in_shapes, [&](const std::vector<int64_t>& src) {
+    if (!ok) return;
+    for (size_t j = 0; j < ins.size(); ++j) args[j] = ins[j][src[j]];
+    std::optional<double> r = op(args);
+    ok = r.has_value() &&
+         (out_real || (std::isfinite(*r) && std::fabs(*r) < 9.2e18));
+    if (ok) reals.push_back(*r);
+  });
+  if (!ok) return;
+  if (out_real) {
+    SetReals(c, 0, std::move(reals));
+    return;
+  }
+  std::vector<SymDim> ints;
+  for (double r : reals) ints.push_back(SymDim(static_cast<int64_t>(r)));
+  SetInts(c, 0, std::move(ints));
+}
+
+// Elementwise on integers, symbolic ones included.
+void IntElements(OnnxNodeContext& c, const std::vector<int64_t>& shape,
+                 const std::vector<std::vector<int64_t>>& in_shapes,
+                 const IntOp& op) {
+  for (const OnnxValue* v : c.in) {
+    if (v->content->real) return;
+  }
+  bool ok = true;
+  std::vector<SymDim> ints;
+  std::vector<const SymDim*> args(c.in.size());
+  ForEachBroadcast(shape, in_shapes, [&](const std::vector<int64_t>& src) {
+    if (!ok) return;
+    for (size_t j = 0; j < c.in.size(); ++j) {
+      args[j] = &c.in[j]->content->ints[src[j]];
+    }
+    std::optional<SymDim> r = op(*c.table, args);
+    ok = r.has_value() && !c.table->failed();
+    if (ok) ints.push_back(*r);
+  });
+  if (ok) SetInts(c, 0, std::move(ints));
+}
+
 // Computes the elements of an elementwise op over broadcast inputs, as
-// integers or reals by `out_real`; nothing when any is unknown.
+// integers or reals; nothing when any is unknown or the output is large.
 void ElementwiseContent(OnnxNodeContext& c, const std::vector<SymDim>& out,
                         bool out_real, bool in_real, const IntOp& int_op,
                         const RealOp& real_op) {
   std::optional<std::vector<int64_t>> shape = Concrete(out);
   std::optional<int64_t> count = OnnxElementCount(out);
   if (!shape || !count || *count > kMaxOnnxContent) return;
-  std::vector<std::vector<int64_t>> in_shapes;
-  for (const OnnxValue* v : c.in) {
-    if (v == nullptr || !v->content) return;
-    std::optional<std::vector<int64_t>> s = Concrete(v->dims);
-    if (!s) return;
-    std::optional<int64_t> n = OnnxElementCount(v->dims);
-    if (!n || *n != static_cast<int64_t>(v->content->size())) return;
-    in_shapes.push_back(*s);
-  }
-  bool ok = true;
+  std::optional<std::vector<std::vector<int64_t>>> in_shapes = InputShapes(c);
+  if (!in_shapes) return;
   if (in_real) {
-    std::vector<std::vector<double>> ins;
-    for (size_t i = 0; i < c.in.size(); ++i) {
-      std::optional<std::vector<double>> r = AsReals(c.in[i]);
-      if (!r) return;
-      ins.push_back(std::move(*r));
-    }
-    std::vector<double> reals;
-    std::vector<SymDim> ints;
-    std::vector<double> args(ins.size());
-    ForEachBroadcast(*shape, in_shapes, [&](const std::vector<int64_t>& src) {
-      if (!ok) return;
-      for (size_t j = 0; j < ins.size(); ++j) args[j] = ins[j][src[j]];
-      std::optional<double> r = real_op ? real_op(args) : std::nullopt;
-      if (!r) {
-        ok = false;
-        return;
-      }
-      if (out_real) {
-        reals.push_back(*r);
-      } else {
-        ints.push_back(SymDim(static_cast<int64_t>(*r)));
-      }
-    });
-    if (!ok) return;
-    if (out_real) {
-      SetReals(c, 0, std::move(reals));
-    } else {
-      SetInts(c, 0, std::move(ints));
-    }
-    return;
+    RealElements(c, *shape, *in_shapes, out_real, real_op);
+  } else {
+    IntElements(c, *shape, *in_shapes, int_op);
   }
-  std::vector<SymDim> ints;
-  std::vector<const SymDim*> args(c.in.size());
-  ForEachBroadcast(*shape, in_shapes, [&](const std::vector<int64_t>& src) {
-    if (!ok) return;
-    for (size_t j = 0; j < c.in.size(); ++j) {
-      args[j] = &c.in[j]->content->ints[src[j]];
-    }
-    std::optional<SymDim> r = int_op ? int_op(*c.table, args) : std::nullopt;
-    if (!r || c.table->failed()) {
-      ok = false;
-      return;
-    }
-    ints.push_back(*r);
-  });
-  if (ok) SetInts(c, 0, std::move(ints));
 }
 
 // --- Elementwise ops
 // -----------------------------------------------------------
+
+// Integer Div and Mod: truncating as ONNX Runtime does on numbers, floor
+// on symbolic dims (which are not negative).
+std::optional<SymDim> IntDivMod(const std::string& op, DimTable& t,
+                                const SymDim& x, const SymDim& y,
+                                int64_t fmod) {
+  const bool numbers = x.is_constant() && y.is_constant();
+  if (numbers && (y.constant() == 0 ||
+                  (x.constant() == INT64_MIN && y.constant() == -1))) {
+    return std::nullopt;
+  }
+  if (op == "Div") {
+    if (numbers) return SymDim(x.constant() / y.constant());
+    return t.FloorDiv(x, y);
+  }
+  if (fmod != 0) {
+    if (!numbers) return std::nullopt;
+    return SymDim(x.constant() % y.constant());
+  }
+  if (y == SymDim(0)) return std::nullopt;
+  return t.Mod(x, y);
+}
+
+// Comparisons of integers: known when the dims' ranges decide them.
+std::optional<SymDim> IntCompare(const std::string& op, DimTable& t,
+                                 const SymDim& x, const SymDim& y) {
+  if (op == "LessOrEqual" && t.SurelyLessEqual(x, y)) return SymDim(1);
+  if (op == "GreaterOrEqual" && t.SurelyLessEqual(y, x)) return SymDim(1);
+  std::optional<int> cmp = t.Compare(x, y);
+  if (!cmp) return std::nullopt;
+  const bool r = op == "Equal"         ? *cmp == 0
+                 : op == "Less"        ? *cmp < 0
+                 : op == "Greater"     ? *cmp > 0
+                 : op == "LessOrEqual" ? *cmp <= 0
+                                       : *cmp >= 0;
+  return SymDim(r ? 1 : 0);
+}
+
+// And, Or, Xor on booleans held as 0/1 integers.
+std::optional<SymDim> IntLogic(const std::string& op, DimTable& t,
+                               const SymDim& x, const SymDim& y) {
+  std::optional<bool> bx = IsNonZero(t, x), by = IsNonZero(t, y);
+  if (op == "And") {
+    if ((bx && !*bx) || (by && !*by)) return SymDim(0);
+    return bx && by ? std::optional<SymDim>(SymDim(1)) : std::nullopt;
+  }
+  if (op == "Or") {
+    if ((bx && *bx) || (by && *by)) return SymDim(1);
+    return bx && by ? std::optional<SymDim>(SymDim(0)) : std::nullopt;
+  }
+  if (!bx || !by) return std::nullopt;
+  return SymDim(*bx != *by ? 1 : 0);
+}
 
 // Integer semantics of binary and variadic elementwise ops.
 std::optional<SymDim> IntBinary(const std::string& op, DimTable& t,
@@ -287,63 +368,19 @@ std::optional<SymDim> IntBinary(const std::string& op, DimTable& t,
   if (op == "Add") return t.Add(x, y);
   if (op == "Sub") return t.Sub(x, y);
   if (op == "Mul") return t.Mul(x, y);
-  if (op == "Div") {
-    if (x.is_constant() && y.is_constant()) {
-      if (y.constant() == 0 ||
-          (x.constant() == INT64_MIN && y.constant() == -1))
-        return std::nullopt;
-      return SymDim(x.constant() / y.constant());  // truncates, as ORT
+  if (op == "Div" || op == "Mod") return IntDivMod(op, t, x, y, fmod);
+  if (op == "And" || op == "Or" || op == "Xor") return IntLogic(op, t, x, y);
+  if (op == "Pow") {
+    if (!x.is_constant() || !y.is_constant() || y.constant() < 0 ||
+        y.constant() >= 64) {
+      return std::nullopt;
     }
-    return t.FloorDiv(x, y);  // dims are not negative
-  }
-  if (op == "Mod") {
-    if (fmod != 0) {
-      if (!x.is_constant() || !y.is_constant() || y.constant() == 0 ||
-          (x.constant() == INT64_MIN && y.constant() == -1))
-        return std::nullopt;
-      return SymDim(x.constant() % y.constant());
-    }
-    if (y == SymDim(0)) return std::nullopt;
-    return t.Mod(x, y);
-  }
-  std::optional<int> cmp = t.Compare(x, y);
-  if (op == "Equal") {
-    if (!cmp) return std::nullopt;
-    return SymDim(*cmp == 0 ? 1 : 0);
-  }
-  if (op == "Less" || op == "Greater" || op == "LessOrEqual" ||
-      op == "GreaterOrEqual") {
-    if (op == "LessOrEqual" && t.SurelyLessEqual(x, y)) return SymDim(1);
-    if (op == "GreaterOrEqual" && t.SurelyLessEqual(y, x)) return SymDim(1);
-    if (!cmp) return std::nullopt;
-    bool r = op == "Less"          ? *cmp < 0
-             : op == "Greater"     ? *cmp > 0
-             : op == "LessOrEqual" ? *cmp <= 0
-                                   : *cmp >= 0;
-    return SymDim(r ? 1 : 0);
-  }
-  std::optional<bool> bx = IsNonZero(t, x), by = IsNonZero(t, y);
-  if (op == "And") {
-    if ((bx && !*bx) || (by && !*by)) return SymDim(0);
-    if (bx && by) return SymDim(1);
-    return std::nullopt;
-  }
-  if (op == "Or") {
-    if ((bx && *bx) || (by && *by)) return SymDim(1);
-    if (bx && by) return SymDim(0);
-    return std::nullopt;
-  }
-  if (op == "Xor") {
-    if (!bx || !by) return std::nullopt;
-    return SymDim(*bx != *by ? 1 : 0);
-  }
-  if (op == "Pow" && x.is_constant() && y.is_constant() && y.constant() >= 0 &&
-      y.constant() < 64) {
     SymDim r(1);
     for (int64_t i = 0; i < y.constant(); ++i) r = t.Mul(r, x);
     return r;
   }
-  return std::nullopt;
+  if (op == "Mean") return std::nullopt;
+  return IntCompare(op, t, x, y);
 }
 
 std::optional<double> RealBinary(const std::string& op,
@@ -441,78 +478,69 @@ absl::Status WhereOp(OnnxNodeContext& c) {
   return absl::OkStatus();
 }
 
-// Ops whose output 0 has the shape and type of input 0.
-const absl::flat_hash_set<std::string>& SameShapeOps() {
-  static const auto* ops =
-      new absl::flat_hash_set<std::string>{"Abs",
-                                           "Acos",
-                                           "Acosh",
-                                           "Asin",
-                                           "Asinh",
-                                           "Atan",
-                                           "Atanh",
-                                           "Ceil",
-                                           "Celu",
-                                           "Clip",
-                                           "Cos",
-                                           "Cosh",
-                                           "CumSum",
-                                           "Elu",
-                                           "Erf",
-                                           "Exp",
-                                           "Floor",
-                                           "Gelu",
-                                           "HardSigmoid",
-                                           "HardSwish",
-                                           "Hardmax",
-                                           "IsInf",
-                                           "IsNaN",
-                                           "LeakyRelu",
-                                           "Log",
-                                           "LogSoftmax",
-                                           "LpNormalization",
-                                           "LRN",
-                                           "MeanVarianceNormalization",
-                                           "Mish",
-                                           "Neg",
-                                           "Not",
-                                           "Reciprocal",
-                                           "Relu",
-                                           "Round",
-                                           "Selu",
-                                           "Shrink",
-                                           "Sigmoid",
-                                           "Sign",
-                                           "Sin",
-                                           "Sinh",
-                                           "Softmax",
-                                           "Softplus",
-                                           "Softsign",
-                                           "Sqrt",
-                                           "Tan",
-                                           "Tanh",
-                                           "ThresholdedRelu",
-                                           "Trilu",
-                                           "BitwiseNot",
-                                           "Swish",
-                                           "InstanceNormalization",
-                                           "GroupNormalization",
-                                           "RMSNormalization",
-                                           "RotaryEmbedding",
-                                           "ReverseSequence",
-                                           "Scatter",
-                                           "ScatterElements",
-                                           "ScatterND",
-                                           "Bernoulli",
-                                           "Identity",
-                                           "Gelu",
-                                           "FastGelu",
-                                           "BiasGelu",
-                                           "QuickGelu",
-                                           "SimplifiedLayerNormalization",
-                                           "BiasAdd"};
-  return *ops;
-}
+// Ops whose output 0 has the shape and type of input 0 (some of them new
+// in opsets 18 to 23, or ONNX Runtime's contrib ops of the same name).
+constexpr const char* kSameShapeOps[] = {"Abs",
+                                         "Acos",
+                                         "Acosh",
+                                         "Asin",
+                                         "Asinh",
+                                         "Atan",
+                                         "Atanh",
+                                         "Ceil",
+                                         "Celu",
+                                         "Clip",
+                                         "Cos",
+                                         "Cosh",
+                                         "CumSum",
+                                         "Elu",
+                                         "Erf",
+                                         "Exp",
+                                         "Floor",
+                                         "Gelu",
+                                         "HardSigmoid",
+                                         "HardSwish",
+                                         "Hardmax",
+                                         "IsInf",
+                                         "IsNaN",
+                                         "LeakyRelu",
+                                         "Log",
+                                         "LogSoftmax",
+                                         "LpNormalization",
+                                         "LRN",
+                                         "MeanVarianceNormalization",
+                                         "Mish",
+                                         "Neg",
+                                         "Not",
+                                         "Reciprocal",
+                                         "Relu",
+                                         "Round",
+                                         "Selu",
+                                         "Shrink",
+                                         "Sigmoid",
+                                         "Sign",
+                                         "Sin",
+                                         "Sinh",
+                                         "Softmax",
+                                         "Softplus",
+                                         "Softsign",
+                                         "Sqrt",
+                                         "Tan",
+                                         "Tanh",
+                                         "ThresholdedRelu",
+                                         "Trilu",
+                                         "BitwiseNot",
+                                         "Swish",
+                                         "InstanceNormalization",
+                                         "GroupNormalization",
+                                         "RMSNormalization",
+                                         "RotaryEmbedding",
+                                         "ReverseSequence",
+                                         "Scatter",
+                                         "ScatterElements",
+                                         "ScatterND",
+                                         "Bernoulli",
+                                         "Identity"};
 
 std::optional<SymDim> IntUnary(const std::string& op, DimTable& t,
                                const SymDim& x) {
@@ -817,29 +845,17 @@ absl::Status ConstantOfShapeOp(OnnxNodeContext& c) {
 // --- Reshaping
 // -----------------------------------------------------------------
 
-absl::Status ReshapeOp(OnnxNodeContext& c) {
+// Resolves Reshape's 0 (copy the input's dim, unless allowzero) in
+// `out`; returns the index of its -1 (or -1) and the product of the others.
+absl::StatusOr<int> ResolveReshapeTarget(OnnxNodeContext& c,
+                                         std::vector<SymDim>* out,
+                                         SymDim* known) {
   const OnnxValue* x = c.In(0);
-  if (x == nullptr) return FallBackToOnnx();
-  std::optional<std::vector<SymDim>> target;
-  if (c.opset >= 0 && c.opset < 5) {
-    std::vector<SymDim> t;
-    for (int64_t v : c.Ints("shape")) t.push_back(SymDim(v));
-    target = t;
-  } else if (const std::vector<SymDim>* t = c.Ints(1)) {
-    target = *t;
-  }
-  if (!target) {
-    std::optional<std::vector<SymDim>> dims = ShapeFromInput(c, 1);
-    if (!dims) return FallBackToOnnx();
-    SetOut(c, 0, x->elem_type, *dims);
-    return absl::OkStatus();
-  }
   const bool allow_zero = c.Int("allowzero", 0) != 0;
-  std::vector<SymDim> out = *target;
   int infer = -1;
-  SymDim known(1);
-  for (size_t i = 0; i < out.size(); ++i) {
-    SymDim& d = out[i];
+  *known = SymDim(1);
+  for (size_t i = 0; i < out->size(); ++i) {
+    SymDim& d = (*out)[i];
     if (d == SymDim(0) && !allow_zero) {
       if (!HasShape(x) || i >= x->dims.size()) {
         return NodeError(c, "target dim ", i,
@@ -854,36 +870,68 @@ absl::Status ReshapeOp(OnnxNodeContext& c) {
     } else if (d.is_constant() && d.constant() < 0) {
       return NodeError(c, "the target shape has dim ", d.constant());
     }
-    known = c.table->Mul(known, d);
+    *known = c.table->Mul(*known, d);
   }
-  if (HasShape(x)) {
-    SymDim total(1);
-    for (const SymDim& d : x->dims) total = c.table->Mul(total, d);
+  return infer;
+}
+
+// Infers Reshape's -1 from the input's element count, and checks that
+// counts match when both are numbers (so a hostile target is an error).
+absl::Status InferReshapeDim(OnnxNodeContext& c, int infer, SymDim known,
+                             std::vector<SymDim>* out) {
+  const OnnxValue* x = c.In(0);
+  if (!HasShape(x)) {
     if (infer >= 0) {
-      if (known == SymDim(0)) {
-        return NodeError(c, "cannot infer the -1 dim next to a zero dim");
-      }
-      if (total.is_constant() && known.is_constant() &&
-          total.constant() % known.constant() != 0) {
-        return NodeError(c, "cannot reshape ", total.constant(),
-                         " elements into a shape with ", known.constant(),
-                         " elements and a -1");
-      }
-      out[infer] = c.table->FloorDiv(total, known);
-      known = total;
+      (*out)[infer] =
+          c.UnknownDim("the input's rank is unknown", false, c.InputLeaves(0));
+    }
+    return absl::OkStatus();
+  }
+  SymDim total(1);
+  for (const SymDim& d : x->dims) total = c.table->Mul(total, d);
+  if (infer >= 0) {
+    if (known == SymDim(0)) {
+      return NodeError(c, "cannot infer the -1 dim next to a zero dim");
     }
     if (total.is_constant() && known.is_constant() &&
-        total.constant() != known.constant()) {
-      std::vector<std::string> shown;
-      for (const SymDim& d : out) shown.push_back(c.table->ToString(d));
+        total.constant() % known.constant() != 0) {
       return NodeError(c, "cannot reshape ", total.constant(),
-                       " elements into [", absl::StrJoin(shown, ", "), "] (",
-                       known.constant(), " elements)");
+                       " elements into a shape with ", known.constant(),
+                       " elements and a -1");
     }
-  } else if (infer >= 0) {
-    out[infer] =
-        c.UnknownDim("the input's rank is unknown", false, c.InputLeaves(0));
+    (*out)[infer] = c.table->FloorDiv(total, known);
+    known = total;
   }
+  if (total.is_constant() && known.is_constant() &&
+      total.constant() != known.constant()) {
+    std::vector<std::string> shown;
+    for (const SymDim& d : *out) shown.push_back(c.table->ToString(d));
+    return NodeError(c, "cannot reshape ", total.constant(), " elements into [",
+                     absl::StrJoin(shown, ", "), "] (", known.constant(),
+                     " elements)");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReshapeOp(OnnxNodeContext& c) {
+  const OnnxValue* x = c.In(0);
+  if (x == nullptr) return FallBackToOnnx();
+  std::vector<SymDim> out;
+  if (c.opset >= 0 && c.opset < 5) {
+    for (int64_t v : c.Ints("shape")) out.push_back(SymDim(v));
+  } else if (const std::vector<SymDim>* t = c.Ints(1)) {
+    out = *t;
+  } else {
+    // The target's elements are unknown: its length gives the rank.
+    std::optional<std::vector<SymDim>> dims = ShapeFromInput(c, 1);
+    if (!dims) return FallBackToOnnx();
+    SetOut(c, 0, x->elem_type, *dims);
+    return absl::OkStatus();
+  }
+  SymDim known;
+  absl::StatusOr<int> infer = ResolveReshapeTarget(c, &out, &known);
+  if (!infer.ok()) return infer.status();
+  if (auto s = InferReshapeDim(c, *infer, known, &out); !s.ok()) return s;
   SetOut(c, 0, x->elem_type, out);
   PassElements(c);
   return absl::OkStatus();
@@ -1036,7 +1084,7 @@ absl::Status TransposeOp(OnnxNodeContext& c) {
       index[a] = 0;
     }
   }
-  c.Out(0)->content = std::move(content);
+  SetContent(c, 0, std::move(content));
   return absl::OkStatus();
 }
 
@@ -1106,9 +1154,7 @@ absl::Status ConcatOp(OnnxNodeContext& c) {
       AppendRange(*v->content, o * inner, inner, &content);
     }
   }
-  if (static_cast<int64_t>(content.size()) <= kMaxOnnxContent) {
-    c.Out(0)->content = std::move(content);
-  }
+  SetContent(c, 0, std::move(content));
   return absl::OkStatus();
 }
 
@@ -1202,101 +1248,127 @@ int64_t SliceStart(int64_t d, int64_t s, int64_t k) {
   return k > 0 ? std::min(s, d) : std::min(s, d - 1);
 }
 
-absl::Status SliceOp(OnnxNodeContext& c) {
-  const OnnxValue* x = c.In(0);
-  if (!HasShape(x)) return FallBackToOnnx();
-  const int64_t rank = static_cast<int64_t>(x->dims.size());
-  std::vector<SymDim> starts, ends;
-  std::vector<int64_t> axes, steps;
-  bool known = true;
+// Slice's starts, ends, axes and steps: attributes before opset 10,
+// inputs from it. `known` false when starts or ends are not known.
+struct SliceArgs {
+  std::vector<SymDim> starts, ends;  // per sliced axis
+  std::vector<int64_t> axes, steps;  // empty: defaults
+  bool known = true;                 // starts and ends known
+};
+
+// Reads the slice's arguments; FallBackToOnnx when axes or steps are not
+// numbers.
+absl::Status ReadSliceArgs(const OnnxNodeContext& c, SliceArgs* a) {
   if (c.opset >= 0 && c.opset < 10) {
-    for (int64_t v : c.Ints("starts")) starts.push_back(SymDim(v));
-    for (int64_t v : c.Ints("ends")) ends.push_back(SymDim(v));
-    axes = c.Ints("axes");
-  } else {
-    const std::vector<SymDim>* s = c.Ints(1);
-    const std::vector<SymDim>* e = c.Ints(2);
-    if (s == nullptr || e == nullptr) {
-      known = false;
-    } else {
-      starts = *s;
-      ends = *e;
-    }
-    for (size_t i : {size_t{3}, size_t{4}}) {
-      if (c.In(i) == nullptr) continue;
-      const std::vector<SymDim>* v = c.Ints(i);
-      if (v == nullptr) return FallBackToOnnx();
-      for (const SymDim& d : *v) {
-        if (!d.is_constant()) return FallBackToOnnx();
-        (i == 3 ? axes : steps).push_back(d.constant());
-      }
-    }
-  }
-  if (!known) {
-    // Which axes are sliced is known only with `axes`; else all may be.
-    std::vector<SymDim> out = x->dims;
-    std::vector<int64_t> sliced = axes;
-    if (axes.empty()) {
-      for (int64_t i = 0; i < rank; ++i) sliced.push_back(i);
-    }
-    for (int64_t a : sliced) {
-      int64_t n = 0;
-      if (NormalizeAxis(a, rank, &n)) {
-        out[n] = c.FromUnknownElements(c.Ints(1) == nullptr ? 1 : 2);
-      }
-    }
-    SetOut(c, 0, x->elem_type, out);
+    for (int64_t v : c.Ints("starts")) a->starts.push_back(SymDim(v));
+    for (int64_t v : c.Ints("ends")) a->ends.push_back(SymDim(v));
+    a->axes = c.Ints("axes");
     return absl::OkStatus();
   }
-  if (axes.empty()) {
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(i);
+  const std::vector<SymDim>* s = c.Ints(1);
+  const std::vector<SymDim>* e = c.Ints(2);
+  a->known = s != nullptr && e != nullptr;
+  if (a->known) {
+    a->starts = *s;
+    a->ends = *e;
   }
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (starts.size() != ends.size() || axes.size() != starts.size() ||
-      steps.size() != starts.size()) {
-    return NodeError(c, "starts, ends, axes and steps differ in length");
-  }
-  std::vector<SymDim> out = x->dims;
-  std::vector<int64_t> first(rank, 0), step(rank, 1);
-  bool concrete = true;
-  for (size_t j = 0; j < axes.size(); ++j) {
-    int64_t a = 0;
-    if (!NormalizeAxis(axes[j], rank, &a)) {
-      return NodeError(c, "axis ", axes[j], " is out of range for rank ", rank);
+  for (size_t i : {size_t{3}, size_t{4}}) {
+    if (c.In(i) == nullptr) continue;
+    const std::vector<SymDim>* v = c.Ints(i);
+    if (v == nullptr) return FallBackToOnnx();
+    for (const SymDim& d : *v) {
+      if (!d.is_constant()) return FallBackToOnnx();
+      (i == 3 ? a->axes : a->steps).push_back(d.constant());
     }
-    if (steps[j] == 0) return NodeError(c, "a step is 0");
-    out[a] = SliceLength(*c.table, x->dims[a], starts[j], ends[j], steps[j]);
-    if (x->dims[a].is_constant() && starts[j].is_constant()) {
-      first[a] =
-          SliceStart(x->dims[a].constant(), starts[j].constant(), steps[j]);
-      step[a] = steps[j];
-    } else {
-      concrete = false;
+  }
+  return absl::OkStatus();
+}
+
+// Slice with unknown starts or ends: the sliced axes (all, without `axes`)
+// get unknown dims.
+absl::Status SliceUnknown(OnnxNodeContext& c, const SliceArgs& a) {
+  const OnnxValue* x = c.In(0);
+  const int64_t rank = static_cast<int64_t>(x->dims.size());
+  std::vector<SymDim> out = x->dims;
+  std::vector<int64_t> sliced = a.axes;
+  if (sliced.empty()) {
+    for (int64_t i = 0; i < rank; ++i) sliced.push_back(i);
+  }
+  for (int64_t axis : sliced) {
+    int64_t n = 0;
+    if (NormalizeAxis(axis, rank, &n)) {
+      out[n] = c.FromUnknownElements(c.Ints(1) == nullptr ? 1 : 2);
     }
   }
   SetOut(c, 0, x->elem_type, out);
+  return absl::OkStatus();
+}
+
+// Copies the sliced elements: per axis from `first` by `step`.
+void SliceElements(OnnxNodeContext& c, const std::vector<SymDim>& out,
+                   const std::vector<int64_t>& first,
+                   const std::vector<int64_t>& step) {
+  const OnnxValue* x = c.In(0);
   std::optional<std::vector<int64_t>> in_shape = Concrete(x->dims);
   std::optional<std::vector<int64_t>> out_shape = Concrete(out);
   std::optional<int64_t> count = OnnxElementCount(out);
-  if (!x->content || !concrete || !in_shape || !out_shape || !count) {
-    return absl::OkStatus();
-  }
+  if (!x->content || !in_shape || !out_shape || !count) return;
+  const int64_t rank = static_cast<int64_t>(out.size());
   const std::vector<int64_t> strides = Strides(*in_shape);
   std::vector<int64_t> index(rank, 0);
   OnnxContent content;
   content.real = x->content->real;
   for (int64_t k = 0; k < *count; ++k) {
     int64_t src = 0;
-    for (int64_t a = 0; a < rank; ++a) {
-      src += (first[a] + index[a] * step[a]) * strides[a];
+    for (int64_t d = 0; d < rank; ++d) {
+      src += (first[d] + index[d] * step[d]) * strides[d];
     }
     AppendRange(*x->content, src, 1, &content);
-    for (int64_t a = rank - 1; a >= 0; --a) {
-      if (++index[a] < (*out_shape)[a]) break;
-      index[a] = 0;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++index[d] < (*out_shape)[d]) break;
+      index[d] = 0;
     }
   }
-  c.Out(0)->content = std::move(content);
+  SetContent(c, 0, std::move(content));
+}
+
+absl::Status SliceOp(OnnxNodeContext& c) {
+  const OnnxValue* x = c.In(0);
+  if (!HasShape(x)) return FallBackToOnnx();
+  SliceArgs a;
+  if (auto s = ReadSliceArgs(c, &a); !s.ok()) return s;
+  if (!a.known) return SliceUnknown(c, a);
+  const int64_t rank = static_cast<int64_t>(x->dims.size());
+  if (a.axes.empty()) {
+    for (size_t i = 0; i < a.starts.size(); ++i) a.axes.push_back(i);
+  }
+  if (a.steps.empty()) a.steps.assign(a.starts.size(), 1);
+  if (a.starts.size() != a.ends.size() || a.axes.size() != a.starts.size() ||
+      a.steps.size() != a.starts.size()) {
+    return NodeError(c, "starts, ends, axes and steps differ in length");
+  }
+  std::vector<SymDim> out = x->dims;
+  std::vector<int64_t> first(rank, 0), step(rank, 1);
+  bool concrete = true;
+  for (size_t j = 0; j < a.axes.size(); ++j) {
+    int64_t d = 0;
+    if (!NormalizeAxis(a.axes[j], rank, &d)) {
+      return NodeError(c, "axis ", a.axes[j], " is out of range for rank ",
+                       rank);
+    }
+    if (a.steps[j] == 0) return NodeError(c, "a step is 0");
+    out[d] =
+        SliceLength(*c.table, x->dims[d], a.starts[j], a.ends[j], a.steps[j]);
+    concrete =
+        concrete && x->dims[d].is_constant() && a.starts[j].is_constant();
+    if (concrete) {
+      first[d] =
+          SliceStart(x->dims[d].constant(), a.starts[j].constant(), a.steps[j]);
+      step[d] = a.steps[j];
+    }
+  }
+  SetOut(c, 0, x->elem_type, out);
+  if (concrete) SliceElements(c, out, first, step);
   return absl::OkStatus();
 }
 
@@ -1343,7 +1415,7 @@ absl::Status GatherOp(OnnxNodeContext& c) {
       AppendRange(*x->content, (o * d + p) * inner, inner, &content);
     }
   }
-  c.Out(0)->content = std::move(content);
+  SetContent(c, 0, std::move(content));
   return absl::OkStatus();
 }
 
@@ -1365,7 +1437,7 @@ void BroadcastElements(OnnxNodeContext& c, const std::vector<SymDim>& out) {
   ForEachBroadcast(*shape, {*in}, [&](const std::vector<int64_t>& src) {
     AppendRange(*x->content, src[0], 1, &content);
   });
-  c.Out(0)->content = std::move(content);
+  SetContent(c, 0, std::move(content));
 }
 
 absl::Status ExpandOp(OnnxNodeContext& c) {
@@ -1421,7 +1493,7 @@ absl::Status TileOp(OnnxNodeContext& c) {
       index[a] = 0;
     }
   }
-  c.Out(0)->content = std::move(content);
+  SetContent(c, 0, std::move(content));
   return absl::OkStatus();
 }
 
@@ -1485,68 +1557,24 @@ int ReduceAxesInputOpset(const std::string& op) {
   return op == "ReduceSum" ? 13 : 18;
 }
 
-absl::Status ReduceOp(OnnxNodeContext& c) {
+// The elements of ReduceSum/Prod/Min/Max over a small integer tensor;
+// `reduce` marks the reduced axes, `out` the output dims.
+void ReduceElements(OnnxNodeContext& c, const std::vector<bool>& reduce,
+                    const std::vector<SymDim>& out) {
   const OnnxValue* x = c.In(0);
-  if (!HasShape(x)) return FallBackToOnnx();
-  const std::string op = c.node->op_type();
-  const bool arg = op == "ArgMax" || op == "ArgMin";
-  const int64_t rank = static_cast<int64_t>(x->dims.size());
-  const bool keep = c.Int("keepdims", 1) != 0;
-  bool present = false, known = true;
-  std::vector<int64_t> axes;
-  if (arg) {
-    axes = {c.Int("axis", 0)};
-  } else {
-    axes = AxesOf(c, ReduceAxesInputOpset(op), 1, &present, &known);
-  }
-  std::vector<bool> reduce(rank, false);
-  if (!known) {
-    // Which axes is unknown: with keepdims each dim is itself or 1.
-    std::vector<SymDim> out;
-    if (keep) {
-      for (int64_t i = 0; i < rank; ++i)
-        out.push_back(c.FromUnknownElements(1));
-      SetOut(c, 0, x->elem_type, out);
-      return absl::OkStatus();
-    }
-    return FallBackToOnnx();
-  }
-  if (axes.empty()) {
-    if (c.Int("noop_with_empty_axes", 0) != 0) {
-      SetOut(c, 0, x->elem_type, x->dims);
-      PassElements(c);
-      return absl::OkStatus();
-    }
-    reduce.assign(rank, true);
-  }
-  for (int64_t a : axes) {
-    int64_t n = 0;
-    if (!NormalizeAxis(a, rank, &n)) {
-      return NodeError(c, "axis ", a, " is out of range for rank ", rank);
-    }
-    reduce[n] = true;
-  }
-  std::vector<SymDim> out;
-  for (int64_t i = 0; i < rank; ++i) {
-    if (!reduce[i]) {
-      out.push_back(x->dims[i]);
-    } else if (keep) {
-      out.push_back(SymDim(1));
-    }
-  }
-  SetOut(c, 0, arg ? kInt64 : x->elem_type, out);
-  // Elements of ReduceSum/Prod/Min/Max over small integer tensors.
+  const std::string& op = c.node->op_type();
   std::optional<std::vector<int64_t>> shape = Concrete(x->dims);
-  if (arg || !x->content || x->content->real || !shape ||
+  std::optional<int64_t> n = OnnxElementCount(out);
+  if (!x->content || x->content->real || !shape || !n ||
       (op != "ReduceSum" && op != "ReduceProd" && op != "ReduceMin" &&
        op != "ReduceMax")) {
-    return absl::OkStatus();
+    return;
   }
+  const int64_t rank = static_cast<int64_t>(shape->size());
   std::vector<int64_t> out_shape;
-  for (int64_t i = 0; i < rank; ++i)
+  for (int64_t i = 0; i < rank; ++i) {
     out_shape.push_back(reduce[i] ? 1 : (*shape)[i]);
-  std::optional<int64_t> n = OnnxElementCount(out);
-  if (!n) return absl::OkStatus();
+  }
   std::vector<std::optional<SymDim>> acc(*n);
   const std::vector<int64_t> out_strides = Strides(out_shape);
   std::vector<int64_t> index(rank, 0);
@@ -1572,6 +1600,52 @@ absl::Status ReduceOp(OnnxNodeContext& c) {
     ints.push_back(r ? *r : SymDim(op == "ReduceProd" ? 1 : 0));
   }
   SetInts(c, 0, std::move(ints));
+}
+
+// Reduce* and ArgMax/ArgMin: axes from an attribute (ArgMax's axis, Reduce
+// before ReduceAxesInputOpset) or an input; keepdims; noop_with_empty_axes.
+absl::Status ReduceOp(OnnxNodeContext& c) {
+  const OnnxValue* x = c.In(0);
+  if (!HasShape(x)) return FallBackToOnnx();
+  const std::string op = c.node->op_type();
+  const bool arg = op == "ArgMax" || op == "ArgMin";
+  const int64_t rank = static_cast<int64_t>(x->dims.size());
+  const bool keep = c.Int("keepdims", 1) != 0;
+  bool present = false, known = true;
+  std::vector<int64_t> axes =
+      arg ? std::vector<int64_t>{c.Int("axis", 0)}
+          : AxesOf(c, ReduceAxesInputOpset(op), 1, &present, &known);
+  if (!known) {
+    // Which axes is unknown: with keepdims each dim is itself or 1.
+    if (!keep) return FallBackToOnnx();
+    std::vector<SymDim> out;
+    for (int64_t i = 0; i < rank; ++i) out.push_back(c.FromUnknownElements(1));
+    SetOut(c, 0, x->elem_type, out);
+    return absl::OkStatus();
+  }
+  if (axes.empty() && c.Int("noop_with_empty_axes", 0) != 0) {
+    SetOut(c, 0, x->elem_type, x->dims);
+    PassElements(c);
+    return absl::OkStatus();
+  }
+  std::vector<bool> reduce(rank, axes.empty());
+  for (int64_t a : axes) {
+    int64_t n = 0;
+    if (!NormalizeAxis(a, rank, &n)) {
+      return NodeError(c, "axis ", a, " is out of range for rank ", rank);
+    }
+    reduce[n] = true;
+  }
+  std::vector<SymDim> out;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!reduce[i]) {
+      out.push_back(x->dims[i]);
+    } else if (keep) {
+      out.push_back(SymDim(1));
+    }
+  }
+  SetOut(c, 0, arg ? kInt64 : x->elem_type, out);
+  if (!arg) ReduceElements(c, reduce, out);
   return absl::OkStatus();
 }
 
@@ -2027,91 +2101,70 @@ absl::Status RandomOp(OnnxNodeContext& c) {
   return absl::OkStatus();
 }
 
+// Ops of the default domain and their rules.
+struct RuleOps {
+  OnnxShapeRule rule;            // the rule
+  std::vector<const char*> ops;  // the ops it sizes
+};
+
 const absl::flat_hash_map<std::string, OnnxShapeRule>& DefaultRules() {
   static const auto* rules = [] {
-    auto* r = new absl::flat_hash_map<std::string, OnnxShapeRule>{
-        {"Add", BroadcastOp},
-        {"Sub", BroadcastOp},
-        {"Mul", BroadcastOp},
-        {"Div", BroadcastOp},
-        {"Mod", BroadcastOp},
-        {"Pow", BroadcastOp},
-        {"Min", BroadcastOp},
-        {"Max", BroadcastOp},
-        {"Sum", BroadcastOp},
-        {"Mean", BroadcastOp},
-        {"And", BroadcastOp},
-        {"Or", BroadcastOp},
-        {"Xor", BroadcastOp},
-        {"Equal", BroadcastOp},
-        {"Less", BroadcastOp},
-        {"Greater", BroadcastOp},
-        {"LessOrEqual", BroadcastOp},
-        {"GreaterOrEqual", BroadcastOp},
-        {"PRelu", BroadcastOp},
-        {"BitShift", BroadcastOp},
-        {"BitwiseAnd", BroadcastOp},
-        {"BitwiseOr", BroadcastOp},
-        {"BitwiseXor", BroadcastOp},
-        {"Where", WhereOp},
-        {"Cast", CastOp},
-        {"CastLike", CastOp},
-        {"Shape", ShapeOp},
-        {"Size", SizeOp},
-        {"Constant", ConstantOp},
-        {"ConstantOfShape", ConstantOfShapeOp},
-        {"Reshape", ReshapeOp},
-        {"Flatten", FlattenOp},
-        {"Squeeze", SqueezeOp},
-        {"Unsqueeze", UnsqueezeOp},
-        {"Transpose", TransposeOp},
-        {"Concat", ConcatOp},
-        {"Split", SplitOp},
-        {"Slice", SliceOp},
-        {"Gather", GatherOp},
-        {"GatherElements", GatherElementsOp},
-        {"Expand", ExpandOp},
-        {"Tile", TileOp},
-        {"Range", RangeOp},
-        {"ArgMax", ReduceOp},
-        {"ArgMin", ReduceOp},
-        {"MatMul", MatMulOp},
-        {"MatMulInteger", MatMulOp},
-        {"QLinearMatMul", MatMulOp},
-        {"Gemm", GemmOp},
-        {"Conv", ConvOp},
-        {"ConvInteger", ConvOp},
-        {"QLinearConv", ConvOp},
-        {"DeformConv", ConvOp},
-        {"ConvTranspose", ConvTransposeOp},
-        {"MaxPool", PoolOp},
-        {"AveragePool", PoolOp},
-        {"LpPool", PoolOp},
-        {"GlobalAveragePool", GlobalPoolOp},
-        {"GlobalMaxPool", GlobalPoolOp},
-        {"GlobalLpPool", GlobalPoolOp},
-        {"Pad", PadOp},
-        {"Resize", ResizeOp},
-        {"Upsample", ResizeOp},
-        {"TopK", TopKOp},
-        {"NonZero", NonZeroOp},
-        {"DepthToSpace", DepthSpaceOp},
-        {"SpaceToDepth", DepthSpaceOp},
-        {"GridSample", GridSampleOp},
-        {"EyeLike", EyeLikeOp},
-        {"RandomNormal", RandomOp},
-        {"RandomUniform", RandomOp},
-        {"RandomNormalLike", RandomOp},
-        {"RandomUniformLike", RandomOp},
-        {"Dropout", DropoutOp},
-        {"LayerNormalization", LayerNormOp},
-        {"BatchNormalization", BatchNormOp}};
-    for (const char* op : {"ReduceSum", "ReduceProd", "ReduceMin", "ReduceMax",
-                           "ReduceMean", "ReduceL1", "ReduceL2", "ReduceLogSum",
-                           "ReduceLogSumExp", "ReduceSumSquare"}) {
-      r->emplace(op, ReduceOp);
+    const RuleOps table[] = {
+        {BroadcastOp, {"Add",       "Sub",         "Mul",
+                       "Div",       "Mod",         "Pow",
+                       "Min",       "Max",         "Sum",
+                       "Mean",      "And",         "Or",
+                       "Xor",       "Equal",       "Less",
+                       "Greater",   "LessOrEqual", "GreaterOrEqual",
+                       "PRelu",     "BitShift",    "BitwiseAnd",
+                       "BitwiseOr", "BitwiseXor"}},
+        {ReduceOp,
+         {"ReduceSum", "ReduceProd", "ReduceMin", "ReduceMax", "ReduceMean",
+          "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
+          "ReduceSumSquare", "ArgMax", "ArgMin"}},
+        {MatMulOp, {"MatMul", "MatMulInteger", "QLinearMatMul"}},
+        {ConvOp, {"Conv", "ConvInteger", "QLinearConv", "DeformConv"}},
+        {PoolOp, {"MaxPool", "AveragePool", "LpPool"}},
+        {GlobalPoolOp, {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"}},
+        {ResizeOp, {"Resize", "Upsample"}},
+        {DepthSpaceOp, {"DepthToSpace", "SpaceToDepth"}},
+        {RandomOp,
+         {"RandomNormal", "RandomUniform", "RandomNormalLike",
+          "RandomUniformLike"}},
+        {CastOp, {"Cast", "CastLike"}},
+        {WhereOp, {"Where"}},
+        {ShapeOp, {"Shape"}},
+        {SizeOp, {"Size"}},
+        {ConstantOp, {"Constant"}},
+        {ConstantOfShapeOp, {"ConstantOfShape"}},
+        {ReshapeOp, {"Reshape"}},
+        {FlattenOp, {"Flatten"}},
+        {SqueezeOp, {"Squeeze"}},
+        {UnsqueezeOp, {"Unsqueeze"}},
+        {TransposeOp, {"Transpose"}},
+        {ConcatOp, {"Concat"}},
+        {SplitOp, {"Split"}},
+        {SliceOp, {"Slice"}},
+        {GatherOp, {"Gather"}},
+        {GatherElementsOp, {"GatherElements"}},
+        {ExpandOp, {"Expand"}},
+        {TileOp, {"Tile"}},
+        {RangeOp, {"Range"}},
+        {GemmOp, {"Gemm"}},
+        {ConvTransposeOp, {"ConvTranspose"}},
+        {PadOp, {"Pad"}},
+        {TopKOp, {"TopK"}},
+        {NonZeroOp, {"NonZero"}},
+        {GridSampleOp, {"GridSample"}},
+        {EyeLikeOp, {"EyeLike"}},
+        {DropoutOp, {"Dropout"}},
+        {LayerNormOp, {"LayerNormalization"}},
+        {BatchNormOp, {"BatchNormalization"}}};
+    auto* r = new absl::flat_hash_map<std::string, OnnxShapeRule>;
+    for (const RuleOps& entry : table) {
+      for (const char* op : entry.ops) r->emplace(op, entry.rule);
     }
-    for (const std::string& op : SameShapeOps()) r->emplace(op, SameShape);
+    for (const char* op : kSameShapeOps) r->emplace(op, SameShape);
     return r;
   }();
   return *rules;
@@ -2119,19 +2172,20 @@ const absl::flat_hash_map<std::string, OnnxShapeRule>& DefaultRules() {
 
 // ONNX Runtime's contrib ops (com.microsoft) that are known ops renamed.
 const absl::flat_hash_map<std::string, OnnxShapeRule>& MicrosoftRules() {
-  static const auto* rules =
-      new absl::flat_hash_map<std::string, OnnxShapeRule>{
-          {"Gelu", SameShape},
-          {"FastGelu", SameShape},
-          {"BiasGelu", SameShape},
-          {"QuickGelu", SameShape},
-          {"BiasAdd", SameShape},
-          {"SkipLayerNormalization", SameShape},
-          {"SkipSimplifiedLayerNormalization", SameShape},
-          {"SimplifiedLayerNormalization", LayerNormOp},
-          {"LayerNormalization", LayerNormOp},
-          {"FusedMatMul", MatMulOp},
-          {"FusedConv", ConvOp}};
+  static const auto* rules = [] {
+    const RuleOps table[] = {
+        {SameShape,
+         {"Gelu", "FastGelu", "BiasGelu", "QuickGelu", "BiasAdd",
+          "SkipLayerNormalization", "SkipSimplifiedLayerNormalization"}},
+        {LayerNormOp, {"SimplifiedLayerNormalization", "LayerNormalization"}},
+        {MatMulOp, {"FusedMatMul"}},
+        {ConvOp, {"FusedConv"}}};
+    auto* r = new absl::flat_hash_map<std::string, OnnxShapeRule>;
+    for (const RuleOps& entry : table) {
+      for (const char* op : entry.ops) r->emplace(op, entry.rule);
+    }
+    return r;
+  }();
   return *rules;
 }
 

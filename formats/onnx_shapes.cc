@@ -453,6 +453,38 @@ class Evaluator {
   }
 
   // Runs ONNX's inference function for this one node on what is known.
+  // What ONNX's inference function is given for one node: types (dims that
+  // are not numbers named by their expressions) and the elements known.
+  struct OnnxInputs {
+    std::deque<onnx::TypeProto> types;   // storage for types_by_name
+    std::deque<onnx::TensorProto> data;  // storage for data_by_name
+    std::unordered_map<std::string, onnx::TypeProto*> types_by_name;
+    std::unordered_map<std::string, const onnx::TensorProto*> data_by_name;
+    std::map<std::string, SymDim> params;  // dim_param -> the dim it names
+  };
+
+  void FillOnnxInputs(const OnnxNodeContext& c, OnnxInputs* in) {
+    for (size_t i = 0; i < c.in.size(); ++i) {
+      const OnnxValue* v = c.in[i];
+      if (v == nullptr) continue;
+      in->types.push_back(ToTypeProto(*v, &in->params));
+      in->types_by_name[c.node->input(i)] = &in->types.back();
+      if (std::optional<onnx::TensorProto> t = ToTensorProto(*v)) {
+        in->data.push_back(std::move(*t));
+        in->data_by_name[c.node->input(i)] = &in->data.back();
+      }
+    }
+  }
+
+  // Marks every output of the node unknown, saying why.
+  static void AllUnknown(OnnxNodeContext& c, const std::string& why) {
+    for (OnnxValue* v : c.out) {
+      if (v != nullptr) v->why_unknown = why;
+    }
+  }
+
+  // Runs ONNX's inference function for this one node on what is known;
+  // whatever ONNX throws becomes the outputs' why_unknown.
   void OnnxFallback(OnnxNodeContext& c) {
     const onnx::NodeProto& node = *c.node;
     const onnx::OpSchema* schema =
@@ -461,32 +493,14 @@ class Evaluator {
                           node.op_type(), c.opset,
                           IsDefaultDomain(node.domain()) ? "" : node.domain());
     const std::string reason = NoSchemaReason(c, schema);
-    if (!reason.empty()) {
-      for (OnnxValue* v : c.out) {
-        if (v != nullptr) v->why_unknown = reason;
-      }
-      return;
-    }
-    std::deque<onnx::TypeProto> types;
-    std::deque<onnx::TensorProto> data;
-    std::unordered_map<std::string, onnx::TypeProto*> types_by_name;
-    std::unordered_map<std::string, const onnx::TensorProto*> data_by_name;
-    std::map<std::string, SymDim> params;
-    for (size_t i = 0; i < c.in.size(); ++i) {
-      const OnnxValue* v = c.in[i];
-      if (v == nullptr) continue;
-      types.push_back(ToTypeProto(*v, &params));
-      types_by_name[node.input(i)] = &types.back();
-      if (std::optional<onnx::TensorProto> t = ToTensorProto(*v)) {
-        data.push_back(std::move(*t));
-        data_by_name[node.input(i)] = &data.back();
-      }
-    }
+    if (!reason.empty()) return AllUnknown(c, reason);
+    OnnxInputs in;
+    FillOnnxInputs(c, &in);
     onnx::NodeProto copy = node;
     std::string error;
     try {
-      onnx::shape_inference::InferenceContextImpl ctx(copy, types_by_name,
-                                                      data_by_name, {});
+      onnx::shape_inference::InferenceContextImpl ctx(copy, in.types_by_name,
+                                                      in.data_by_name, {});
       if (schema->has_type_and_shape_inference_function()) {
         schema->GetTypeAndShapeInferenceFunction()(ctx);
       } else if (schema->HasFunction() && schema->GetFunction() != nullptr) {
@@ -495,7 +509,7 @@ class Evaluator {
       }
       for (size_t k = 0; k < c.out.size(); ++k) {
         if (c.out[k] != nullptr) {
-          FromInferred(c, ctx.allOutputTypes_[k], params, c.out[k]);
+          FromInferred(c, ctx.allOutputTypes_[k], in.params, c.out[k]);
         }
       }
       return;
@@ -505,11 +519,7 @@ class Evaluator {
       error = "unknown exception";
     }
     if (error.size() > 200) error = error.substr(0, 200) + "...";
-    for (OnnxValue* v : c.out) {
-      if (v != nullptr) {
-        v->why_unknown = absl::StrCat("ONNX's shape inference failed: ", error);
-      }
-    }
+    AllUnknown(c, absl::StrCat("ONNX's shape inference failed: ", error));
   }
 
   // The TypeProto ONNX's inference sees for a value; dims that are not
@@ -849,65 +859,76 @@ class Evaluator {
                                : node.name();
   }
 
+  // The branch an If runs (0 then, 1 else) when its condition is known
+  // once shapes are; -1 when it depends on data.
+  int TakenBranch(const OnnxNodeRun& nr) {
+    const OnnxValue& c = V(nr.inputs[0]);
+    if (!c.content || c.content->size() != 1) return -1;
+    if (c.content->real) return c.content->reals[0] != 0 ? 0 : 1;
+    std::optional<int> cmp = T().Compare(c.content->ints[0], SymDim(0));
+    return cmp ? (*cmp != 0 ? 0 : 1) : -1;
+  }
+
+  // Evaluates one If branch; with the condition unknown (`taken` < 0), a
+  // branch that cannot run with these shapes is not an error: `failure`
+  // says why.
+  absl::Status EvalBranch(OnnxGraphRun* branch, const OnnxNodeRun& nr,
+                          int taken, int depth, std::string* failure) {
+    absl::Status s = EvalGraph(branch, depth + 1);
+    if (s.ok() && branch->outputs.size() != nr.outputs.size()) {
+      s = Invalid(nr.label, ": its ", branch->path, " has ",
+                  branch->outputs.size(), " outputs, the node ",
+                  nr.outputs.size());
+    }
+    if (!s.ok()) {
+      if (taken >= 0 || !s.GetPayload(kShapeErrorPayload)) return s;
+      *failure = std::string(s.message());
+    } else if (taken < 0) {
+      *failure = InconsistentShapes(*branch);
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status EvalIf(OnnxGraphRun* run, const onnx::NodeProto& node,
                       OnnxNodeRun* nr, int depth) {
-    const onnx::GraphProto* branches[2] = {Body(node, "then_branch"),
-                                           Body(node, "else_branch")};
+    const char* names[2] = {"then_branch", "else_branch"};
+    const onnx::GraphProto* branches[2] = {Body(node, names[0]),
+                                           Body(node, names[1])};
     if (branches[0] == nullptr || branches[1] == nullptr) {
       return Invalid(nr->label, ": an If needs then_branch and else_branch");
     }
     if (nr->inputs.empty() || nr->inputs[0] < 0) {
       return Invalid(nr->label, ": an If needs a condition");
     }
-    int taken = -1;  // the branch that runs, when the condition is known
-    const OnnxValue& c = V(nr->inputs[0]);
-    if (c.content && c.content->size() == 1) {
-      if (c.content->real) {
-        taken = c.content->reals[0] != 0 ? 0 : 1;
-      } else if (std::optional<int> cmp =
-                     T().Compare(c.content->ints[0], SymDim(0))) {
-        taken = *cmp != 0 ? 0 : 1;
-      }
-    }
-    const char* names[2] = {"then_branch", "else_branch"};
-    // With the condition unknown, a branch that cannot run with these
-    // shapes (its evaluation finds them inconsistent) is left out.
-    std::vector<std::unique_ptr<OnnxGraphRun>> runs(2);
+    const int taken = TakenBranch(*nr);
+    std::unique_ptr<OnnxGraphRun> runs[2];
     std::string failures[2];
     for (int b = 0; b < 2; ++b) {
       if (taken >= 0 && taken != b) continue;
       runs[b] = NewBody(run, branches[b], NodeName(node, nr->index), names[b]);
-      absl::Status s = EvalGraph(runs[b].get(), depth + 1);
-      if (s.ok() && runs[b]->outputs.size() != nr->outputs.size()) {
-        s = Invalid(nr->label, ": its ", names[b], " has ",
-                    runs[b]->outputs.size(), " outputs, the node ",
-                    nr->outputs.size());
-      }
-      if (!s.ok()) {
-        if (taken >= 0 || !s.GetPayload(kShapeErrorPayload)) return s;
-        failures[b] = std::string(s.message());
-      } else if (taken < 0) {
-        failures[b] = InconsistentShapes(*runs[b]);
+      if (auto s = EvalBranch(runs[b].get(), *nr, taken, depth, &failures[b]);
+          !s.ok()) {
+        return s;
       }
     }
-    if (taken < 0 && !failures[0].empty() && !failures[1].empty()) {
+    if (!failures[0].empty() && !failures[1].empty()) {
       return Invalid(nr->label, ": neither branch can run with these shapes: ",
                      failures[0]);
     }
     for (int b = 0; b < 2; ++b) {
-      if (runs[b] == nullptr || !failures[b].empty()) {
-        nr->skipped_values += CountValues(*branches[b]);
-        if (!failures[b].empty()) {
-          result_.warnings.push_back(absl::StrCat(
-              nr->label, ": its ", names[b],
-              " cannot run with these shapes, so only the other branch is "
-              "planned (",
-              failures[b].substr(0, 300), ")"));
-        }
+      if (runs[b] != nullptr && failures[b].empty()) {
+        AddCaptured(*runs[b], nr);
+        nr->bodies.push_back({names[b], std::move(runs[b])});
         continue;
       }
-      AddCaptured(*runs[b], nr);
-      nr->bodies.push_back({names[b], std::move(runs[b])});
+      nr->skipped_values += CountValues(*branches[b]);
+      if (!failures[b].empty()) {
+        result_.warnings.push_back(absl::StrCat(
+            nr->label, ": its ", names[b],
+            " cannot run with these shapes, so only the other branch is "
+            "planned (",
+            failures[b].substr(0, 300), ")"));
+      }
     }
     for (size_t k = 0; k < nr->outputs.size(); ++k) {
       if (nr->outputs[k] < 0) continue;
@@ -1080,6 +1101,36 @@ class Evaluator {
     v->dims.insert(v->dims.begin() + axis, trips);
   }
 
+  // Defines a Scan body's inputs: the states as given, each scan input
+  // without its scanned axis; `trips` is the first scan input's length.
+  absl::Status DefineScanInputs(OnnxGraphRun* body, const OnnxNodeRun& nr,
+                                int states, const std::vector<int64_t>& axes,
+                                std::optional<SymDim>* trips) {
+    for (size_t j = 0; j < nr.inputs.size(); ++j) {
+      const OnnxValue* in = nr.inputs[j] < 0 ? nullptr : &V(nr.inputs[j]);
+      const int i = static_cast<int>(j);
+      if (i < states || in == nullptr || !in->has_shape) {
+        if (auto s = DefineBodyInput(body, i, in, 0, {}); !s.ok()) return s;
+        continue;
+      }
+      int64_t axis = axes[j - states];
+      const int64_t rank = static_cast<int64_t>(in->dims.size());
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank) {
+        return Invalid(nr.label, ": scan axis ", axes[j - states],
+                       " is out of range for '", in->name, "'");
+      }
+      if (!*trips) *trips = in->dims[axis];
+      std::vector<SymDim> dims = in->dims;
+      dims.erase(dims.begin() + axis);
+      if (auto s = DefineBodyInput(body, i, nullptr, in->elem_type, dims);
+          !s.ok()) {
+        return s;
+      }
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status EvalScan(OnnxGraphRun* run, const onnx::NodeProto& node,
                         OnnxNodeRun* nr, int depth) {
     const onnx::GraphProto* g = Body(node, "body");
@@ -1094,32 +1145,14 @@ class Evaluator {
                      "do not match its body");
     }
     std::vector<int64_t> in_axes = c.Ints("scan_input_axes");
-    std::vector<int64_t> out_axes = c.Ints("scan_output_axes");
+    const std::vector<int64_t> out_axes = c.Ints("scan_output_axes");
     in_axes.resize(scans, 0);
     nr->carried = states;
     auto body = NewBody(run, g, NodeName(node, nr->index), "body");
     std::optional<SymDim> trips;
-    for (int j = 0; j < node.input_size(); ++j) {
-      const OnnxValue* in = nr->inputs[j] < 0 ? nullptr : &V(nr->inputs[j]);
-      if (j < states || in == nullptr || !in->has_shape) {
-        if (auto s = DefineBodyInput(body.get(), j, in, 0, {}); !s.ok())
-          return s;
-        continue;
-      }
-      // A scan input: each iteration sees it without the scanned axis.
-      int64_t axis = in_axes[j - states];
-      const int64_t rank = static_cast<int64_t>(in->dims.size());
-      if (axis < 0) axis += rank;
-      if (axis < 0 || axis >= rank) {
-        return Invalid(nr->label, ": scan axis ", in_axes[j - states],
-                       " is out of range for '", in->name, "'");
-      }
-      if (!trips) trips = in->dims[axis];
-      std::vector<SymDim> dims = in->dims;
-      dims.erase(dims.begin() + axis);
-      if (auto s = DefineBodyInput(body.get(), j, nullptr, in->elem_type, dims);
-          !s.ok())
-        return s;
+    if (auto s = DefineScanInputs(body.get(), *nr, states, in_axes, &trips);
+        !s.ok()) {
+      return s;
     }
     if (auto s = EvalGraph(body.get(), depth + 1); !s.ok()) return s;
     if (!trips) {
@@ -1131,11 +1164,11 @@ class Evaluator {
       OnnxValue* v = &V(nr->outputs[k]);
       if (static_cast<int>(k) < states) {
         CarriedOut(nr, V(body->inputs[k]), V(body->outputs[k]), v);
-      } else {
-        const size_t s = k - states;
-        Stacked(V(body->outputs[k]), *trips,
-                s < out_axes.size() ? out_axes[s] : 0, v);
+        continue;
       }
+      const size_t s = k - states;
+      Stacked(V(body->outputs[k]), *trips,
+              s < out_axes.size() ? out_axes[s] : 0, v);
     }
     AddCaptured(*body, nr);
     nr->bodies.push_back({"body", std::move(body)});

@@ -576,6 +576,21 @@ TEST(OnnxShapesTest, HostileShapeArithmeticStaysBounded) {
   w.Node("Concat", parts, {"long"}).Int("axis", 0);
   w.Add("Size", {"long"}, {"n"}).Output("n");
   EXPECT_EQ(Import(wide, {{"batch", 1}})["long"], 40000 * 8);
+
+  // Outputs left unnamed (as optional outputs are) on every folding rule.
+  OnnxTestModel omitted(13);
+  auto o = omitted.graph();
+  o.Input("x", kFloat, {"2", "3"}).Add("Shape", {"x"}, {"s"});
+  o.Ints("i0", {0}).Ints("o1", {1}).Ints("one", {1}, true);
+  o.Ints("z", {0}, true);
+  o.Node("Concat", {"s", "s"}, {""}).Int("axis", 0);
+  o.Add("Transpose", {"s"}, {""}).Add("Gather", {"s", "i0"}, {""});
+  o.Add("Slice", {"s", "i0", "one"}, {""}).Add("Tile", {"s", "one"}, {""});
+  o.Add("Expand", {"s", "o1"}, {""}).Add("Split", {"s"}, {"", ""});
+  o.Add("Range", {"z", "one", "one"}, {""}).Add("Reshape", {"s", "i0"}, {""});
+  o.Add("NonZero", {"s"}, {""});
+  o.Add("Relu", {"x"}, {"y"}).Output("y");
+  EXPECT_EQ(Import(omitted, {})["y"], 24);
 }
 
 // Opset 18 changed Reduce*, Pad and Split; ONNX 1.12 stops at opset 17, so
