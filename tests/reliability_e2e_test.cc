@@ -92,8 +92,10 @@ class ReliabilityTest : public ::testing::Test {
         {"--address=127.0.0.1:0", "--worker_threads=2",
          "--max_time_budget_ms=60000", "--max_benchmark_bytes=1200000000"});
     ASSERT_GT(server_->port(), 0) << server_->first_line();
-    channel_ = new std::shared_ptr<grpc::Channel>(grpc::CreateChannel(
-        server_->address(), grpc::InsecureChannelCredentials()));
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);  // a plan of 200,000 buffers is ~9 MB
+    channel_ = new std::shared_ptr<grpc::Channel>(grpc::CreateCustomChannel(
+        server_->address(), grpc::InsecureChannelCredentials(), args));
   }
   static void TearDownTestSuite() {
     delete channel_;
