@@ -1,15 +1,25 @@
-// minimalloc_bench: runs the exact solver in capacity mode on the MiniMalloc
-// benchmark CSVs (`id,lower,upper,size`, half-open [lower, upper)) and prints
-// one Markdown table row per instance plus the total.
+// minimalloc_bench: the exact solver and the planner's search, measured.
 //
-//   minimalloc_bench bench/data/minimalloc [--capacity=1048576]
-//       [--time_limit=10] [--threads=1] [--minimize]
+//   minimalloc_bench [suite] DIR [--capacity=BYTES] [--time_limit=10]
+//       [--threads=1] [--minimize] [--effort=N] [--runs=1]
+//     The MiniMalloc CSVs of DIR (`NAME.CAPACITY.csv`, `id,lower,upper,size`,
+//     half-open [lower, upper)): SolveExact in capacity mode (or --minimize),
+//     one Markdown row per instance plus the total.
+//   minimalloc_bench zero_slack [--count=6] [--min_buffers=150]
+//       [--max_buffers=450] [--seed=1] [--time_limit=30] [--minimize] ...
+//     Generated zero-slack packings (planner/testing/zero_slack.h): a
+//     1 MiB x time rectangle cut into min..max buffers; the capacity is the
+//     rectangle's height, the optimum.
+//   minimalloc_bench plan FILE... [--time_limit=10] [--effort=N] [--runs=1]
+//       [--threads=2]
+//     The whole planner (PlanBuffers, "auto" with optimize, time_budget =
+//     time_limit) on each CSV: arena / lower bound and wall time (reading
+//     excluded), with the stage times.
 //
-// Every file `NAME.CAPACITY.csv` whose NAME has no dot is an instance; its
-// capacity comes from the file name unless --capacity is given. Each answer
-// is checked (all pairs) before it is reported. --minimize asks for the
-// smallest arena instead (proven optimal when the search ends in time). Exit
-// status 1 if any answer is invalid or over capacity.
+// With --runs=R every instance is solved R times and the median time is
+// printed (the answers of repeated runs must agree unless time-bounded).
+// Every answer is checked by planner::Verify before its row is printed;
+// exit status 1 if any is invalid or (suite, zero_slack) over capacity.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -25,7 +35,11 @@
 #include "absl/time/time.h"
 #include "planner/cancel.h"
 #include "planner/exact_solver.h"
+#include "planner/planner.h"
 #include "planner/problem.h"
+#include "planner/testing/zero_slack.h"
+#include "planner/verifier.h"
+#include "planner/worker_pool.h"
 
 namespace {
 
@@ -36,18 +50,25 @@ using memplan::planner::Solution;
 
 // Command-line settings.
 struct Flags {
-  std::string dir;                // folder holding the CSV files
+  std::string mode = "suite";     // suite, zero_slack or plan
+  std::vector<std::string> args;  // DIR (suite) or FILEs (plan)
   std::optional<Bytes> capacity;  // overrides the file name's capacity
-  double time_limit = 10;         // seconds per instance
-  int threads = 1;                // search threads per instance
+  double time_limit = -1;         // seconds per instance (default per mode)
+  int threads = 0;                // search threads (suite) or workers (plan)
   bool minimize = false;          // kMinimize instead of kCapacity
+  int64_t effort = 0;             // ExactOptions::max_nodes / effort
+  int runs = 1;                   // repetitions; the median time is printed
+  int count = 6;                  // zero_slack: instances
+  int min_buffers = 150;          // zero_slack: buffers of the first
+  int max_buffers = 450;          // zero_slack: buffers of the last
+  uint32_t seed = 1;              // zero_slack: seed of the first
 };
 
-// One benchmark file.
+// One instance to solve.
 struct Instance {
-  std::string name;    // the file name up to the first dot
-  std::string path;    // full path
-  Bytes capacity = 0;  // from the file name
+  std::string name;    // the file name up to the first dot, or generated
+  Problem problem;     // the buffers
+  Bytes capacity = 0;  // from the file name, or the packing's height
 };
 
 // Splits one CSV line at commas.
@@ -60,6 +81,7 @@ std::vector<std::string> SplitCsv(const std::string& line) {
 }
 
 // Reads a MiniMalloc CSV; columns found by header name. Empty on error.
+// (To be replaced by the formats/ reader when it exists.)
 std::optional<Problem> ReadCsv(const std::string& path) {
   std::ifstream in(path);
   std::string line;
@@ -86,30 +108,16 @@ std::optional<Problem> ReadCsv(const std::string& path) {
   return problem;
 }
 
-// Checks a plan pairwise: aligned, no overlap among live-together buffers.
-bool Valid(const Problem& problem, const Solution& solution) {
-  const size_t n = problem.buffers.size();
-  if (solution.offsets.size() != n) return false;
-  for (size_t i = 0; i < n; ++i) {
-    const Buffer& a = problem.buffers[i];
-    const auto oa = solution.offsets[i];
-    if (oa < 0 || oa % a.alignment != 0) return false;
-    if (oa + a.size > solution.arena_size) return false;
-    for (size_t j = i + 1; j < n; ++j) {
-      const Buffer& b = problem.buffers[j];
-      const auto ob = solution.offsets[j];
-      if (memplan::planner::LifetimesOverlap(a, b) && oa < ob + b.size &&
-          ob < oa + a.size) {
-        return false;
-      }
-    }
-  }
-  return true;
-}
-
 // Parses argv; false on a usage error.
 bool ParseFlags(int argc, char** argv, Flags& flags) {
-  for (int i = 1; i < argc; ++i) {
+  int first = 1;
+  if (argc > 1 && (std::string(argv[1]) == "suite" ||
+                   std::string(argv[1]) == "zero_slack" ||
+                   std::string(argv[1]) == "plan")) {
+    flags.mode = argv[1];
+    first = 2;
+  }
+  for (int i = first; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&](const std::string& name) -> std::optional<std::string> {
       if (arg.rfind(name + "=", 0) == 0) return arg.substr(name.size() + 1);
@@ -121,19 +129,36 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
       flags.time_limit = std::stod(*v);
     } else if (auto v = value("--threads")) {
       flags.threads = std::stoi(*v);
+    } else if (auto v = value("--effort")) {
+      flags.effort = std::stoll(*v);
+    } else if (auto v = value("--runs")) {
+      flags.runs = std::max(1, std::stoi(*v));
+    } else if (auto v = value("--count")) {
+      flags.count = std::max(1, std::stoi(*v));
+    } else if (auto v = value("--min_buffers")) {
+      flags.min_buffers = std::stoi(*v);
+    } else if (auto v = value("--max_buffers")) {
+      flags.max_buffers = std::stoi(*v);
+    } else if (auto v = value("--seed")) {
+      flags.seed = static_cast<uint32_t>(std::stoul(*v));
     } else if (arg == "--minimize") {
       flags.minimize = true;
-    } else if (arg.rfind("--", 0) == 0 || !flags.dir.empty()) {
+    } else if (arg.rfind("--", 0) == 0) {
       return false;
     } else {
-      flags.dir = arg;
+      flags.args.push_back(arg);
     }
   }
-  return !flags.dir.empty();
+  if (flags.time_limit < 0)
+    flags.time_limit = flags.mode == "zero_slack" ? 30 : 10;
+  if (flags.mode == "suite") return flags.args.size() == 1;
+  if (flags.mode == "plan") return !flags.args.empty();
+  return flags.args.empty() && flags.min_buffers >= 2 &&
+         flags.max_buffers >= flags.min_buffers;
 }
 
-// Lists NAME.CAPACITY.csv files (NAME without dots), sorted by name.
-std::vector<Instance> ListInstances(const std::string& dir) {
+// NAME.CAPACITY.csv files of `dir` (NAME without dots), sorted by name.
+std::vector<Instance> ListSuite(const std::string& dir) {
   std::vector<Instance> instances;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const std::string file = entry.path().filename().string();
@@ -145,8 +170,13 @@ std::vector<Instance> ListInstances(const std::string& dir) {
         middle.find_first_not_of("0123456789") != std::string::npos) {
       continue;
     }
+    std::optional<Problem> problem = ReadCsv(entry.path().string());
+    if (!problem) {
+      std::fprintf(stderr, "cannot read %s\n", entry.path().c_str());
+      std::exit(66);
+    }
     instances.push_back(
-        {file.substr(0, first), entry.path().string(), std::stoll(middle)});
+        {file.substr(0, first), *std::move(problem), std::stoll(middle)});
   }
   std::sort(
       instances.begin(), instances.end(),
@@ -154,43 +184,155 @@ std::vector<Instance> ListInstances(const std::string& dir) {
   return instances;
 }
 
-// Solves one instance and prints its row; returns false if the answer is
-// invalid or over capacity.
-bool RunOne(const Instance& instance, const Flags& flags, double& seconds) {
-  std::optional<Problem> problem = ReadCsv(instance.path);
-  if (!problem) {
-    std::fprintf(stderr, "cannot read %s\n", instance.path.c_str());
-    return false;
+// The generated packings: count instances, buffers spread evenly over
+// [min_buffers, max_buffers], seeds seed, seed + 1, ...
+std::vector<Instance> ZeroSlackInstances(const Flags& flags) {
+  std::vector<Instance> instances;
+  for (int k = 0; k < flags.count; ++k) {
+    memplan::planner::testing::ZeroSlackOptions options;
+    options.buffers =
+        flags.count == 1
+            ? flags.min_buffers
+            : flags.min_buffers + (flags.max_buffers - flags.min_buffers) * k /
+                                      (flags.count - 1);
+    options.seed = flags.seed + static_cast<uint32_t>(k);
+    instances.push_back({"zs" + std::to_string(options.buffers) + "s" +
+                             std::to_string(options.seed),
+                         memplan::planner::testing::ZeroSlackProblem(options),
+                         options.capacity});
   }
+  return instances;
+}
+
+// The median of `values` (sorted in place).
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// Solves one instance with SolveExact (runs times) and prints its row;
+// returns false if an answer is invalid or (capacity mode) over capacity.
+bool SolveOne(const Instance& instance, const Flags& flags, double& seconds) {
   memplan::planner::ExactOptions options;
   options.mode = flags.minimize ? memplan::planner::ExactMode::kMinimize
                                 : memplan::planner::ExactMode::kCapacity;
   options.capacity = flags.capacity.value_or(instance.capacity);
-  options.threads = flags.threads;
-  const absl::Time start = absl::Now();
-  memplan::planner::CancelToken cancel(start + absl::Seconds(flags.time_limit));
-  memplan::planner::SolveContext ctx;
-  ctx.cancel = &cancel;
-  auto result = memplan::planner::SolveExact(*problem, options, ctx);
-  seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  if (!result.ok()) {
-    std::fprintf(stderr, "%s: %s\n", instance.name.c_str(),
-                 result.status().ToString().c_str());
-    return false;
+  options.threads = std::max(flags.threads, 1);
+  options.max_nodes = flags.effort;
+  std::vector<double> times;
+  std::optional<memplan::planner::ExactResult> result;
+  for (int run = 0; run < flags.runs; ++run) {
+    const absl::Time start = absl::Now();
+    memplan::planner::CancelToken cancel(start +
+                                         absl::Seconds(flags.time_limit));
+    memplan::planner::SolveContext ctx;
+    ctx.cancel = &cancel;
+    auto r = memplan::planner::SolveExact(instance.problem, options, ctx);
+    times.push_back(absl::ToDoubleSeconds(absl::Now() - start));
+    if (!r.ok()) {
+      std::fprintf(stderr, "%s: %s\n", instance.name.c_str(),
+                   r.status().ToString().c_str());
+      return false;
+    }
+    result = *std::move(r);
   }
-  const bool valid = Valid(*problem, result->solution);
+  seconds = Median(times);
+  const absl::Status valid =
+      memplan::planner::Verify(instance.problem, result->solution);
   const Bytes arena = result->solution.arena_size;
   const bool within = arena <= *options.capacity;
   std::printf("| %s | %zu | %lld | %lld | %.3f | %s | %s | %.2f | %lld |%s\n",
-              instance.name.c_str(), problem->buffers.size(),
+              instance.name.c_str(), instance.problem.buffers.size(),
               static_cast<long long>(result->lower_bound),
               static_cast<long long>(arena),
               static_cast<double>(arena) / result->lower_bound,
               within ? "yes" : "no", result->proven_optimal ? "yes" : "no",
               seconds, static_cast<long long>(result->nodes),
-              valid ? "" : " INVALID");
+              valid.ok() ? "" : " INVALID");
+  if (!valid.ok()) std::fprintf(stderr, "%s\n", valid.ToString().c_str());
   std::fflush(stdout);
-  return valid && within;
+  return valid.ok() && (flags.minimize || within);
+}
+
+// Runs SolveOne over the instances with a table header and a total.
+int SolveAll(const std::vector<Instance>& instances, const Flags& flags) {
+  std::printf(
+      "| instance | buffers | lower bound | arena | ratio | within capacity "
+      "| proven optimal | seconds | nodes |\n|---|---|---|---|---|---|---|---|"
+      "---|\n");
+  double total = 0;
+  int ok = 0;
+  for (const Instance& instance : instances) {
+    double seconds = 0;
+    ok += SolveOne(instance, flags, seconds) ? 1 : 0;
+    total += seconds;
+  }
+  std::printf("\n%s: %d of %zu, total %.2f s\n",
+              flags.minimize ? "valid" : "within capacity", ok,
+              instances.size(), total);
+  return ok == static_cast<int>(instances.size()) ? 0 : 1;
+}
+
+// The stage times of a plan, "name ms, ...".
+std::string Stages(const memplan::planner::PlanResult& plan) {
+  std::string out;
+  for (const auto& s : plan.stages) {
+    if (!out.empty()) out += ", ";
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%s %.0f", s.stage.c_str(),
+                  static_cast<double>(s.micros) / 1000);
+    out += buf;
+  }
+  return out;
+}
+
+// Plans each file with the whole planner under a time budget (and effort).
+int PlanFiles(const Flags& flags) {
+  std::printf(
+      "| file | buffers | lower bound | arena | ratio | proven | strategy | "
+      "seconds | stages (ms) |\n|---|---|---|---|---|---|---|---|---|\n");
+  memplan::planner::WorkerPool workers(flags.threads > 0 ? flags.threads : 2,
+                                       64);
+  int bad = 0;
+  for (const std::string& file : flags.args) {
+    std::optional<Problem> problem = ReadCsv(file);
+    if (!problem) {
+      std::fprintf(stderr, "cannot read %s\n", file.c_str());
+      return 66;
+    }
+    memplan::planner::PlanOptions options;
+    options.optimize = true;
+    options.time_budget = absl::Seconds(flags.time_limit);
+    options.effort = flags.effort;
+    std::vector<double> times;
+    absl::StatusOr<memplan::planner::PlanResult> plan;
+    for (int run = 0; run < flags.runs; ++run) {
+      const absl::Time start = absl::Now();
+      plan =
+          memplan::planner::PlanBuffers(*problem, options, &workers, nullptr);
+      times.push_back(absl::ToDoubleSeconds(absl::Now() - start));
+      if (!plan.ok()) break;
+    }
+    if (!plan.ok()) {
+      std::fprintf(stderr, "%s: %s\n", file.c_str(),
+                   plan.status().ToString().c_str());
+      ++bad;
+      continue;
+    }
+    const absl::Status valid =
+        memplan::planner::Verify(*problem, plan->solution);
+    bad += valid.ok() ? 0 : 1;
+    std::printf(
+        "| %s | %zu | %lld | %lld | %.6f | %s | %s | %.2f | %s |%s\n",
+        std::filesystem::path(file).filename().c_str(), problem->buffers.size(),
+        static_cast<long long>(plan->lower_bound),
+        static_cast<long long>(plan->solution.arena_size),
+        static_cast<double>(plan->solution.arena_size) / plan->lower_bound,
+        plan->proven_optimal ? "yes" : "no", plan->strategy.c_str(),
+        Median(times), Stages(*plan).c_str(), valid.ok() ? "" : " INVALID");
+    std::fflush(stdout);
+  }
+  return bad == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -199,24 +341,18 @@ int main(int argc, char** argv) {
   Flags flags;
   if (!ParseFlags(argc, argv, flags)) {
     std::fprintf(stderr,
-                 "usage: %s DIR [--capacity=BYTES] [--time_limit=SECONDS] "
-                 "[--threads=N] [--minimize]\n",
-                 argv[0]);
+                 "usage: %s [suite] DIR [--capacity=BYTES] [--minimize] ...\n"
+                 "       %s zero_slack [--count=N] [--min_buffers=N] "
+                 "[--max_buffers=N] [--seed=S] ...\n"
+                 "       %s plan FILE... ...\n"
+                 "  common: [--time_limit=SECONDS] [--threads=N] "
+                 "[--effort=N] [--runs=R]\n",
+                 argv[0], argv[0], argv[0]);
     return 64;
   }
-  std::printf(
-      "| instance | buffers | lower bound | arena | ratio | within capacity "
-      "| proven optimal | seconds | nodes |\n|---|---|---|---|---|---|---|---|"
-      "---|\n");
-  double total = 0;
-  int ok = 0;
-  const std::vector<Instance> instances = ListInstances(flags.dir);
-  for (const Instance& instance : instances) {
-    double seconds = 0;
-    ok += RunOne(instance, flags, seconds) ? 1 : 0;
-    total += seconds;
+  if (flags.mode == "plan") return PlanFiles(flags);
+  if (flags.mode == "zero_slack") {
+    return SolveAll(ZeroSlackInstances(flags), flags);
   }
-  std::printf("\nwithin capacity: %d of %zu, total %.2f s\n", ok,
-              instances.size(), total);
-  return ok == static_cast<int>(instances.size()) ? 0 : 1;
+  return SolveAll(ListSuite(flags.args[0]), flags);
 }

@@ -21,10 +21,12 @@
 #include "absl/time/time.h"
 #include "client/cli_flags.h"
 #include "client/help.h"
+#include "client/inspect.h"
 #include "client/input.h"
 #include "client/remote.h"
 #include "engine/benchmark.h"
 #include "engine/plan.h"
+#include "formats/bench_html.h"
 #include "formats/minimalloc_csv.h"
 #include "formats/request_json.h"
 #include "planner/planner.h"
@@ -33,6 +35,9 @@
 
 namespace memplan::client {
 namespace {
+
+// Points per allocator of the bytes-over-time charts of bench --emit html.
+constexpr int kBenchSeriesPoints = 512;
 
 constexpr int kUsage = 64, kDataErr = 65, kNoInput = 66, kUnavailable = 69,
               kSoftware = 70, kCantCreate = 73, kTempFail = 75;
@@ -327,13 +332,26 @@ int RunBench(const std::vector<std::string>& args) {
       args.size() > 1) {
     return Usage("bench", "bench takes one FILE or --workload");
   }
-  if (!absl::GetFlag(FLAGS_emit).empty()) {
-    return Usage("bench", "bench --emit is not available in this build");
+  const std::string emit = absl::GetFlag(FLAGS_emit);
+  if (!emit.empty() && emit != "html") {
+    return Usage("bench", "bench --emit takes html (charts of the replay)");
+  }
+  if (emit.empty() != absl::GetFlag(FLAGS_output).empty()) {
+    return Usage("bench", "--emit html and -o FILE go together");
   }
   absl::StatusOr<v1::BenchmarkRequest> request = BenchRequest(args);
   if (!request.ok()) return Fail(request.status());
+  if (!emit.empty()) request->set_series_points(kBenchSeriesPoints);
   absl::StatusOr<v1::BenchmarkResponse> response = Bench(*request);
   if (!response.ok()) return Fail(response.status(), Remote());
+  if (!emit.empty()) {
+    const std::string title =
+        args.empty() ? absl::StrCat("workload ", absl::GetFlag(FLAGS_workload))
+                     : args[0];
+    absl::Status s = formats::WriteFileAtomically(
+        absl::GetFlag(FLAGS_output), formats::BenchHtml(*response, title));
+    if (!s.ok()) return Fail(s);
+  }
   if (format == "json") {
     std::cout << formats::ToJson(*response);
   } else {
@@ -345,33 +363,16 @@ int RunBench(const std::vector<std::string>& args) {
 // inspect: what an input holds, without planning it.
 int RunInspect(const std::vector<std::string>& args) {
   if (args.size() != 1) return Usage("inspect", "inspect takes one FILE");
+  const std::string format = absl::GetFlag(FLAGS_format);
+  if (format != "text" && format != "json") {
+    return Usage("inspect", "inspect --format must be text or json");
+  }
   absl::StatusOr<Input> input = ReadInput(args[0], InputOptionsFromFlags());
   if (!input.ok()) return Fail(input.status());
-  const v1::PlanRequest& r = input->request;
-  std::printf("format:       %s\n",
-              std::string(formats::FormatName(input->format)).c_str());
-  if (r.has_model()) {
-    absl::StatusOr<formats::ImportedModel> model =
-        formats::ImportModelFile(r.model());
-    if (!model.ok()) return Fail(model.status());
-    std::printf("tensors:      %lld (%lld weights)\nops:          %lld\n",
-                static_cast<long long>(model->stats.tensors),
-                static_cast<long long>(model->stats.weights),
-                static_cast<long long>(model->stats.ops));
-    return 0;
-  }
-  if (r.buffers_size() > 0) {
-    const planner::Problem p = api::BuffersFromProto(r.buffers(), 64);
-    std::printf("buffers:      %d\nlower bound:  %lld bytes\n",
-                r.buffers_size(),
-                static_cast<long long>(planner::LowerBound(p)));
-    return 0;
-  }
-  std::printf(
-      "tensors:      %d\nops:          %d\ninputs:       %d\n"
-      "outputs:      %d\n",
-      r.graph().tensors_size(), r.graph().ops_size(), r.graph().inputs_size(),
-      r.graph().outputs_size());
+  absl::StatusOr<v1::InputSummary> summary = Summarize(*input);
+  if (!summary.ok()) return Fail(summary.status());
+  std::cout << (format == "json" ? formats::ToJson(*summary)
+                                 : FormatSummary(*summary));
   return 0;
 }
 

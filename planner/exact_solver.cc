@@ -175,8 +175,14 @@ struct Part {
 // in flat arrays with undo logs, so one node costs O(buffers + sections).
 class Search {
  public:
-  Search(const Model& model, Bytes capacity, const CancelToken* cancel)
-      : model_(model), capacity_(capacity), cancel_(cancel) {}
+  // `effort_left`, when not null, counts down one per node; at zero the
+  // search stops as if cancelled (ExactOptions::max_nodes).
+  Search(const Model& model, Bytes capacity, const CancelToken* cancel,
+         int64_t* effort_left)
+      : model_(model),
+        capacity_(capacity),
+        cancel_(cancel),
+        effort_left_(effort_left) {}
 
   // Searches with one static ordering until found, proven absent, out of
   // `node_limit` nodes (kAborted) or cancelled.
@@ -205,6 +211,7 @@ class Search {
   const Model& model_;
   const Bytes capacity_;
   const CancelToken* cancel_;
+  int64_t* effort_left_;     // nodes the whole call may still try, or null
   std::string ordering_;     // the static ordering of this run
   int64_t node_limit_ = 0;   // nodes allowed in this run
   int64_t nodes_ = 0;        // placements tried in this run
@@ -391,6 +398,10 @@ Outcome Search::Dfs(const Part& part, Offset last_offset, int last_rank) {
 // later sibling can succeed where this one failed.
 Outcome Search::TryCandidate(const Part& part, int b, bool* hatless) {
   if (++nodes_ >= node_limit_) return Outcome::kAborted;
+  if (effort_left_ != nullptr && --*effort_left_ < 0) {
+    *effort_left_ = 0;
+    return Outcome::kCancelled;
+  }
   ++total_nodes_;
   if (nodes_ % kCancelStride == 0 && cancel_ != nullptr &&
       cancel_->Cancelled()) {
@@ -530,11 +541,11 @@ std::vector<Offset> FullOffsets(const Problem& problem, const Model& model,
 // question. kAborted when every run hit `max_limit`.
 CapacityAnswer RoundRobin(const Model& model, const Problem& problem,
                           Bytes capacity, const ExactOptions& options,
-                          const CancelToken* cancel, int64_t max_limit,
-                          size_t first, size_t stride) {
+                          const CancelToken* cancel, int64_t* effort_left,
+                          int64_t max_limit, size_t first, size_t stride) {
   CapacityAnswer answer;
   answer.outcome = Outcome::kAborted;
-  Search search(model, capacity, cancel);
+  Search search(model, capacity, cancel, effort_left);
   int64_t limit = std::max<int64_t>(1024, 2 * model.ids.size());
   while (limit <= max_limit) {
     for (size_t k = first; k < options.orderings.size(); k += stride) {
@@ -561,16 +572,21 @@ bool Conclusive(Outcome outcome) {
 // the first conclusive answer wins and stops the other thread.
 CapacityAnswer SearchCapacity(const Model& model, const Problem& problem,
                               Bytes capacity, const ExactOptions& options,
-                              const CancelToken* cancel, int64_t max_limit) {
+                              const CancelToken* cancel, int64_t* effort_left,
+                              int64_t max_limit) {
   if (options.threads <= 1 || options.orderings.size() < 2) {
-    return RoundRobin(model, problem, capacity, options, cancel, max_limit, 0,
-                      1);
+    return RoundRobin(model, problem, capacity, options, cancel, effort_left,
+                      max_limit, 0, 1);
   }
   CancelToken stop(cancel, absl::InfiniteFuture());
   CapacityAnswer answers[2];
+  // Each thread spends at most the effort left (max_nodes is per thread).
+  int64_t helper_effort = effort_left != nullptr ? *effort_left : 0;
   auto run = [&](size_t first) {
+    int64_t* effort =
+        first == 0 || effort_left == nullptr ? effort_left : &helper_effort;
     answers[first] = RoundRobin(model, problem, capacity, options, &stop,
-                                max_limit, first, 2);
+                                effort, max_limit, first, 2);
     if (Conclusive(answers[first].outcome)) stop.Cancel();
   };
   std::thread helper(run, 1);
@@ -588,6 +604,7 @@ struct Job {
   const ExactOptions& options;  // the settings
   const SolveContext& ctx;      // cancel token, shared incumbent
   const Model& model;           // the searched buffers
+  int64_t* effort_left;         // nodes left under max_nodes, or null
 };
 
 // kCapacity: is there a plan within `capacity`?
@@ -597,9 +614,9 @@ ExactResult SolveCapacity(const Job& job, Bytes capacity, ExactResult result) {
   } else if (result.solution.arena_size <= capacity) {
     result.capacity_status = CapacityStatus::kFeasible;
   } else {
-    CapacityAnswer answer =
-        SearchCapacity(job.model, job.problem, capacity, job.options,
-                       job.ctx.cancel, std::numeric_limits<int64_t>::max() / 4);
+    CapacityAnswer answer = SearchCapacity(
+        job.model, job.problem, capacity, job.options, job.ctx.cancel,
+        job.effort_left, std::numeric_limits<int64_t>::max() / 4);
     result.nodes += answer.nodes;
     if (answer.outcome == Outcome::kFound) {
       result.solution.arena_size = ArenaOf(job.problem, answer.offsets);
@@ -619,8 +636,9 @@ ExactResult SolveCapacity(const Job& job, Bytes capacity, ExactResult result) {
 // `budget` nodes per ordering. Adopts a found plan as the incumbent.
 Outcome Probe(const Job& job, Bytes capacity, int64_t budget,
               ExactResult& result) {
-  CapacityAnswer answer = SearchCapacity(job.model, job.problem, capacity,
-                                         job.options, job.ctx.cancel, budget);
+  CapacityAnswer answer =
+      SearchCapacity(job.model, job.problem, capacity, job.options,
+                     job.ctx.cancel, job.effort_left, budget);
   result.nodes += answer.nodes;
   if (answer.outcome == Outcome::kFound) {
     result.solution.arena_size = ArenaOf(job.problem, answer.offsets);
@@ -762,7 +780,9 @@ absl::StatusOr<ExactResult> SolveExact(const Problem& problem,
     return Unsearched(options, capacity, std::move(result));
   }
   const Model model = BuildModel(problem);
-  const Job job{problem, options, ctx, model};
+  int64_t effort_left = options.max_nodes;
+  const Job job{problem, options, ctx, model,
+                options.max_nodes > 0 ? &effort_left : nullptr};
   if (options.mode == ExactMode::kCapacity) {
     return SolveCapacity(job, capacity, std::move(result));
   }
@@ -771,7 +791,9 @@ absl::StatusOr<ExactResult> SolveExact(const Problem& problem,
 
 absl::StatusOr<Solution> ExactSolver::Solve(const Problem& problem,
                                             const SolveContext& ctx) const {
-  absl::StatusOr<ExactResult> result = SolveExact(problem, options_, ctx);
+  ExactOptions options = options_;
+  if (options.max_nodes <= 0) options.max_nodes = ctx.effort;
+  absl::StatusOr<ExactResult> result = SolveExact(problem, options, ctx);
   if (!result.ok()) return result.status();
   return std::move(result->solution);
 }

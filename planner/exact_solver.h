@@ -71,6 +71,11 @@ struct ExactOptions {
   // up to the incumbent, each probe stopped after about this many nodes per
   // ordering; the budget doubles every round. Default 16384. REQUIRES > 0.
   int64_t probe_nodes = 16384;
+  // When > 0, the search stops after this many nodes in all (per search
+  // thread), as if cancelled: with threads == 1 the answer then depends on
+  // the input and options only, never on the machine's speed or load.
+  // Default 0: no limit but the CancelToken.
+  int64_t max_nodes = 0;
 };
 
 // What SolveExact found.

@@ -57,28 +57,6 @@ Offset StackSpanningBuffers(const Problem& problem, Solution* solution) {
   return top;
 }
 
-std::string StrategyName(GreedyOrder order, FitPolicy fit) {
-  const char* fit_name = fit == FitPolicy::kBestFit ? "best_fit" : "first_fit";
-  const char* order_name = "size";
-  switch (order) {
-    case GreedyOrder::kSize:
-      break;
-    case GreedyOrder::kLifetime:
-      order_name = "lifetime";
-      break;
-    case GreedyOrder::kArea:
-      order_name = "area";
-      break;
-    case GreedyOrder::kConflicts:
-      order_name = "conflicts";
-      break;
-    case GreedyOrder::kBreadth:
-      order_name = "breadth";
-      break;
-  }
-  return absl::StrCat(fit_name, "_", order_name);
-}
-
 // A minimum over ranges of a fixed array: an iterative segment tree, 2m
 // ints (a sparse table would need m log m, too much at a million buffers).
 class RangeMin {
@@ -449,7 +427,7 @@ absl::StatusOr<Solution> PlaceWithinCapacity(const Problem& problem,
 }
 
 GreedyStrategy::GreedyStrategy(GreedyOrder order, FitPolicy fit)
-    : order_(order), fit_(fit), name_(StrategyName(order, fit)) {}
+    : order_(order), fit_(fit), name_(GreedyStrategyName(order, fit)) {}
 
 absl::StatusOr<Solution> GreedyStrategy::Solve(const Problem& problem,
                                                const SolveContext& ctx) const {

@@ -11,9 +11,7 @@
 namespace memplan::planner {
 namespace {
 
-// Work one climb may spend, in buffers placed plus overlapping buffers
-// visited (what a greedy placement costs), spread over its iterations.
-constexpr int64_t kWorkBudget = 8'000'000;
+constexpr int64_t kMaxEffort = int64_t{1} << 50;  // effort x work fits
 constexpr int64_t kMinIterations = 8;
 constexpr int64_t kMaxIterations = 1000;
 
@@ -150,9 +148,9 @@ absl::StatusOr<std::pair<std::vector<int>, Solution>> BestSeed(
 
 }  // namespace
 
-int64_t HillClimbIterations(int64_t n, int64_t overlaps) {
-  return std::clamp(kWorkBudget / std::max<int64_t>(n + overlaps, 1),
-                    kMinIterations, kMaxIterations);
+int64_t HillClimbIterations(int64_t n, int64_t overlaps, int64_t work) {
+  return std::clamp(work / std::max<int64_t>(n + overlaps, 1), kMinIterations,
+                    kMaxIterations);
 }
 
 absl::StatusOr<HillClimbResult> HillClimb(const Problem& problem,
@@ -174,7 +172,8 @@ absl::StatusOr<HillClimbResult> HillClimb(const Problem& problem,
   if (iterations <= 0) {
     const std::vector<int64_t> conflicts = CountConflicts(problem);
     iterations = HillClimbIterations(
-        n, std::accumulate(conflicts.begin(), conflicts.end(), int64_t{0}));
+        n, std::accumulate(conflicts.begin(), conflicts.end(), int64_t{0}),
+        options.work > 0 ? options.work : kHillClimbWork);
   }
   Climber climber(problem, std::move(seed_order), *std::move(seed),
                   options.seed);
@@ -194,8 +193,14 @@ absl::StatusOr<Solution> HillClimbStrategy::Solve(
   absl::StatusOr<std::pair<std::vector<int>, Solution>> seed =
       BestSeed(problem, ctx.cancel);
   if (!seed.ok()) return seed.status();
+  HillClimbOptions options = options_;
+  if (options.work <= 0 && ctx.effort > 0) {
+    options.work = ctx.effort > kMaxEffort
+                       ? kMaxEffort * kHillClimbWorkPerEffort
+                       : ctx.effort * kHillClimbWorkPerEffort;
+  }
   absl::StatusOr<HillClimbResult> climbed =
-      HillClimb(problem, std::move(seed->first), options_, ctx.cancel);
+      HillClimb(problem, std::move(seed->first), options, ctx.cancel);
   // Cancelled while re-placing the seed: the seed is still a plan.
   Solution best =
       climbed.ok() ? std::move(climbed->solution) : std::move(seed->second);

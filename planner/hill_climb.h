@@ -34,13 +34,24 @@ struct HillClimbOptions {
   uint64_t seed = 1;
   // Iterations; 0 picks HillClimbIterations. Default 0.
   int64_t iterations = 0;
+  // The greedy work HillClimbIterations spreads over the iterations; 0 is
+  // kHillClimbWork. HillClimbStrategy sets it from SolveContext::effort
+  // (kHillClimbWorkPerEffort per unit). Default 0.
+  int64_t work = 0;
 };
 
-// The default iteration count for n buffers with `overlaps` overlapping
-// (ordered) pairs: about 8M units of greedy work (a buffer placed, an
-// overlapping buffer visited) in all, between 8 and 1000 iterations; about
-// 0.05-0.5 s on one core. Deterministic: no clock is read.
-int64_t HillClimbIterations(int64_t n, int64_t overlaps);
+// Greedy work (a buffer placed, an overlapping buffer visited) of a climb
+// by default, and per unit of SolveContext::effort (about as long as one
+// exact search node).
+inline constexpr int64_t kHillClimbWork = 8'000'000;
+inline constexpr int64_t kHillClimbWorkPerEffort = 64;
+
+// The iteration count for n buffers with `overlaps` overlapping (ordered)
+// pairs: `work` units of greedy work in all (by default kHillClimbWork,
+// about 0.05-0.5 s on one core), between 8 and 1000 iterations.
+// Deterministic: no clock is read.
+int64_t HillClimbIterations(int64_t n, int64_t overlaps,
+                            int64_t work = kHillClimbWork);
 
 // What a climb did, for tests and benchmarks.
 struct HillClimbResult {

@@ -39,37 +39,34 @@ class StageTimer {
   absl::Time start_;
 };
 
+// Adds `elapsed` to the stage named `stage` (appended at its first use), so
+// a stage entered several times (verify) is one entry.
+void AddStageTime(const char* stage, absl::Duration elapsed,
+                  PlanResult* result) {
+  const int64_t micros = absl::ToInt64Microseconds(elapsed);
+  for (StageTime& s : result->stages) {
+    if (s.stage == stage) {
+      s.micros += micros;
+      return;
+    }
+  }
+  result->stages.push_back({stage, micros});
+}
+
 // Problems this large color shared objects on a worker while offsets are
 // assigned.
 constexpr size_t kParallelStagesFrom = 50000;
 
-// The heuristics a request runs, or INVALID_ARGUMENT. "exact" runs the
-// first heuristic as its seed; "auto" the quick ones, and the hill climb
-// too when asked to optimize.
-absl::StatusOr<std::vector<std::string>> ChooseHeuristics(
-    const std::string& name, bool optimize) {
-  if (name.empty() || name == "auto") {
-    return optimize ? HeuristicNames() : QuickHeuristicNames();
-  }
-  if (name == "exact") return std::vector<std::string>{HeuristicNames()[0]};
-  for (const std::string& known : HeuristicNames()) {
-    if (known == name) return std::vector<std::string>{name};
-  }
-  return absl::InvalidArgumentError(
-      MakeStrategy(name).status().message());  // lists the known names
-}
-
-// Whether to run the exact search after the heuristics: asked for ("exact",
-// or "auto" with optimize), or needed (a capacity the heuristics miss), and
-// able to improve (small enough, not within alignment padding of the bound).
-bool WorthSearching(const PlanOptions& options, const PlanResult& result,
-                    const CancelToken* cancel) {
-  const bool auto_mode = options.strategy.empty() || options.strategy == "auto";
+// Whether to run the exact search after the heuristics: asked for, or
+// needed (a capacity the heuristics miss), and able to improve (small
+// enough, not within alignment padding of the bound).
+bool WorthSearching(const PlanOptions& options, SearchWhen when,
+                    const PlanResult& result, const CancelToken* budget) {
   const bool missed_capacity = options.capacity.has_value() &&
                                result.solution.arena_size > *options.capacity;
-  const bool asked = options.strategy == "exact" ||
-                     (auto_mode && (options.optimize || missed_capacity));
-  if (!asked || (cancel != nullptr && cancel->Cancelled())) return false;
+  const bool asked = when == SearchWhen::kAlways ||
+                     (when == SearchWhen::kCapacityMissed && missed_capacity);
+  if (!asked || (budget != nullptr && budget->Cancelled())) return false;
   if (static_cast<int64_t>(result.problem.buffers.size()) >
       ExactOptions().max_buffers) {
     return false;
@@ -77,9 +74,10 @@ bool WorthSearching(const PlanOptions& options, const PlanResult& result,
   return result.solution.arena_size > AlignedLowerBound(result.problem);
 }
 
-// Runs the exact solver seeded with the heuristics' plan, under the time
-// budget, and keeps its plan when it is smaller (and verified).
-absl::Status SearchExact(const PlanOptions& options, const CancelToken* cancel,
+// Runs the exact solver seeded with the heuristics' plan, until the budget
+// token (or the effort) stops it, and keeps its plan when it is smaller
+// (and verified). Times "search" and its share of "verify".
+absl::Status SearchExact(const PlanOptions& options, const CancelToken* budget,
                          std::atomic<Bytes>* best, PlanResult* result) {
   ExactOptions exact;
   if (options.capacity.has_value() &&
@@ -87,9 +85,12 @@ absl::Status SearchExact(const PlanOptions& options, const CancelToken* cancel,
     exact.mode = ExactMode::kCapacity;
     exact.capacity = options.capacity;
   }
-  CancelToken budget(cancel, absl::Now() + options.time_budget);
-  SolveContext ctx{&budget, best, &result->solution};
-  absl::StatusOr<ExactResult> found = SolveExact(result->problem, exact, ctx);
+  exact.max_nodes = options.effort;
+  SolveContext ctx{budget, best, &result->solution, options.effort};
+  absl::StatusOr<ExactResult> found = [&] {
+    StageTimer timer("search", result);
+    return SolveExact(result->problem, exact, ctx);
+  }();
   if (!found.ok()) return found.status();
   result->proven_optimal = result->proven_optimal || found->proven_optimal;
   result->proven_infeasible =
@@ -97,9 +98,12 @@ absl::Status SearchExact(const PlanOptions& options, const CancelToken* cancel,
   if (found->solution.arena_size >= result->solution.arena_size) {
     return absl::OkStatus();
   }
-  if (absl::Status s = Verify(result->problem, found->solution); !s.ok()) {
+  const absl::Time start = absl::Now();
+  absl::Status verified = Verify(result->problem, found->solution);
+  AddStageTime("verify", absl::Now() - start, result);
+  if (!verified.ok()) {
     return absl::InternalError(absl::StrCat(
-        "the exact solver produced an invalid plan: ", s.message()));
+        "the exact solver produced an invalid plan: ", verified.message()));
   }
   result->solution = std::move(found->solution);
   result->strategy = "exact";
@@ -163,24 +167,36 @@ class SharedObjectsStage {
   absl::Notification done_;
 };
 
-// Offset assignment and verification (inside the portfolio).
+// Offset assignment and verification: the portfolio of heuristics, then
+// the exact search when worth it. The heuristics a request needs run under
+// `cancel`; the optional ones and the search under `budget` (PlanOptions::
+// time_budget from the start of planning, within `cancel`).
 absl::Status AssignOffsets(const PlanOptions& options, WorkerPool* workers,
-                           const CancelToken* cancel, PlanResult* result) {
-  absl::StatusOr<std::vector<std::string>> heuristics =
-      ChooseHeuristics(options.strategy, options.optimize);
-  if (!heuristics.ok()) return heuristics.status();
+                           const CancelToken* cancel, const CancelToken* budget,
+                           PlanResult* result) {
+  absl::StatusOr<StrategyChoice> choice =
+      ResolveStrategy(options.strategy, options.optimize);
+  if (!choice.ok()) return choice.status();
   std::atomic<Bytes> best{std::numeric_limits<Bytes>::max()};
-  SolveContext ctx{cancel, &best, nullptr};
-  StageTimer timer("offsets", result);
+  const SolveContext needed{cancel, &best, nullptr, options.effort};
+  const SolveContext optional{budget, &best, nullptr, options.effort};
+  std::vector<const SolveContext*> contexts;
+  for (bool o : choice->optional) contexts.push_back(o ? &optional : &needed);
+  const absl::Time start = absl::Now();
   absl::StatusOr<PortfolioResult> won =
-      RunPortfolio(result->problem, *heuristics, ctx, workers);
+      RunPortfolio(result->problem, choice->heuristics, contexts, workers);
+  const absl::Duration elapsed = absl::Now() - start;
   if (!won.ok()) return won.status();
+  AddStageTime("offsets", elapsed - absl::Microseconds(won->verify_micros),
+               result);
+  AddStageTime("verify", absl::Microseconds(won->verify_micros), result);
   result->solution = std::move(won->solution);
   result->strategy = std::move(won->strategy);
-  result->stages.push_back({"verify", won->verify_micros});
   result->proven_optimal = result->solution.arena_size == result->lower_bound;
-  if (!WorthSearching(options, *result, cancel)) return absl::OkStatus();
-  return SearchExact(options, cancel, &best, result);
+  if (!WorthSearching(options, choice->search, *result, budget)) {
+    return absl::OkStatus();
+  }
+  return SearchExact(options, budget, &best, result);
 }
 
 absl::Status CheckCapacity(const PlanOptions& options,
@@ -313,12 +329,10 @@ absl::Status VerifyTensors(const std::vector<InPlaceTensor>& aliases,
 // Plans one memory space's share with the request's strategies (without a
 // capacity, so no search is forced), and keeps the share's own claiming
 // plan when theirs does not fit or is larger. Either plan is verified.
-absl::StatusOr<MemorySpacePlan> PlanShare(const PlanOptions& options,
-                                          const MemorySpace& memory,
-                                          const Problem& problem,
-                                          WorkerPool* workers,
-                                          const CancelToken* cancel,
-                                          SpaceShare* share) {
+absl::StatusOr<MemorySpacePlan> PlanShare(
+    const PlanOptions& options, const MemorySpace& memory,
+    const Problem& problem, WorkerPool* workers, const CancelToken* cancel,
+    const CancelToken* budget, SpaceShare* share) {
   MemorySpacePlan plan{memory.name,
                        memory.capacity,
                        0,
@@ -330,7 +344,8 @@ absl::StatusOr<MemorySpacePlan> PlanShare(const PlanOptions& options,
   sub.problem = SubProblem(problem, share->buffers);
   sub.lower_bound = PaddedLowerBound(sub.problem);
   plan.lower_bound = sub.lower_bound;
-  if (auto s = AssignOffsets(options, workers, cancel, &sub); !s.ok()) {
+  if (auto s = AssignOffsets(options, workers, cancel, budget, &sub);
+      !s.ok()) {
     return s;
   }
   const bool fits =
@@ -350,8 +365,9 @@ absl::StatusOr<MemorySpacePlan> PlanShare(const PlanOptions& options,
 }
 
 // Splits the buffers over the memory spaces and plans each on its own.
-absl::Status AssignMemorySpaces(const PlanOptions& options, WorkerPool* workers,
-                                const CancelToken* cancel, PlanResult* result) {
+absl::Status AssignMemorySpaces(const PlanOptions& options,
+                                WorkerPool* workers, const CancelToken* cancel,
+                                const CancelToken* budget, PlanResult* result) {
   if (options.capacity.has_value()) {
     return absl::InvalidArgumentError(
         "capacity and memory_pools cannot be combined: give each pool its "
@@ -371,7 +387,7 @@ absl::Status AssignMemorySpaces(const PlanOptions& options, WorkerPool* workers,
     SpaceShare& share = (*shares)[k];
     absl::StatusOr<MemorySpacePlan> plan =
         PlanShare(per_space, options.memory_spaces[k], result->problem, workers,
-                  cancel, &share);
+                  cancel, budget, &share);
     if (!plan.ok()) return plan.status();
     for (size_t j = 0; j < share.buffers.size(); ++j) {
       result->solution.offsets[share.buffers[j]] = share.plan.offsets[j];
@@ -397,11 +413,13 @@ void SetBounds(PlanResult* result) {
   }
 }
 
-// Everything after liveness.
+// Everything after liveness. `budget` ends the optional work (time_budget
+// from the start of planning).
 absl::StatusOr<PlanResult> PlanProblem(PlanResult result,
                                        const PlanOptions& options,
                                        WorkerPool* workers,
-                                       const CancelToken* cancel) {
+                                       const CancelToken* cancel,
+                                       const CancelToken* budget) {
   SetBounds(&result);
   if (result.problem.buffers.empty()) {  // e.g. a graph of weights alone
     result.proven_optimal = true;
@@ -412,8 +430,8 @@ absl::StatusOr<PlanResult> PlanProblem(PlanResult result,
   // independent, and on large problems they run at the same time.
   absl::Status offsets =
       options.memory_spaces.empty()
-          ? AssignOffsets(options, workers, cancel, &result)
-          : AssignMemorySpaces(options, workers, cancel, &result);
+          ? AssignOffsets(options, workers, cancel, budget, &result)
+          : AssignMemorySpaces(options, workers, cancel, budget, &result);
   if (absl::Status s = objects_stage.Wait(); !s.ok()) return s;
   if (!offsets.ok()) return offsets;
   if (options.memory_spaces.empty()) {
@@ -428,6 +446,8 @@ absl::StatusOr<PlanResult> PlanGraph(const Graph& graph,
                                      const PlanOptions& options,
                                      WorkerPool* workers,
                                      const CancelToken* cancel) {
+  if (absl::Status s = CheckStrategyName(options.strategy); !s.ok()) return s;
+  const CancelToken budget(cancel, absl::Now() + options.time_budget);
   PlanResult result;
   std::vector<InPlaceTensor> aliases;
   {
@@ -440,7 +460,7 @@ absl::StatusOr<PlanResult> PlanGraph(const Graph& graph,
   }
   result.problem.capacity = options.capacity;
   absl::StatusOr<PlanResult> planned =
-      PlanProblem(std::move(result), options, workers, cancel);
+      PlanProblem(std::move(result), options, workers, cancel, &budget);
   if (!planned.ok() || aliases.empty()) return planned;
   if (absl::Status s = VerifyTensors(aliases, &*planned); !s.ok()) return s;
   return planned;
@@ -450,6 +470,9 @@ absl::StatusOr<PlanResult> PlanBuffers(Problem problem,
                                        const PlanOptions& options,
                                        WorkerPool* workers,
                                        const CancelToken* cancel) {
+  if (absl::Status s = CheckStrategyName(options.strategy); !s.ok()) return s;
+  const CancelToken budget(cancel, absl::Now() + options.time_budget);
+  problem.capacity = options.capacity;  // pins are checked against it
   if (absl::Status s = ValidateProblem(problem); !s.ok()) return s;
   PlanResult result;
   result.tensors.reserve(problem.buffers.size());
@@ -460,7 +483,7 @@ absl::StatusOr<PlanResult> PlanBuffers(Problem problem,
   }
   result.problem = std::move(problem);
   result.problem.capacity = options.capacity;
-  return PlanProblem(std::move(result), options, workers, cancel);
+  return PlanProblem(std::move(result), options, workers, cancel, &budget);
 }
 
 }  // namespace memplan::planner

@@ -37,19 +37,33 @@ struct PlanOptions {
   // with `optimize` every heuristic including the hill climb, then the
   // exact search seeded with the best; the smallest verified arena wins),
   // "exact" (the first heuristic as the seed, then the search), or one
-  // heuristic from HeuristicNames(). Default "auto".
+  // heuristic from HeuristicNames(). Checked before any work
+  // (CheckStrategyName). Default "auto".
   std::string strategy = "auto";
-  // With "auto": also run the hill climb with the heuristics, and the exact
-  // search after them, for up to time_budget. Default false: heuristics only,
-  // in milliseconds. The search runs anyway for "exact", and when a capacity is
-  // set that the heuristics miss.
+  // With "auto": also run the other heuristics and the hill climb, and the
+  // exact search after them. Default false: greedy by size only. The search
+  // runs anyway for "exact", and with "auto" when a capacity is set that the
+  // heuristics miss.
   bool optimize = false;
-  // How long the exact search may take. Default 1 s; the caller's
-  // deadline also bounds it.
+  // How long planning may take when it searches (optimize, "exact", or a
+  // capacity the heuristics miss), counted from the call, set-up included:
+  // the optional heuristics, the hill climb and the exact search stop at
+  // it, and the best plan so far is returned. Only the first heuristic (the
+  // plan every request gets) runs past it. Default 1 s; the caller's
+  // deadline (CancelToken) also bounds it.
   absl::Duration time_budget = absl::Seconds(1);
-  // A bound on the search's work (nodes, placements), so that the same
-  // input and options give the same plan on any machine; 0 (default): the
-  // time budget alone. REQUIRES >= 0.
+  // When > 0, bounds the search by work done instead of time: the exact
+  // search stops after `effort` nodes (placements tried) and the hill climb
+  // after 64 x effort units of greedy work (a buffer placed, an overlapping
+  // buffer visited). One unit is about a microsecond of one core on the
+  // build machine kind, so effort 1000000 is a search of about 1-2 s. The
+  // same input and options then give the same plan on any machine, under
+  // any load and with any number of worker threads, as long as time_budget
+  // (still an outer cap) is not reached first. A CI that wants the same plan
+  // as a developer sets effort and a generous budget (e.g. effort 200000,
+  // time_budget 60 s) and gets exactly the plan of that effort; a run the
+  // budget cuts short did less work, and its plan may differ. Default 0:
+  // unset, the search runs until time_budget or a proof.
   int64_t effort = 0;
   // When set, a plan must fit in this many bytes, or planning fails with
   // FAILED_PRECONDITION. Default: none.
@@ -77,8 +91,12 @@ struct PlanOptions {
 
 // How long one stage took.
 struct StageTime {
-  std::string stage;  // "liveness", "interference", "pools" (shared
-                      // objects), "offsets", "verify"
+  // "liveness", "interference", "pools" (shared objects), "offsets" (the
+  // heuristics),
+  // "search" (the exact search, when it ran), "verify" (every verification).
+  // The stages do not overlap, except that on large problems "interference"
+  // and "pools" run beside "offsets": otherwise they add up to the call.
+  std::string stage;
   int64_t micros = 0;
 };
 

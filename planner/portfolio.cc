@@ -1,6 +1,7 @@
 #include "planner/portfolio.h"
 
 #include <algorithm>
+#include <cassert>
 #include <memory>
 
 #include "absl/status/status.h"
@@ -52,6 +53,15 @@ absl::StatusOr<PortfolioResult> FirstVerified(
 absl::StatusOr<PortfolioResult> RunPortfolio(
     const Problem& problem, const std::vector<std::string>& strategies,
     const SolveContext& ctx, WorkerPool* pool) {
+  return RunPortfolio(problem, strategies,
+                      std::vector<const SolveContext*>(strategies.size(), &ctx),
+                      pool);
+}
+
+absl::StatusOr<PortfolioResult> RunPortfolio(
+    const Problem& problem, const std::vector<std::string>& strategies,
+    const std::vector<const SolveContext*>& contexts, WorkerPool* pool) {
+  assert(contexts.size() == strategies.size());
   std::vector<absl::StatusOr<Solution>> results(
       strategies.size(), absl::UnknownError("strategy did not run"));
   // Small problems run inline: handing them to other threads costs more
@@ -62,8 +72,8 @@ absl::StatusOr<PortfolioResult> RunPortfolio(
     auto task = [&, i] {
       absl::StatusOr<std::unique_ptr<OffsetStrategy>> strategy =
           MakeStrategy(strategies[i]);
-      results[i] =
-          strategy.ok() ? (*strategy)->Solve(problem, ctx) : strategy.status();
+      results[i] = strategy.ok() ? (*strategy)->Solve(problem, *contexts[i])
+                                 : strategy.status();
       done.DecrementCount();
     };
     if (pool == nullptr || !pool->TrySchedule(task)) task();

@@ -32,6 +32,13 @@ struct PortfolioResult {
     const Problem& problem, const std::vector<std::string>& strategies,
     const SolveContext& ctx, WorkerPool* pool);
 
+// The same with a context per strategy (contexts[i] for strategies[i], not
+// null): e.g. the heuristics a request needs under the caller's token, the
+// optional ones under the time budget. REQUIRES equal sizes.
+[[nodiscard]] absl::StatusOr<PortfolioResult> RunPortfolio(
+    const Problem& problem, const std::vector<std::string>& strategies,
+    const std::vector<const SolveContext*>& contexts, WorkerPool* pool);
+
 }  // namespace memplan::planner
 
 #endif  // MEMPLAN_PLANNER_PORTFOLIO_H_

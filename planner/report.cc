@@ -151,9 +151,14 @@ std::string FormatReport(const PlanResult& result, int max_picture_rows) {
     absl::StrAppend(&out, s.stage, "=", s.micros, " ");
   }
   absl::StrAppend(&out, "\n");
-  // One picture per memory would be needed with several; none is drawn.
+  // With several memories the ASCII picture would need one per memory; the
+  // SVG/HTML pictures stack them.
   if (result.memory_spaces.empty()) {
     AppendPicture(result, max_picture_rows, &out);
+  } else if (result.solution.arena_size > 0) {
+    absl::StrAppend(&out,
+                    "picture:      one per memory pool: --emit svg -o "
+                    "plan.svg or --emit html -o plan.html draws them\n");
   }
   return out;
 }

@@ -3,17 +3,24 @@
 // (tflite-micro's MicroMemoryPlanner idea); the portfolio (portfolio.h) runs
 // several at once and keeps the smallest verified plan.
 //
+// The registry here is the one place strategy names live: one table (name,
+// factory, fixed tie-break order), and the one interpretation of "auto",
+// "exact" and optimize (ResolveStrategy).
+//
+//   if (absl::Status s = planner::CheckStrategyName(name); !s.ok()) return s;
 //   auto strategy = planner::MakeStrategy("best_fit_size");
 //   absl::StatusOr<planner::Solution> s = (*strategy)->Solve(problem, ctx);
 #ifndef MEMPLAN_PLANNER_STRATEGY_H_
 #define MEMPLAN_PLANNER_STRATEGY_H_
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "planner/cancel.h"
 #include "planner/problem.h"
@@ -30,6 +37,11 @@ struct SolveContext {
   std::atomic<Bytes>* best_arena = nullptr;
   // A valid plan to start from (the best heuristic plan), if any.
   const Solution* seed = nullptr;
+  // When > 0, the work a search strategy may do (PlanOptions::effort): the
+  // hill climb's greedy work and the exact search's nodes are bounded by it
+  // instead of by the clock, so the plan does not depend on the machine.
+  // Default 0: the strategy's own defaults, cut by `cancel`.
+  int64_t effort = 0;
 };
 
 // Lowers `best` to `value` if `value` is smaller (atomic fetch-min).
@@ -68,9 +80,48 @@ const std::vector<std::string>& QuickHeuristicNames();
 // Every strategy MakeStrategy knows: the heuristics, then "exact".
 const std::vector<std::string>& StrategyNames();
 
-// Creates a strategy by name; NOT_FOUND for an unknown name.
+// OK for "auto" (or empty, meaning "auto") and every name of
+// StrategyNames(); else INVALID_ARGUMENT listing the valid names, echoing
+// at most the first 64 bytes of `name` (escaped). Cheap: call it where a
+// request enters, before any work.
+[[nodiscard]] absl::Status CheckStrategyName(std::string_view name);
+
+// When the exact search runs after a request's heuristics.
+enum class SearchWhen {
+  kNever,           // a single heuristic was asked for
+  kCapacityMissed,  // only to meet a capacity the heuristics miss
+  kAlways,          // asked for: "exact", or "auto" with optimize
+};
+
+// What a strategy name (with PlanOptions::optimize) asks for.
+struct StrategyChoice {
+  // Run by the portfolio, in tie-break order. "auto": QuickHeuristicNames(),
+  // or HeuristicNames() with optimize; "exact": the first heuristic (the
+  // search's seed); a heuristic: itself.
+  std::vector<std::string> heuristics;
+  // Of them, the ones that may be cut by the time budget (the rest give the
+  // plan a request needs): with "auto" and optimize, all but the first.
+  std::vector<bool> optional;
+  // When the exact search follows.
+  SearchWhen search = SearchWhen::kNever;
+};
+
+// The one interpretation of "auto", "exact" and optimize. INVALID_ARGUMENT
+// as CheckStrategyName.
+[[nodiscard]] absl::StatusOr<StrategyChoice> ResolveStrategy(
+    std::string_view name, bool optimize);
+
+// Creates a strategy by name (a name of StrategyNames()); INVALID_ARGUMENT
+// as CheckStrategyName otherwise ("auto" is not one strategy).
 absl::StatusOr<std::unique_ptr<OffsetStrategy>> MakeStrategy(
     std::string_view name);
+
+enum class GreedyOrder;  // greedy.h
+enum class FitPolicy;    // greedy.h
+
+// The registry's name of the greedy strategy with this order and fit (what
+// GreedyStrategy::name() reports).
+std::string_view GreedyStrategyName(GreedyOrder order, FitPolicy fit);
 
 }  // namespace memplan::planner
 

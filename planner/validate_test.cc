@@ -94,5 +94,40 @@ TEST(ValidateTest, Alignments) {
   EXPECT_FALSE(IsValidAlignment(kMaxAlignment * 2));
 }
 
+TEST(ValidateProblemTest, OverlappingPinsAreNamedTogether) {
+  Problem p;
+  // a and b overlap in time and bytes; c sits on a's bytes after a died.
+  p.buffers = {{"a", 0, 4, 64, 1, Offset{0}},
+               {"c", 4, 6, 64, 1, Offset{0}},
+               {"b", 2, 5, 64, 1, Offset{32}}};
+  absl::Status s = ValidateProblem(p);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("buffers 'a' and 'b' are pinned to overlapping bytes"));
+  p.buffers[2].fixed_offset = Offset{64};  // now b sits just above a and c
+  EXPECT_TRUE(ValidateProblem(p).ok());
+  p.buffers[2].fixed_offset = Offset{63};
+  EXPECT_FALSE(ValidateProblem(p).ok());  // one byte under c's bytes... and a's
+}
+
+TEST(ValidateProblemTest, PinsPastTheCapacityAreTheUsersError) {
+  Problem p;
+  p.buffers = {{"a", 0, 4, 64, 1, Offset{100}}};
+  p.capacity = 128;
+  EXPECT_THAT(std::string(ValidateProblem(p).message()),
+              HasSubstr("buffer 'a' is pinned at 100 and ends past the "
+                        "capacity 128"));
+  p.capacity = 164;
+  EXPECT_TRUE(ValidateProblem(p).ok());
+}
+
+TEST(ValidateProblemTest, LongNamesAreCut) {
+  Problem p;
+  p.buffers = {{std::string(100000, 'x'), 3, 1, 8}};
+  const absl::Status s = ValidateProblem(p);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("(100000 chars)"));
+  EXPECT_LT(s.message().size(), 300u);
+}
+
 }  // namespace
 }  // namespace memplan::planner

@@ -13,6 +13,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-dev
   pybind11-dev python3-dev
+  flatbuffers-compiler libflatbuffers-dev
 )
 # Sanitizer and fuzz builds (scripts/dev.sh test, scripts/fuzz.sh): clang
 # with its runtimes (libFuzzer, ASan, UBSan, TSan).
@@ -28,9 +29,12 @@ fi
 # `kubectl kustomize`) is not in Debian 12 in a usable version; the k8s test
 # skips with a message where it is missing.
 # If they cannot be installed, the build goes on and those tests skip.
+# The picture tests (tests/pictures_test.py) render SVG and HTML in Debian's
+# headless chromium; the build never needs it, but those tests fail, saying
+# so, where it is missing.
 OPTIONAL=()
 if [ "${1:-}" != --build-only ]; then
-  OPTIONAL=(prometheus python3-yaml)
+  OPTIONAL=(prometheus python3-yaml chromium)
 fi
 
 installed() {
@@ -57,5 +61,5 @@ if [ ${#optional_missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends \
     "${optional_missing[@]}" >/dev/null ||
     echo "setup: could not install ${optional_missing[*]}; the tests that" \
-      "need them will skip" >&2
+      "need them will skip (the picture tests fail without chromium)" >&2
 fi

@@ -1,0 +1,139 @@
+// The planner's promises about time and work: a time budget covers the
+// whole call, stage times add up, and an effort makes the plan the same on
+// any machine, under any load and with any number of worker threads.
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "planner/exact_solver.h"
+#include "planner/planner.h"
+#include "planner/testing/random_problems.h"
+#include "planner/testing/zero_slack.h"
+#include "planner/verifier.h"
+
+namespace memplan::planner {
+namespace {
+
+// Keeps `n` threads spinning until destroyed: a loaded machine.
+class CpuLoad {
+ public:
+  explicit CpuLoad(int n) {
+    for (int i = 0; i < n; ++i) {
+      threads_.emplace_back([this] {
+        uint64_t x = 1;
+        while (!stop_.load(std::memory_order_relaxed)) x = x * 31 + 7;
+        sink_.fetch_add(x, std::memory_order_relaxed);
+      });
+    }
+  }
+  ~CpuLoad() {
+    stop_.store(true);
+    for (std::thread& t : threads_) t.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> sink_{0};
+  std::vector<std::thread> threads_;
+};
+
+int64_t StageSum(const PlanResult& r) {
+  int64_t sum = 0;
+  for (const StageTime& s : r.stages) sum += s.micros;
+  return sum;
+}
+
+TEST(BudgetTest, TheBudgetCoversTheHeuristicsAndTheSearch) {
+  // Dense: the exact search cannot finish, and a hill climb allowed an
+  // unbounded effort would run its 1000 iterations (tens of seconds here).
+  // The budget stops both, counted from the call.
+  Problem p = testing::DenseProblem(3000, 1);
+  PlanOptions options;
+  options.optimize = true;
+  options.effort = int64_t{1} << 40;
+  options.time_budget = absl::Milliseconds(500);
+  WorkerPool pool(2, 64);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<PlanResult> r = PlanBuffers(p, options, &pool, nullptr);
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(Verify(p, r->solution).ok());
+  EXPECT_FALSE(r->proven_optimal);
+  // 10% + 50 ms is the promise; the margin here absorbs a loaded machine.
+  EXPECT_LT(took, absl::Seconds(3));
+}
+
+TEST(BudgetTest, StageTimesAddUpToTheCall) {
+  Problem p = testing::DenseProblem(800, 1);
+  PlanOptions options;
+  options.strategy = "exact";
+  options.time_budget = absl::Milliseconds(400);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<PlanResult> r = PlanBuffers(p, options, nullptr, nullptr);
+  const int64_t wall = absl::ToInt64Microseconds(absl::Now() - start);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<std::string> stages;
+  for (const StageTime& s : r->stages) stages.push_back(s.stage);
+  EXPECT_THAT(stages,
+              ::testing::UnorderedElementsAre("interference", "pools",
+                                              "offsets", "search", "verify"));
+  // No stage counted twice (the sum is not above the call), and no large
+  // part of the call outside every stage.
+  EXPECT_LE(StageSum(*r), wall);
+  EXPECT_GE(StageSum(*r), wall * 8 / 10);
+}
+
+TEST(BudgetTest, EffortGivesTheSamePlanUnderLoadAndAnyThreadCount) {
+  WorkerPool one(1, 64), two(2, 64), four(4, 64);
+  int searched_to_the_limit = 0;
+  for (uint32_t seed = 1; seed <= 3; ++seed) {
+    // Zero-slack packings of 300 buffers: neither the climb nor the search
+    // ends by itself, so the effort decides where they stop.
+    Problem p = testing::ZeroSlackProblem({.buffers = 300, .seed = seed});
+    PlanOptions options;
+    options.optimize = true;
+    options.effort = 30000;
+    options.time_budget = absl::Seconds(120);  // an outer cap only
+    absl::StatusOr<PlanResult> quiet =
+        PlanBuffers(p, options, nullptr, nullptr);
+    ASSERT_TRUE(quiet.ok()) << quiet.status();
+    ASSERT_TRUE(Verify(p, quiet->solution).ok());
+    searched_to_the_limit += quiet->proven_optimal ? 0 : 1;
+    CpuLoad load(4);
+    for (WorkerPool* pool : {&one, &two, &four}) {
+      absl::StatusOr<PlanResult> r = PlanBuffers(p, options, pool, nullptr);
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_EQ(r->strategy, quiet->strategy) << "seed " << seed;
+      EXPECT_EQ(r->solution.offsets, quiet->solution.offsets)
+          << "seed " << seed << " threads " << pool->threads();
+    }
+  }
+  EXPECT_GT(searched_to_the_limit, 0);  // else the effort bound nothing
+}
+
+TEST(BudgetTest, MaxNodesBoundsTheExactSearchByWork) {
+  Problem p = testing::ZeroSlackProblem({.buffers = 300, .seed = 4});
+  ExactOptions options;
+  options.max_nodes = 50000;
+  absl::StatusOr<ExactResult> a = SolveExact(p, options, SolveContext{});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_FALSE(a->proven_optimal);
+  EXPECT_LE(a->nodes, options.max_nodes);
+  EXPECT_GT(a->nodes, options.max_nodes * 9 / 10);
+  // Under load, with a (generous) deadline: the same answer.
+  CpuLoad load(4);
+  CancelToken deadline(absl::Now() + absl::Seconds(120));
+  SolveContext ctx;
+  ctx.cancel = &deadline;
+  absl::StatusOr<ExactResult> b = SolveExact(p, options, ctx);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->solution.offsets, a->solution.offsets);
+  EXPECT_EQ(b->nodes, a->nodes);
+  EXPECT_TRUE(Verify(p, b->solution).ok());
+}
+
+}  // namespace
+}  // namespace memplan::planner
