@@ -78,17 +78,18 @@ std::string Dims(const v1::ValueSummary& v) {
   return absl::StrCat("[", absl::StrJoin(v.dims(), ", "), "]");
 }
 
-void AppendValues(const char* label,
-                  const google::protobuf::RepeatedPtrField<v1::ValueSummary>& values,
-                  std::string* out) {
+void AppendValues(
+    const char* label,
+    const google::protobuf::RepeatedPtrField<v1::ValueSummary>& values,
+    std::string* out) {
   bool first = true;
   for (const v1::ValueSummary& v : values) {
     absl::StrAppendFormat(out, "%-14s %s", first ? label : "", v.name());
     if (!v.element_type().empty()) {
       absl::StrAppend(out, "  ", v.element_type(), " ", Dims(v));
-      absl::StrAppend(out, v.bytes() >= 0 ? absl::StrCat("  ", v.bytes(),
-                                                         " bytes")
-                                          : std::string("  (size unknown)"));
+      absl::StrAppend(out, v.bytes() >= 0
+                               ? absl::StrCat("  ", v.bytes(), " bytes")
+                               : std::string("  (size unknown)"));
     }
     absl::StrAppend(out, "\n");
     first = false;
@@ -116,20 +117,24 @@ std::string FormatSummary(const v1::InputSummary& s) {
   if (!s.producer().empty()) {
     absl::StrAppendFormat(&out, "%-14s %s\n", "producer:", s.producer());
   }
-  if (s.buffers() > 0) absl::StrAppendFormat(&out, "%-14s %d\n", "buffers:", s.buffers());
-  if (s.tensors() > 0) absl::StrAppendFormat(&out, "%-14s %d\n", "tensors:", s.tensors());
+  if (s.buffers() > 0)
+    absl::StrAppendFormat(&out, "%-14s %d\n", "buffers:", s.buffers());
+  if (s.tensors() > 0)
+    absl::StrAppendFormat(&out, "%-14s %d\n", "tensors:", s.tensors());
   if (s.subgraphs() > 1) {
     absl::StrAppendFormat(&out, "%-14s %d\n", "subgraphs:", s.subgraphs());
   }
   AppendValues("inputs:", s.inputs(), &out);
   AppendValues("outputs:", s.outputs(), &out);
   if (s.symbolic_dims_size() > 0) {
-    absl::StrAppendFormat(&out, "%-14s %s  (set with --dim NAME=N)\n",
-                          "symbolic dims:", absl::StrJoin(s.symbolic_dims(), ", "));
+    absl::StrAppendFormat(
+        &out, "%-14s %s  (set with --dim NAME=N)\n",
+        "symbolic dims:", absl::StrJoin(s.symbolic_dims(), ", "));
   }
   if (s.ops() > 0) {
     std::vector<std::pair<int64_t, std::string>> types;
-    for (const auto& [type, count] : s.op_types()) types.push_back({-count, type});
+    for (const auto& [type, count] : s.op_types())
+      types.push_back({-count, type});
     std::sort(types.begin(), types.end());
     std::string list;
     for (const auto& [count, type] : types) {
@@ -143,8 +148,8 @@ std::string FormatSummary(const v1::InputSummary& s) {
                           "weights:", s.weight_bytes());
   }
   if (s.lower_bound_bytes() > 0) {
-    absl::StrAppendFormat(&out, "%-14s %d bytes\n", "lower bound:",
-                          s.lower_bound_bytes());
+    absl::StrAppendFormat(&out, "%-14s %d bytes\n",
+                          "lower bound:", s.lower_bound_bytes());
   }
   return out;
 }

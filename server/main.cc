@@ -2,8 +2,8 @@
 // reflection. SIGTERM/SIGINT: health turns NOT_SERVING, plans in progress
 // are cancelled, the server shuts down within --grace_seconds and exits 0.
 #include <csignal>
-#include <map>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -201,10 +201,10 @@ bool PrintHelpIfAsked(int argc, char** argv) {
     }
   }
   for (const auto& [name, flag] : ours) {
-    std::printf("  --%s (default: %s)\n      %s\n", name.c_str(),
-                flag->DefaultValue().empty() ? "\"\""
-                                             : flag->DefaultValue().c_str(),
-                flag->Help().c_str());
+    std::printf(
+        "  --%s (default: %s)\n      %s\n", name.c_str(),
+        flag->DefaultValue().empty() ? "\"\"" : flag->DefaultValue().c_str(),
+        flag->Help().c_str());
   }
   std::printf("  --version\n      the version, git commit and build type\n");
   return true;

@@ -20,8 +20,8 @@
 namespace memplan {
 namespace {
 
-using testing::CommandResult;
 using ::testing::AllOf;
+using testing::CommandResult;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -88,7 +88,8 @@ TEST_F(CliUsabilityTest, EveryCommandHasHelpWithDefaultsAndNames) {
 }
 
 TEST_F(CliUsabilityTest, TyposGetTheClosestFlagAndDurationsTheirUnits) {
-  CommandResult typo = Cli({"plan", "--stratgy=auto", kExamples + "resnet50.json"});
+  CommandResult typo =
+      Cli({"plan", "--stratgy=auto", kExamples + "resnet50.json"});
   EXPECT_EQ(typo.exit_code, 64);
   EXPECT_THAT(typo.err, HasSubstr("unknown flag --stratgy; did you mean "
                                   "--strategy?"));
@@ -115,8 +116,9 @@ TEST_F(CliUsabilityTest, UnknownFilesAreNamedForWhatTheyAre) {
 TEST_F(CliUsabilityTest, InspectDescribesGraphsAndBufferLists) {
   CommandResult graph = Cli({"inspect", kExamples + "resnet50.json"});
   ASSERT_EQ(graph.exit_code, 0) << graph.err;
-  EXPECT_THAT(graph.out, AllOf(HasSubstr("tensors:       231"),
-                               HasSubstr("weights:"), HasSubstr("lower bound:")));
+  EXPECT_THAT(graph.out,
+              AllOf(HasSubstr("tensors:       231"), HasSubstr("weights:"),
+                    HasSubstr("lower bound:")));
   CommandResult csv =
       Cli({"inspect", "--format=json", kExamples + "minimalloc_example.csv"});
   ASSERT_EQ(csv.exit_code, 0) << csv.err;
@@ -153,8 +155,8 @@ TEST_F(CliUsabilityTest, HostileInputEndsWithAClearErrorQuickly) {
   EXPECT_THAT(dir.err, HasSubstr("is a directory"));
   // JSON nested 100,000 deep.
   CommandResult deep = Cli(
-      {"plan", Write("deep.json", std::string(100000, '[') +
-                                      std::string(100000, ']'))},
+      {"plan",
+       Write("deep.json", std::string(100000, '[') + std::string(100000, ']'))},
       "", 30);
   EXPECT_EQ(deep.exit_code, 65);
   EXPECT_THAT(deep.err, HasSubstr("nested 100000 levels deep"));
