@@ -6,16 +6,20 @@
 //     half-open [lower, upper)): SolveExact in capacity mode (or --minimize),
 //     one Markdown row per instance plus the total.
 //   minimalloc_bench zero_slack [--count=6] [--min_buffers=150]
-//       [--max_buffers=450] [--seed=1] [--time_limit=30] [--minimize] ...
+//       [--max_buffers=450] [--seed=1] [--cut=sweep|guillotine]
+//       [--time_limit=30] [--minimize] ...
 //     Generated zero-slack packings (planner/testing/zero_slack.h): a
-//     1 MiB x time rectangle cut into min..max buffers; the capacity is the
-//     rectangle's height, the optimum.
+//     1 MiB x time rectangle cut into min..max buffers (by a sweep over
+//     time, or by guillotine cuts); the capacity is the rectangle's height,
+//     the optimum.
 //   minimalloc_bench plan FILE... [--time_limit=10] [--effort=N] [--runs=1]
 //       [--threads=2]
 //     The whole planner (PlanBuffers, "auto" with optimize, time_budget =
 //     time_limit) on each CSV: arena / lower bound and wall time (reading
 //     excluded), with the stage times.
 //
+// --orderings=A,B,... replaces ExactOptions::orderings and
+// zero_slack_orderings (suite and zero_slack).
 // With --runs=R every instance is solved R times and the median time is
 // printed (the answers of repeated runs must agree unless time-bounded).
 // Every answer is checked by planner::Verify before its row is printed;
@@ -62,6 +66,8 @@ struct Flags {
   int min_buffers = 150;          // zero_slack: buffers of the first
   int max_buffers = 450;          // zero_slack: buffers of the last
   uint32_t seed = 1;              // zero_slack: seed of the first
+  bool guillotine = false;        // zero_slack: guillotine cuts, not sweep
+  std::vector<std::string> orderings;  // overrides both ordering lists
 };
 
 // One instance to solve.
@@ -141,6 +147,11 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
       flags.max_buffers = std::stoi(*v);
     } else if (auto v = value("--seed")) {
       flags.seed = static_cast<uint32_t>(std::stoul(*v));
+    } else if (auto v = value("--orderings")) {
+      flags.orderings = SplitCsv(*v);
+    } else if (auto v = value("--cut")) {
+      if (*v != "sweep" && *v != "guillotine") return false;
+      flags.guillotine = *v == "guillotine";
     } else if (arg == "--minimize") {
       flags.minimize = true;
     } else if (arg.rfind("--", 0) == 0) {
@@ -196,6 +207,9 @@ std::vector<Instance> ZeroSlackInstances(const Flags& flags) {
             : flags.min_buffers + (flags.max_buffers - flags.min_buffers) * k /
                                       (flags.count - 1);
     options.seed = flags.seed + static_cast<uint32_t>(k);
+    if (flags.guillotine) {
+      options.cut = memplan::planner::testing::ZeroSlackCut::kGuillotine;
+    }
     instances.push_back({"zs" + std::to_string(options.buffers) + "s" +
                              std::to_string(options.seed),
                          memplan::planner::testing::ZeroSlackProblem(options),
@@ -219,6 +233,10 @@ bool SolveOne(const Instance& instance, const Flags& flags, double& seconds) {
   options.capacity = flags.capacity.value_or(instance.capacity);
   options.threads = std::max(flags.threads, 1);
   options.max_nodes = flags.effort;
+  if (!flags.orderings.empty()) {
+    options.orderings = flags.orderings;
+    options.zero_slack_orderings = flags.orderings;
+  }
   std::vector<double> times;
   std::optional<memplan::planner::ExactResult> result;
   for (int run = 0; run < flags.runs; ++run) {

@@ -61,9 +61,17 @@ struct ExactOptions {
   // Static buffer orderings tried round robin with doubling node limits
   // (MiniMalloc's "preordering heuristics"); letters, each descending:
   // W lifetime width, A area (size x width), T largest section total,
-  // Z size; ties by buffer index. Default {"WAT", "TAW", "TWA"}.
-  // REQUIRES non-empty, letters from "WATZ".
+  // Z size; ties by buffer index. A trailing 'h' adds hole branching: at
+  // each level the search branches only on the buffers that can cover the
+  // tight section with the fewest of them (without it, only forced holes,
+  // with zero or one candidate, are narrowed). Default {"WAT", "TAW",
+  // "TWA"}. REQUIRES non-empty, letters from "WATZ", optional 'h'.
   std::vector<std::string> orderings = {"WAT", "TAW", "TWA"};
+  // The orderings used instead when the capacity searched leaves zero
+  // slack: every section's live bytes are 0 or exactly the capacity (a
+  // capacity x time rectangle cut into buffers). Default {"Zh", "TZh"}:
+  // largest first, with hole branching. REQUIRES as `orderings`.
+  std::vector<std::string> zero_slack_orderings = {"Zh", "TZh"};
   // Threads searching orderings at once (1 or 2); the first to answer wins.
   // Results do not depend on timing when 1. Default 1.
   int threads = 1;
