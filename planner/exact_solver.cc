@@ -952,7 +952,18 @@ absl::StatusOr<Bytes> CapacityOf(const Problem& problem,
       "problem.capacity");
 }
 
-// Too many buffers to search: report on the starting plan as it is.
+// Small enough to search: at most max_buffers buffers and max_overlaps
+// overlapping pairs, which bound the model's memory and set-up time.
+bool Searchable(const Problem& problem, const ExactOptions& options) {
+  if (static_cast<int64_t>(problem.buffers.size()) > options.max_buffers) {
+    return false;
+  }
+  const std::vector<int64_t> conflicts = CountConflicts(problem);
+  return std::accumulate(conflicts.begin(), conflicts.end(), int64_t{0}) / 2 <=
+         options.max_overlaps;
+}
+
+// Too large to search: report on the starting plan as it is.
 ExactResult Unsearched(const ExactOptions& options, Bytes capacity,
                        ExactResult result) {
   result.proven_optimal = result.solution.arena_size == result.lower_bound;
@@ -974,7 +985,6 @@ absl::StatusOr<ExactResult> SolveExact(const Problem& problem,
                                        const ExactOptions& options,
                                        const SolveContext& ctx) {
   if (absl::Status s = ValidateBuffers(problem); !s.ok()) return s;
-  if (absl::Status s = CheckFixed(problem); !s.ok()) return s;
   if (!ValidOrderings(options.orderings) ||
       !ValidOrderings(options.zero_slack_orderings)) {
     return absl::InvalidArgumentError(
@@ -992,9 +1002,10 @@ absl::StatusOr<ExactResult> SolveExact(const Problem& problem,
   ExactResult result;
   result.solution = *std::move(seed);
   result.lower_bound = StrongLowerBound(problem);
-  if (static_cast<int64_t>(problem.buffers.size()) > options.max_buffers) {
+  if (!Searchable(problem, options)) {
     return Unsearched(options, capacity, std::move(result));
   }
+  if (absl::Status s = CheckFixed(problem); !s.ok()) return s;
   const Model model = BuildModel(problem);
   int64_t effort_left = options.max_nodes;
   const Job job{problem, options, ctx, model,

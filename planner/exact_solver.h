@@ -58,6 +58,10 @@ struct ExactOptions {
   // Problems with more buffers are not searched: the seed (or the built-in
   // greedy plan) is returned as is. Default 4096.
   int64_t max_buffers = 4096;
+  // Nor are problems with more pairs of buffers live at the same time: the
+  // search keeps every buffer's overlapping buffers (memory and set-up
+  // grow with the pairs). Default 2^22.
+  int64_t max_overlaps = int64_t{1} << 22;
   // Static buffer orderings tried round robin with doubling node limits
   // (MiniMalloc's "preordering heuristics"); letters, each descending:
   // W lifetime width, A area (size x width), T largest section total,

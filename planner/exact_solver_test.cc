@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "planner/cancel.h"
 #include "planner/problem.h"
+#include "planner/testing/random_problems.h"
 #include "planner/testing/zero_slack.h"
 #include "planner/verifier.h"
 
@@ -423,6 +424,25 @@ TEST(ExactSolverTest, StrategyInterface) {
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_TRUE(Verify(p, *s).ok());
   EXPECT_EQ(s->arena_size, 64);
+}
+
+TEST(ExactSolverTest, TooManyOverlapsAreNotSearched) {
+  const Problem p = testing::DenseProblem(120, 1);
+  int64_t pairs = 0;
+  for (size_t i = 0; i < p.buffers.size(); ++i) {
+    for (size_t j = i + 1; j < p.buffers.size(); ++j) {
+      pairs += LifetimesOverlap(p.buffers[i], p.buffers[j]) ? 1 : 0;
+    }
+  }
+  ExactOptions options;
+  options.max_overlaps = pairs - 1;
+  const ExactResult skipped = MustSolve(p, options);
+  EXPECT_EQ(skipped.nodes, 0);
+  EXPECT_FALSE(skipped.proven_optimal);
+  options.max_overlaps = pairs;
+  options.max_nodes = 20000;
+  const ExactResult searched = MustSolve(p, options);
+  EXPECT_GT(searched.nodes, 0);
 }
 
 TEST(ExactSolverTest, TooManyBuffersWithoutSeedIsInvalid) {
