@@ -29,128 +29,6 @@ std::string Trace::TensorName(TensorId id) const {
 
 namespace {
 
-// A tensor's name for schedule errors.
-std::string ScheduleTensorName(const Schedule& s, int t) {
-  if (t >= 0 && t < static_cast<int>(s.tensor_names.size())) {
-    return absl::StrCat("tensor '", s.tensor_names[t], "' (", t, ")");
-  }
-  return absl::StrCat("tensor ", t);
-}
-
-// An op's name for schedule errors.
-std::string OpName(const Schedule& s, size_t i) {
-  return s.ops[i].name.empty() ? absl::StrCat("op ", i)
-                               : absl::StrCat("op '", s.ops[i].name, "'");
-}
-
-// Lengths and sizes are consistent.
-absl::Status CheckScheduleShape(const Schedule& s) {
-  const size_t n = s.tensor_sizes.size();
-  if (!s.tensor_names.empty() && s.tensor_names.size() != n) {
-    return absl::InvalidArgumentError("tensor_names: one name per tensor");
-  }
-  if (!s.persistent.empty() && s.persistent.size() != n) {
-    return absl::InvalidArgumentError("persistent: one flag per tensor");
-  }
-  if (!IsPowerOfTwo(static_cast<size_t>(std::max<int64_t>(s.alignment, 0)))) {
-    return absl::InvalidArgumentError("alignment must be a power of two");
-  }
-  for (size_t t = 0; t < n; ++t) {
-    if (s.tensor_sizes[t] <= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(ScheduleTensorName(s, static_cast<int>(t)), ": size ",
-                       s.tensor_sizes[t], " must be > 0"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-// producer[t] = the op writing t, -1 for graph inputs and weights.
-absl::StatusOr<std::vector<int>> Producers(const Schedule& s) {
-  const int n = static_cast<int>(s.tensor_sizes.size());
-  std::vector<int> producer(n, -1);
-  for (size_t i = 0; i < s.ops.size(); ++i) {
-    for (int t : s.ops[i].outputs) {
-      if (t < 0 || t >= n) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            OpName(s, i), ": output tensor index ", t, " out of range"));
-      }
-      if (producer[t] != -1) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(ScheduleTensorName(s, t), " is written by ",
-                         OpName(s, producer[t]), " and ", OpName(s, i)));
-      }
-      producer[t] = static_cast<int>(i);
-    }
-  }
-  return producer;
-}
-
-// death[t] = the op after which t may be freed: its last reader, else its
-// producer (-1: right after the start).
-absl::StatusOr<std::vector<int>> Deaths(const Schedule& s,
-                                        const std::vector<int>& producer) {
-  std::vector<int> death = producer;
-  const int n = static_cast<int>(s.tensor_sizes.size());
-  for (size_t i = 0; i < s.ops.size(); ++i) {
-    for (int t : s.ops[i].inputs) {
-      if (t < 0 || t >= n) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            OpName(s, i), ": input tensor index ", t, " out of range"));
-      }
-      if (producer[t] >= static_cast<int>(i)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(OpName(s, i), " reads ", ScheduleTensorName(s, t),
-                         " before it is written"));
-      }
-      death[t] = std::max(death[t], static_cast<int>(i));
-    }
-  }
-  return death;
-}
-
-// Appends one event for tensor t.
-void AddEvent(const Schedule& s, EventKind kind, int t, Trace* trace) {
-  trace->events.push_back({kind, t, s.tensor_sizes[t], s.alignment});
-}
-
-// True when t is freed only at the end.
-bool IsPersistent(const Schedule& s, int t) {
-  return !s.persistent.empty() && s.persistent[t];
-}
-
-}  // namespace
-
-absl::StatusOr<Trace> TraceFromSchedule(const Schedule& s) {
-  if (absl::Status st = CheckScheduleShape(s); !st.ok()) return st;
-  absl::StatusOr<std::vector<int>> producer = Producers(s);
-  if (!producer.ok()) return producer.status();
-  absl::StatusOr<std::vector<int>> death = Deaths(s, *producer);
-  if (!death.ok()) return death.status();
-  const int n = static_cast<int>(s.tensor_sizes.size());
-  // frees[i + 1]: tensors freed after op i; frees[0]: after the start.
-  std::vector<std::vector<int>> frees(s.ops.size() + 1);
-  for (int t = 0; t < n; ++t) {
-    if (!IsPersistent(s, t)) frees[(*death)[t] + 1].push_back(t);
-  }
-  Trace trace;
-  trace.names = s.tensor_names;
-  for (int t = 0; t < n; ++t) {
-    if ((*producer)[t] == -1) AddEvent(s, EventKind::kAlloc, t, &trace);
-  }
-  for (int t : frees[0]) AddEvent(s, EventKind::kFree, t, &trace);
-  for (size_t i = 0; i < s.ops.size(); ++i) {
-    for (int t : s.ops[i].outputs) AddEvent(s, EventKind::kAlloc, t, &trace);
-    for (int t : frees[i + 1]) AddEvent(s, EventKind::kFree, t, &trace);
-  }
-  for (int t = 0; t < n; ++t) {
-    if (IsPersistent(s, t)) AddEvent(s, EventKind::kFree, t, &trace);
-  }
-  return trace;
-}
-
-namespace {
-
 // Appends an alloc or free of `id`.
 void Push(Trace* trace, EventKind kind, TensorId id, int64_t size) {
   trace->events.push_back(
@@ -226,12 +104,28 @@ int64_t NowNs() {
       .count();
 }
 
-// The q-quantile (0..1) of `samples` (sorted in place); 0 when empty.
-int64_t Quantile(std::vector<int64_t>& samples, double q) {
-  if (samples.empty()) return 0;
-  std::sort(samples.begin(), samples.end());
-  const auto i = static_cast<size_t>(q * static_cast<double>(samples.size()));
-  return samples[std::min(i, samples.size() - 1)];
+// Events between two polls of ReplayOptions::should_stop.
+constexpr size_t kStopStride = 1024;
+
+// Whether the replay must stop before event `index`.
+bool MustStop(const ReplayOptions& options, size_t index) {
+  return index % kStopStride == 0 && options.should_stop &&
+         options.should_stop();
+}
+
+absl::Status Stopped(size_t index) {
+  return absl::DeadlineExceededError(absl::StrCat(
+      "replay stopped at event ", index, ": time limit or cancellation"));
+}
+
+// Whether event `index` of `events` is one of the `points` sampled.
+bool Sampled(size_t index, size_t events, int points) {
+  if (points <= 0 || events == 0) return false;
+  if (index + 1 == events) return true;
+  const size_t stride =
+      std::max<size_t>(1, (events + static_cast<size_t>(points) - 1) /
+                              static_cast<size_t>(points));
+  return (index + 1) % stride == 0;
 }
 
 // The error for an event that breaks the trace's rules.
@@ -315,8 +209,19 @@ void Summarize(DynamicReplay& r) {
 
 }  // namespace
 
+int64_t Quantile(std::vector<int64_t> samples, double q) {
+  if (samples.empty()) return 0;
+  const auto i =
+      std::min(samples.size() - 1,
+               static_cast<size_t>(q * static_cast<double>(samples.size())));
+  std::nth_element(samples.begin(), samples.begin() + static_cast<long>(i),
+                   samples.end());
+  return samples[i];
+}
+
 absl::StatusOr<ReplayResult> ReplayTrace(const Trace& trace,
-                                         Allocator& allocator) {
+                                         Allocator& allocator,
+                                         const ReplayOptions& options) {
   DynamicReplay r{&allocator, {}, {}, {}, {}, {}};
   const auto n = static_cast<size_t>(trace.NumIds());
   r.ptrs.assign(n, nullptr);
@@ -324,12 +229,21 @@ absl::StatusOr<ReplayResult> ReplayTrace(const Trace& trace,
   absl::Status status;
   for (size_t i = 0; i < trace.events.size() && status.ok(); ++i) {
     const TraceEvent& e = trace.events[i];
+    if (MustStop(options, i)) {
+      status = Stopped(i);
+      break;
+    }
     status = CheckEvent(trace, i, r.life);
     if (!status.ok()) break;
     if (e.kind == EventKind::kAlloc) {
       ReplayAlloc(e, r);
     } else {
       status = ReplayFree(e, r);
+    }
+    if (Sampled(i, trace.events.size(), options.series_points)) {
+      const AllocatorStats stats = allocator.GetStats();
+      r.result.series.push_back(
+          {static_cast<int64_t>(i), stats.bytes_in_use, stats.bytes_reserved});
     }
   }
   for (size_t id = 0; id < n; ++id) {
@@ -351,18 +265,37 @@ uint64_t PatternWord(TensorId id, uint64_t word) {
   return z ^ (z >> 31);
 }
 
-// Writes tensor id's pattern over `size` bytes at p.
-void WritePattern(char* p, int64_t size, TensorId id) {
+// Bytes of one tensor written or checked between two polls of
+// ReplayOptions::should_stop: a huge tensor cannot hold a call up.
+constexpr int64_t kStopBytes = int64_t{16} << 20;
+
+// Whether to stop at byte `off` of a tensor (every kStopBytes).
+bool StopInside(const ReplayOptions* options, int64_t off) {
+  return off > 0 && off % kStopBytes == 0 && options != nullptr &&
+         options->should_stop && options->should_stop();
+}
+
+// Writes tensor id's pattern over `size` bytes at p; false when stopped.
+bool WritePattern(char* p, int64_t size, TensorId id,
+                  const ReplayOptions* options) {
   for (int64_t off = 0; off < size; off += 8) {
+    if (StopInside(options, off)) return false;
     const uint64_t w = PatternWord(id, static_cast<uint64_t>(off / 8));
     std::memcpy(p + off, &w,
                 static_cast<size_t>(std::min<int64_t>(8, size - off)));
   }
+  return true;
 }
 
-// The first byte offset where tensor id's pattern differs, or -1.
-int64_t FindCorruption(const char* p, int64_t size, TensorId id) {
+// A FindCorruption result: the check was stopped, not finished.
+constexpr int64_t kCheckStopped = -2;
+
+// The first byte offset where tensor id's pattern differs, -1 if none, or
+// kCheckStopped.
+int64_t FindCorruption(const char* p, int64_t size, TensorId id,
+                       const ReplayOptions* options) {
   for (int64_t off = 0; off < size; off += 8) {
+    if (StopInside(options, off)) return kCheckStopped;
     const uint64_t w = PatternWord(id, static_cast<uint64_t>(off / 8));
     const auto n = static_cast<size_t>(std::min<int64_t>(8, size - off));
     if (std::memcmp(p + off, &w, n) != 0) {
@@ -384,7 +317,10 @@ struct StaticReplay {
   std::vector<int64_t> sizes;           // by id, from the alloc event
   std::vector<int64_t> birth;           // event index of the alloc, by id
   std::vector<Life> life;               // by id
-  std::vector<TensorId> live;           // ids live now
+  std::vector<TensorId> live;           // ids live now, in no order
+  std::vector<size_t> live_at;          // by id: its index in `live`
+  int64_t bytes_live = 0;               // sum of the live tensors' sizes
+  const ReplayOptions* options;         // the stop hook
 };
 
 // The first tensor born after `victim` whose bytes cover victim's byte
@@ -407,7 +343,12 @@ TensorId FindCulprit(const StaticReplay& r, TensorId victim, int64_t at) {
 // DATA_LOSS if tensor id's pattern changed.
 absl::Status CheckTensor(const StaticReplay& r, TensorId id) {
   const char* p = static_cast<const char*>(r.arena->AtOffset((*r.offsets)[id]));
-  const int64_t at = FindCorruption(p, r.sizes[id], id);
+  const int64_t at = FindCorruption(p, r.sizes[id], id, r.options);
+  if (at == kCheckStopped) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("replay stopped while checking ", r.trace->TensorName(id),
+                     ": time limit or cancellation"));
+  }
   if (at < 0) return absl::OkStatus();
   const TensorId culprit = FindCulprit(r, id, at);
   return absl::DataLossError(absl::StrFormat(
@@ -449,13 +390,23 @@ absl::Status StaticStep(StaticReplay& r, size_t index) {
     r.sizes[e.id] = e.size;
     r.birth[e.id] = static_cast<int64_t>(index);
     r.life[e.id] = Life::kLive;
+    r.live_at[e.id] = r.live.size();
     r.live.push_back(e.id);
-    WritePattern(static_cast<char*>(r.arena->AtOffset((*r.offsets)[e.id])),
-                 e.size, e.id);
+    r.bytes_live += e.size;
+    if (!WritePattern(static_cast<char*>(r.arena->AtOffset((*r.offsets)[e.id])),
+                      e.size, e.id, r.options)) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "replay stopped while writing ", r.trace->TensorName(e.id),
+          ": time limit or cancellation"));
+    }
     return absl::OkStatus();
   }
   r.life[e.id] = Life::kDead;
-  r.live.erase(std::find(r.live.begin(), r.live.end(), e.id));
+  const size_t at = r.live_at[e.id];  // swap with the last, then drop it
+  r.live[at] = r.live.back();
+  r.live_at[r.live[at]] = at;
+  r.live.pop_back();
+  r.bytes_live -= r.sizes[e.id];
   return CheckTensor(r, e.id);
 }
 
@@ -485,15 +436,32 @@ absl::StatusOr<ReplayResult> ReplayStaticPlan(
                  std::vector<int64_t>(n, 0),
                  std::vector<int64_t>(n, -1),
                  std::vector<Life>(n),
-                 {}};
+                 {},
+                 std::vector<size_t>(n, 0),
+                 0,
+                 &options.replay};
   ReplayResult result;
+  const ReplayOptions& replay = options.replay;
+  int64_t bytes_since_poll = 0;
   for (size_t i = 0; i < trace.events.size(); ++i) {
+    // Poll every 1024 events, and after every 16 MiB written or checked.
+    if (MustStop(replay, i) ||
+        (bytes_since_poll >= kStopBytes && replay.should_stop &&
+         replay.should_stop())) {
+      return Stopped(i);
+    }
+    if (bytes_since_poll >= kStopBytes) bytes_since_poll = 0;
+    bytes_since_poll += trace.events[i].size;
     if (absl::Status s = CheckEvent(trace, i, r.life); !s.ok()) return s;
     if (absl::Status s = StaticStep(r, i); !s.ok()) return s;
     if (options.check_all_live_at_each_event) {
       if (absl::Status s = CheckAllLive(r); !s.ok()) return s;
     }
     if (trace.events[i].kind == EventKind::kAlloc) ++result.allocations;
+    if (Sampled(i, trace.events.size(), replay.series_points)) {
+      result.series.push_back(
+          {static_cast<int64_t>(i), r.bytes_live, arena_size});
+    }
   }
   if (absl::Status s = CheckAllLive(r); !s.ok()) return s;
   result.peak_bytes_in_use = arena_size;

@@ -1,23 +1,20 @@
-// Allocation traces and their replay: a graph's schedule (or a synthetic
-// workload) becomes a list of alloc/free events, which is replayed on any
-// Allocator to measure latency, peak memory and fragmentation, or on a
-// static plan inside one arena, checking that no two live tensors overlap.
+// Allocation traces and their replay: a list of alloc/free events (a
+// graph's, made by engine/trace_bridge.h from the planner's lifetimes, or a
+// synthetic workload) is replayed on any Allocator to measure latency, peak
+// memory and fragmentation, or on a static plan inside one arena, checking
+// that no two live tensors overlap.
 //
-//   allocators::Schedule graph;
-//   graph.tensor_sizes = {1024, 4096, 1024};  // input, hidden, output
-//   graph.persistent = {true, false, true};
-//   graph.ops = {{"fc1", {0}, {1}}, {"fc2", {1}, {2}}};
-//   absl::StatusOr<allocators::Trace> trace =
-//       allocators::TraceFromSchedule(graph);
+//   allocators::Trace trace = allocators::LarsonWorkload(1000, 64, 16, 4096);
 //   auto bfc = allocators::MakeAllocator("bfc");
 //   absl::StatusOr<allocators::ReplayResult> r =
-//       allocators::ReplayTrace(*trace, **bfc);  // r->peak_bytes_in_use ...
+//       allocators::ReplayTrace(trace, **bfc);  // r->peak_bytes_in_use ...
 //
 // Plain data and free functions; thread-compatible.
 #ifndef MEMPLAN_ALLOCATORS_TRACE_H_
 #define MEMPLAN_ALLOCATORS_TRACE_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -52,35 +49,6 @@ struct Trace {
   std::string TensorName(TensorId id) const;
 };
 
-// One op of a schedule.
-struct ScheduleOp {
-  std::string name;          // for messages
-  std::vector<int> inputs;   // tensors read (indices into tensor_sizes)
-  std::vector<int> outputs;  // tensors written; each written by one op only
-};
-
-// A graph in execution order, the input of TraceFromSchedule. Tensors no op
-// writes are graph inputs or weights.
-struct Schedule {
-  std::vector<int64_t> tensor_sizes;      // bytes; REQUIRES each > 0
-  std::vector<std::string> tensor_names;  // empty, or one per tensor
-  std::vector<bool> persistent;  // empty, or one per tensor: never freed
-                                 // before the end (graph inputs/outputs,
-                                 // weights)
-  std::vector<ScheduleOp> ops;   // in execution order
-  int64_t alignment = static_cast<int64_t>(kDefaultAlignment);  // per tensor
-};
-
-// The events a runtime without a plan performs: graph inputs and weights
-// allocated first (in index order); at each op its outputs allocated, then
-// every non-persistent tensor whose last use is this op freed (in index
-// order; an output nobody reads dies at its own op, an input nobody reads
-// right after the start); persistent tensors freed at the end. Tensor ids
-// are tensor indices. INVALID_ARGUMENT, naming the op or tensor, for an
-// index out of range, a tensor written twice, a tensor read before it is
-// written, a size <= 0, or vectors of the wrong length.
-absl::StatusOr<Trace> TraceFromSchedule(const Schedule& schedule);
-
 // TensorFlow's BM_Allocation: `num_allocs` allocations, each freed right
 // away, sizes drawn with a fixed seed from {256, 4096, 16384, 524288, 512,
 // 1048576}.
@@ -97,6 +65,28 @@ Trace DelayedFreeWorkload(int num_allocs, int delay);
 Trace LarsonWorkload(int num_ops, int num_slots, int64_t min_size,
                      int64_t max_size, uint64_t seed = 1);
 
+// Bytes held at one event of a replay.
+struct SeriesPoint {
+  int64_t event = 0;           // index of the trace event
+  int64_t bytes_in_use = 0;    // handed out
+  int64_t bytes_reserved = 0;  // taken from the system
+};
+
+// Settings shared by both replays.
+struct ReplayOptions {
+  // Polled every 1024 events; when it returns true the replay stops with
+  // DEADLINE_EXCEEDED (a time limit, a cancelled call). Default: never.
+  std::function<bool()> should_stop;
+  // Sample bytes in use and reserved after up to this many evenly spaced
+  // events (ReplayResult::series), the last event always included. Default
+  // 0: no series.
+  int series_points = 0;
+};
+
+// The q-quantile (0 <= q <= 1) of `samples`, 0 when empty: the value at
+// rank floor(q * n) of the sorted samples.
+int64_t Quantile(std::vector<int64_t> samples, double q);
+
 // What a replay measured. Latencies are of the allocator calls alone.
 struct ReplayResult {
   int64_t allocations = 0;             // allocations that succeeded
@@ -110,6 +100,7 @@ struct ReplayResult {
   int64_t peak_bytes_reserved = 0;     // max bytes_reserved after an allocation
   double fragmentation_at_peak = 0.0;  // fragmentation when in use peaked
   std::vector<int64_t> op_ns;          // every timed call's latency, in order
+  std::vector<SeriesPoint> series;     // ReplayOptions::series_points
 };
 
 // Replays `trace` on `allocator` (normally a fresh one). A failed
@@ -117,12 +108,15 @@ struct ReplayResult {
 // are freed untimed. GetStats() is read after every allocation, outside
 // the timed section. INVALID_ARGUMENT for a malformed trace (an id
 // allocated twice, freed before it is allocated or twice); a Deallocate
-// error is returned as is.
-absl::StatusOr<ReplayResult> ReplayTrace(const Trace& trace,
-                                         Allocator& allocator);
+// error is returned as is; DEADLINE_EXCEEDED when options.should_stop said
+// so (everything still live is freed first).
+absl::StatusOr<ReplayResult> ReplayTrace(
+    const Trace& trace, Allocator& allocator,
+    const ReplayOptions& options = ReplayOptions());
 
 // Options of ReplayStaticPlan.
 struct StaticReplayOptions {
+  ReplayOptions replay;  // stop hook and series (in use: live tensors' bytes)
   // false: each tensor's pattern is checked once, when it is freed (or at
   // the end): enough to catch any overlap, since the later-born tensor
   // overwrites the earlier one. Cost: every byte written once, read once.
@@ -139,7 +133,8 @@ struct StaticReplayOptions {
 // naming the overwritten tensor and a later-born tensor that overlaps it,
 // when a pattern changed; INVALID_ARGUMENT when an offset is missing, out
 // of the arena or misaligned; RESOURCE_EXHAUSTED when the arena cannot be
-// allocated. peak_bytes_in_use and peak_bytes_reserved are arena_size.
+// allocated; DEADLINE_EXCEEDED when options.replay.should_stop said so.
+// peak_bytes_in_use and peak_bytes_reserved are arena_size.
 absl::StatusOr<ReplayResult> ReplayStaticPlan(
     const Trace& trace, const std::vector<int64_t>& offsets, int64_t arena_size,
     Allocator& arena_source,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,62 +26,30 @@ std::vector<std::string> Compact(const Trace& trace) {
   return out;
 }
 
-// input(0) and weight(1) feed conv, which writes hidden(2) and an unused
-// side output(3); relu reads hidden and writes output(4).
-Schedule SmallGraph() {
-  Schedule s;
-  s.tensor_sizes = {1000, 2000, 3000, 100, 1000};
-  s.tensor_names = {"input", "weight", "hidden", "side", "output"};
-  s.persistent = {true, true, false, false, true};
-  s.ops = {{"conv", {0, 1}, {2, 3}}, {"relu", {2}, {4}}};
-  return s;
+// The trace of a small graph: input(0) and weight(1) feed conv, which
+// writes hidden(2) and an unused side output(3); relu reads hidden and
+// writes output(4). Input, weight and output live to the end.
+Trace SmallTrace() {
+  Trace trace;
+  trace.names = {"input", "weight", "hidden", "side", "output"};
+  const int64_t sizes[] = {1000, 2000, 3000, 100, 1000};
+  for (const char* event :
+       {"A0", "A1", "A2", "A3", "F3", "A4", "F2", "F0", "F1", "F4"}) {
+    const int id = event[1] - '0';
+    trace.events.push_back(
+        {event[0] == 'A' ? EventKind::kAlloc : EventKind::kFree, id,
+         sizes[id]});
+  }
+  return trace;
 }
 
-TEST(TraceFromScheduleTest, SmallGraphGivesExpectedEvents) {
-  absl::StatusOr<Trace> trace = TraceFromSchedule(SmallGraph());
-  ASSERT_TRUE(trace.ok()) << trace.status();
-  EXPECT_THAT(Compact(*trace),
+TEST(TraceTest, NamesAndIds) {
+  const Trace trace = SmallTrace();
+  EXPECT_EQ(trace.NumIds(), 5);
+  EXPECT_EQ(trace.TensorName(2), "tensor 'hidden' (2)");
+  EXPECT_THAT(Compact(trace),
               ::testing::ElementsAre("A0", "A1", "A2", "A3", "F3", "A4", "F2",
                                      "F0", "F1", "F4"));
-  EXPECT_EQ(trace->events[2].size, 3000);
-  EXPECT_EQ(trace->events[4].size, 100);  // frees carry the size too
-  EXPECT_EQ(trace->TensorName(2), "tensor 'hidden' (2)");
-}
-
-TEST(TraceFromScheduleTest, NonPersistentInputsDieAfterLastUse) {
-  Schedule s;
-  s.tensor_sizes = {10, 10, 10, 10};
-  s.ops = {{"a", {0}, {2}}, {"b", {0, 2}, {3}}};  // tensor 1 never read
-  absl::StatusOr<Trace> trace = TraceFromSchedule(s);
-  ASSERT_TRUE(trace.ok());
-  EXPECT_THAT(Compact(*trace), ::testing::ElementsAre("A0", "A1", "F1", "A2",
-                                                      "A3", "F0", "F2", "F3"));
-}
-
-TEST(TraceFromScheduleTest, RejectsMalformedSchedules) {
-  Schedule s = SmallGraph();
-  s.ops[1].inputs = {7};
-  EXPECT_THAT(TraceFromSchedule(s).status().message(), HasSubstr("'relu'"));
-
-  s = SmallGraph();
-  s.ops[1].outputs = {2};
-  absl::Status twice = TraceFromSchedule(s).status();
-  EXPECT_EQ(twice.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(twice.message(), HasSubstr("'hidden'"));
-
-  s = SmallGraph();
-  s.ops[0].inputs = {0, 4};  // output is written later, by relu
-  EXPECT_THAT(TraceFromSchedule(s).status().message(),
-              HasSubstr("before it is written"));
-
-  s = SmallGraph();
-  s.tensor_sizes[3] = 0;
-  EXPECT_THAT(TraceFromSchedule(s).status().message(), HasSubstr("'side'"));
-
-  s = SmallGraph();
-  s.persistent.pop_back();
-  EXPECT_EQ(TraceFromSchedule(s).status().code(),
-            absl::StatusCode::kInvalidArgument);
 }
 
 // Each id is allocated once and freed once, after it was allocated.
@@ -204,8 +173,7 @@ std::vector<int64_t> GoodOffsets() {
 }
 
 TEST(ReplayStaticPlanTest, CorrectPlanPasses) {
-  absl::StatusOr<Trace> trace = TraceFromSchedule(SmallGraph());
-  ASSERT_TRUE(trace.ok());
+  const std::optional<Trace> trace = SmallTrace();
   BfcAllocator bfc(BfcAllocator::Options{});
   for (bool thorough : {false, true}) {
     StaticReplayOptions options;
@@ -220,8 +188,7 @@ TEST(ReplayStaticPlanTest, CorrectPlanPasses) {
 }
 
 TEST(ReplayStaticPlanTest, OverlappingLiveTensorsAreCaught) {
-  absl::StatusOr<Trace> trace = TraceFromSchedule(SmallGraph());
-  ASSERT_TRUE(trace.ok());
+  const std::optional<Trace> trace = SmallTrace();
   std::vector<int64_t> broken = GoodOffsets();
   broken[4] = 3072;  // output on hidden's bytes while hidden is read
   BfcAllocator bfc(BfcAllocator::Options{});
@@ -237,8 +204,7 @@ TEST(ReplayStaticPlanTest, OverlappingLiveTensorsAreCaught) {
 }
 
 TEST(ReplayStaticPlanTest, SameOffsetForTwoLiveGraphInputsIsCaught) {
-  absl::StatusOr<Trace> trace = TraceFromSchedule(SmallGraph());
-  ASSERT_TRUE(trace.ok());
+  const std::optional<Trace> trace = SmallTrace();
   std::vector<int64_t> broken = GoodOffsets();
   broken[1] = 0;  // weight on top of input: both live for the whole run
   BfcAllocator bfc(BfcAllocator::Options{});
@@ -248,8 +214,7 @@ TEST(ReplayStaticPlanTest, SameOffsetForTwoLiveGraphInputsIsCaught) {
 }
 
 TEST(ReplayStaticPlanTest, RejectsBadPlacementsAndTooLargeArenas) {
-  absl::StatusOr<Trace> trace = TraceFromSchedule(SmallGraph());
-  ASSERT_TRUE(trace.ok());
+  const std::optional<Trace> trace = SmallTrace();
   BfcAllocator::Options small;
   small.memory_limit = 4096;
   BfcAllocator bfc(small);
@@ -264,6 +229,64 @@ TEST(ReplayStaticPlanTest, RejectsBadPlacementsAndTooLargeArenas) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ReplayStaticPlan(*trace, GoodOffsets(), 7168, bfc).status().code(),
             absl::StatusCode::kResourceExhausted);
+}
+
+// A stop hook that says "stop" from its `after`-th poll on.
+ReplayOptions StopAfter(int after, int* polls) {
+  ReplayOptions options;
+  options.should_stop = [after, polls] { return ++*polls > after; };
+  return options;
+}
+
+TEST(ReplayStopTest, DynamicReplayStopsAndFreesWhatIsLive) {
+  const Trace trace = LarsonWorkload(10000, 64, 16, 4096);
+  BfcAllocator bfc(BfcAllocator::Options{});
+  int polls = 0;
+  absl::StatusOr<ReplayResult> r = ReplayTrace(trace, bfc, StopAfter(2, &polls));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(polls, 3);  // events 0, 1024, 2048: stopped at the third poll
+  EXPECT_EQ(bfc.GetStats().bytes_in_use, 0);
+}
+
+TEST(ReplayStopTest, StaticReplayStopsInsideAHugeTensor) {
+  // One 64 MiB tensor: the hook is polled every 16 MiB of it.
+  Trace trace;
+  trace.events = {{EventKind::kAlloc, 0, int64_t{64} << 20},
+                  {EventKind::kFree, 0, int64_t{64} << 20}};
+  BfcAllocator bfc(BfcAllocator::Options{});
+  StaticReplayOptions options;
+  int polls = 0;
+  options.replay = StopAfter(1, &polls);
+  absl::StatusOr<ReplayResult> r =
+      ReplayStaticPlan(trace, {0}, int64_t{64} << 20, bfc, options);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(r.status().message(), HasSubstr("while writing"));
+  EXPECT_EQ(polls, 2);  // event 0, then 16 MiB into the tensor
+  EXPECT_EQ(bfc.GetStats().bytes_in_use, 0);  // the arena went back
+}
+
+TEST(ReplaySeriesTest, SamplesEvenlyAndEndsWithTheLastEvent) {
+  const Trace trace = AllocationWorkload(1000, 3);  // 2000 events
+  BfcAllocator bfc(BfcAllocator::Options{});
+  ReplayOptions options;
+  options.series_points = 10;
+  absl::StatusOr<ReplayResult> r = ReplayTrace(trace, bfc, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->series.size(), 10u);
+  EXPECT_EQ(r->series.front().event, 199);
+  EXPECT_EQ(r->series.back().event, 1999);
+  EXPECT_EQ(r->series.back().bytes_in_use, 0);  // all freed by the end
+  for (const SeriesPoint& p : r->series) {
+    EXPECT_LE(p.bytes_in_use, p.bytes_reserved);
+  }
+}
+
+TEST(QuantileTest, RanksOfTheSortedSamples) {
+  EXPECT_EQ(Quantile({}, 0.5), 0);
+  EXPECT_EQ(Quantile({5, 1, 4, 2, 3}, 0.5), 3);
+  EXPECT_EQ(Quantile({5, 1, 4, 2, 3}, 0.0), 1);
+  EXPECT_EQ(Quantile({5, 1, 4, 2, 3}, 1.0), 5);
+  EXPECT_EQ(Quantile({5, 1, 4, 2, 3}, 0.99), 5);
 }
 
 }  // namespace

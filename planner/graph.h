@@ -13,14 +13,35 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "planner/problem.h"
 
 namespace memplan::planner {
+
+// How a runtime treats a tensor; liveness (liveness.h) decides it.
+enum class TensorKind {
+  kActivation,  // produced and consumed during a run: what an arena is for
+  kInput,       // a graph input, written by the caller before the run
+  kOutput,      // a graph output, read by the caller after the run
+  kWeight,      // data stored in the model (weights, constants)
+  kVariable,    // state kept from one run to the next
+};
+
+// "activation", "input", "output", "weight" or "variable": the names the
+// response and the reports use.
+absl::string_view TensorKindName(TensorKind kind);
 
 struct Tensor {
   std::string name;      // unique, non-empty
   Bytes size_bytes = 0;  // REQUIRES > 0
   Bytes alignment = 0;   // 0: the plan's default alignment
+  // Its data is stored in the model (a weight or constant, e.g. an ONNX
+  // initializer or a TFLite tensor with a data buffer). Default false: a
+  // tensor no op produces that is not a graph input is a weight anyway.
+  bool constant = false;
+  // State kept across runs (a TFLite variable tensor): live for the whole
+  // run and never shared, like graph inputs. Default false.
+  bool variable = false;
 };
 
 struct Op {

@@ -139,8 +139,8 @@ std::vector<int> GreedyPlacementOrder(const Problem& problem,
   if (order == GreedyOrder::kBreadth) widest = WidestSectionRanks(problem);
   std::vector<Key> keys(b.size());
   for (int i = 0; i < static_cast<int>(b.size()); ++i) {
-    const long double area =
-        static_cast<long double>(b[i].size) * (b[i].end - b[i].start);
+    const long double area = static_cast<long double>(b[i].size) *
+                             (static_cast<long double>(b[i].end) - b[i].start);
     switch (order) {
       case GreedyOrder::kSize:  // largest first, then earliest start
         keys[i] = {static_cast<long double>(-b[i].size), b[i].start, 0, i};
@@ -174,14 +174,15 @@ absl::StatusOr<Solution> PlaceInOrder(const Problem& problem,
   solution.offsets.assign(buffers.size(), -1);
   const Offset base = StackSpanningBuffers(problem, &solution);
   // Placed buffers as memory ranges, searchable by lifetime.
-  TimeIndex<TakenRange> placed(problem);
-  auto insert = [&](const Buffer& b, Offset offset) {
-    placed.Insert(b.start, b.end, {offset, offset + b.size});
+  const Sections time = CompressTime(problem);
+  TimeIndex<TakenRange> placed(time);
+  auto insert = [&](int i, Offset offset) {
+    placed.Insert(i, {offset, offset + buffers[i].size});
   };
   for (int i = 0; i < static_cast<int>(buffers.size()); ++i) {
     if (!buffers[i].fixed_offset.has_value()) continue;
     solution.offsets[i] = *buffers[i].fixed_offset;
-    insert(buffers[i], solution.offsets[i]);
+    insert(i, solution.offsets[i]);
   }
   std::vector<TakenRange> taken;
   int count = 0;
@@ -193,14 +194,13 @@ absl::StatusOr<Solution> PlaceInOrder(const Problem& problem,
     }
     const Buffer& b = buffers[i];
     taken.clear();
-    placed.ForEachOverlapping(b.start, b.end, [&](const TakenRange& range) {
-      taken.push_back(range);
-    });
+    placed.ForEachOverlapping(
+        i, [&](const TakenRange& range) { taken.push_back(range); });
     std::sort(taken.begin(), taken.end());
     const Offset offset = FindGap(taken, b.size, b.alignment, fit, base);
     solution.offsets[i] = offset;
     solution.arena_size = std::max(solution.arena_size, offset + b.size);
-    insert(b, offset);
+    insert(i, offset);
   }
   for (size_t i = 0; i < buffers.size(); ++i) {  // stacked and pinned ones
     solution.arena_size =
@@ -216,7 +216,8 @@ absl::StatusOr<Solution> PlaceWithinCapacity(const Problem& problem,
   const auto& buffers = problem.buffers;
   Solution solution;
   solution.offsets.assign(buffers.size(), -1);
-  TimeIndex<TakenRange> placed(problem);
+  const Sections time = CompressTime(problem);
+  TimeIndex<TakenRange> placed(time);
   std::vector<TakenRange> taken;
   int count = 0;
   for (int i : order) {
@@ -226,7 +227,7 @@ absl::StatusOr<Solution> PlaceWithinCapacity(const Problem& problem,
     }
     const Buffer& b = buffers[i];
     taken.clear();
-    placed.ForEachOverlapping(b.start, b.end,
+    placed.ForEachOverlapping(i,
                               [&](const TakenRange& r) { taken.push_back(r); });
     std::sort(taken.begin(), taken.end());
     const Offset offset =
@@ -234,7 +235,7 @@ absl::StatusOr<Solution> PlaceWithinCapacity(const Problem& problem,
     if (offset + b.size > capacity) continue;  // left for the next memory
     solution.offsets[i] = offset;
     solution.arena_size = std::max(solution.arena_size, offset + b.size);
-    placed.Insert(b.start, b.end, {offset, offset + b.size});
+    placed.Insert(i, {offset, offset + b.size});
   }
   return solution;
 }

@@ -29,12 +29,12 @@ class Climber {
         order_(std::move(order)),
         pos_(order_.size()),
         solution_(std::move(solution)),
-        index_(problem),
+        time_(CompressTime(problem)),
+        index_(time_),
         rng_(seed) {
     for (size_t k = 0; k < order_.size(); ++k) pos_[order_[k]] = k;
-    const auto& b = problem_.buffers;
-    for (int i = 0; i < static_cast<int>(b.size()); ++i) {
-      index_.Insert(b[i].start, b[i].end, i);
+    for (int i = 0; i < static_cast<int>(problem_.buffers.size()); ++i) {
+      index_.Insert(i, i);
     }
   }
 
@@ -74,8 +74,7 @@ class Climber {
     int top = -1;
     if (!tops.empty()) {
       top = tops[Pick(tops.size())];
-      const Buffer& t = problem_.buffers[top];
-      index_.ForEachOverlapping(t.start, t.end, [&](int c) {
+      index_.ForEachOverlapping(top, [&](int c) {
         if (pos_[c] < pos_[top] && !problem_.buffers[c].fixed_offset) {
           earlier.push_back(c);
         }
@@ -124,6 +123,7 @@ class Climber {
   std::vector<int> order_;   // the current placement order
   std::vector<size_t> pos_;  // pos_[buffer] = its place in order_
   Solution solution_;        // the plan order_ gives (best so far)
+  Sections time_;            // compressed lifetimes
   TimeIndex<int> index_;     // every buffer, by lifetime
   std::mt19937_64 rng_;      // the move generator
 };

@@ -5,7 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "planner/pool_coloring.h"
+#include "planner/shared_objects.h"
 #include "planner/testing/random_problems.h"
 
 namespace memplan::planner {
@@ -52,40 +52,43 @@ TEST(PoolColoringTest, NoPoolHoldsTwoInterferingBuffers) {
   for (uint32_t seed = 0; seed < 300; ++seed) {
     Problem p = testing::RandomProblem(1 + seed % 80, seed);
     InterferenceGraph g = *BuildInterferenceGraph(p, 1 << 20);
-    Pools pools = ColorPools(p, g);
+    SharedObjects objects = ColorSharedObjects(p, g);
     const int n = static_cast<int>(p.buffers.size());
-    std::vector<Bytes> largest(pools.size.size(), 0);
+    std::vector<Bytes> largest(objects.size.size(), 0);
     for (int i = 0; i < n; ++i) {
-      const int pool = pools.pool_of[i];
-      ASSERT_GE(pool, 0);
-      largest[pool] = std::max(largest[pool], p.buffers[i].size);
+      const int object = objects.object_of[i];
+      ASSERT_GE(object, 0);
+      largest[object] = std::max(largest[object], p.buffers[i].size);
       for (int j = 0; j < n; ++j) {
         if (j != i && LifetimesOverlap(p.buffers[i], p.buffers[j])) {
-          ASSERT_NE(pools.pool_of[j], pool) << "seed " << seed;
+          ASSERT_NE(objects.object_of[j], object) << "seed " << seed;
         }
       }
     }
-    // Coloring from a time index gives the same pools as from the graph.
-    Pools indexed = ColorPools(p);
-    EXPECT_EQ(indexed.pool_of, pools.pool_of);
-    EXPECT_EQ(indexed.size, pools.size);
-    EXPECT_EQ(largest, pools.size);  // a pool is as big as its largest member
-    EXPECT_GE(pools.TotalBytes(), LowerBound(p));
+    // Coloring from a time index gives the same objects as from the graph.
+    SharedObjects indexed = ColorSharedObjects(p);
+    EXPECT_EQ(indexed.object_of, objects.object_of);
+    EXPECT_EQ(indexed.size, objects.size);
+    EXPECT_EQ(largest,
+              objects.size);  // a object is as big as its largest member
+    EXPECT_GE(objects.TotalBytes(), LowerBound(p));
   }
 }
 
 TEST(PoolColoringTest, PaperExampleSharesObjects) {
-  // Greedy by size on the paper's example: 64 ([5,7]) opens pool 0, 40
-  // ([7,8]) overlaps it and opens pool 1, 32 ([0,1]) joins 64's pool.
+  // Greedy by size on the paper's example: 64 ([5,7]) opens object 0, 40
+  // ([7,8]) overlaps it and opens object 1, 32 ([0,1]) joins 64's object.
   Problem p;
   const int rows[8][3] = {{0, 1, 32}, {1, 4, 28}, {2, 5, 36}, {3, 5, 16},
                           {4, 5, 8},  {5, 7, 64}, {6, 8, 10}, {7, 8, 40}};
   for (auto& r : rows) p.buffers.push_back({"t", r[0], r[1] + 1, r[2]});
-  Pools pools = ColorPools(p, *BuildInterferenceGraph(p, 100));
-  EXPECT_NE(pools.pool_of[5], pools.pool_of[7]);
-  EXPECT_EQ(pools.pool_of[5], pools.pool_of[0]);  // 64 takes 32's pool
-  EXPECT_LT(pools.size.size(), 8u);
-  EXPECT_LT(pools.TotalBytes(), NaiveBytes(p));
+  SharedObjects objects =
+      ColorSharedObjects(p, *BuildInterferenceGraph(p, 100));
+  EXPECT_NE(objects.object_of[5], objects.object_of[7]);
+  EXPECT_EQ(objects.object_of[5],
+            objects.object_of[0]);  // 64 takes 32's object
+  EXPECT_LT(objects.size.size(), 8u);
+  EXPECT_LT(objects.TotalBytes(), NaiveBytes(p));
 }
 
 }  // namespace

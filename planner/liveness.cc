@@ -49,7 +49,7 @@ absl::StatusOr<absl::flat_hash_map<std::string, int>> IndexTensors(
 struct Usage {
   std::vector<int> producer;       // op index, kNone for none
   std::vector<int> last_consumer;  // op index, kNone for none
-  std::vector<bool> persistent;
+  std::vector<TensorKind> kind;    // how a runtime treats each tensor
 };
 
 // Resolves a name used by op `op_name`, failing for an unknown tensor.
@@ -115,10 +115,28 @@ absl::Status FindConsumers(const Graph& graph,
   return absl::OkStatus();
 }
 
-// Marks graph inputs, outputs and weights persistent.
-absl::Status MarkPersistent(const Graph& graph,
-                            const absl::flat_hash_map<std::string, int>& index,
-                            Usage* usage) {
+// Decides each tensor's kind: graph inputs, then outputs, then weights
+// (marked constant, or produced by no op) and variables; the rest are
+// activations.
+absl::Status ClassifyTensors(const Graph& graph,
+                             const absl::flat_hash_map<std::string, int>& index,
+                             Usage* usage) {
+  for (size_t t = 0; t < graph.tensors.size(); ++t) {
+    const Tensor& tensor = graph.tensors[t];
+    if (tensor.constant && tensor.variable) {
+      return Invalid("tensor '", tensor.name,
+                     "' is marked both constant and variable");
+    }
+    if (tensor.constant || usage->producer[t] == kNone) {
+      usage->kind[t] = TensorKind::kWeight;
+    }
+    if (tensor.variable) usage->kind[t] = TensorKind::kVariable;
+  }
+  for (const std::string& name : graph.outputs) {
+    auto it = index.find(name);
+    if (it == index.end()) return Invalid("unknown graph output '", name, "'");
+    usage->kind[it->second] = TensorKind::kOutput;
+  }
   for (const std::string& name : graph.inputs) {
     auto it = index.find(name);
     if (it == index.end()) return Invalid("unknown graph input '", name, "'");
@@ -126,23 +144,32 @@ absl::Status MarkPersistent(const Graph& graph,
       return Invalid("graph input '", name, "' is produced by op '",
                      graph.ops[p].name, "'");
     }
-    usage->persistent[it->second] = true;
-  }
-  for (const std::string& name : graph.outputs) {
-    auto it = index.find(name);
-    if (it == index.end()) return Invalid("unknown graph output '", name, "'");
-    usage->persistent[it->second] = true;
-  }
-  for (size_t t = 0; t < graph.tensors.size(); ++t) {
-    if (usage->producer[t] == kNone) usage->persistent[t] = true;  // weight
+    usage->kind[it->second] = TensorKind::kInput;
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
+absl::string_view TensorKindName(TensorKind kind) {
+  switch (kind) {
+    case TensorKind::kActivation:
+      return "activation";
+    case TensorKind::kInput:
+      return "input";
+    case TensorKind::kOutput:
+      return "output";
+    case TensorKind::kWeight:
+      return "weight";
+    case TensorKind::kVariable:
+      return "variable";
+  }
+  return "activation";
+}
+
 absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
-                                        Bytes default_alignment) {
+                                        Bytes default_alignment,
+                                        std::vector<TensorKind>* kinds) {
   const std::string label =
       graph.name.empty() ? "graph" : "graph '" + graph.name + "'";
   if (graph.tensors.empty()) return Invalid(label, " has no tensors");
@@ -156,10 +183,10 @@ absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
   if (!index.ok()) return index.status();
   const size_t n = graph.tensors.size();
   Usage usage{std::vector<int>(n, kNone), std::vector<int>(n, kNone),
-              std::vector<bool>(n, false)};
+              std::vector<TensorKind>(n, TensorKind::kActivation)};
   if (auto s = FindProducers(graph, *index, &usage); !s.ok()) return s;
   if (auto s = FindConsumers(graph, *index, &usage); !s.ok()) return s;
-  if (auto s = MarkPersistent(graph, *index, &usage); !s.ok()) return s;
+  if (auto s = ClassifyTensors(graph, *index, &usage); !s.ok()) return s;
 
   const Step steps = static_cast<Step>(graph.ops.size());
   Problem problem;
@@ -170,7 +197,7 @@ absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
     b.name = tensor.name;
     b.size = tensor.size_bytes;
     b.alignment = tensor.alignment != 0 ? tensor.alignment : default_alignment;
-    b.persistent = usage.persistent[t];
+    b.persistent = usage.kind[t] != TensorKind::kActivation;
     if (b.persistent) {
       b.start = 0;
       b.end = steps;
@@ -180,69 +207,8 @@ absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
     }
     problem.buffers.push_back(std::move(b));
   }
+  if (kinds != nullptr) *kinds = std::move(usage.kind);
   return problem;
-}
-
-namespace {
-
-// The input of `op` (at `step`) whose memory output `out` may take, or
-// kNone. `reused` marks inputs already taken by another output.
-int InPlaceInput(const Op& op, Step step, int out,
-                 const absl::flat_hash_map<absl::string_view, int>& index,
-                 const std::vector<Buffer>& b,
-                 const std::vector<bool>& reused) {
-  if (b[out].persistent) return kNone;
-  for (const std::string& name : op.inputs) {
-    const int in = index.at(name);
-    if (in == out || reused[in] || b[in].persistent) continue;
-    if (b[in].end != step + 1) continue;  // read again later
-    if (b[out].size > b[in].size || b[out].alignment != b[in].alignment) {
-      continue;
-    }
-    return in;
-  }
-  return kNone;
-}
-
-}  // namespace
-
-InPlaceMerge MergeInPlace(const Graph& graph, const Problem& tensors) {
-  const auto& b = tensors.buffers;
-  absl::flat_hash_map<absl::string_view, int> index;
-  for (int t = 0; t < static_cast<int>(b.size()); ++t) index[b[t].name] = t;
-  std::vector<int> root(b.size());
-  for (size_t t = 0; t < b.size(); ++t) root[t] = static_cast<int>(t);
-  std::vector<bool> reused(b.size(), false);
-  std::vector<Step> end(b.size());
-  for (size_t t = 0; t < b.size(); ++t) end[t] = b[t].end;
-  InPlaceMerge merge;
-  for (size_t step = 0; step < graph.ops.size(); ++step) {
-    const Op& op = graph.ops[step];
-    if (!op.in_place) continue;
-    for (const std::string& name : op.outputs) {
-      const int out = index.at(name);
-      const int in =
-          InPlaceInput(op, static_cast<Step>(step), out, index, b, reused);
-      if (in == kNone) continue;
-      reused[in] = true;
-      root[out] = root[in];
-      end[root[out]] = std::max(end[root[out]], b[out].end);
-      merge.aliases.push_back({out, in, kNone});
-    }
-  }
-  merge.buffer_of.assign(b.size(), kNone);
-  for (size_t t = 0; t < b.size(); ++t) {
-    if (root[t] != static_cast<int>(t)) continue;
-    merge.buffer_of[t] = static_cast<int>(merge.problem.buffers.size());
-    merge.problem.buffers.push_back(b[t]);
-    merge.problem.buffers.back().end = end[t];
-  }
-  for (size_t t = 0; t < b.size(); ++t) {
-    merge.buffer_of[t] = merge.buffer_of[root[t]];
-  }
-  for (InPlaceTensor& a : merge.aliases) a.buffer = merge.buffer_of[a.tensor];
-  merge.problem.capacity = tensors.capacity;
-  return merge;
 }
 
 }  // namespace memplan::planner

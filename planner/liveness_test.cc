@@ -151,76 +151,48 @@ INSTANTIATE_TEST_SUITE_P(
                      "op #1 has no name"}),
     [](const auto& info) { return info.param.label; });
 
-// x -> relu -> a -> relu -> b -> relu -> c -> out -> y: a chain of
-// elementwise ops that may each work in place.
-Graph ChainGraph(bool in_place) {
+TEST(LivenessTest, KindsOfTensors) {
+  Graph g = SmallGraph();
+  g.tensors.push_back({"k", 8, 0, /*constant=*/true});  // a Constant node's
+  g.tensors.push_back({"state", 16, 0, false, /*variable=*/true});
+  g.ops.push_back({"const", {}, {"k"}});
+  g.ops.push_back({"update", {"k", "state"}, {}});
+  std::vector<TensorKind> kinds;
+  absl::StatusOr<Problem> p = AnalyzeLiveness(g, 64, &kinds);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_THAT(kinds, ::testing::ElementsAre(
+                         TensorKind::kInput, TensorKind::kWeight,
+                         TensorKind::kActivation, TensorKind::kActivation,
+                         TensorKind::kOutput, TensorKind::kWeight,
+                         TensorKind::kVariable));
+  // Every kind but activations lives for the whole schedule.
+  for (const char* name : {"x", "w", "y", "k", "state"}) {
+    EXPECT_EQ(Find(*p, name).start, 0) << name;
+    EXPECT_EQ(Find(*p, name).end, 5) << name;
+    EXPECT_TRUE(Find(*p, name).persistent) << name;
+  }
+  EXPECT_EQ(TensorKindName(TensorKind::kVariable), "variable");
+}
+
+TEST(LivenessTest, AGraphInputThatIsAlsoAnOutputIsAnInput) {
   Graph g;
-  g.tensors = {{"x", 64}, {"a", 256}, {"b", 256}, {"c", 128}, {"y", 64}};
-  g.ops = {{"r0", {"x"}, {"a"}, in_place},
-           {"r1", {"a"}, {"b"}, in_place},
-           {"r2", {"b"}, {"c"}, in_place},
-           {"out", {"c"}, {"y"}, in_place}};
+  g.tensors = {{"x", 4}, {"y", 4}};
+  g.ops = {{"copy", {"x"}, {"y"}}};
   g.inputs = {"x"};
-  g.outputs = {"y"};
-  return g;
+  g.outputs = {"x", "y"};
+  std::vector<TensorKind> kinds;
+  ASSERT_TRUE(AnalyzeLiveness(g, 64, &kinds).ok());
+  EXPECT_THAT(kinds,
+              ::testing::ElementsAre(TensorKind::kInput, TensorKind::kOutput));
 }
 
-TEST(InPlaceTest, ChainSharesOneBufferSpanningEveryMember) {
-  Graph g = ChainGraph(true);
-  absl::StatusOr<Problem> tensors = AnalyzeLiveness(g, 64);
-  ASSERT_TRUE(tensors.ok());
-  InPlaceMerge m = MergeInPlace(g, *tensors);
-  // a <- b <- c share a's buffer; x (graph input) and y (output) do not.
-  ASSERT_EQ(m.aliases.size(), 2u);
-  EXPECT_EQ(m.aliases[0].tensor, 2);  // b in place of a
-  EXPECT_EQ(m.aliases[0].input, 1);
-  EXPECT_EQ(m.aliases[1].tensor, 3);  // c in place of b
-  EXPECT_EQ(m.aliases[1].input, 2);
-  ASSERT_EQ(m.problem.buffers.size(), 3u);  // x, a(+b+c), y
-  EXPECT_EQ(m.problem.buffers[1].name, "a");
-  EXPECT_EQ(m.problem.buffers[1].start, 0);
-  EXPECT_EQ(m.problem.buffers[1].end, 4);  // c's last reader is step 3
-  EXPECT_EQ(m.problem.buffers[1].size, 256);
-  EXPECT_THAT(m.buffer_of, ::testing::ElementsAre(0, 1, 1, 1, 2));
-}
-
-TEST(InPlaceTest, NothingMergesWithoutTheFlag) {
-  Graph g = ChainGraph(false);
-  InPlaceMerge m = MergeInPlace(g, *AnalyzeLiveness(g, 64));
-  EXPECT_TRUE(m.aliases.empty());
-  EXPECT_EQ(m.problem.buffers.size(), 5u);
-}
-
-TEST(InPlaceTest, RefusedWhenTheInputIsReadLaterOrTooSmallOrAligned) {
-  Graph g;
-  g.tensors = {{"x", 64},  {"a", 128}, {"b", 128}, {"c", 256},
-               {"d", 128}, {"e", 64},  {"y", 64}};
-  g.ops = {{"p", {"x"}, {"a"}},
-           {"q", {"a"}, {"b"}, true},       // a is read again by s: no
-           {"r", {"b"}, {"c"}, true},       // c larger than b: no
-           {"s", {"a", "c"}, {"d"}, true},  // a dies here: d takes a
-           {"t", {"d"}, {"e"}, true},       // e's alignment differs: no
-           {"u", {"e"}, {"y"}, true}};      // y is a graph output: no
-  g.tensors[5].alignment = 128;
-  g.inputs = {"x"};
-  g.outputs = {"y"};
-  InPlaceMerge m = MergeInPlace(g, *AnalyzeLiveness(g, 64));
-  ASSERT_EQ(m.aliases.size(), 1u);
-  EXPECT_EQ(g.tensors[m.aliases[0].tensor].name, "d");
-  EXPECT_EQ(g.tensors[m.aliases[0].input].name, "a");
-}
-
-TEST(InPlaceTest, AnInputIsReusedByOneOutputOnly) {
-  Graph g;
-  g.tensors = {{"x", 64}, {"a", 128}, {"b", 128}, {"c", 128}, {"y", 64}};
-  g.ops = {{"p", {"x"}, {"a"}},
-           {"split", {"a"}, {"b", "c"}, true},
-           {"join", {"b", "c"}, {"y"}}};
-  g.inputs = {"x"};
-  g.outputs = {"y"};
-  InPlaceMerge m = MergeInPlace(g, *AnalyzeLiveness(g, 64));
-  ASSERT_EQ(m.aliases.size(), 1u);
-  EXPECT_EQ(g.tensors[m.aliases[0].tensor].name, "b");
+TEST(LivenessTest, ConstantAndVariableAtOnceIsRefused) {
+  Graph g = SmallGraph();
+  g.tensors[1].constant = true;
+  g.tensors[1].variable = true;
+  absl::StatusOr<Problem> p = AnalyzeLiveness(g, 64);
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(p.status().message(), HasSubstr("'w'"));
 }
 
 }  // namespace

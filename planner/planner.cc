@@ -11,6 +11,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "planner/exact_solver.h"
+#include "planner/in_place.h"
 #include "planner/interference.h"
 #include "planner/liveness.h"
 #include "planner/portfolio.h"
@@ -52,7 +53,8 @@ void AddStageTime(const char* stage, absl::Duration elapsed,
   result->stages.push_back({stage, micros});
 }
 
-// Problems this large color pools on a worker while offsets are assigned.
+// Problems this large color shared objects on a worker while offsets are
+// assigned.
 constexpr size_t kParallelStagesFrom = 50000;
 
 // Whether to run the exact search after the heuristics: asked for, or
@@ -108,11 +110,13 @@ absl::Status SearchExact(const PlanOptions& options, const CancelToken* budget,
   return absl::OkStatus();
 }
 
-// Pools from the interference graph, or from a time index when the graph
-// would be over its edge limit.
-absl::Status ComputePools(const Problem& problem, const PlanOptions& options,
-                          const CancelToken* cancel, Pools* pools,
-                          std::vector<StageTime>* stages) {
+// Shared objects from the interference graph, or from a time index when the
+// graph would be over its edge limit.
+absl::Status ComputeSharedObjects(const Problem& problem,
+                                  const PlanOptions& options,
+                                  const CancelToken* cancel,
+                                  SharedObjects* objects,
+                                  std::vector<StageTime>* stages) {
   absl::StatusOr<InterferenceGraph> graph = [&] {
     StageTimer timer("interference", stages);
     return BuildInterferenceGraph(problem, options.max_interference_edges,
@@ -122,32 +126,34 @@ absl::Status ComputePools(const Problem& problem, const PlanOptions& options,
     return graph.status();
   }
   StageTimer timer("pools", stages);
-  *pools = graph.ok() ? ColorPools(problem, *graph) : ColorPools(problem);
+  *objects = graph.ok() ? ColorSharedObjects(problem, *graph)
+                        : ColorSharedObjects(problem);
   return absl::OkStatus();
 }
 
-// Pool coloring as a task on `pool` (for large problems, while the caller
-// assigns offsets), or at once. Wait() returns its status.
-class PoolsStage {
+// Shared-object coloring as a task for the workers (for large problems,
+// while the caller assigns offsets), or at once. Wait() returns its status.
+class SharedObjectsStage {
  public:
-  PoolsStage(const PlanOptions& options, WorkerPool* pool,
-             const CancelToken* cancel, PlanResult* result)
+  SharedObjectsStage(const PlanOptions& options, WorkerPool* workers,
+                     const CancelToken* cancel, PlanResult* result)
       : result_(result) {
     auto task = [this, &options, cancel] {
-      status_ =
-          ComputePools(result_->problem, options, cancel, &pools_, &stages_);
+      status_ = ComputeSharedObjects(result_->problem, options, cancel,
+                                     &objects_, &stages_);
       done_.Notify();
     };
-    if (pool == nullptr ||
+    if (workers == nullptr ||
         result->problem.buffers.size() < kParallelStagesFrom ||
-        !pool->TrySchedule(task)) {
+        !workers->TrySchedule(task)) {
       task();
     }
   }
-  // Waits for the task and moves its pools and stage times into the result.
+  // Waits for the task and moves its objects and stage times into the
+  // result.
   absl::Status Wait() {
     done_.WaitForNotification();
-    result_->pools = std::move(pools_);
+    result_->shared_objects = std::move(objects_);
     result_->stages.insert(result_->stages.end(), stages_.begin(),
                            stages_.end());
     return status_;
@@ -155,7 +161,7 @@ class PoolsStage {
 
  private:
   PlanResult* result_;
-  Pools pools_;
+  SharedObjects objects_;
   std::vector<StageTime> stages_;
   absl::Status status_;
   absl::Notification done_;
@@ -165,7 +171,7 @@ class PoolsStage {
 // the exact search when worth it. The heuristics a request needs run under
 // `cancel`; the optional ones and the search under `budget` (PlanOptions::
 // time_budget from the start of planning, within `cancel`).
-absl::Status AssignOffsets(const PlanOptions& options, WorkerPool* pool,
+absl::Status AssignOffsets(const PlanOptions& options, WorkerPool* workers,
                            const CancelToken* cancel, const CancelToken* budget,
                            PlanResult* result) {
   absl::StatusOr<StrategyChoice> choice =
@@ -178,7 +184,7 @@ absl::Status AssignOffsets(const PlanOptions& options, WorkerPool* pool,
   for (bool o : choice->optional) contexts.push_back(o ? &optional : &needed);
   const absl::Time start = absl::Now();
   absl::StatusOr<PortfolioResult> won =
-      RunPortfolio(result->problem, choice->heuristics, contexts, pool);
+      RunPortfolio(result->problem, choice->heuristics, contexts, workers);
   const absl::Duration elapsed = absl::Now() - start;
   if (!won.ok()) return won.status();
   AddStageTime("offsets", elapsed - absl::Microseconds(won->verify_micros),
@@ -215,62 +221,98 @@ absl::Status CheckCapacity(const PlanOptions& options,
                    " bytes (lower bound ", result.lower_bound, ")"));
 }
 
-// Merges in-place outputs into their inputs' buffers (when any op is
-// in_place and any output qualifies): `result` then plans the merged
-// buffers and lists the aliases. Returns the merge, kept for verification.
-std::optional<InPlaceMerge> MergeIfInPlace(const Graph& graph,
-                                           PlanResult* result) {
-  if (std::none_of(graph.ops.begin(), graph.ops.end(),
-                   [](const Op& op) { return op.in_place; })) {
-    return std::nullopt;
+// Whether a tensor of `kind` gets memory in the arena under `options`.
+bool Planned(TensorKind kind, const PlanOptions& options) {
+  switch (kind) {
+    case TensorKind::kActivation:
+    case TensorKind::kVariable:
+      return true;
+    case TensorKind::kWeight:
+      return options.weights_in_arena;
+    case TensorKind::kInput:
+    case TensorKind::kOutput:
+      return options.io_in_arena;
   }
-  InPlaceMerge merge = MergeInPlace(graph, result->problem);
-  if (merge.aliases.empty()) return std::nullopt;
-  for (const InPlaceTensor& a : merge.aliases) {
-    const Buffer& t = result->problem.buffers[a.tensor];
-    result->in_place.push_back({t.name, result->problem.buffers[a.input].name,
-                                a.buffer, a.tensor, t.start, t.end, t.size});
-  }
-  std::sort(
-      result->in_place.begin(), result->in_place.end(),
-      [](const auto& x, const auto& y) { return x.position < y.position; });
-  std::swap(result->problem, merge.problem);  // merge keeps the tensors
-  return merge;
+  return true;
 }
 
-// Proves the plan per tensor, in each memory pool apart (one arena when
-// there are none): every tensor at its buffer's offset, and no two tensors
-// live together sharing memory except in-place hand-overs.
-absl::Status VerifyTensors(const InPlaceMerge& merge, PlanResult* result) {
+// The buffers to plan: one per planned tensor, with in-place outputs merged
+// into their inputs' buffers. Fills result->problem, result->tensors (own
+// lifetimes, kinds, buffer indices) and result->weights_bytes. Returns the
+// in-place aliases (graph tensor indices), empty when there are none.
+std::vector<InPlaceTensor> SelectBuffers(const Graph& graph,
+                                         const Problem& tensors,
+                                         const std::vector<TensorKind>& kinds,
+                                         const PlanOptions& options,
+                                         PlanResult* result) {
+  const bool in_place = std::any_of(graph.ops.begin(), graph.ops.end(),
+                                    [](const Op& op) { return op.in_place; });
+  InPlaceMerge merge;
+  if (in_place) merge = MergeInPlace(graph, tensors);
+  const Problem& merged = in_place ? merge.problem : tensors;
+  const size_t n = tensors.buffers.size();
+  std::vector<int> kept(merged.buffers.size(), -1);  // merged -> planned
+  result->tensors.resize(n);
+  for (size_t t = 0; t < n; ++t) {
+    const Buffer& b = tensors.buffers[t];
+    TensorPlacement& out = result->tensors[t];
+    out = {b.name, kinds[t], b.size, b.start, b.end, -1, ""};
+    if (!Planned(kinds[t], options)) {
+      if (kinds[t] == TensorKind::kWeight) result->weights_bytes += b.size;
+      continue;
+    }
+    const int m = in_place ? merge.buffer_of[t] : static_cast<int>(t);
+    if (kept[m] < 0) {
+      kept[m] = static_cast<int>(result->problem.buffers.size());
+      result->problem.buffers.push_back(merged.buffers[m]);
+    }
+    out.buffer = kept[m];
+  }
+  for (const InPlaceTensor& a : merge.aliases) {
+    result->tensors[a.tensor].in_place_of = tensors.buffers[a.input].name;
+  }
+  return std::move(merge.aliases);
+}
+
+// Proves the plan per tensor, in each memory space apart (one arena when
+// there are none): every planned tensor at its buffer's offset, with its own
+// lifetime, and no two tensors live together sharing memory except in-place
+// hand-overs.
+absl::Status VerifyTensors(const std::vector<InPlaceTensor>& aliases,
+                           PlanResult* result) {
   const absl::Time start = absl::Now();
-  const size_t pools = std::max<size_t>(1, result->memory_pools.size());
-  const auto pool_of = [&](int tensor) {
-    return result->memory_pool_of.empty()
-               ? 0
-               : result->memory_pool_of[merge.buffer_of[tensor]];
+  const size_t spaces = std::max<size_t>(1, result->memory_spaces.size());
+  const auto space_of = [&](int buffer) {
+    return result->memory_space_of.empty() ? 0
+                                           : result->memory_space_of[buffer];
   };
   absl::Status s;
-  for (size_t k = 0; k < pools && s.ok(); ++k) {
-    std::vector<int> tensors, local(merge.buffer_of.size(), -1);
-    for (int t = 0; t < static_cast<int>(merge.buffer_of.size()); ++t) {
-      if (pool_of(t) != static_cast<int>(k)) continue;
-      local[t] = static_cast<int>(tensors.size());
-      tensors.push_back(t);
-    }
-    Solution per_tensor;
-    per_tensor.arena_size = result->memory_pools.empty()
-                                ? result->solution.arena_size
-                                : result->memory_pools[k].arena_size;
-    for (int t : tensors) {
-      per_tensor.offsets.push_back(
-          result->solution.offsets[merge.buffer_of[t]]);
+  for (size_t k = 0; k < spaces && s.ok(); ++k) {
+    Problem per_tensor;
+    Solution plan;
+    plan.arena_size = result->memory_spaces.empty()
+                          ? result->solution.arena_size
+                          : result->memory_spaces[k].arena_size;
+    std::vector<int> local(result->tensors.size(), -1);
+    for (size_t t = 0; t < result->tensors.size(); ++t) {
+      const TensorPlacement& p = result->tensors[t];
+      if (p.buffer < 0 || space_of(p.buffer) != static_cast<int>(k)) continue;
+      Buffer b = result->problem.buffers[p.buffer];
+      b.name = p.name;
+      b.start = p.start;
+      b.end = p.end;
+      b.size = p.size;
+      local[t] = static_cast<int>(per_tensor.buffers.size());
+      per_tensor.buffers.push_back(std::move(b));
+      plan.offsets.push_back(result->solution.offsets[p.buffer]);
     }
     std::vector<InPlacePair> pairs;
-    for (const InPlaceTensor& a : merge.aliases) {
-      if (local[a.tensor] >= 0)
+    for (const InPlaceTensor& a : aliases) {
+      if (local[a.tensor] >= 0) {
         pairs.push_back({local[a.tensor], local[a.input]});
+      }
     }
-    s = VerifyInPlace(SubProblem(merge.problem, tensors), per_tensor, pairs);
+    s = VerifyInPlace(per_tensor, plan, pairs);
   }
   for (StageTime& stage : result->stages) {  // part of "verify"
     if (stage.stage == "verify") {
@@ -284,25 +326,26 @@ absl::Status VerifyTensors(const InPlaceMerge& merge, PlanResult* result) {
   return absl::OkStatus();
 }
 
-// Plans one memory pool's share with the request's strategies (without a
+// Plans one memory space's share with the request's strategies (without a
 // capacity, so no search is forced), and keeps the share's own claiming
 // plan when theirs does not fit or is larger. Either plan is verified.
-absl::StatusOr<MemoryPoolPlan> PlanShare(
-    const PlanOptions& options, const MemoryPool& memory,
-    const Problem& problem, WorkerPool* pool, const CancelToken* cancel,
-    const CancelToken* budget, PoolShare* share) {
-  MemoryPoolPlan plan{memory.name,
-                      memory.capacity,
-                      0,
-                      0,
-                      static_cast<int>(share->buffers.size()),
-                      ""};
+absl::StatusOr<MemorySpacePlan> PlanShare(
+    const PlanOptions& options, const MemorySpace& memory,
+    const Problem& problem, WorkerPool* workers, const CancelToken* cancel,
+    const CancelToken* budget, SpaceShare* share) {
+  MemorySpacePlan plan{memory.name,
+                       memory.capacity,
+                       0,
+                       0,
+                       static_cast<int>(share->buffers.size()),
+                       ""};
   if (share->buffers.empty()) return plan;
   PlanResult sub;
   sub.problem = SubProblem(problem, share->buffers);
-  sub.lower_bound = LowerBound(sub.problem);
+  sub.lower_bound = PaddedLowerBound(sub.problem);
   plan.lower_bound = sub.lower_bound;
-  if (auto s = AssignOffsets(options, pool, cancel, budget, &sub); !s.ok()) {
+  if (auto s = AssignOffsets(options, workers, cancel, budget, &sub);
+      !s.ok()) {
     return s;
   }
   const bool fits =
@@ -315,69 +358,83 @@ absl::StatusOr<MemoryPoolPlan> PlanShare(
       return absl::InternalError(absl::StrCat(
           "memory pool '", memory.name, "': invalid plan: ", s.message()));
     }
-    plan.strategy = "pool_claim";  // the best-fit pass that filled the pool
+    plan.strategy = "pool_claim";  // the best-fit pass that filled the space
   }
   plan.arena_size = share->plan.arena_size;
   return plan;
 }
 
-// Splits the buffers over the memory pools and plans each pool on its own.
-absl::Status AssignMemoryPools(const PlanOptions& options, WorkerPool* pool,
-                               const CancelToken* cancel,
-                               const CancelToken* budget, PlanResult* result) {
+// Splits the buffers over the memory spaces and plans each on its own.
+absl::Status AssignMemorySpaces(const PlanOptions& options,
+                                WorkerPool* workers, const CancelToken* cancel,
+                                const CancelToken* budget, PlanResult* result) {
   if (options.capacity.has_value()) {
     return absl::InvalidArgumentError(
         "capacity and memory_pools cannot be combined: give each pool its "
         "capacity");
   }
   StageTimer timer("offsets", result);
-  absl::StatusOr<std::vector<PoolShare>> shares =
-      SplitOverPools(result->problem, options.memory_pools, cancel);
+  absl::StatusOr<std::vector<SpaceShare>> shares =
+      SplitOverSpaces(result->problem, options.memory_spaces, cancel);
   if (!shares.ok()) return shares.status();
   const size_t n = result->problem.buffers.size();
   result->solution.offsets.assign(n, -1);
   result->solution.arena_size = 0;
-  result->memory_pool_of.assign(n, -1);
-  PlanOptions per_pool = options;
-  per_pool.memory_pools.clear();
+  result->memory_space_of.assign(n, -1);
+  PlanOptions per_space = options;
+  per_space.memory_spaces.clear();
   for (size_t k = 0; k < shares->size(); ++k) {
-    PoolShare& share = (*shares)[k];
-    absl::StatusOr<MemoryPoolPlan> plan =
-        PlanShare(per_pool, options.memory_pools[k], result->problem, pool,
+    SpaceShare& share = (*shares)[k];
+    absl::StatusOr<MemorySpacePlan> plan =
+        PlanShare(per_space, options.memory_spaces[k], result->problem, workers,
                   cancel, budget, &share);
     if (!plan.ok()) return plan.status();
     for (size_t j = 0; j < share.buffers.size(); ++j) {
       result->solution.offsets[share.buffers[j]] = share.plan.offsets[j];
-      result->memory_pool_of[share.buffers[j]] = static_cast<int>(k);
+      result->memory_space_of[share.buffers[j]] = static_cast<int>(k);
     }
     result->solution.arena_size += plan->arena_size;
-    result->memory_pools.push_back(*std::move(plan));
+    result->memory_spaces.push_back(*std::move(plan));
   }
-  // One fixed name (each pool's winner is in memory_pools): metrics label
-  // by it, and a client must not be able to mint label values.
+  // One fixed name (each space's winner is in memory_spaces): metrics
+  // label by it, and a client must not be able to mint label values.
   result->strategy = "memory_pools";
   return absl::OkStatus();
+}
+
+// The figures every plan reports: bounds and the naive sum, on the sizes
+// and alignments the plan uses.
+void SetBounds(PlanResult* result) {
+  result->lower_bound = PaddedLowerBound(result->problem);
+  result->unaligned_lower_bound = LowerBound(result->problem);
+  result->naive_bytes = 0;
+  for (const Buffer& b : result->problem.buffers) {
+    result->naive_bytes += AlignUp(b.size, b.alignment);
+  }
 }
 
 // Everything after liveness. `budget` ends the optional work (time_budget
 // from the start of planning).
 absl::StatusOr<PlanResult> PlanProblem(PlanResult result,
                                        const PlanOptions& options,
-                                       WorkerPool* pool,
+                                       WorkerPool* workers,
                                        const CancelToken* cancel,
                                        const CancelToken* budget) {
-  result.lower_bound = LowerBound(result.problem);
-  result.naive_bytes = NaiveBytes(result.problem);
-  PoolsStage pools_stage(options, pool, cancel, &result);
-  // The offsets below never read result.pools: the two stages are
+  SetBounds(&result);
+  if (result.problem.buffers.empty()) {  // e.g. a graph of weights alone
+    result.proven_optimal = true;
+    return result;
+  }
+  SharedObjectsStage objects_stage(options, workers, cancel, &result);
+  // The offsets below never read result.shared_objects: the two stages are
   // independent, and on large problems they run at the same time.
   absl::Status offsets =
-      options.memory_pools.empty()
-          ? AssignOffsets(options, pool, cancel, budget, &result)
-          : AssignMemoryPools(options, pool, cancel, budget, &result);
-  if (absl::Status s = pools_stage.Wait(); !s.ok()) return s;
+      options.memory_spaces.empty()
+          ? AssignOffsets(options, workers, cancel, budget, &result)
+          : AssignMemorySpaces(options, workers, cancel, budget, &result);
+  if (absl::Status s = objects_stage.Wait(); !s.ok()) return s;
   if (!offsets.ok()) return offsets;
-  if (options.memory_pools.empty()) {
+  if (options.memory_spaces.empty()) {
     if (auto s = CheckCapacity(options, result); !s.ok()) return s;
   }
   return result;
@@ -387,38 +444,46 @@ absl::StatusOr<PlanResult> PlanProblem(PlanResult result,
 
 absl::StatusOr<PlanResult> PlanGraph(const Graph& graph,
                                      const PlanOptions& options,
-                                     WorkerPool* pool,
+                                     WorkerPool* workers,
                                      const CancelToken* cancel) {
   if (absl::Status s = CheckStrategyName(options.strategy); !s.ok()) return s;
   const CancelToken budget(cancel, absl::Now() + options.time_budget);
   PlanResult result;
-  std::optional<InPlaceMerge> merge;
+  std::vector<InPlaceTensor> aliases;
   {
     StageTimer timer("liveness", &result);
-    absl::StatusOr<Problem> problem = AnalyzeLiveness(graph, options.alignment);
-    if (!problem.ok()) return problem.status();
-    result.problem = *std::move(problem);
-    merge = MergeIfInPlace(graph, &result);
+    std::vector<TensorKind> kinds;
+    absl::StatusOr<Problem> tensors =
+        AnalyzeLiveness(graph, options.alignment, &kinds);
+    if (!tensors.ok()) return tensors.status();
+    aliases = SelectBuffers(graph, *tensors, kinds, options, &result);
   }
   result.problem.capacity = options.capacity;
   absl::StatusOr<PlanResult> planned =
-      PlanProblem(std::move(result), options, pool, cancel, &budget);
-  if (!planned.ok() || !merge.has_value()) return planned;
-  if (absl::Status s = VerifyTensors(*merge, &*planned); !s.ok()) return s;
+      PlanProblem(std::move(result), options, workers, cancel, &budget);
+  if (!planned.ok() || aliases.empty()) return planned;
+  if (absl::Status s = VerifyTensors(aliases, &*planned); !s.ok()) return s;
   return planned;
 }
 
 absl::StatusOr<PlanResult> PlanBuffers(Problem problem,
                                        const PlanOptions& options,
-                                       WorkerPool* pool,
+                                       WorkerPool* workers,
                                        const CancelToken* cancel) {
   if (absl::Status s = CheckStrategyName(options.strategy); !s.ok()) return s;
   const CancelToken budget(cancel, absl::Now() + options.time_budget);
+  problem.capacity = options.capacity;  // pins are checked against it
   if (absl::Status s = ValidateProblem(problem); !s.ok()) return s;
   PlanResult result;
+  result.tensors.reserve(problem.buffers.size());
+  for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    const Buffer& b = problem.buffers[i];
+    result.tensors.push_back({b.name, TensorKind::kActivation, b.size, b.start,
+                              b.end, static_cast<int>(i), ""});
+  }
   result.problem = std::move(problem);
   result.problem.capacity = options.capacity;
-  return PlanProblem(std::move(result), options, pool, cancel, &budget);
+  return PlanProblem(std::move(result), options, workers, cancel, &budget);
 }
 
 }  // namespace memplan::planner

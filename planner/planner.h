@@ -1,13 +1,14 @@
 // memplan's planning pipeline, the library's front door. A graph goes
-// through liveness, the interference graph, pool coloring, offset assignment
-// (a portfolio of strategies on the worker pool) and verification; a buffer
-// list skips liveness. Every returned plan has passed the verifier.
+// through liveness, the interference graph, shared objects, offset
+// assignment (a portfolio of strategies run by the workers) and
+// verification; a buffer list skips liveness. Every returned plan has passed
+// the verifier.
 //
-//   planner::WorkerPool pool(2, 64);
+//   planner::WorkerPool workers(2, 64);
 //   planner::PlanOptions options;  // alignment 64, strategy "auto"
 //   absl::StatusOr<planner::PlanResult> plan =
-//       planner::PlanGraph(graph, options, &pool, /*cancel=*/nullptr);
-//   // plan->solution.arena_size, plan->lower_bound, plan->pools ...
+//       planner::PlanGraph(graph, options, &workers, /*cancel=*/nullptr);
+//   // plan->solution.arena_size, plan->lower_bound, plan->tensors ...
 #ifndef MEMPLAN_PLANNER_PLANNER_H_
 #define MEMPLAN_PLANNER_PLANNER_H_
 
@@ -21,9 +22,9 @@
 #include "absl/time/time.h"
 #include "planner/cancel.h"
 #include "planner/graph.h"
-#include "planner/memory_pools.h"
-#include "planner/pool_coloring.h"
+#include "planner/memory_spaces.h"
 #include "planner/problem.h"
+#include "planner/shared_objects.h"
 #include "planner/worker_pool.h"
 
 namespace memplan::planner {
@@ -68,20 +69,30 @@ struct PlanOptions {
   // FAILED_PRECONDITION. Default: none.
   std::optional<Bytes> capacity;
   // The interference graph is materialized only up to this many edges;
-  // above it, pools are colored from a time index instead (same pools, no
-  // graph in memory). Default 2^22.
+  // above it, shared objects are colored from a time index instead (same
+  // objects, no graph in memory). Default 2^22.
   int64_t max_interference_edges = int64_t{1} << 22;
-  // Several memories, fastest first (memory_pools.h): each takes what fits
+  // Several memories, fastest first (memory_spaces.h): each takes what fits
   // of what the faster ones left, smallest size x lifetime first, and is
   // planned and verified on its own; offsets are then within the buffer's
-  // pool. Default empty: one arena. REQUIRES no capacity and no fixed
+  // space. Default empty: one arena. REQUIRES no capacity and no fixed
   // offsets when set.
-  std::vector<MemoryPool> memory_pools;
+  std::vector<MemorySpace> memory_spaces;
+  // Weights and constants (graph tensors marked constant, and tensors no op
+  // produces that are not graph inputs): false (default) leaves them out of
+  // the arena, as runtimes keep them in the model, and reports their total
+  // as PlanResult::weights_bytes; true places each in memory of its own.
+  bool weights_in_arena = false;
+  // Graph inputs and outputs: true (default) places each in memory of its
+  // own for the whole run (TFLite does the same); false leaves them out,
+  // for callers that own those buffers.
+  bool io_in_arena = true;
 };
 
 // How long one stage took.
 struct StageTime {
-  // "liveness", "interference", "pools", "offsets" (the heuristics),
+  // "liveness", "interference", "pools" (shared objects), "offsets" (the
+  // heuristics),
   // "search" (the exact search, when it ran), "verify" (every verification).
   // The stages do not overlap, except that on large problems "interference"
   // and "pools" run beside "offsets": otherwise they add up to the call.
@@ -89,22 +100,26 @@ struct StageTime {
   int64_t micros = 0;
 };
 
-// A tensor an in-place op wrote into an input's memory. It is not among
-// PlanResult::problem's buffers: it lives in problem.buffers[buffer], at
-// that buffer's offset.
-struct InPlaceAssignment {
-  std::string name;         // the tensor written in place
-  std::string in_place_of;  // the input whose memory it reuses
-  int buffer = -1;          // the planned buffer (index in problem.buffers)
-  int position = -1;        // its index in the request's tensor list
-  Step start = 0;           // its own first live step
-  Step end = 0;             // one past its own last live step
-  Bytes size = 0;           // its own size (<= the buffer's)
+// One tensor of the request (a graph tensor, or a buffer of a list) and
+// where it went. Tensors written in place share the planned buffer of the
+// input they reuse.
+struct TensorPlacement {
+  std::string name;                           // as in the request
+  TensorKind kind = TensorKind::kActivation;  // how a runtime treats it
+  Bytes size = 0;                             // its own size in bytes
+  Step start = 0;                             // its own first live step
+  Step end = 0;                               // one past its own last step
+  // The planned buffer holding it (index into PlanResult::problem.buffers),
+  // or -1 when it is not planned (weights, or inputs/outputs left to the
+  // caller: PlanOptions::weights_in_arena, io_in_arena).
+  int buffer = -1;
+  // Set when an in_place op wrote it into the memory of this input.
+  std::string in_place_of;
 };
 
-// How one memory pool was planned (PlanOptions::memory_pools).
-struct MemoryPoolPlan {
-  std::string name;       // the pool's name
+// How one memory space was planned (PlanOptions::memory_spaces).
+struct MemorySpacePlan {
+  std::string name;       // the space's name
   Bytes capacity = 0;     // its capacity, 0: unbounded
   Bytes arena_size = 0;   // bytes of it the plan uses
   Bytes lower_bound = 0;  // largest sum of its buffers live at one step
@@ -116,40 +131,51 @@ struct PlanResult {
   Problem problem;                 // the buffers planned, with lifetimes
   Solution solution;               // offsets[i] for problem.buffers[i]
   std::string strategy;            // the strategy whose plan won, or
-                                   // "memory_pools" (see memory_pools)
+                                   // "memory_pools" (see memory_spaces)
   bool proven_optimal = false;     // arena == lower bound or search finished
   bool proven_infeasible = false;  // the search proved no plan fits capacity
-  Pools pools;                     // shared objects (pool coloring)
-  Bytes lower_bound = 0;           // largest sum of sizes live at one step
-  Bytes naive_bytes = 0;           // sum of all sizes
+  SharedObjects shared_objects;    // per planned buffer (stage 3)
+  // No plan can be smaller: the largest sum of sizes live at one step, each
+  // padded as alignment forces (PaddedLowerBound in problem.h).
+  Bytes lower_bound = 0;
+  Bytes unaligned_lower_bound = 0;  // the same without alignment padding
+  Bytes naive_bytes = 0;    // every planned buffer its own aligned memory
+  Bytes weights_bytes = 0;  // sizes of weights and constants not planned
   std::vector<StageTime> stages;
-  // Tensors written in place (graphs with in_place ops), by position. The
-  // other tensors are problem.buffers, in request order.
-  std::vector<InPlaceAssignment> in_place;
-  // With PlanOptions::memory_pools: one entry per pool, in the order given,
-  // and per buffer the index of its pool. solution.offsets are then within
-  // each pool and solution.arena_size is the sum of the pools' arenas.
-  std::vector<MemoryPoolPlan> memory_pools;
-  std::vector<int> memory_pool_of;
+  // Every tensor of the request, in request order, and where it went.
+  std::vector<TensorPlacement> tensors;
+  // With PlanOptions::memory_spaces: one entry per space, in the order
+  // given, and per planned buffer the index of its space. solution.offsets
+  // are then within each space and solution.arena_size is their sum.
+  std::vector<MemorySpacePlan> memory_spaces;
+  std::vector<int> memory_space_of;
+
+  // The offset of tensor `t` (an index into `tensors`), -1 if not planned.
+  Offset OffsetOf(size_t t) const {
+    const int b = tensors[t].buffer;
+    return b < 0 ? -1 : solution.offsets[static_cast<size_t>(b)];
+  }
 };
 
 // Plans a graph. INVALID_ARGUMENT for a malformed graph (liveness.h),
 // FAILED_PRECONDITION when a capacity is set and no plan fits it,
 // DEADLINE_EXCEEDED when cancelled before any plan, INTERNAL when no
-// strategy's plan passes the verifier. `pool` and `cancel` may be null.
+// strategy's plan passes the verifier. `workers` and `cancel` may be null.
 [[nodiscard]] absl::StatusOr<PlanResult> PlanGraph(const Graph& graph,
                                                    const PlanOptions& options,
-                                                   WorkerPool* pool,
+                                                   WorkerPool* workers,
                                                    const CancelToken* cancel);
 
-// Plans a buffer list (validated by ValidateProblem). Same errors.
+// Plans a buffer list (validated by ValidateProblem); every buffer is an
+// activation. Same errors.
 [[nodiscard]] absl::StatusOr<PlanResult> PlanBuffers(Problem problem,
                                                      const PlanOptions& options,
-                                                     WorkerPool* pool,
+                                                     WorkerPool* workers,
                                                      const CancelToken* cancel);
 
 // A text report: arena, lower bound, efficiency, saving against naive, the
-// pools, and for small plans an ASCII picture (steps across, memory down).
+// shared objects, and for small plans an ASCII picture (steps across, memory
+// down).
 std::string FormatReport(const PlanResult& result, int max_picture_rows = 40);
 
 }  // namespace memplan::planner

@@ -22,7 +22,12 @@ TEST(PlannerTest, GraphPlanIsVerifiedAndReportsEveryStage) {
   Graph g = testing::RandomGraph(50, 7);
   absl::StatusOr<PlanResult> r = PlanGraph(g, PlanOptions{}, &pool, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->problem.buffers.size(), g.tensors.size());
+  // Every tensor but the weight, which stays in the model.
+  EXPECT_EQ(r->problem.buffers.size(), g.tensors.size() - 1);
+  EXPECT_EQ(r->weights_bytes, g.tensors[1].size_bytes);
+  EXPECT_EQ(r->tensors.size(), g.tensors.size());
+  EXPECT_EQ(r->tensors[1].kind, TensorKind::kWeight);
+  EXPECT_EQ(r->tensors[1].buffer, -1);
   EXPECT_TRUE(VerifyAllPairs(r->problem, r->solution).ok());
   EXPECT_GE(r->solution.arena_size, r->lower_bound);
   EXPECT_LE(r->solution.arena_size, r->naive_bytes + 64 * 200);
@@ -32,7 +37,7 @@ TEST(PlannerTest, GraphPlanIsVerifiedAndReportsEveryStage) {
   EXPECT_THAT(stages,
               ::testing::UnorderedElementsAre("liveness", "interference",
                                               "pools", "offsets", "verify"));
-  EXPECT_EQ(r->pools.pool_of.size(), g.tensors.size());
+  EXPECT_EQ(r->shared_objects.object_of.size(), g.tensors.size() - 1);
 }
 
 TEST(PlannerTest, AutoPicksTheSmallestArenaOfAllStrategies) {
@@ -205,8 +210,9 @@ TEST(PlannerTest, LargeProblemsColorPoolsBesideOffsetsWithTheSameResult) {
   absl::StatusOr<PlanResult> serial = PlanBuffers(p, {}, nullptr, nullptr);
   ASSERT_TRUE(parallel.ok() && serial.ok());
   EXPECT_EQ(parallel->solution.offsets, serial->solution.offsets);
-  EXPECT_EQ(parallel->pools.pool_of, serial->pools.pool_of);
-  EXPECT_EQ(parallel->pools.size, serial->pools.size);
+  EXPECT_EQ(parallel->shared_objects.object_of,
+            serial->shared_objects.object_of);
+  EXPECT_EQ(parallel->shared_objects.size, serial->shared_objects.size);
   std::vector<std::string> stages;
   for (const StageTime& s : parallel->stages) stages.push_back(s.stage);
   EXPECT_THAT(stages, ::testing::UnorderedElementsAre("interference", "pools",
@@ -254,7 +260,7 @@ TEST(PlannerTest, PersistentTensorsNeverShareMemory) {
       const Offset oi = r->solution.offsets[i], oj = r->solution.offsets[j];
       EXPECT_TRUE(oi + b[i].size <= oj || oj + b[j].size <= oi)
           << b[i].name << " shares memory with " << b[j].name;
-      EXPECT_NE(r->pools.pool_of[i], r->pools.pool_of[j]);
+      EXPECT_NE(r->shared_objects.object_of[i], r->shared_objects.object_of[j]);
     }
   }
 }
@@ -267,7 +273,7 @@ TEST(PlannerTest, RandomGraphsProperty) {
     ASSERT_TRUE(r.ok()) << r.status();
     ASSERT_TRUE(VerifyAllPairs(r->problem, r->solution).ok()) << seed;
     ASSERT_GE(r->solution.arena_size, r->lower_bound);
-    ASSERT_EQ(r->solution.offsets.size(), g.tensors.size());
+    ASSERT_EQ(r->solution.offsets.size(), g.tensors.size() - 1);  // no weight
   }
 }
 
@@ -298,29 +304,31 @@ TEST(PlannerTest, InPlaceGraphsAreVerifiedPerTensor) {
   int merged = 0;
   for (uint32_t seed = 0; seed < 300; ++seed) {
     Graph g = InPlaceGraph(2 + seed % 40, seed);
-    absl::StatusOr<PlanResult> r = PlanGraph(g, {}, nullptr, nullptr);
+    PlanOptions all;  // every tensor planned, the weight too
+    all.weights_in_arena = true;
+    absl::StatusOr<PlanResult> r = PlanGraph(g, all, nullptr, nullptr);
     ASSERT_TRUE(r.ok()) << r.status();
-    ASSERT_EQ(r->problem.buffers.size() + r->in_place.size(), g.tensors.size());
-    merged += r->in_place.size();
-    // Rebuild the per-tensor plan and prove it independently.
+    ASSERT_EQ(r->tensors.size(), g.tensors.size());
+    // Rebuild the per-tensor plan from the tensor table and prove it
+    // independently.
     absl::StatusOr<Problem> tensors = AnalyzeLiveness(g, 64);
-    absl::flat_hash_map<std::string, Offset> offset;
-    for (size_t i = 0; i < r->problem.buffers.size(); ++i) {
-      offset[r->problem.buffers[i].name] = r->solution.offsets[i];
-    }
     absl::flat_hash_map<std::string, int> index;
     for (size_t t = 0; t < tensors->buffers.size(); ++t) {
       index[tensors->buffers[t].name] = t;
     }
     std::vector<InPlacePair> pairs;
-    for (const InPlaceAssignment& a : r->in_place) {
-      offset[a.name] = r->solution.offsets[a.buffer];
-      pairs.push_back({index[a.name], index[a.in_place_of]});
-      ASSERT_EQ(g.tensors[a.position].name, a.name);
-    }
     Solution per_tensor{{}, r->solution.arena_size};
-    for (const Buffer& b : tensors->buffers) {
-      per_tensor.offsets.push_back(offset.at(b.name));
+    for (size_t t = 0; t < r->tensors.size(); ++t) {
+      const TensorPlacement& p = r->tensors[t];
+      ASSERT_EQ(p.name, g.tensors[t].name);
+      // Each tensor keeps its own lifetime, whoever reuses its memory.
+      ASSERT_EQ(p.start, tensors->buffers[t].start) << p.name;
+      ASSERT_EQ(p.end, tensors->buffers[t].end) << p.name;
+      per_tensor.offsets.push_back(r->OffsetOf(t));
+      if (p.in_place_of.empty()) continue;
+      ++merged;
+      pairs.push_back({static_cast<int>(t), index[p.in_place_of]});
+      ASSERT_EQ(r->OffsetOf(t), r->OffsetOf(index[p.in_place_of]));
     }
     ASSERT_TRUE(VerifyInPlace(*tensors, per_tensor, pairs).ok())
         << "seed " << seed;
@@ -334,7 +342,9 @@ TEST(PlannerTest, InPlaceGraphsAreVerifiedPerTensor) {
     for (Op& op : plain.ops) op.in_place = false;
     absl::StatusOr<PlanResult> without = PlanGraph(plain, {}, nullptr, nullptr);
     ASSERT_TRUE(without.ok());
-    EXPECT_TRUE(without->in_place.empty());
+    for (const TensorPlacement& t : without->tensors) {
+      EXPECT_TRUE(t.in_place_of.empty());
+    }
     ASSERT_LE(r->lower_bound, without->lower_bound) << "seed " << seed;
   }
   EXPECT_GT(merged, 100);  // the property test did exercise reuse
@@ -351,12 +361,16 @@ TEST(PlannerTest, InPlaceChainReportsTheAliasesAtTheSameOffset) {
   g.outputs = {"y"};
   absl::StatusOr<PlanResult> r = PlanGraph(g, {}, nullptr, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
-  ASSERT_EQ(r->in_place.size(), 2u);
-  EXPECT_EQ(r->in_place[0].name, "b");
-  EXPECT_EQ(r->in_place[0].in_place_of, "a");
-  EXPECT_EQ(r->in_place[1].name, "c");
-  EXPECT_EQ(r->in_place[1].in_place_of, "b");
-  EXPECT_EQ(r->in_place[0].buffer, r->in_place[1].buffer);
+  ASSERT_EQ(r->tensors.size(), 5u);
+  EXPECT_EQ(r->tensors[1].in_place_of, "");
+  EXPECT_EQ(r->tensors[2].in_place_of, "a");
+  EXPECT_EQ(r->tensors[3].in_place_of, "b");
+  EXPECT_EQ(r->tensors[1].buffer, r->tensors[2].buffer);
+  EXPECT_EQ(r->tensors[2].buffer, r->tensors[3].buffer);
+  // The tensor handed over keeps its own lifetime: a dies after r1 (step 1).
+  EXPECT_EQ(r->tensors[1].start, 0);
+  EXPECT_EQ(r->tensors[1].end, 2);
+  EXPECT_EQ(r->tensors[3].end, 4);
   // x, y and one 256-byte buffer for a, b and c.
   EXPECT_EQ(r->solution.arena_size, 64 + 64 + 256);
   EXPECT_EQ(r->lower_bound, 64 + 64 + 256);

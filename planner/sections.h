@@ -69,6 +69,17 @@ struct Sections {
 Sections SweepSections(const Problem& problem,
                        const SectionOptions& options = {});
 
+// Compressed time: the maximal sections of `problem`. Two buffers' lifetimes
+// overlap exactly when their section ranges [first, last) do (two
+// overlapping lifetimes are both live in the first maximal section at or
+// after the later start), so every stage that only asks "do these overlap?"
+// works on these small integers: at most n of them whatever the steps.
+inline Sections CompressTime(const Problem& problem) {
+  SectionOptions options;
+  options.kind = SectionKind::kMaximal;
+  return SweepSections(problem, options);
+}
+
 // Per section, the sum of weight(i) over the buffers live in it (i is a
 // position as in Sections::first). O(n + sections). REQUIRES the sums to
 // fit in 64 bits (they do for a validated problem: validate.h).

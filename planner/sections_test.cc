@@ -153,6 +153,25 @@ TEST(SectionsTest, MaximalSectionsMatchTheEventSweep) {
   }
 }
 
+// Compressed time keeps exactly the overlaps of the lifetimes.
+TEST(SectionsTest, CompressedTimeKeepsEveryOverlap) {
+  for (uint32_t seed = 0; seed < 400; ++seed) {
+    const Problem p = seed % 2 ? testing::DenseProblem(2 + seed % 70, seed)
+                               : testing::RandomProblem(1 + seed % 70, seed);
+    const Sections t = CompressTime(p);
+    const int n = static_cast<int>(p.buffers.size());
+    ASSERT_LE(t.size(), n);
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) {
+        const bool compressed =
+            t.first[i] < t.last[j] && t.first[j] < t.last[i];
+        ASSERT_EQ(compressed, LifetimesOverlap(p.buffers[i], p.buffers[j]))
+            << "seed " << seed << " buffers " << i << ", " << j;
+      }
+    }
+  }
+}
+
 TEST(SectionsTest, SubsetIsIndexedByPosition) {
   Problem p;
   p.buffers = {{"a", 0, 4, 1}, {"b", 10, 20, 1}, {"c", 2, 6, 1}};

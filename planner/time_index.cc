@@ -2,12 +2,14 @@
 
 namespace memplan::planner {
 
-Step ChooseBlockLength(const Problem& problem) {
-  if (problem.buffers.empty()) return 1;
-  long double total = 0;
-  for (const Buffer& b : problem.buffers) total += b.end - b.start;
-  const long double mean = total / problem.buffers.size();
-  return std::max<Step>(1, static_cast<Step>(mean + 0.5));
+int ChooseBlockLength(const Sections& time) {
+  if (time.first.empty()) return 1;
+  int64_t total = 0;
+  for (size_t i = 0; i < time.first.size(); ++i) {
+    total += time.last[i] - time.first[i];
+  }
+  const int64_t n = static_cast<int64_t>(time.first.size());
+  return static_cast<int>(std::max<int64_t>(1, (total + n / 2) / n));
 }
 
 }  // namespace memplan::planner

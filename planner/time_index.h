@@ -1,42 +1,47 @@
 // An index of placed lifetimes that answers "which placed buffers overlap
-// [start, end)?" in time proportional to the answer plus a small constant:
-// the timeline is cut into blocks about one mean lifetime long; each block
-// lists the items that cover it (for "live at start") and the items that
-// start in it (for "starts inside the range"). The lists of all blocks live
-// in two flat arrays sized up front from the problem, so a query streams
-// through contiguous memory and inserting never allocates.
+// buffer q's lifetime?" in time proportional to the answer plus a small
+// constant. It works in compressed time: a buffer's lifetime is its range
+// of maximal sections (sections.h), so memory and time depend on the number
+// of buffers only, never on how many steps the schedule spans. The
+// sections are cut into blocks about one mean lifetime long; each block
+// lists the items that cover it (for "live at q's start") and the items that
+// start in it (for "starts inside q"). The lists of all blocks live in two
+// flat arrays sized up front (at most 3 entries per buffer), so a query
+// streams through contiguous memory and inserting never allocates.
 //
-//   planner::TimeIndex<Offset> index(problem);
-//   index.Insert(b.start, b.end, offset);  // b is one of problem's buffers
-//   index.ForEachOverlapping(q.start, q.end, [](const Offset& o) { ... });
+//   planner::Sections time = planner::CompressTime(problem);
+//   planner::TimeIndex<Offset> index(time);
+//   index.Insert(i, offset);  // i indexes problem.buffers
+//   index.ForEachOverlapping(q, [](const Offset& o) { ... });
 //
-// Used by greedy placement and by pool coloring. Thread-compatible.
+// Used by greedy placement, pool coloring and the hill climb.
+// Thread-compatible.
 #ifndef MEMPLAN_PLANNER_TIME_INDEX_H_
 #define MEMPLAN_PLANNER_TIME_INDEX_H_
 
 #include <algorithm>
+#include <cstddef>
 #include <vector>
 
-#include "planner/problem.h"
+#include "planner/sections.h"
 
 namespace memplan::planner {
 
-// The block length for `problem`: its mean lifetime, at least 1.
-Step ChooseBlockLength(const Problem& problem);
+// The block length for `time`: the mean lifetime in sections, at least 1.
+int ChooseBlockLength(const Sections& time);
 
 template <typename Payload>
 class TimeIndex {
  public:
-  // Room for every buffer of `problem`, each inserted at most once.
-  explicit TimeIndex(const Problem& problem)
-      : block_(ChooseBlockLength(problem)) {
-    const auto [first, last] = ScheduleSpan(problem);
-    first_ = first;
-    const size_t blocks = static_cast<size_t>((last - first_) / block_ + 1);
+  // Room for every buffer of `time`, each inserted at most once. `time`
+  // must outlive the index.
+  explicit TimeIndex(const Sections& time)
+      : time_(time), block_(ChooseBlockLength(time)) {
+    const size_t blocks = static_cast<size_t>(time.size() / block_ + 1);
     std::vector<size_t> covering(blocks + 1, 0), starting(blocks + 1, 0);
-    for (const Buffer& b : problem.buffers) {
-      ++starting[Block(b.start) + 1];
-      for (size_t k = Block(b.start); k <= Block(b.end - 1); ++k) {
+    for (size_t i = 0; i < time.first.size(); ++i) {
+      ++starting[Block(time.first[i]) + 1];
+      for (size_t k = Block(time.first[i]); k <= Block(time.last[i] - 1); ++k) {
         ++covering[k + 1];
       }
     }
@@ -48,42 +53,46 @@ class TimeIndex {
     starting_.resize(starting_begin_.back());
   }
 
-  // REQUIRES: [start, end) is the lifetime of a buffer of the problem that
-  // was not inserted before.
-  void Insert(Step start, Step end, const Payload& payload) {
-    const Item item{start, end, payload};
-    const size_t first = Block(start), last = Block(end - 1);
+  // REQUIRES: buffer i (a position of `time`) was not inserted before.
+  void Insert(int i, const Payload& payload) {
+    const Item item{time_.first[i], time_.last[i], payload};
+    const size_t first = Block(item.lo), last = Block(item.hi - 1);
     starting_[starting_end_[first]++] = item;
     for (size_t b = first; b <= last; ++b) {
       covering_[covering_end_[b]++] = item;
     }
   }
 
-  // Calls fn(payload) once for every item overlapping [start, end).
+  // Calls fn(payload) once for every inserted item whose lifetime overlaps
+  // buffer q's.
   template <typename Fn>
-  void ForEachOverlapping(Step start, Step end, Fn&& fn) const {
-    const size_t first = Block(start), last = Block(end - 1);
+  void ForEachOverlapping(int q, Fn&& fn) const {
+    const int lo = time_.first[q], hi = time_.last[q];
+    const size_t first = Block(lo), last = Block(hi - 1);
     for (size_t i = covering_begin_[first]; i < covering_end_[first]; ++i) {
       const Item& item = covering_[i];
-      if (item.start <= start && start < item.end) fn(item.payload);
+      if (item.lo <= lo && lo < item.hi) fn(item.payload);
     }
     for (size_t b = first; b <= last; ++b) {
       for (size_t i = starting_begin_[b]; i < starting_end_[b]; ++i) {
         const Item& item = starting_[i];
-        if (start < item.start && item.start < end) fn(item.payload);
+        if (lo < item.lo && item.lo < hi) fn(item.payload);
       }
     }
   }
 
+  // List entries allocated: at most 3 per buffer (memory is O(buffers)).
+  size_t slots() const { return covering_.size() + starting_.size(); }
+
  private:
   struct Item {
-    Step start;
-    Step end;
+    int lo;  // first section
+    int hi;  // one past the last section
     Payload payload;
   };
 
-  size_t Block(Step step) const {
-    return static_cast<size_t>((step - first_) / block_);
+  size_t Block(int section) const {
+    return static_cast<size_t>(section / block_);
   }
 
   // Running sums of per-block counts: each block's first slot.
@@ -97,8 +106,8 @@ class TimeIndex {
     }
   }
 
-  Step block_;
-  Step first_ = 0;
+  const Sections& time_;
+  int block_;
   std::vector<Item> covering_;  // per block: items overlapping it
   std::vector<Item> starting_;  // per block: items starting in it
   std::vector<size_t> covering_begin_, covering_end_;  // slots per block

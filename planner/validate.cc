@@ -1,6 +1,12 @@
 #include "planner/validate.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <iterator>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -13,10 +19,16 @@ absl::Status Invalid(const Parts&... parts) {
   return absl::InvalidArgumentError(absl::StrCat(parts...));
 }
 
+// A name as messages quote it: at most 64 characters of it.
+std::string Clip(absl::string_view name) {
+  if (name.size() <= 64) return std::string(name);
+  return absl::StrCat(name.substr(0, 64), "... (", name.size(), " chars)");
+}
+
 // How messages name buffer i.
 std::string Who(const Buffer& b, size_t i) {
   return b.name.empty() ? absl::StrCat("buffer #", i)
-                        : absl::StrCat("buffer '", b.name, "'");
+                        : absl::StrCat("buffer '", Clip(b.name), "'");
 }
 
 // A fixed offset must be non-negative, aligned, and end by kMaxTotalBytes.
@@ -37,12 +49,27 @@ absl::Status CheckFixedOffset(const Buffer& b, const std::string& what) {
   return absl::OkStatus();
 }
 
-// The checks of one buffer that need nothing else.
-absl::Status CheckBuffer(const Buffer& b, const std::string& what) {
+// Steps within [-kMaxStep, kMaxStep], start < end, at most kMaxStep apart.
+absl::Status CheckLifetime(const Buffer& b, const std::string& what) {
+  if (b.start < -kMaxStep || b.start > kMaxStep || b.end < -kMaxStep ||
+      b.end > kMaxStep) {
+    return Invalid(what, " has start ", b.start, " and end ", b.end,
+                   "; steps must lie within +-2^62");
+  }
   if (b.start >= b.end) {
     return Invalid(what, " has start ", b.start, " >= end ", b.end,
                    "; lifetimes are half-open [start, end)");
   }
+  if (b.start < b.end - kMaxStep) {  // no overflow: both within +-2^62
+    return Invalid(what, " lives from step ", b.start, " to ", b.end,
+                   "; a lifetime may span at most 2^62 steps");
+  }
+  return absl::OkStatus();
+}
+
+// The checks of one buffer that need nothing else.
+absl::Status CheckBuffer(const Buffer& b, const std::string& what) {
+  if (absl::Status s = CheckLifetime(b, what); !s.ok()) return s;
   if (b.size <= 0) {
     return Invalid(what, " has size ", b.size, "; sizes must be positive");
   }
@@ -51,6 +78,51 @@ absl::Status CheckBuffer(const Buffer& b, const std::string& what) {
                    " is not a power of two up to 2^32");
   }
   if (b.fixed_offset.has_value()) return CheckFixedOffset(b, what);
+  return absl::OkStatus();
+}
+
+// Buffers pinned by fixed offsets are the user's plan: two that live at the
+// same time must not share a byte, and none may end past the capacity.
+// A sweep over time keeping the live pins ordered by offset: O(k log k).
+absl::Status CheckPins(const Problem& problem) {
+  std::vector<std::pair<Step, int>> events;  // (step, +1+i start, -1-i end)
+  for (int i = 0; i < static_cast<int>(problem.buffers.size()); ++i) {
+    const Buffer& b = problem.buffers[i];
+    if (!b.fixed_offset.has_value()) continue;
+    if (problem.capacity.has_value() &&
+        *b.fixed_offset + b.size > *problem.capacity) {
+      return Invalid("buffer '", Clip(b.name), "' is pinned at ",
+                     *b.fixed_offset, " and ends past the capacity ",
+                     *problem.capacity);
+    }
+    events.emplace_back(b.start, i + 1);
+    events.emplace_back(b.end, -(i + 1));
+  }
+  std::sort(events.begin(), events.end());  // ends before starts at a step
+  std::set<std::pair<Offset, int>> live;     // (offset, buffer)
+  for (const auto& [step, code] : events) {
+    const int i = std::abs(code) - 1;
+    const Buffer& b = problem.buffers[i];
+    if (code < 0) {
+      live.erase({*b.fixed_offset, i});
+      continue;
+    }
+    auto next = live.lower_bound({*b.fixed_offset, -1});
+    const Buffer* clash = nullptr;
+    if (next != live.end() && next->first < *b.fixed_offset + b.size) {
+      clash = &problem.buffers[next->second];
+    } else if (next != live.begin()) {
+      const Buffer& before = problem.buffers[std::prev(next)->second];
+      if (*before.fixed_offset + before.size > *b.fixed_offset) {
+        clash = &before;
+      }
+    }
+    if (clash != nullptr) {
+      return Invalid("buffers '", Clip(clash->name), "' and '", Clip(b.name),
+                     "' are pinned to overlapping bytes while both live");
+    }
+    live.insert({*b.fixed_offset, i});
+  }
   return absl::OkStatus();
 }
 
@@ -85,13 +157,11 @@ absl::Status ValidateProblem(const Problem& problem) {
     const Buffer& b = problem.buffers[i];
     if (b.name.empty()) return Invalid(Who(b, i), " has no id");
     if (!names.insert(b.name).second) {
-      return Invalid("duplicate buffer id '", b.name, "'");
-    }
-    if (b.start < 0) {
-      return Invalid(Who(b, i), " has negative start ", b.start);
+      return Invalid("duplicate buffer id '", Clip(b.name), "'");
     }
   }
-  return ValidateBuffers(problem);
+  if (absl::Status s = ValidateBuffers(problem); !s.ok()) return s;
+  return CheckPins(problem);
 }
 
 }  // namespace memplan::planner

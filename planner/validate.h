@@ -17,6 +17,10 @@ namespace memplan::planner {
 // Sums of sizes (and fixed offset + size) stay at or below this, so that
 // offsets, alignment padding and arena sizes never overflow 64 bits.
 inline constexpr Bytes kMaxTotalBytes = Bytes{1} << 62;
+// Steps lie in [-kMaxStep, kMaxStep] and a lifetime is at most kMaxStep
+// steps long, so end - start never overflows. Stages compare steps but never
+// index by them: memory depends on the number of buffers only.
+inline constexpr Step kMaxStep = Step{1} << 62;
 // The largest alignment accepted.
 inline constexpr Bytes kMaxAlignment = Bytes{1} << 32;
 
@@ -32,15 +36,17 @@ inline bool IsValidAlignment(Bytes a) {
 [[nodiscard]] absl::Status AddToTotalSize(Bytes size, absl::string_view what,
                                           Bytes* total);
 
-// Checks each buffer alone and the sum of sizes: start < end, size > 0, a
-// valid alignment, fixed offsets non-negative, aligned and ending by
-// kMaxTotalBytes, the sum of sizes up to kMaxTotalBytes. Names are not
-// checked, and an empty list is fine. INVALID_ARGUMENT names the buffer.
+// Checks each buffer alone and the sum of sizes: -kMaxStep <= start < end
+// <= kMaxStep with end - start <= kMaxStep (any integers, negative
+// included), size > 0, a valid alignment, fixed offsets non-negative, aligned
+// and ending by kMaxTotalBytes, the sum of sizes up to kMaxTotalBytes. Names
+// are not checked, and an empty list is fine. INVALID_ARGUMENT names the
+// buffer.
 [[nodiscard]] absl::Status ValidateBuffers(const Problem& problem);
 
 // Checks a buffer list (the MiniMalloc model) as the service takes it:
-// ValidateBuffers, plus a non-empty list, unique non-empty names and
-// 0 <= start. INVALID_ARGUMENT names the buffer.
+// ValidateBuffers, plus a non-empty list and unique non-empty names.
+// INVALID_ARGUMENT names the buffer.
 [[nodiscard]] absl::Status ValidateProblem(const Problem& problem);
 
 }  // namespace memplan::planner

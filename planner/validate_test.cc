@@ -24,8 +24,11 @@ TEST(ValidateProblemTest, NamesTheBadBuffer) {
   };
   EXPECT_THAT(error({"x", 3, 3, 8}),
               HasSubstr("buffer 'x' has start 3 >= end 3"));
-  EXPECT_THAT(error({"x", -1, 3, 8}),
-              HasSubstr("buffer 'x' has negative start"));
+  EXPECT_THAT(error({"x", -(Step{1} << 62) - 1, 3, 8}),
+              HasSubstr("buffer 'x' has start -4611686018427387905 and end 3; "
+                        "steps must lie within +-2^62"));
+  EXPECT_THAT(error({"x", -(Step{1} << 62), Step{1} << 62, 8}),
+              HasSubstr("a lifetime may span at most 2^62 steps"));
   EXPECT_THAT(error({"x", 0, 3, 0}), HasSubstr("buffer 'x' has size 0"));
   EXPECT_THAT(error({"x", 0, 3, 8, 3}),
               HasSubstr("buffer 'x' alignment 3 is not a power of two"));
@@ -38,6 +41,17 @@ TEST(ValidateProblemTest, NamesTheBadBuffer) {
 TEST(ValidateProblemTest, RejectsEmptyList) {
   EXPECT_EQ(ValidateProblem(Problem{}).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ValidateProblemTest, AcceptsNegativeAndHugeSteps) {
+  // MiniMalloc's CSV allows any integer lifetimes (a SOMAS trace starts
+  // buffers at -1); steps up to 2^62 and lifetimes 2^62 long are fine.
+  Problem p;
+  p.buffers = {{"a", -1, 3, 8},
+               {"b", -(Step{1} << 62), 0, 8},
+               {"c", 0, Step{1} << 62, 8},
+               {"d", (Step{1} << 62) - 1, Step{1} << 62, 8}};
+  EXPECT_TRUE(ValidateProblem(p).ok()) << ValidateProblem(p);
 }
 
 TEST(ValidateBuffersTest, AcceptsEmptyAndUnnamedButNamesTheBadOne) {
@@ -78,6 +92,41 @@ TEST(ValidateTest, Alignments) {
   EXPECT_FALSE(IsPowerOfTwo(12));
   EXPECT_TRUE(IsValidAlignment(kMaxAlignment));
   EXPECT_FALSE(IsValidAlignment(kMaxAlignment * 2));
+}
+
+TEST(ValidateProblemTest, OverlappingPinsAreNamedTogether) {
+  Problem p;
+  // a and b overlap in time and bytes; c sits on a's bytes after a died.
+  p.buffers = {{"a", 0, 4, 64, 1, Offset{0}},
+               {"c", 4, 6, 64, 1, Offset{0}},
+               {"b", 2, 5, 64, 1, Offset{32}}};
+  absl::Status s = ValidateProblem(p);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("buffers 'a' and 'b' are pinned to overlapping bytes"));
+  p.buffers[2].fixed_offset = Offset{64};  // now b sits just above a and c
+  EXPECT_TRUE(ValidateProblem(p).ok());
+  p.buffers[2].fixed_offset = Offset{63};
+  EXPECT_FALSE(ValidateProblem(p).ok());  // one byte under c's bytes... and a's
+}
+
+TEST(ValidateProblemTest, PinsPastTheCapacityAreTheUsersError) {
+  Problem p;
+  p.buffers = {{"a", 0, 4, 64, 1, Offset{100}}};
+  p.capacity = 128;
+  EXPECT_THAT(std::string(ValidateProblem(p).message()),
+              HasSubstr("buffer 'a' is pinned at 100 and ends past the "
+                        "capacity 128"));
+  p.capacity = 164;
+  EXPECT_TRUE(ValidateProblem(p).ok());
+}
+
+TEST(ValidateProblemTest, LongNamesAreCut) {
+  Problem p;
+  p.buffers = {{std::string(100000, 'x'), 3, 1, 8}};
+  const absl::Status s = ValidateProblem(p);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("(100000 chars)"));
+  EXPECT_LT(s.message().size(), 300u);
 }
 
 }  // namespace

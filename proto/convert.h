@@ -1,71 +1,81 @@
-// memplan::api: conversions between the wire messages (memplan.v1) and the
-// planner's plain types, and the one Plan entry point the server and the
-// CLI's in-process mode share, so both give the same plan.
+// memplan::api: the wire contract's pure conversions between memplan.v1
+// messages and the planner's plain types. No use case lives here (planning
+// a request is engine::Plan): this library depends on the planner only.
 //
-//   memplan::v1::PlanRequest request = ...;
-//   absl::StatusOr<memplan::v1::PlanResponse> response =
-//       api::Plan(request, api::Limits{}, &pool, &cancel);
+//   absl::StatusOr<planner::PlanOptions> options =
+//       api::OptionsFromProto(request.options(), api::Budgets{});
+//   planner::Graph graph = api::GraphFromProto(request.graph());
+//   ...plan it...
+//   v1::PlanResponse response = api::ToProto(result, *options, {});
 #ifndef MEMPLAN_PROTO_CONVERT_H_
 #define MEMPLAN_PROTO_CONVERT_H_
 
 #include <cstdint>
-#include <optional>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "google/protobuf/repeated_field.h"
 #include "memplan/v1/memplan.pb.h"
 #include "planner/graph.h"
 #include "planner/planner.h"
 
 namespace memplan::api {
 
-// What one request may ask for.
-struct Limits {
-  // Tensors (graph) or buffers (list) per request. Default 1,000,000.
-  int64_t max_tensors = 1'000'000;
-  // Ops per graph. Default 1,000,000.
-  int64_t max_ops = 1'000'000;
-  // Time budget used when a request gives none. Default 1 s.
-  absl::Duration default_time_budget = absl::Seconds(1);
-  // The largest time budget a request may ask for. Default 60 s.
-  absl::Duration max_time_budget = absl::Seconds(60);
+// The layout version PlanResponse.schema_version reports.
+inline constexpr int kSchemaVersion = 2;
+
+// The alignment of tensors and buffers that set none, when the request's
+// options give none either.
+inline constexpr int64_t kDefaultAlignment = 64;
+
+// Time budgets applied while converting options.
+struct Budgets {
+  // Used when a request gives no time_budget_ms. Default 1 s.
+  absl::Duration default_budget = absl::Seconds(1);
+  // The largest budget a request may ask for (larger ones are cut to it).
+  // Default 60 s.
+  absl::Duration max_budget = absl::Seconds(60);
 };
 
-// A request, checked and turned into planner types.
-struct PlanInput {
-  std::optional<planner::Graph> graph;      // set for a graph request
-  std::optional<planner::Problem> buffers;  // set for a buffer list
-  planner::PlanOptions options;
-};
+// Checks and converts plan options: alignment, strategy (an unknown name is
+// INVALID_ARGUMENT listing the known ones, before any work), budget,
+// effort, capacity, memory pools, weights and io placement.
+[[nodiscard]] absl::StatusOr<planner::PlanOptions> OptionsFromProto(
+    const v1::PlanOptions& options, const Budgets& budgets);
 
-// INVALID_ARGUMENT for a request with neither or both of graph and buffers,
-// or bad options; RESOURCE_EXHAUSTED over `limits`. The graph or buffers
-// themselves are validated by the planner.
-[[nodiscard]] absl::StatusOr<PlanInput> FromProto(
-    const v1::PlanRequest& request, const Limits& limits);
+// The options as applied, for PlanResponse.options (defaults filled in).
+v1::PlanOptions OptionsToProto(const planner::PlanOptions& options);
 
 planner::Graph GraphFromProto(const v1::Graph& graph);
+v1::Graph GraphToProto(const planner::Graph& graph);
 
-// Checks and converts plan options (alignment, strategy, budget, capacity).
-[[nodiscard]] absl::StatusOr<planner::PlanOptions> OptionsFromProto(
-    const v1::PlanOptions& options, const Limits& limits);
+// A buffer list; buffers without an alignment get `default_alignment`.
+planner::Problem BuffersFromProto(
+    const google::protobuf::RepeatedPtrField<v1::Buffer>& buffers,
+    int64_t default_alignment);
 
-v1::PlanResponse ToProto(const planner::PlanResult& result);
+// What ToProto leaves out.
+struct ResponseOptions {
+  bool no_timings = false;  // no stage_micros (byte-identical responses)
+};
 
-// The planner's view of a response (for planner::FormatReport): buffers,
-// offsets, pools and figures. Buffer alignment is not carried by the
-// response and is left at 1.
+// The response for a plan made with `options`: one assignment per planned
+// tensor and one UnplannedTensor per other tensor, both in request order.
+v1::PlanResponse ToProto(const planner::PlanResult& result,
+                         const planner::PlanOptions& options,
+                         const ResponseOptions& response_options);
+
+// The planner's view of a response, for reports and pictures of a plan made
+// by a server: one planned buffer per assignment (each with its own
+// lifetime and offset; in-place tensors share their input's offset), the
+// unplanned tensors, shared objects and figures. Alignment is not carried
+// by the response and is left at 1.
 planner::PlanResult ResultFromProto(const v1::PlanResponse& response);
 
-// Validates and plans: the Plan RPC before its response is built.
-[[nodiscard]] absl::StatusOr<planner::PlanResult> PlanToResult(
-    const v1::PlanRequest& request, const Limits& limits,
-    planner::WorkerPool* pool, const planner::CancelToken* cancel);
-
-// Validates, plans and converts back: what the Plan RPC does.
-[[nodiscard]] absl::StatusOr<v1::PlanResponse> Plan(
-    const v1::PlanRequest& request, const Limits& limits,
-    planner::WorkerPool* pool, const planner::CancelToken* cancel);
+// A name from a request cut to at most `max` characters (with "..."), for
+// error messages that echo user input.
+std::string Clip(absl::string_view name, size_t max = 64);
 
 }  // namespace memplan::api
 

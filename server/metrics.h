@@ -1,7 +1,8 @@
 // memplan-server's Prometheus metrics (prometheus-cpp), served on their own
 // HTTP port: gRPC server metrics named as go-grpc-prometheus names them
 // (filled by a server interceptor), planner metrics, and allocator metrics
-// from Benchmark runs and from the server's own arena BFC allocator. No
+// from Benchmark runs (each call replays the static plan in arenas of its
+// own, reported as allocator="static_plan"). No
 // label takes its value from a request: method names outside the known set
 // are counted as "unknown".
 //
@@ -17,8 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "allocators/allocator.h"
-#include "allocators/trace.h"
+#include "engine/benchmark.h"
 #include "grpcpp/support/server_interceptor.h"
 #include "planner/planner.h"
 #include "prometheus/counter.h"
@@ -60,10 +60,10 @@ class Metrics {
   void SetQueueDepth(int depth);
   // One allocator run of a Benchmark call (figures at its peak).
   void AllocatorRun(const std::string& allocator,
-                    const allocators::ReplayResult& result);
-  // A live allocator's current figures (the server's arena BFC).
-  void AllocatorSnapshot(const std::string& allocator,
-                         const allocators::AllocatorStats& stats);
+                    const engine::ReplayFigures& result);
+  // A call of `method` ("Plan", "Benchmark") ended INTERNAL on something
+  // thrown.
+  void InternalError(const std::string& method);
 
   prometheus::Registry& registry() { return *registry_; }
 

@@ -1,5 +1,6 @@
 #include "server/service.h"
 
+#include <exception>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -8,8 +9,6 @@
 
 namespace memplan::server {
 namespace {
-
-constexpr char kArenaName[] = "server_arena";
 
 // The call's deadline, or InfiniteFuture when the client gave none.
 absl::Time CallDeadline(const grpc::ServerContext& context) {
@@ -20,37 +19,36 @@ absl::Time CallDeadline(const grpc::ServerContext& context) {
   return absl::FromChrono(deadline);
 }
 
-allocators::BfcAllocator::Options ArenaOptions(const ServiceOptions& o) {
-  allocators::BfcAllocator::Options options;
-  options.name = kArenaName;
-  options.memory_limit = static_cast<size_t>(o.benchmark.max_bytes);
-  options.garbage_collection = true;  // give idle arenas back to the system
-  return options;
-}
-
 }  // namespace
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+  // Messages may quote a request (names, values): cut them so a status
+  // always fits gRPC's metadata limits, however large the input was.
+  constexpr size_t kMaxMessage = 2048;
+  absl::string_view message = status.message();
+  std::string text(message.substr(0, kMaxMessage));
+  if (message.size() > kMaxMessage) {
+    absl::StrAppend(&text, "... (", message.size() - kMaxMessage,
+                    " more characters)");
+  }
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), text);
 }
 
 PlannerService::PlannerService(const ServiceOptions& options,
-                               planner::WorkerPool* pool,
+                               planner::WorkerPool* workers,
                                const planner::CancelToken* shutdown,
                                Metrics* metrics)
     : options_(options),
-      pool_(pool),
+      workers_(workers),
       shutdown_(shutdown),
-      metrics_(metrics),
-      arena_(ArenaOptions(options)) {}
+      metrics_(metrics) {}
 
 bool PlannerService::Admit() {
   int current = in_flight_.load();
   while (current < options_.max_in_flight) {
     if (in_flight_.compare_exchange_weak(current, current + 1)) {
-      metrics_->SetQueueDepth(current + 1 + pool_->queue_depth());
+      metrics_->SetQueueDepth(current + 1 + workers_->queue_depth());
       return true;
     }
   }
@@ -59,7 +57,7 @@ bool PlannerService::Admit() {
 
 void PlannerService::Leave() {
   const int now = in_flight_.fetch_sub(1) - 1;
-  metrics_->SetQueueDepth(now + pool_->queue_depth());
+  metrics_->SetQueueDepth(now + workers_->queue_depth());
 }
 
 grpc::Status PlannerService::CheckAdmission() {
@@ -84,35 +82,60 @@ grpc::Status PlannerService::Failed(const absl::Status& status) const {
   return ToGrpcStatus(status);
 }
 
+grpc::Status PlannerService::Guarded(
+    const char* method, const std::function<grpc::Status()>& call) {
+  if (grpc::Status s = CheckAdmission(); !s.ok()) return s;
+  grpc::Status status;
+  try {
+    status = call();
+  } catch (const std::exception& e) {
+    status = LastResort(method, e.what());
+  } catch (...) {
+    status = LastResort(method, "unknown exception");
+  }
+  Leave();
+  return status;
+}
+
+grpc::Status PlannerService::LastResort(const char* method,
+                                        const char* what) const {
+  std::fprintf(stderr, "memplan-server: %s: internal error: %s\n", method,
+               what);
+  metrics_->InternalError(method);
+  return grpc::Status(grpc::StatusCode::INTERNAL,
+                      absl::StrCat("internal error in ", method, ": ", what));
+}
+
 grpc::Status PlannerService::Plan(grpc::ServerContext* context,
                                   const v1::PlanRequest* request,
                                   v1::PlanResponse* response) {
-  if (grpc::Status s = CheckAdmission(); !s.ok()) return s;
-  planner::CancelToken cancel(shutdown_, CallDeadline(*context));
-  absl::StatusOr<planner::PlanResult> result =
-      api::PlanToResult(*request, options_.limits, pool_, &cancel);
-  Leave();
-  if (!result.ok()) return Failed(result.status());
-  metrics_->PlanDone(*result);
-  *response = api::ToProto(*result);
-  return grpc::Status::OK;
+  return Guarded("Plan", [&] {
+    planner::CancelToken cancel(shutdown_, CallDeadline(*context),
+                                [context] { return context->IsCancelled(); });
+    absl::StatusOr<engine::PlanOutcome> outcome =
+        engine::Plan(*request, options_.limits, workers_, &cancel);
+    if (!outcome.ok()) return Failed(outcome.status());
+    metrics_->PlanDone(outcome->result);
+    *response = engine::ToResponse(*outcome);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status PlannerService::Benchmark(grpc::ServerContext* context,
                                        const v1::BenchmarkRequest* request,
                                        v1::BenchmarkResponse* response) {
-  if (grpc::Status s = CheckAdmission(); !s.ok()) return s;
-  planner::CancelToken cancel(shutdown_, CallDeadline(*context));
-  absl::StatusOr<v1::BenchmarkResponse> result = api::RunBenchmark(
-      *request, options_.benchmark, &arena_, pool_, &cancel,
-      [this](const std::string& name, const allocators::ReplayResult& r) {
-        if (name != "static_plan") metrics_->AllocatorRun(name, r);
-      });
-  metrics_->AllocatorSnapshot(kArenaName, arena_.GetStats());
-  Leave();
-  if (!result.ok()) return Failed(result.status());
-  *response = *std::move(result);
-  return grpc::Status::OK;
+  return Guarded("Benchmark", [&] {
+    planner::CancelToken cancel(shutdown_, CallDeadline(*context),
+                                [context] { return context->IsCancelled(); });
+    absl::StatusOr<v1::BenchmarkResponse> result = engine::RunBenchmark(
+        *request, options_.benchmark, workers_, &cancel,
+        [this](const std::string& name, const engine::ReplayFigures& r) {
+          metrics_->AllocatorRun(name, r);
+        });
+    if (!result.ok()) return Failed(result.status());
+    *response = *std::move(result);
+    return grpc::Status::OK;
+  });
 }
 
 }  // namespace memplan::server

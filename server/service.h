@@ -1,8 +1,9 @@
-// The memplan.v1.MemoryPlanner gRPC service: admission, then the planner
-// pipeline (Plan) or allocator replays (Benchmark) on the shared worker
-// pool, with every result recorded in the server's metrics.
+// The memplan.v1.MemoryPlanner gRPC service: admission, then the engine's
+// use cases (engine::Plan, engine::RunBenchmark) run by the shared workers,
+// with every result recorded in the server's metrics. A thin adapter: the
+// work and its limits live in engine/.
 //
-//   server::PlannerService service(options, &pool, &shutdown, &metrics);
+//   server::PlannerService service(options, &workers, &shutdown, &metrics);
 //   builder.RegisterService(&service);
 //
 // Thread-safe: gRPC calls Plan and Benchmark from many threads at once.
@@ -11,36 +12,36 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 
-#include "allocators/bfc_allocator.h"
+#include "engine/benchmark.h"
+#include "engine/plan.h"
 #include "grpcpp/grpcpp.h"
 #include "memplan/v1/memplan.grpc.pb.h"
 #include "planner/cancel.h"
 #include "planner/worker_pool.h"
-#include "proto/benchmark.h"
-#include "proto/convert.h"
 #include "server/metrics.h"
 
 namespace memplan::server {
 
 struct ServiceOptions {
-  api::Limits limits;  // per-request limits (tensors, ops, time budget)
+  engine::Limits limits;  // per-request limits (tensors, ops, time budget)
   // Limits of Benchmark calls (bytes, ops, time).
-  api::BenchmarkLimits benchmark;
+  engine::BenchmarkLimits benchmark;
   // Requests handled at once; one more answers RESOURCE_EXHAUSTED at once.
   // Default 64. REQUIRES >= 1.
   int max_in_flight = 64;
 };
 
 // gRPC status with the same code and message as an absl::Status (abseil's
-// codes are gRPC's).
+// codes are gRPC's); messages longer than 2 KiB are cut.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
 class PlannerService final : public v1::MemoryPlanner::Service {
  public:
-  // `pool`, `shutdown` and `metrics` must outlive the service; cancelling
-  // `shutdown` stops every call in progress.
-  PlannerService(const ServiceOptions& options, planner::WorkerPool* pool,
+  // `workers`, `shutdown` and `metrics` must outlive the service;
+  // cancelling `shutdown` stops every call in progress.
+  PlannerService(const ServiceOptions& options, planner::WorkerPool* workers,
                  const planner::CancelToken* shutdown, Metrics* metrics);
 
   grpc::Status Plan(grpc::ServerContext* context,
@@ -58,14 +59,16 @@ class PlannerService final : public v1::MemoryPlanner::Service {
   grpc::Status CheckAdmission();
   // The status to return for a failed call.
   grpc::Status Failed(const absl::Status& status) const;
+  // Admits the call, runs it, and leaves; anything thrown becomes INTERNAL
+  // (logged and counted) instead of escaping into gRPC.
+  grpc::Status Guarded(const char* method,
+                       const std::function<grpc::Status()>& call);
+  grpc::Status LastResort(const char* method, const char* what) const;
 
   const ServiceOptions options_;
-  planner::WorkerPool* const pool_;
+  planner::WorkerPool* const workers_;
   const planner::CancelToken* const shutdown_;
   Metrics* const metrics_;
-  // Arenas of static plans replayed by Benchmark come from here (as they
-  // would at run time); its figures are exported as allocator="server_arena".
-  allocators::BfcAllocator arena_;
   std::atomic<int> in_flight_{0};
 };
 

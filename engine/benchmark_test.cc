@@ -1,0 +1,157 @@
+#include "engine/benchmark.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace memplan::engine {
+namespace {
+
+using ::testing::HasSubstr;
+
+// x -> a -> b -> y with a weight: a and b can share, so the static plan
+// beats allocators that keep what they have freed.
+v1::BenchmarkRequest ChainGraph() {
+  v1::BenchmarkRequest r;
+  v1::Graph* g = r.mutable_graph();
+  g->set_name("chain");
+  const char* names[] = {"x", "w", "a", "b", "c", "y"};
+  const int sizes[] = {4096, 1024, 65536, 65536, 65536, 4096};
+  for (int i = 0; i < 6; ++i) {
+    v1::Tensor* t = g->add_tensors();
+    t->set_name(names[i]);
+    t->set_size_bytes(sizes[i]);
+  }
+  auto op = [&](const char* name, std::vector<const char*> in,
+                const char* out) {
+    v1::Op* o = g->add_ops();
+    o->set_name(name);
+    for (const char* i : in) o->add_inputs(i);
+    o->add_outputs(out);
+  };
+  op("f", {"x", "w"}, "a");
+  op("g", {"a"}, "b");
+  op("h", {"b"}, "c");
+  op("k", {"c"}, "y");
+  g->add_inputs("x");
+  g->add_outputs("y");
+  return r;
+}
+
+class BenchmarkTest : public ::testing::Test {
+ protected:
+  absl::StatusOr<v1::BenchmarkResponse> Run(const v1::BenchmarkRequest& r,
+                                            BenchmarkLimits limits = {}) {
+    std::vector<std::string> seen;
+    auto result = RunBenchmark(
+        r, limits, nullptr, &cancel_,
+        [&](const std::string& name, const allocators::ReplayResult&) {
+          seen.push_back(name);
+        });
+    observed_ = seen;
+    return result;
+  }
+  planner::CancelToken cancel_;
+  std::vector<std::string> observed_;
+};
+
+TEST_F(BenchmarkTest, GraphRowsForEveryAllocatorAndTheStaticPlan) {
+  absl::StatusOr<v1::BenchmarkResponse> r = Run(ChainGraph());
+  ASSERT_TRUE(r.ok()) << r.status();
+  const int rows = static_cast<int>(DefaultBenchmarkAllocators().size());
+  ASSERT_EQ(r->rows_size(), rows);
+  // The weight w stays in the model: 5 allocations, 5 frees.
+  EXPECT_EQ(r->trace_events(), 10);
+  // Live at once at most: x, y (persistent) + two of a, b, c.
+  EXPECT_EQ(r->lower_bound_bytes(), 4096 + 4096 + 2 * 65536);
+  const v1::AllocatorFigures& plan = r->rows(rows - 1);
+  EXPECT_EQ(plan.allocator(), "static_plan");
+  EXPECT_EQ(plan.peak_bytes_reserved(), r->arena_size_bytes());
+  EXPECT_EQ(plan.allocations(), 5);
+  EXPECT_EQ(r->arena_allocator(), "bfc");
+  for (const v1::AllocatorFigures& row : r->rows()) {
+    EXPECT_EQ(row.failures(), 0) << row.allocator();
+    EXPECT_EQ(row.allocations(), 5) << row.allocator();
+    EXPECT_GE(row.peak_bytes_in_use(), r->lower_bound_bytes())
+        << row.allocator();
+    EXPECT_GE(row.peak_bytes_reserved(), r->arena_size_bytes())
+        << row.allocator();
+  }
+  EXPECT_EQ(observed_.size(), static_cast<size_t>(rows));
+}
+
+// The static plan's arena can come from each arena source.
+TEST_F(BenchmarkTest, StaticPlanReplaysOnEveryArenaSource) {
+  for (const std::string& source : ArenaAllocatorNames()) {
+    v1::BenchmarkRequest r = ChainGraph();
+    r.add_allocators("static_plan");
+    r.set_arena_allocator(source);
+    absl::StatusOr<v1::BenchmarkResponse> out = Run(r);
+    ASSERT_TRUE(out.ok()) << source << ": " << out.status();
+    EXPECT_EQ(out->arena_allocator(), source);
+    ASSERT_EQ(out->rows_size(), 1);
+    EXPECT_EQ(out->rows(0).allocations(), 5) << source;
+  }
+}
+
+TEST_F(BenchmarkTest, WeightsInTheArenaWhenAsked) {
+  v1::BenchmarkRequest r = ChainGraph();
+  r.mutable_options()->set_weights("arena");
+  absl::StatusOr<v1::BenchmarkResponse> out = Run(r);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->trace_events(), 12);
+  EXPECT_EQ(out->lower_bound_bytes(), 4096 + 1024 + 4096 + 2 * 65536);
+}
+
+TEST_F(BenchmarkTest, SyntheticWorkloadsRunWithAStaticPlanToo) {
+  for (const char* workload : {"allocation", "allocation_delayed", "larson"}) {
+    v1::BenchmarkRequest r;
+    r.set_workload(workload);
+    r.set_workload_size(500);
+    r.add_allocators("bfc");
+    r.add_allocators("static_plan");
+    r.set_repetitions(3);
+    absl::StatusOr<v1::BenchmarkResponse> out = Run(r);
+    ASSERT_TRUE(out.ok()) << workload << ": " << out.status();
+    ASSERT_EQ(out->rows_size(), 2);
+    EXPECT_GT(out->rows(0).allocations(), 0);
+    EXPECT_GT(out->rows(0).p99_ns(), 0);
+    EXPECT_GE(out->rows(0).p99_ns(), out->rows(0).p50_ns());
+    EXPECT_LE(out->arena_size_bytes(), out->rows(0).peak_bytes_reserved())
+        << workload;
+  }
+}
+
+TEST_F(BenchmarkTest, BadRequestsAreInvalid) {
+  v1::BenchmarkRequest r = ChainGraph();
+  r.add_allocators("tcmalloc");
+  EXPECT_THAT(std::string(Run(r).status().message()),
+              HasSubstr("unknown allocator 'tcmalloc'"));
+  v1::BenchmarkRequest neither;
+  EXPECT_EQ(Run(neither).status().code(), absl::StatusCode::kInvalidArgument);
+  v1::BenchmarkRequest unknown;
+  unknown.set_workload("random");
+  EXPECT_THAT(std::string(Run(unknown).status().message()),
+              HasSubstr("unknown workload 'random'"));
+  v1::BenchmarkRequest bad_graph = ChainGraph();
+  bad_graph.mutable_graph()->mutable_ops(1)->set_inputs(0, "zz");
+  EXPECT_THAT(std::string(Run(bad_graph).status().message()),
+              HasSubstr("unknown tensor 'zz'"));
+}
+
+TEST_F(BenchmarkTest, OverTheLimitsBeforeAnyMemoryIsTaken) {
+  BenchmarkLimits limits;
+  limits.max_bytes = 100000;
+  absl::StatusOr<v1::BenchmarkResponse> r = Run(ChainGraph(), limits);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("100000"));
+  EXPECT_TRUE(observed_.empty());
+  limits = {};
+  limits.max_ops = 20;
+  EXPECT_EQ(Run(ChainGraph(), limits).status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+}  // namespace
+}  // namespace memplan::engine

@@ -1,0 +1,94 @@
+#include "engine/emit.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "formats/c_header.h"
+#include "formats/format.h"
+#include "formats/plan_html.h"
+#include "formats/plan_svg.h"
+#include "formats/tflite_writer.h"
+#include "proto/convert.h"
+
+namespace memplan::engine {
+
+const std::vector<std::string>& EmitFormats() {
+  static const auto* formats =
+      new std::vector<std::string>{"tflite", "c_header", "svg", "html"};
+  return *formats;
+}
+
+absl::Status CheckEmit(const v1::PlanRequest& request) {
+  const std::vector<std::string>& known = EmitFormats();
+  for (const std::string& name : request.emit()) {
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("emit: unknown format '", api::Clip(name),
+                       "'; known: ", absl::StrJoin(known, ", ")));
+    }
+    if (name == "tflite" &&
+        !(request.has_model() && (request.model().format() == "tflite" ||
+                                  request.model().format().empty()))) {
+      return absl::InvalidArgumentError(
+          "emit: a planned .tflite needs a TFLite model as input");
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// The pictures' title: the model's or graph's name, else what was planned.
+formats::PictureOptions PictureFor(const PlanOutcome& outcome,
+                                   const v1::PlanRequest& request) {
+  formats::PictureOptions picture;
+  if (request.has_model()) {
+    const std::string& path = request.model().name();
+    picture.title = path.substr(path.find_last_of('/') + 1);
+  } else if (request.has_graph()) {
+    picture.title = request.graph().name();
+  }
+  if (picture.title.empty()) {
+    picture.title =
+        absl::StrCat(outcome.result.problem.buffers.size(),
+                     request.buffers_size() > 0 ? " buffers" : " tensors");
+  }
+  return picture;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> Emit(absl::string_view format,
+                                 const PlanOutcome& outcome,
+                                 const v1::PlanRequest& request) {
+  const formats::ImportedModel* model =
+      outcome.model.has_value() ? &*outcome.model : nullptr;
+  if (format == "tflite") {
+    if (model == nullptr || model->format != formats::Format::kTflite) {
+      return absl::InvalidArgumentError(
+          "emit: a planned .tflite needs a TFLite model as input");
+    }
+    return formats::EmitPlannedTflite(
+        request.model().data(), model->graph.name(), *model, outcome.result);
+  }
+  if (format == "c_header") {
+    const std::string name = request.has_model()   ? request.model().name()
+                             : request.has_graph() ? request.graph().name()
+                                                   : "plan";
+    return formats::EmitCHeader({name, &outcome.result, &outcome.options, model,
+                                 request.model().data()});
+  }
+  if (format == "svg") {
+    return formats::PlanSvg(outcome.result, outcome.options,
+                            PictureFor(outcome, request));
+  }
+  if (format == "html") {
+    return formats::PlanHtml(outcome.result, outcome.options,
+                             PictureFor(outcome, request));
+  }
+  return absl::UnimplementedError(
+      absl::StrCat("emit: '", format, "' is not built yet"));
+}
+
+}  // namespace memplan::engine

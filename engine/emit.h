@@ -1,0 +1,36 @@
+// Files written from a plan (PlanRequest.emit): one emitter per format,
+// each a function of the plan, the request and what a model imported to.
+// The emitters themselves live in formats/; this table is where the Plan
+// use case finds them and checks a request's names before any work.
+//
+//   absl::StatusOr<std::string> header =
+//       engine::Emit("c_header", outcome, request);
+#ifndef MEMPLAN_ENGINE_EMIT_H_
+#define MEMPLAN_ENGINE_EMIT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "engine/plan.h"
+#include "memplan/v1/memplan.pb.h"
+
+namespace memplan::engine {
+
+// Every format PlanRequest.emit may name, in a fixed order.
+const std::vector<std::string>& EmitFormats();
+
+// INVALID_ARGUMENT when a request asks for a format that does not exist, or
+// one its input cannot give (a planned .tflite needs a TFLite model).
+[[nodiscard]] absl::Status CheckEmit(const v1::PlanRequest& request);
+
+// The file of `format` for a planned request.
+[[nodiscard]] absl::StatusOr<std::string> Emit(absl::string_view format,
+                                               const PlanOutcome& outcome,
+                                               const v1::PlanRequest& request);
+
+}  // namespace memplan::engine
+
+#endif  // MEMPLAN_ENGINE_EMIT_H_

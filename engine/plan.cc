@@ -1,0 +1,177 @@
+#include "engine/plan.h"
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/emit.h"
+#include "formats/tflite_reader.h"
+#include "planner/tflm_greedy.h"
+
+namespace memplan::engine {
+namespace {
+
+absl::Status OverLimit(absl::string_view what, int64_t count,
+                       absl::string_view limit_name, int64_t limit) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat("the request has ", count, " ", what,
+                   "; this server plans "
+                   "at most ",
+                   limit, " (", limit_name, ")"));
+}
+
+// A graph within the limits: tensors, ops, and tensor references.
+absl::Status CheckGraph(const v1::Graph& graph, const Limits& limits) {
+  if (graph.tensors_size() > limits.max_tensors) {
+    return OverLimit("tensors", graph.tensors_size(), "max_tensors",
+                     limits.max_tensors);
+  }
+  if (graph.ops_size() > limits.max_ops) {
+    return OverLimit("ops", graph.ops_size(), "max_ops", limits.max_ops);
+  }
+  int64_t refs = 0;
+  for (const v1::Op& op : graph.ops()) {
+    refs += op.inputs_size() + op.outputs_size();
+  }
+  if (refs > limits.max_tensor_refs) {
+    return OverLimit("tensor references in ops", refs, "max_tensor_refs",
+                     limits.max_tensor_refs);
+  }
+  return absl::OkStatus();
+}
+
+// Exactly one input, within the limits, judged from the request alone.
+absl::Status CheckRequest(const v1::PlanRequest& request,
+                          const Limits& limits) {
+  const int inputs =
+      request.has_graph() + (request.buffers_size() > 0) + request.has_model();
+  if (inputs != 1) {
+    return absl::InvalidArgumentError(
+        inputs == 0 ? "the request has no graph, buffers or model (empty "
+                      "request)"
+                    : "the request has more than one of graph, buffers and "
+                      "model; send one");
+  }
+  if (request.buffers_size() > limits.max_tensors) {
+    return OverLimit("buffers", request.buffers_size(), "max_tensors",
+                     limits.max_tensors);
+  }
+  if (static_cast<int64_t>(request.model().data().size()) >
+      limits.max_model_bytes) {
+    return OverLimit("model bytes", request.model().data().size(),
+                     "max_model_bytes", limits.max_model_bytes);
+  }
+  if (request.has_graph()) return CheckGraph(request.graph(), limits);
+  return absl::OkStatus();
+}
+
+// Plans the graph or buffers of `request` (the model already imported into
+// outcome->model) with outcome->options.
+absl::Status PlanInput(const v1::PlanRequest& request, const Limits& limits,
+                       planner::WorkerPool* workers,
+                       const planner::CancelToken* cancel,
+                       PlanOutcome* outcome) {
+  absl::StatusOr<planner::PlanResult> result;
+  if (request.buffers_size() > 0) {
+    result = planner::PlanBuffers(
+        api::BuffersFromProto(request.buffers(), outcome->options.alignment),
+        outcome->options, workers, cancel);
+  } else {
+    const v1::Graph& graph =
+        outcome->model.has_value() ? outcome->model->graph : request.graph();
+    if (auto s = CheckGraph(graph, limits); !s.ok()) return s;
+    result = planner::PlanGraph(api::GraphFromProto(graph), outcome->options,
+                                workers, cancel);
+  }
+  if (!result.ok()) return result.status();
+  outcome->result = *std::move(result);
+  return absl::OkStatus();
+}
+
+// TFLite models: the arena TFLite Micro's own planner would need for the
+// same tensors (the response's baseline). Its planner is quadratic, so very
+// large models go without.
+void SetTflmBaseline(const v1::PlanRequest& request, PlanOutcome* outcome) {
+  constexpr size_t kMaxBaselineBuffers = 50'000;
+  absl::StatusOr<std::vector<planner::TflmBuffer>> buffers =
+      formats::TflmRequests(request.model().data(), *outcome->model);
+  if (!buffers.ok() || buffers->size() > kMaxBaselineBuffers) {
+    outcome->warnings.push_back(
+        buffers.ok() ? "no tflm_greedy baseline: too many tensors"
+                     : absl::StrCat("no tflm_greedy baseline: ",
+                                    buffers.status().message()));
+    return;
+  }
+  outcome->tflm_arena_bytes =
+      planner::TflmGreedyPlanner(*std::move(buffers)).Plan().arena_size;
+}
+
+}  // namespace
+
+std::string EmitFormatNames() { return absl::StrJoin(EmitFormats(), ", "); }
+
+absl::StatusOr<PlanOutcome> Plan(const v1::PlanRequest& request,
+                                 const Limits& limits,
+                                 planner::WorkerPool* workers,
+                                 const planner::CancelToken* cancel) {
+  if (auto s = CheckRequest(request, limits); !s.ok()) return s;
+  absl::StatusOr<planner::PlanOptions> options =
+      api::OptionsFromProto(request.options(), limits.budgets);
+  if (!options.ok()) return options.status();
+  if (auto s = CheckEmit(request); !s.ok()) return s;
+  PlanOutcome outcome;
+  outcome.options = *std::move(options);
+  outcome.no_timings = request.no_timings();
+  if (request.has_model()) {
+    absl::StatusOr<formats::ImportedModel> model =
+        formats::ImportModelFile(request.model());
+    if (!model.ok()) return model.status();
+    outcome.warnings = model->warnings;
+    outcome.model = *std::move(model);
+    const bool tflite = outcome.model->format == formats::Format::kTflite;
+    if (tflite && request.options().alignment() == 0) {
+      outcome.options.alignment = planner::kTflmAlignment;  // TFLM's default
+    }
+  }
+  if (auto s = PlanInput(request, limits, workers, cancel, &outcome); !s.ok()) {
+    return s;
+  }
+  if (outcome.model.has_value() &&
+      outcome.model->format == formats::Format::kTflite) {
+    SetTflmBaseline(request, &outcome);
+  }
+  for (const std::string& format : request.emit()) {
+    absl::StatusOr<std::string> data = Emit(format, outcome, request);
+    if (!data.ok()) return data.status();
+    outcome.files.push_back({format, *std::move(data)});
+  }
+  return outcome;
+}
+
+v1::PlanResponse ToResponse(const PlanOutcome& outcome) {
+  v1::PlanResponse response =
+      api::ToProto(outcome.result, outcome.options, {outcome.no_timings});
+  for (const std::string& w : outcome.warnings) response.add_warnings(w);
+  for (const EmittedFile& f : outcome.files) {
+    v1::EmittedFile* out = response.add_files();
+    out->set_format(f.format);
+    out->set_data(f.data);
+  }
+  if (outcome.tflm_arena_bytes.has_value()) {
+    response.mutable_baseline()->set_strategy("tflm_greedy");
+    response.mutable_baseline()->set_arena_size_bytes(
+        *outcome.tflm_arena_bytes);
+  }
+  return response;
+}
+
+absl::StatusOr<v1::PlanResponse> PlanToResponse(
+    const v1::PlanRequest& request, const Limits& limits,
+    planner::WorkerPool* workers, const planner::CancelToken* cancel) {
+  absl::StatusOr<PlanOutcome> outcome = Plan(request, limits, workers, cancel);
+  if (!outcome.ok()) return outcome.status();
+  return ToResponse(*outcome);
+}
+
+}  // namespace memplan::engine

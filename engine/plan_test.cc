@@ -1,0 +1,239 @@
+#include "engine/plan.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+
+namespace memplan::engine {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The contract's field names, as scripts send them through protobuf's JSON
+// mapping.
+constexpr char kGraphJson[] = R"({
+  "graph": {
+    "name": "mlp",
+    "tensors": [{"name": "x", "size_bytes": 256}, {"name": "w", "size_bytes": 128},
+                {"name": "h", "size_bytes": 512}, {"name": "y", "size_bytes": 256}],
+    "ops": [{"name": "fc", "inputs": ["x", "w"], "outputs": ["h"]},
+            {"name": "out", "inputs": ["h"], "outputs": ["y"]}],
+    "inputs": ["x"], "outputs": ["y"]
+  },
+  "options": {"alignment": 64, "strategy": "auto"}
+})";
+
+// What the Plan RPC answers for `request`.
+absl::StatusOr<v1::PlanResponse> PlanToResponse(const v1::PlanRequest& request,
+                                                const Limits& limits = {}) {
+  return PlanToResponse(request, limits, nullptr, nullptr);
+}
+
+v1::PlanRequest Parse(const std::string& json) {
+  v1::PlanRequest request;
+  auto status = google::protobuf::util::JsonStringToMessage(json, &request);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  return request;
+}
+
+TEST(PlanTest, PlansAGraphFromContractJson) {
+  absl::StatusOr<v1::PlanResponse> r = PlanToResponse(Parse(kGraphJson));
+  ASSERT_TRUE(r.ok()) << r.status();
+  // x, y persistent (256+256) plus h (512): nothing can share; the weight
+  // w (128) stays in the model.
+  EXPECT_EQ(r->lower_bound_bytes(), 1024);
+  EXPECT_EQ(r->naive_bytes(), 1024);
+  EXPECT_EQ(r->arena_size_bytes(), 1024);
+  EXPECT_EQ(r->weights_bytes(), 128);
+  EXPECT_EQ(r->schema_version(), 2);
+  ASSERT_EQ(r->assignments_size(), 3);
+  EXPECT_EQ(r->assignments(1).name(), "h");
+  EXPECT_EQ(r->assignments(1).kind(), "activation");
+  EXPECT_EQ(r->assignments(1).first_step(), 0);
+  EXPECT_EQ(r->assignments(1).last_step(), 1);
+  EXPECT_EQ(r->assignments(1).end_step(), 2);
+  EXPECT_TRUE(r->assignments(0).persistent());
+  EXPECT_EQ(r->assignments(0).kind(), "input");
+  EXPECT_EQ(r->assignments(2).kind(), "output");
+  EXPECT_FALSE(r->assignments(1).persistent());
+  ASSERT_EQ(r->unplanned_size(), 1);
+  EXPECT_EQ(r->unplanned(0).name(), "w");
+  EXPECT_EQ(r->unplanned(0).kind(), "weight");
+  EXPECT_EQ(r->unplanned(0).size(), 128);
+  EXPECT_EQ(r->pools_size(), 3);
+  EXPECT_EQ(r->options().weights(), "exclude");
+  EXPECT_EQ(r->options().alignment(), 64);
+  EXPECT_EQ(r->options().strategy(), "auto");
+  EXPECT_TRUE(r->proven_optimal());
+  EXPECT_FALSE(r->strategy().empty());
+  EXPECT_TRUE(r->stage_micros().contains("liveness"));
+  EXPECT_TRUE(r->stage_micros().contains("verify"));
+}
+
+TEST(PlanTest, PlansBuffersWithAlignmentAndFixedOffsets) {
+  v1::PlanRequest request = Parse(R"({"buffers": [
+      {"id": "a", "start": 0, "end": 2, "size": 100, "alignment": 1},
+      {"id": "b", "start": 1, "end": 3, "size": 100, "fixed_offset": 128},
+      {"id": "c", "start": 2, "end": 4, "size": 50}]})");
+  absl::StatusOr<v1::PlanResponse> r = PlanToResponse(request);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->assignments(1).offset(), 128);
+  EXPECT_EQ(r->assignments(2).offset() % 64, 0);  // default alignment 64
+  EXPECT_EQ(r->assignments(0).last_step(), 1);
+  EXPECT_EQ(r->lower_bound_bytes(), 200);
+}
+
+TEST(PlanTest, WeightsInTheArenaAndCallerOwnedIo) {
+  v1::PlanRequest request = Parse(kGraphJson);
+  request.mutable_options()->set_weights("arena");
+  absl::StatusOr<v1::PlanResponse> r = PlanToResponse(request);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->arena_size_bytes(), 1152);  // as memplan 0.1 planned it
+  EXPECT_EQ(r->assignments(1).kind(), "weight");
+  EXPECT_EQ(r->weights_bytes(), 0);
+  request.mutable_options()->set_weights("exclude");
+  request.mutable_options()->set_io("exclude");
+  r = PlanToResponse(request);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->arena_size_bytes(), 512);  // h alone
+  EXPECT_EQ(r->unplanned_size(), 3);
+  request.mutable_options()->set_io("maybe");
+  EXPECT_THAT(std::string(PlanToResponse(request).status().message()),
+              HasSubstr("options.io 'maybe' is not \"arena\" or \"exclude\""));
+}
+
+TEST(PlanTest, SameRequestSameBytesWithoutTimings) {
+  v1::PlanRequest request = Parse(kGraphJson);
+  request.set_no_timings(true);
+  absl::StatusOr<v1::PlanResponse> a = PlanToResponse(request);
+  absl::StatusOr<v1::PlanResponse> b = PlanToResponse(request);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(a->stage_micros().empty());
+  EXPECT_EQ(a->SerializeAsString(), b->SerializeAsString());
+}
+
+TEST(PlanTest, NoneOrSeveralInputsAreInvalid) {
+  EXPECT_THAT(std::string(PlanToResponse(v1::PlanRequest()).status().message()),
+              HasSubstr("no graph, buffers or model"));
+  v1::PlanRequest both = Parse(kGraphJson);
+  both.add_buffers()->set_id("x");
+  EXPECT_THAT(std::string(PlanToResponse(both).status().message()),
+              HasSubstr("more than one of graph, buffers and model"));
+}
+
+TEST(PlanTest, OverTheLimitsIsResourceExhaustedNamingTheLimit) {
+  Limits limits;
+  limits.max_tensors = 3;
+  absl::StatusOr<v1::PlanResponse> r =
+      PlanToResponse(Parse(kGraphJson), limits);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("at most 3 (max_tensors)"));
+  limits = {};
+  limits.max_tensor_refs = 4;
+  r = PlanToResponse(Parse(kGraphJson), limits);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("max_tensor_refs"));
+}
+
+TEST(PlanTest, BadOptionsAreInvalidBeforeAnyWork) {
+  v1::PlanRequest r = Parse(kGraphJson);
+  r.mutable_options()->set_alignment(48);
+  EXPECT_THAT(std::string(PlanToResponse(r).status().message()),
+              HasSubstr("options.alignment 48 is not a power of two"));
+  r = Parse(kGraphJson);
+  r.mutable_options()->set_capacity(0);
+  EXPECT_THAT(std::string(PlanToResponse(r).status().message()),
+              HasSubstr("options.capacity 0 must be positive"));
+  r = Parse(kGraphJson);
+  r.mutable_options()->set_time_budget_ms(-1);
+  EXPECT_EQ(PlanToResponse(r).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  r = Parse(kGraphJson);
+  r.mutable_options()->set_strategy(std::string(100000, 'x'));
+  absl::Status s = PlanToResponse(r).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("unknown strategy"));
+  EXPECT_LT(s.message().size(), 1000u);  // the name is cut, not echoed whole
+  r = Parse(kGraphJson);
+  r.add_emit("png");
+  EXPECT_THAT(std::string(PlanToResponse(r).status().message()),
+              HasSubstr("emit: unknown format 'png'"));
+}
+
+TEST(PlanTest, InPlaceOutputsAreReportedInRequestOrderAtTheirInputsOffset) {
+  // "h2" is listed before "h" and written in place of it.
+  v1::PlanRequest request = Parse(R"({
+    "graph": {
+      "tensors": [{"name": "x", "size_bytes": 256},
+                  {"name": "h2", "size_bytes": 512},
+                  {"name": "h", "size_bytes": 512},
+                  {"name": "y", "size_bytes": 256}],
+      "ops": [{"name": "fc", "inputs": ["x"], "outputs": ["h"]},
+              {"name": "relu", "inputs": ["h"], "outputs": ["h2"],
+               "in_place": true},
+              {"name": "out", "inputs": ["h2"], "outputs": ["y"]}],
+      "inputs": ["x"], "outputs": ["y"]}})");
+  absl::StatusOr<v1::PlanResponse> r = PlanToResponse(request);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->assignments_size(), 4);
+  std::vector<std::string> names;
+  for (const v1::Assignment& a : r->assignments()) names.push_back(a.name());
+  EXPECT_THAT(names, ::testing::ElementsAre("x", "h2", "h", "y"));
+  const v1::Assignment& h2 = r->assignments(1);
+  const v1::Assignment& h = r->assignments(2);
+  EXPECT_EQ(h2.in_place_of(), "h");
+  EXPECT_EQ(h.in_place_of(), "");
+  EXPECT_EQ(h2.offset(), h.offset());
+  EXPECT_EQ(h2.pool_id(), h.pool_id());
+  EXPECT_EQ(h2.first_step(), 1);
+  EXPECT_EQ(h2.last_step(), 2);
+  EXPECT_EQ(r->arena_size_bytes(), 256 + 512 + 256);
+  // The tensor handed over keeps its own lifetime: h dies at step 1.
+  EXPECT_EQ(h.first_step(), 0);
+  EXPECT_EQ(h.last_step(), 1);
+  EXPECT_EQ(h.end_step(), 2);
+}
+
+TEST(PlanTest, MemoryPoolsAreReportedPerPoolAndPerAssignment) {
+  v1::PlanRequest request = Parse(R"({
+    "buffers": [{"id": "a", "start": 0, "end": 2, "size": 64},
+                {"id": "b", "start": 1, "end": 3, "size": 64},
+                {"id": "c", "start": 0, "end": 3, "size": 1024}],
+    "options": {"alignment": 64,
+                "memory_pools": [{"name": "sram", "capacity_bytes": 128},
+                                 {"name": "dram"}]}})");
+  absl::StatusOr<v1::PlanResponse> r = PlanToResponse(request);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->memory_pools_size(), 2);
+  EXPECT_EQ(r->memory_pools(0).name(), "sram");
+  EXPECT_EQ(r->memory_pools(0).capacity_bytes(), 128);
+  EXPECT_EQ(r->memory_pools(0).arena_size_bytes(), 128);
+  EXPECT_EQ(r->memory_pools(0).buffers(), 2);
+  EXPECT_EQ(r->memory_pools(1).arena_size_bytes(), 1024);
+  EXPECT_EQ(r->arena_size_bytes(), 128 + 1024);
+  EXPECT_EQ(r->assignments(0).memory_pool(), "sram");
+  EXPECT_EQ(r->assignments(1).memory_pool(), "sram");
+  EXPECT_EQ(r->assignments(2).memory_pool(), "dram");
+  EXPECT_EQ(r->assignments(2).offset(), 0);  // within dram
+  const std::string report = planner::FormatReport(api::ResultFromProto(*r));
+  EXPECT_THAT(report, HasSubstr("sram"));
+  EXPECT_THAT(report, HasSubstr("unbounded"));
+}
+
+TEST(PlanTest, BadMemoryPoolsAreInvalid) {
+  v1::PlanRequest request = Parse(kGraphJson);
+  request.mutable_options()->add_memory_pools()->set_name("x");
+  request.mutable_options()->add_memory_pools()->set_name("x");
+  EXPECT_EQ(PlanToResponse(request).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  request.mutable_options()->mutable_memory_pools(1)->set_name("y");
+  request.mutable_options()->set_capacity(100000);
+  absl::Status s = PlanToResponse(request).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("cannot be combined"));
+}
+
+}  // namespace
+}  // namespace memplan::engine

@@ -1,0 +1,121 @@
+#include "formats/file_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+
+namespace memplan::formats {
+namespace {
+
+// The reason of the last failed system call.
+std::string Reason() { return std::strerror(errno); }
+
+// Reads from `fd` until end of file, failing past `max_bytes`.
+absl::StatusOr<std::string> ReadBounded(int fd, const std::string& name,
+                                        int64_t max_bytes) {
+  std::string out;
+  char chunk[1 << 16];
+  while (true) {
+    const ssize_t got = ::read(fd, chunk, sizeof chunk);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot read ", name, ": ", Reason()));
+    }
+    if (got == 0) return out;
+    if (static_cast<int64_t>(out.size()) + got > max_bytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(name, " is larger than ", max_bytes,
+                       " bytes (the input limit, --max_input_bytes)"));
+    }
+    out.append(chunk, static_cast<size_t>(got));
+  }
+}
+
+// Writes all of `contents` to `fd`.
+bool WriteAll(int fd, absl::string_view contents) {
+  while (!contents.empty()) {
+    const ssize_t put = ::write(fd, contents.data(), contents.size());
+    if (put < 0 && errno == EINTR) continue;
+    if (put <= 0) return false;
+    contents.remove_prefix(static_cast<size_t>(put));
+  }
+  return true;
+}
+
+absl::Status CannotWrite(const std::string& path, const std::string& why) {
+  return absl::PermissionDeniedError(
+      absl::StrCat("cannot write ", path, ": ", why));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadFile(const std::string& path,
+                                     int64_t max_bytes) {
+  if (path == "-")
+    return ReadBounded(STDIN_FILENO, "standard input", max_bytes);
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot open ", path, ": ", Reason()));
+  }
+  if (S_ISDIR(info.st_mode)) {
+    return absl::NotFoundError(
+        absl::StrCat(path, " is a directory, not a file"));
+  }
+  if (S_ISREG(info.st_mode) && info.st_size > max_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(path, " is ", info.st_size, " bytes, larger than ",
+                     max_bytes, " (the input limit, --max_input_bytes)"));
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot open ", path, ": ", Reason()));
+  }
+  absl::StatusOr<std::string> bytes = ReadBounded(fd, path, max_bytes);
+  ::close(fd);
+  return bytes;
+}
+
+absl::Status WriteFileAtomically(const std::string& path,
+                                 absl::string_view contents) {
+  if (path == "-") {
+    std::cout.write(contents.data(),
+                    static_cast<std::streamsize>(contents.size()));
+    std::cout.flush();
+    return std::cout ? absl::OkStatus()
+                     : CannotWrite("standard output", "write failed");
+  }
+  struct stat info;
+  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+    return CannotWrite(path, "it is a directory");
+  }
+  std::string temp = path + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(temp.data());
+  if (fd < 0) return CannotWrite(path, Reason());
+  const bool written = WriteAll(fd, contents) && ::fsync(fd) == 0;
+  const std::string why = written ? "" : Reason();
+  if (::close(fd) != 0 || !written) {
+    ::unlink(temp.c_str());
+    return CannotWrite(path, why.empty() ? "write failed" : why);
+  }
+  const mode_t mask = ::umask(0);  // mkstemp makes 0600; honour the umask
+  ::umask(mask);
+  ::chmod(temp.c_str(), 0666 & ~mask);
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    const std::string reason = Reason();
+    ::unlink(temp.c_str());
+    return CannotWrite(path, reason);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace memplan::formats

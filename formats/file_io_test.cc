@@ -1,0 +1,87 @@
+#include "formats/file_io.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace memplan::formats {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+class FileIoTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/memplan_file_io_XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    dir_ = dir;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(FileIoTest, ReadsAFileWithinTheLimit) {
+  const std::string path = dir_ + "/a.txt";
+  std::ofstream(path) << "hello";
+  EXPECT_EQ(*ReadFile(path, 5), "hello");
+  absl::StatusOr<std::string> over = ReadFile(path, 4);
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(over.status().message()),
+              HasSubstr("larger than 4 (the input limit, --max_input_bytes)"));
+}
+
+TEST_F(FileIoTest, MissingFilesAndDirectoriesAreNamed) {
+  absl::StatusOr<std::string> missing = ReadFile(dir_ + "/nope", 100);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("/nope"));
+  absl::StatusOr<std::string> dir = ReadFile(dir_, 100);
+  EXPECT_EQ(dir.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(dir.status().message()), HasSubstr("is a directory"));
+}
+
+TEST_F(FileIoTest, EndlessStreamStopsAtTheLimit) {
+  // A FIFO never says how large it is: reading must stop at the limit.
+  const std::string fifo = dir_ + "/zero";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ::signal(SIGPIPE, SIG_IGN);  // the writer sees EPIPE once the reader stops
+  std::thread writer([&] {
+    std::ofstream out(fifo, std::ios::binary);
+    const std::string chunk(1 << 16, '\0');
+    for (int i = 0; i < 64 && out; ++i) out << chunk;  // 4 MiB at most
+  });
+  absl::StatusOr<std::string> r = ReadFile(fifo, 1 << 20);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  writer.join();  // its writes fail once the reader has closed the pipe
+}
+
+TEST_F(FileIoTest, WritesAtomicallyAndLeavesNothingOnFailure) {
+  const std::string path = dir_ + "/out.bin";
+  ASSERT_TRUE(WriteFileAtomically(path, std::string("a\0b", 3)).ok());
+  EXPECT_EQ(*ReadFile(path, 100), std::string("a\0b", 3));
+  ASSERT_TRUE(WriteFileAtomically(path, "new").ok());
+  EXPECT_EQ(*ReadFile(path, 100), "new");
+  absl::Status s = WriteFileAtomically(dir_ + "/no/such/dir/x", "x");
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("cannot write"));
+  s = WriteFileAtomically(dir_, "x");
+  EXPECT_THAT(std::string(s.message()), HasSubstr("is a directory"));
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    (void)entry;
+    ++files;
+  }
+  EXPECT_EQ(files, 1);  // out.bin only: no temporary file left behind
+}
+
+}  // namespace
+}  // namespace memplan::formats

@@ -1,0 +1,120 @@
+// Model files (ONNX, TFLite) imported into the graph memplan plans. The CLI,
+// the server (PlanRequest.model) and bench/ all import through ImportModel,
+// so a model gives the same graph, and the same plan, everywhere.
+//
+//   formats::ModelOptions options;
+//   options.dims["batch"] = 1;
+//   absl::StatusOr<formats::ImportedModel> m = formats::ImportModel(
+//       formats::Format::kOnnx, bytes, "model.onnx", options);
+//   // m->graph: one tensor per value, one op per node, in execution order
+#ifndef MEMPLAN_FORMATS_MODEL_H_
+#define MEMPLAN_FORMATS_MODEL_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "formats/format.h"
+#include "memplan/v1/memplan.pb.h"
+
+namespace memplan::formats {
+
+// What a model file does not say: values of its dynamic dims.
+struct ModelOptions {
+  // Symbolic dim -> value, e.g. {"batch", 1}. Default: empty.
+  // REQUIRES values >= 0.
+  std::map<std::string, int64_t> dims;
+  // Value name -> whole shape, e.g. {"x", {1, 3, 224, 224}}; {} is a
+  // scalar. For graph inputs, and for values the importer cannot size.
+  // Default: empty. REQUIRES dims >= 0.
+  std::map<std::string, std::vector<int64_t>> shapes;
+};
+
+// Counts describing what was imported, and what was not planned.
+struct ModelStats {
+  int64_t tensors = 0;             // tensors in the graph
+  int64_t ops = 0;                 // ops in the graph
+  int64_t weights = 0;             // constant tensors among them
+  int64_t subgraphs = 0;           // subgraphs (TFLite) or graph bodies
+  int64_t control_flow_nodes = 0;  // nodes running subgraphs (If, Loop...)
+  int64_t subgraph_values = 0;     // values inside subgraph bodies
+  int64_t empty_values = 0;        // values with zero elements (not planned)
+};
+
+// A graph tensor's place in a TFLite model.
+struct TfliteTensorRef {
+  int subgraph = 0;  // index into Model.subgraphs
+  int tensor = 0;    // index into that subgraph's tensors
+};
+
+// The result of an import.
+struct ImportedModel {
+  Format format = Format::kOnnx;      // what was read
+  v1::Graph graph;                    // what memplan plans
+  std::vector<std::string> warnings;  // e.g. an unnamed dim set to 1
+  ModelStats stats;                   // what was and was not planned
+  // TFLite: per graph tensor (same index), its subgraph and tensor index,
+  // and the number of tensors over all subgraphs (the offline plan's N).
+  std::vector<TfliteTensorRef> tflite_tensors;
+  int64_t tflite_tensor_count = 0;
+};
+
+// One graph input or output of a model, as `memplan inspect` shows it.
+struct ValueSummary {
+  std::string name;
+  std::string element_type;       // e.g. "float32", "int8", "float16"
+  // Per dim: its value ("1"), its symbolic name ("batch"), or "?" when the
+  // model gives neither.
+  std::vector<std::string> dims;
+  int64_t bytes = -1;  // -1 while a dim is not a number
+};
+
+// What a model holds, without planning it (`memplan inspect`).
+struct ModelSummary {
+  Format format = Format::kOnnx;  // what was read
+  std::string producer;           // e.g. "pytorch 2.1", "TOCO Converted."
+  std::string version;            // e.g. "opset 17", "schema 3"
+  int64_t subgraphs = 1;          // graphs holding ops (main one included)
+  std::vector<ValueSummary> inputs;   // of the main graph
+  std::vector<ValueSummary> outputs;  // of the main graph
+  std::vector<std::string> symbolic_dims;  // every name --dim can set
+  int64_t weight_bytes = 0;  // constants kept in the model
+  int64_t ops = 0;           // nodes/operators over all graphs
+  std::map<std::string, int64_t> op_types;  // op type -> count
+};
+
+// Describes a model of `format` (kOnnx or kTflite) without planning it.
+// Errors as ImportModel.
+[[nodiscard]] absl::StatusOr<ModelSummary> SummarizeModel(
+    Format format, absl::string_view bytes, absl::string_view name);
+
+// Imports a model of `format` (kOnnx or kTflite). `name` (usually the path)
+// appears in messages and names the graph when the model does not.
+// INVALID_ARGUMENT naming what is wrong (not a model of that format,
+// truncated, unknown types, sizes that cannot be known...); never throws.
+[[nodiscard]] absl::StatusOr<ImportedModel> ImportModel(
+    Format format, absl::string_view bytes, absl::string_view name,
+    const ModelOptions& options);
+
+// The model carried by a request (PlanRequest.model), format detected from
+// its bytes when not given.
+[[nodiscard]] absl::StatusOr<ImportedModel> ImportModelFile(
+    const v1::ModelFile& model);
+
+// Adds "NAME=VALUE[,NAME=VALUE...]" (the --dim flag) to options->dims.
+// INVALID_ARGUMENT for bad syntax or a negative value.
+[[nodiscard]] absl::Status ParseDimList(absl::string_view text,
+                                        ModelOptions* options);
+
+// Adds "NAME=1x3x224x224[,NAME=...]" (the --input flag; "NAME=" is a
+// scalar) to options->shapes. The last '=' of each item separates name and
+// shape.
+[[nodiscard]] absl::Status ParseShapeList(absl::string_view text,
+                                          ModelOptions* options);
+
+}  // namespace memplan::formats
+
+#endif  // MEMPLAN_FORMATS_MODEL_H_

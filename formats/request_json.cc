@@ -1,0 +1,131 @@
+#include "formats/request_json.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/type_resolver_util.h"
+
+namespace memplan::formats {
+namespace {
+
+// What a linear scan of the JSON text tells before protobuf parses it.
+struct Shape {
+  int depth = 0;            // deepest nesting of objects and arrays
+  bool bare_graph = false;  // a top-level "tensors" or "ops" key
+};
+
+// Scans `text` once: nesting depth (strings skipped, escapes honoured) and
+// the keys of the top-level object.
+Shape ScanJson(absl::string_view text) {
+  Shape shape;
+  int depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '{' || c == '[') shape.depth = std::max(shape.depth, ++depth);
+    if (c == '}' || c == ']') --depth;
+    if (c != '"') continue;
+    const size_t start = i + 1;
+    for (++i; i < text.size() && text[i] != '"'; ++i) {
+      if (text[i] == '\\') ++i;
+    }
+    if (depth != 1 || i >= text.size()) continue;
+    const absl::string_view key = text.substr(start, i - start);
+    const size_t next = text.find_first_not_of(" \t\r\n", i + 1);
+    if (next != absl::string_view::npos && text[next] == ':' &&
+        (key == "tensors" || key == "ops")) {
+      shape.bare_graph = true;
+    }
+  }
+  return shape;
+}
+
+// The line of protobuf's JSON parse error: its message quotes the text
+// around the error and marks the column with a caret.
+int ErrorLine(absl::string_view text, absl::string_view message) {
+  std::vector<absl::string_view> lines = absl::StrSplit(message, '\n');
+  if (lines.size() < 3) return 0;
+  const size_t caret = lines.back().find('^');
+  if (caret == absl::string_view::npos) return 0;
+  std::string snippet;
+  for (size_t i = 1; i + 1 < lines.size(); ++i) {
+    absl::StrAppend(&snippet, i > 1 ? "\n" : "", lines[i]);
+  }
+  const size_t at = text.find(snippet);
+  if (at == absl::string_view::npos) return 0;
+  const size_t offset = std::min(text.size(), at + caret);
+  return 1 + static_cast<int>(
+                 std::count(text.begin(), text.begin() + offset, '\n'));
+}
+
+absl::Status JsonError(absl::string_view text, absl::string_view name,
+                       absl::string_view message) {
+  const int line = ErrorLine(text, message);
+  const absl::string_view first = message.substr(0, message.find('\n'));
+  return absl::InvalidArgumentError(
+      absl::StrCat(name, line > 0 ? absl::StrCat(":", line) : "",
+                   ": malformed JSON: ", first.substr(0, 300)));
+}
+
+}  // namespace
+
+absl::StatusOr<v1::PlanRequest> ParseRequestJson(absl::string_view text,
+                                                 absl::string_view name) {
+  const Shape shape = ScanJson(text);
+  if (shape.depth > kMaxJsonDepth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": JSON nested ", shape.depth,
+                     " levels deep; a request needs few, and more than ",
+                     kMaxJsonDepth, " are refused"));
+  }
+  v1::PlanRequest request;
+  google::protobuf::Message* target =
+      shape.bare_graph
+          ? static_cast<google::protobuf::Message*>(request.mutable_graph())
+          : &request;
+  auto status = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(text.data(), text.size()), target);
+  if (status.ok()) return request;
+  const std::string message = status.message().ToString();
+  // Syntax errors quote the text around them on further lines.
+  if (absl::StrContains(message, "\n")) return JsonError(text, name, message);
+  return absl::InvalidArgumentError(absl::StrCat(
+      name, ": not a memplan PlanRequest or Graph: ", message.substr(0, 300)));
+}
+
+std::string ToJson(const google::protobuf::Message& message) {
+  // Serialize deterministically (map entries sorted), then print the bytes
+  // as JSON with protobuf's own printer.
+  std::string binary;
+  {
+    google::protobuf::io::StringOutputStream stream(&binary);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    message.SerializeToCodedStream(&coded);
+  }
+  static auto* resolver =
+      google::protobuf::util::NewTypeResolverForDescriptorPool(
+          "type.googleapis.com",
+          google::protobuf::DescriptorPool::generated_pool());
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string json;
+  (void)google::protobuf::util::BinaryToJsonString(
+      resolver,
+      absl::StrCat("type.googleapis.com/",
+                   message.GetDescriptor()->full_name()),
+      binary, &json, options);
+  if (json.empty() || json.back() != '\n') json += "\n";
+  return json;
+}
+
+}  // namespace memplan::formats

@@ -1,0 +1,78 @@
+#include "formats/request_json.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace memplan::formats {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(RequestJsonTest, ReadsARequestOrABareGraph) {
+  absl::StatusOr<v1::PlanRequest> r = ParseRequestJson(
+      R"({"tensors": [{"name": "a", "size_bytes": 4}], "ops": []})", "g.json");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->graph().tensors(0).name(), "a");
+  r = ParseRequestJson(R"({"buffers": [{"id": "a", "size": 4}]})", "r.json");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->buffers(0).size(), 4);
+  // A key named "ops" deeper down does not make a request a bare graph.
+  r = ParseRequestJson(
+      R"({"graph": {"ops": [{"name": "x"}]}, "options": {"strategy": "ops"}})",
+      "r.json");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->graph().ops(0).name(), "x");
+}
+
+TEST(RequestJsonTest, MalformedJsonNamesTheLine) {
+  absl::StatusOr<v1::PlanRequest> r = ParseRequestJson(
+      "{\n  \"graph\": {\n    \"name\" \"x\"\n  }\n}\n", "m.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("m.json:3: malformed JSON"));
+}
+
+TEST(RequestJsonTest, UnknownFieldIsNamed) {
+  absl::StatusOr<v1::PlanRequest> r =
+      ParseRequestJson(R"({"graph": {"tensorz": []}})", "u.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("tensorz"));
+}
+
+TEST(RequestJsonTest, DeepNestingIsRefusedBeforeParsing) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  absl::StatusOr<v1::PlanRequest> r = ParseRequestJson(deep, "deep.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("deep.json: JSON nested 100000 levels deep"));
+  // Brackets inside strings do not count.
+  r = ParseRequestJson(
+      absl::StrCat(R"({"graph": {"name": ")", std::string(100, '['),
+                   R"(\"", "tensors": []}})"),
+      "s.json");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->graph().name(), std::string(100, '[') + "\"");
+}
+
+TEST(RequestJsonTest, ToJsonIsStableWithSortedMapsAndEveryField) {
+  v1::PlanResponse response;
+  for (const char* stage : {"verify", "liveness", "pools", "offsets"}) {
+    (*response.mutable_stage_micros())[stage] = 7;
+  }
+  const std::string json = ToJson(response);
+  const std::string stages = json.substr(json.find("\"stage_micros\""));
+  EXPECT_LT(stages.find("\"liveness\""), stages.find("\"offsets\""));
+  EXPECT_LT(stages.find("\"offsets\""), stages.find("\"pools\""));
+  EXPECT_LT(stages.find("\"pools\""), stages.find("\"verify\""));
+  EXPECT_THAT(json, HasSubstr("\"arena_size_bytes\": \"0\""));
+  EXPECT_EQ(json, ToJson(response));
+  EXPECT_EQ(json.back(), '\n');
+}
+
+}  // namespace
+}  // namespace memplan::formats

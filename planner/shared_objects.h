@@ -1,0 +1,41 @@
+// Stage 3, shared objects: groups buffers into shared objects so that no two
+// buffers of an object are live together; an object is as large as its
+// largest member. Mini-Infer's greedy coloring: buffers by size, largest
+// first, each into the first object holding none of its interference
+// neighbours (TFLite GPU's "greedy by size" shared objects). The response
+// calls them pools (Pool, pool_id) and the stage is timed as "pools".
+//
+//   planner::SharedObjects objects = planner::ColorSharedObjects(problem,
+//   graph);
+//   // objects.object_of[i] is buffer i's object; objects.size[p] its size.
+#ifndef MEMPLAN_PLANNER_SHARED_OBJECTS_H_
+#define MEMPLAN_PLANNER_SHARED_OBJECTS_H_
+
+#include <vector>
+
+#include "planner/interference.h"
+#include "planner/problem.h"
+
+namespace memplan::planner {
+
+struct SharedObjects {
+  std::vector<int> object_of;  // object index of each buffer
+  std::vector<Bytes> size;     // size of each object: its largest member
+  // The memory the objects take if each gets its own block.
+  Bytes TotalBytes() const;
+};
+
+// Colors with the interference graph's adjacency. Buffers that span the
+// whole schedule interfere with everything: each gets an object alone, numbered
+// after the shared objects.
+SharedObjects ColorSharedObjects(const Problem& problem,
+                                 const InterferenceGraph& graph);
+
+// The same coloring without a materialized graph: neighbours come from a
+// TimeIndex of the buffers colored so far. For problems whose interference
+// graph is too large to build; gives the same objects.
+SharedObjects ColorSharedObjects(const Problem& problem);
+
+}  // namespace memplan::planner
+
+#endif  // MEMPLAN_PLANNER_SHARED_OBJECTS_H_

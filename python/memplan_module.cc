@@ -1,0 +1,294 @@
+// memplan as a Python module (pybind11): the in-process planner a build
+// pipeline written in Python calls directly, through the same engine as the
+// CLI and the server, so every plan is verified and limited the same way.
+//
+//   import memplan
+//   plan = memplan.plan_buffers([("a", 0, 2, 32), ("b", 1, 3, 28)])
+//   plan.arena, plan.lower_bound, plan.offsets["b"]
+//   plan = memplan.plan_file("model.onnx", dims={"batch": 1})
+//   response_json = memplan.plan_json(request_json)
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "engine/plan.h"
+#include "formats/file_io.h"
+#include "formats/format.h"
+#include "formats/request_json.h"
+#include "memplan/version.h"
+
+namespace py = pybind11;
+
+namespace memplan::python {
+namespace {
+
+// A failed status as the Python exception a caller would expect.
+[[noreturn]] void Raise(const absl::Status& s) {
+  const std::string message(s.message());
+  switch (s.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kOutOfRange:
+      throw py::value_error(message);
+    case absl::StatusCode::kNotFound:
+      PyErr_SetString(PyExc_FileNotFoundError, message.c_str());
+      throw py::error_already_set();
+    case absl::StatusCode::kResourceExhausted:
+      PyErr_SetString(PyExc_MemoryError, message.c_str());
+      throw py::error_already_set();
+    case absl::StatusCode::kDeadlineExceeded:
+      PyErr_SetString(PyExc_TimeoutError, message.c_str());
+      throw py::error_already_set();
+    default:
+      throw std::runtime_error(message);
+  }
+}
+
+// The options every entry point takes, as keyword arguments.
+struct Options {
+  std::string strategy;
+  bool optimize = false;
+  int64_t time_budget_ms = 0;
+  int64_t effort = 0;
+  std::optional<int64_t> capacity;
+  int64_t alignment = 0;
+  std::string weights;
+  std::string io;
+};
+
+void Apply(const Options& o, v1::PlanOptions* out) {
+  out->set_strategy(o.strategy);
+  out->set_optimize(o.optimize);
+  out->set_time_budget_ms(o.time_budget_ms);
+  out->set_effort(o.effort);
+  if (o.capacity.has_value()) out->set_capacity(*o.capacity);
+  out->set_alignment(o.alignment);
+  out->set_weights(o.weights);
+  out->set_io(o.io);
+}
+
+// A plan as Python sees it: the figures, offsets by name, and the whole
+// response as JSON for anything else.
+struct Plan {
+  v1::PlanResponse response;
+
+  int64_t arena() const { return response.arena_size_bytes(); }
+  int64_t lower_bound() const { return response.lower_bound_bytes(); }
+  int64_t weights_bytes() const { return response.weights_bytes(); }
+  double efficiency() const { return response.efficiency(); }
+  std::string strategy() const { return response.strategy(); }
+  bool proven_optimal() const { return response.proven_optimal(); }
+  std::map<std::string, int64_t> offsets() const {
+    std::map<std::string, int64_t> out;
+    for (const v1::Assignment& a : response.assignments()) {
+      out[a.name()] = a.offset();
+    }
+    return out;
+  }
+  std::vector<py::dict> assignments() const {
+    std::vector<py::dict> out;
+    for (const v1::Assignment& a : response.assignments()) {
+      py::dict d;
+      d["name"] = a.name();
+      d["offset"] = a.offset();
+      d["size"] = a.size();
+      d["kind"] = a.kind();
+      d["start"] = a.first_step();
+      d["end"] = a.end_step();
+      out.push_back(std::move(d));
+    }
+    return out;
+  }
+  std::string json() const { return formats::ToJson(response); }
+};
+
+// Plans with the GIL released: planning may take up to its budget.
+Plan Run(const v1::PlanRequest& request) {
+  absl::StatusOr<v1::PlanResponse> response;
+  {
+    py::gil_scoped_release release;
+    response = engine::PlanToResponse(request, engine::Limits{}, nullptr,
+                                      nullptr);
+  }
+  if (!response.ok()) Raise(response.status());
+  return Plan{*std::move(response)};
+}
+
+// One buffer from a tuple (name, start, end, size[, alignment]) or a dict
+// with those keys (and optionally fixed_offset).
+void AddBuffer(const py::handle& item, v1::PlanRequest* request) {
+  v1::Buffer* b = request->add_buffers();
+  if (py::isinstance<py::dict>(item)) {
+    py::dict d = py::reinterpret_borrow<py::dict>(item);
+    b->set_id(py::str(d["name"]));
+    b->set_start(d["start"].cast<int64_t>());
+    b->set_end(d["end"].cast<int64_t>());
+    b->set_size(d["size"].cast<int64_t>());
+    b->set_alignment(d.contains("alignment") ? d["alignment"].cast<int64_t>()
+                                             : 1);
+    if (d.contains("fixed_offset")) {
+      b->set_fixed_offset(d["fixed_offset"].cast<int64_t>());
+    }
+    return;
+  }
+  py::tuple t = py::cast<py::tuple>(item);
+  if (t.size() < 4 || t.size() > 5) {
+    throw py::value_error(
+        "a buffer is (name, start, end, size[, alignment]) or a dict");
+  }
+  b->set_id(py::str(t[0]));
+  b->set_start(t[1].cast<int64_t>());
+  b->set_end(t[2].cast<int64_t>());
+  b->set_size(t[3].cast<int64_t>());
+  b->set_alignment(t.size() == 5 ? t[4].cast<int64_t>() : 1);
+}
+
+Plan PlanBuffers(const py::iterable& buffers, const Options& options) {
+  v1::PlanRequest request;
+  for (const py::handle& item : buffers) AddBuffer(item, &request);
+  Apply(options, request.mutable_options());
+  request.set_no_timings(true);
+  return Run(request);
+}
+
+// A graph given as the JSON contract's dict (tensors, ops, inputs, outputs).
+Plan PlanGraph(const py::dict& graph, const Options& options) {
+  py::module_ json = py::module_::import("json");
+  const std::string text = py::str(json.attr("dumps")(graph));
+  absl::StatusOr<v1::PlanRequest> request =
+      formats::ParseRequestJson(text, "graph");
+  if (!request.ok()) Raise(request.status());
+  Apply(options, request->mutable_options());
+  request->set_no_timings(true);
+  return Run(*request);
+}
+
+// Any file `memplan plan` reads (JSON, CSV, ONNX, TFLite).
+Plan PlanFile(const std::string& path,
+              const std::map<std::string, int64_t>& dims,
+              const std::map<std::string, std::vector<int64_t>>& shapes,
+              const Options& options) {
+  absl::StatusOr<std::string> bytes =
+      formats::ReadFile(path, formats::kDefaultMaxInputBytes);
+  if (!bytes.ok()) Raise(bytes.status());
+  absl::StatusOr<formats::Format> format =
+      formats::DetectFormat(path, *bytes, "");
+  if (!format.ok()) Raise(format.status());
+  v1::PlanRequest request;
+  if (formats::IsModel(*format)) {
+    v1::ModelFile* model = request.mutable_model();
+    model->set_format(std::string(formats::FormatName(*format)));
+    model->set_name(path);
+    model->set_data(*std::move(bytes));
+    for (const auto& [name, value] : dims) (*model->mutable_dims())[name] = value;
+    for (const auto& [name, dims_of] : shapes) {
+      for (int64_t d : dims_of) (*model->mutable_shapes())[name].add_dims(d);
+    }
+  } else if (*format == formats::Format::kJson) {
+    absl::StatusOr<v1::PlanRequest> parsed =
+        formats::ParseRequestJson(*bytes, path);
+    if (!parsed.ok()) Raise(parsed.status());
+    request = *std::move(parsed);
+  } else {
+    throw py::value_error(path + ": use plan_buffers for CSV data");
+  }
+  Apply(options, request.mutable_options());
+  request.set_no_timings(true);
+  return Run(request);
+}
+
+// The whole contract: a PlanRequest as JSON in, the PlanResponse as JSON out.
+std::string PlanJson(const std::string& request_json) {
+  absl::StatusOr<v1::PlanRequest> request =
+      formats::ParseRequestJson(request_json, "request");
+  if (!request.ok()) Raise(request.status());
+  return Run(*request).json();
+}
+
+}  // namespace
+}  // namespace memplan::python
+
+PYBIND11_MODULE(memplan, m) {
+  using memplan::python::Options;
+  using memplan::python::Plan;
+  m.doc() =
+      "memplan: static memory plans for ML computation graphs (one arena, an "
+      "offset per tensor, the lower bound, a verified plan).";
+  m.attr("__version__") = MEMPLAN_VERSION;
+  py::class_<Plan>(m, "Plan", "A verified plan.")
+      .def_property_readonly("arena", &Plan::arena, "arena size in bytes")
+      .def_property_readonly("lower_bound", &Plan::lower_bound,
+                             "no plan is smaller (alignment padding counted)")
+      .def_property_readonly("weights_bytes", &Plan::weights_bytes,
+                             "weights and constants kept out of the arena")
+      .def_property_readonly("efficiency", &Plan::efficiency,
+                             "arena / lower bound (1.0 is optimal)")
+      .def_property_readonly("strategy", &Plan::strategy)
+      .def_property_readonly("proven_optimal", &Plan::proven_optimal)
+      .def_property_readonly("offsets", &Plan::offsets,
+                             "planned tensor name -> offset in the arena")
+      .def_property_readonly("assignments", &Plan::assignments,
+                             "planned tensors: name, offset, size, kind, "
+                             "start, end (half-open steps)")
+      .def("json", &Plan::json, "the whole PlanResponse as JSON");
+#define MEMPLAN_OPTION_ARGS                                             \
+  py::arg("strategy") = "", py::arg("optimize") = false,                \
+      py::arg("time_budget_ms") = 0, py::arg("effort") = 0,             \
+      py::arg("capacity") = py::none(), py::arg("alignment") = 0,       \
+      py::arg("weights") = "", py::arg("io") = ""
+  m.def(
+      "plan_buffers",
+      [](const py::iterable& buffers, const std::string& strategy,
+         bool optimize, int64_t time_budget_ms, int64_t effort,
+         std::optional<int64_t> capacity, int64_t alignment,
+         const std::string& weights, const std::string& io) {
+        return memplan::python::PlanBuffers(
+            buffers, Options{strategy, optimize, time_budget_ms, effort,
+                             capacity, alignment, weights, io});
+      },
+      "Plans buffers given as (name, start, end, size[, alignment]) tuples "
+      "or dicts; lifetimes are half-open [start, end).",
+      py::arg("buffers"), py::kw_only(), MEMPLAN_OPTION_ARGS);
+  m.def(
+      "plan_graph",
+      [](const py::dict& graph, const std::string& strategy, bool optimize,
+         int64_t time_budget_ms, int64_t effort,
+         std::optional<int64_t> capacity, int64_t alignment,
+         const std::string& weights, const std::string& io) {
+        return memplan::python::PlanGraph(
+            graph, Options{strategy, optimize, time_budget_ms, effort,
+                           capacity, alignment, weights, io});
+      },
+      "Plans a graph given as the JSON contract's dict: tensors (name, "
+      "size_bytes), ops (name, inputs, outputs) in execution order, inputs, "
+      "outputs.",
+      py::arg("graph"), py::kw_only(), MEMPLAN_OPTION_ARGS);
+  m.def(
+      "plan_file",
+      [](const std::string& path, const std::map<std::string, int64_t>& dims,
+         const std::map<std::string, std::vector<int64_t>>& shapes,
+         const std::string& strategy, bool optimize, int64_t time_budget_ms,
+         int64_t effort, std::optional<int64_t> capacity, int64_t alignment,
+         const std::string& weights, const std::string& io) {
+        return memplan::python::PlanFile(
+            path, dims, shapes,
+            Options{strategy, optimize, time_budget_ms, effort, capacity,
+                    alignment, weights, io});
+      },
+      "Plans a file: a JSON request or graph, an ONNX or TFLite model "
+      "(dims: symbolic dim values; shapes: whole input shapes).",
+      py::arg("path"), py::kw_only(),
+      py::arg("dims") = std::map<std::string, int64_t>{},
+      py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{},
+      MEMPLAN_OPTION_ARGS);
+#undef MEMPLAN_OPTION_ARGS
+  m.def("plan_json", &memplan::python::PlanJson,
+        "A memplan.v1.PlanRequest as JSON in, the PlanResponse as JSON out.",
+        py::arg("request_json"));
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/python3
+"""The memplan Python module as a build pipeline uses it (Debian's python3;
+PYTHONPATH points at build/python)."""
+import json
+import os
+import tempfile
+import unittest
+
+import memplan
+
+SOURCE = os.environ.get("MEMPLAN_SOURCE_DIR", ".")
+
+# Pisarchyk and Lee's eight buffers, [start, end): 124 bytes is optimal.
+PAPER = [("t0", 0, 2, 32), ("t1", 1, 5, 28), ("t2", 2, 6, 36),
+         ("t3", 3, 6, 16), ("t4", 4, 6, 8), ("t5", 5, 8, 64),
+         ("t6", 6, 9, 10), ("t7", 7, 9, 40)]
+
+
+def overlaps(a, b):
+    same_time = a["start"] < b["end"] and b["start"] < a["end"]
+    same_bytes = (a["offset"] < b["offset"] + b["size"]
+                  and b["offset"] < a["offset"] + a["size"])
+    return same_time and same_bytes
+
+
+class MemplanModuleTest(unittest.TestCase):
+
+    def test_buffers_plan_to_the_lower_bound(self):
+        plan = memplan.plan_buffers(PAPER)
+        self.assertEqual(plan.arena, 124)
+        self.assertEqual(plan.lower_bound, 124)
+        self.assertAlmostEqual(plan.efficiency, 1.0)
+        self.assertEqual(sorted(plan.offsets), [b[0] for b in PAPER])
+        a = plan.assignments
+        for i in range(len(a)):
+            for j in range(i + 1, len(a)):
+                self.assertFalse(overlaps(a[i], a[j]), (a[i], a[j]))
+
+    def test_dicts_alignment_and_options(self):
+        plan = memplan.plan_buffers(
+            [{"name": "a", "start": 0, "end": 2, "size": 10, "alignment": 64},
+             {"name": "b", "start": 1, "end": 3, "size": 10, "alignment": 64}],
+            strategy="first_fit_size", effort=1000)
+        self.assertEqual(plan.offsets["a"] % 64, 0)
+        self.assertEqual(plan.offsets["b"] % 64, 0)
+        self.assertEqual(plan.arena, 74)
+        self.assertEqual(plan.lower_bound, 74)  # padding counted honestly
+        self.assertEqual(plan.strategy, "first_fit_size")
+
+    def test_graph_keeps_weights_out_unless_asked(self):
+        graph = {"tensors": [{"name": "x", "size_bytes": 256},
+                             {"name": "w", "size_bytes": 128},
+                             {"name": "h", "size_bytes": 512},
+                             {"name": "y", "size_bytes": 256}],
+                 "ops": [{"name": "fc", "inputs": ["x", "w"], "outputs": ["h"]},
+                         {"name": "out", "inputs": ["h"], "outputs": ["y"]}],
+                 "inputs": ["x"], "outputs": ["y"]}
+        plan = memplan.plan_graph(graph)
+        self.assertEqual(plan.arena, 1024)
+        self.assertEqual(plan.weights_bytes, 128)
+        self.assertNotIn("w", plan.offsets)
+        self.assertEqual(memplan.plan_graph(graph, weights="arena").arena, 1152)
+
+    def test_files_and_json(self):
+        plan = memplan.plan_file(os.path.join(SOURCE, "examples/resnet50.json"))
+        self.assertGreaterEqual(plan.arena, plan.lower_bound)
+        response = json.loads(memplan.plan_json(json.dumps(
+            {"buffers": [{"id": "a", "start": 0, "end": 1, "size": 8}]})))
+        self.assertEqual(response["arena_size_bytes"], "8")
+        self.assertEqual(response["schema_version"], 2)
+
+    def test_errors_are_python_exceptions(self):
+        with self.assertRaisesRegex(ValueError, "unknown strategy 'nope'"):
+            memplan.plan_buffers(PAPER, strategy="nope")
+        with self.assertRaisesRegex(ValueError, "start"):
+            memplan.plan_buffers([("a", 3, 1, 8)])
+        with self.assertRaises(FileNotFoundError):
+            memplan.plan_file("/nonexistent/model.onnx")
+        with tempfile.NamedTemporaryFile(suffix=".bin") as f:
+            f.write(b"\x89PNG\r\n\x1a\n")
+            f.flush()
+            with self.assertRaisesRegex(ValueError, "unsupported input format"):
+                memplan.plan_file(f.name)
+
+    def test_version(self):
+        self.assertRegex(memplan.__version__, r"^\d+\.\d+\.\d+$")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

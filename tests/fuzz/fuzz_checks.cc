@@ -1,0 +1,63 @@
+#include "tests/fuzz/fuzz_checks.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "absl/time/clock.h"
+
+namespace memplan::fuzz {
+namespace {
+
+[[noreturn]] void Fail(const char* what, const planner::TensorPlacement& a,
+                       const planner::TensorPlacement* b) {
+  std::fprintf(stderr, "invalid plan: %s: '%s'%s%s\n", what, a.name.c_str(),
+               b ? " and " : "", b ? b->name.c_str() : "");
+  std::abort();
+}
+
+}  // namespace
+
+engine::Limits SmallLimits() {
+  engine::Limits limits;
+  limits.max_tensors = 2000;
+  limits.max_ops = 2000;
+  limits.max_tensor_refs = 20000;
+  limits.max_model_bytes = 1 << 20;
+  limits.budgets.default_budget = absl::Milliseconds(20);
+  limits.budgets.max_budget = absl::Milliseconds(50);
+  return limits;
+}
+
+void CheckPlan(const planner::PlanResult& r) {
+  const auto& t = r.tensors;
+  const auto space = [&](int buffer) {
+    return r.memory_space_of.empty() ? 0 : r.memory_space_of[buffer];
+  };
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i].buffer < 0) continue;
+    const planner::Buffer& b = r.problem.buffers[t[i].buffer];
+    const planner::Offset o = r.OffsetOf(i);
+    if (o < 0 || o % b.alignment != 0) Fail("misaligned or negative", t[i], nullptr);
+    const planner::Bytes arena = r.memory_spaces.empty()
+                                     ? r.solution.arena_size
+                                     : r.memory_spaces[space(t[i].buffer)].arena_size;
+    if (o + t[i].size > arena) Fail("past the arena", t[i], nullptr);
+    for (size_t j = i + 1; j < t.size(); ++j) {
+      if (t[j].buffer < 0 || space(t[j].buffer) != space(t[i].buffer)) continue;
+      if (t[i].in_place_of == t[j].name || t[j].in_place_of == t[i].name) continue;
+      const bool same_time = t[i].start < t[j].end && t[j].start < t[i].end;
+      const planner::Offset p = r.OffsetOf(j);
+      const bool same_bytes = o < p + t[j].size && p < o + t[i].size;
+      if (same_time && same_bytes) Fail("overlap", t[i], &t[j]);
+    }
+  }
+}
+
+void PlanAndCheck(const v1::PlanRequest& request) {
+  planner::CancelToken cancel(absl::Now() + absl::Seconds(2));
+  absl::StatusOr<engine::PlanOutcome> outcome =
+      engine::Plan(request, SmallLimits(), nullptr, &cancel);
+  if (outcome.ok()) CheckPlan(outcome->result);
+}
+
+}  // namespace memplan::fuzz

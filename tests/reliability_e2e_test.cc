@@ -1,0 +1,343 @@
+// Reliability end to end, as a hostile or unlucky client would find it: a
+// real memplan-server on 127.0.0.1:0, requests that are cancelled, expire,
+// ask for too much, or would echo too much, and checks of what the server
+// process does afterwards (its CPU time and resident memory, from /proc).
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "memplan/v1/memplan.grpc.pb.h"
+#include "tests/testing/process.h"
+
+namespace memplan {
+namespace {
+
+using ::testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+
+// A chain x -> t0 -> t1 -> ... -> y of `count` activations of `bytes` each:
+// two live at a time.
+v1::Graph Chain(int count, int64_t bytes) {
+  v1::Graph g;
+  g.set_name("chain");
+  auto tensor = [&](const std::string& name, int64_t size) {
+    v1::Tensor* t = g.add_tensors();
+    t->set_name(name);
+    t->set_size_bytes(size);
+  };
+  tensor("x", 64);
+  std::string last = "x";
+  for (int i = 0; i < count; ++i) {
+    const std::string name = absl::StrCat("t", i);
+    tensor(name, bytes);
+    v1::Op* op = g.add_ops();
+    op->set_name(absl::StrCat("op", i));
+    op->add_inputs(last);
+    op->add_outputs(name);
+    last = name;
+  }
+  tensor("y", 64);
+  v1::Op* out = g.add_ops();
+  out->set_name("out");
+  out->add_inputs(last);
+  out->add_outputs("y");
+  g.add_inputs("x");
+  g.add_outputs("y");
+  return g;
+}
+
+// MiniMalloc's instance D (213 buffers) with the search asked to minimize
+// for a minute: far more work than any test deadline allows.
+v1::PlanRequest LongSearch() {
+  v1::PlanRequest r;
+  std::ifstream in(std::string(MEMPLAN_SOURCE_DIR) +
+                   "/bench/data/minimalloc/D.1048576.csv");
+  std::string line;
+  std::getline(in, line);  // header: id,lower,upper,size
+  while (std::getline(in, line)) {
+    std::stringstream cells(line);
+    std::string id, lower, upper, size;
+    std::getline(cells, id, ',');
+    std::getline(cells, lower, ',');
+    std::getline(cells, upper, ',');
+    std::getline(cells, size, ',');
+    v1::Buffer* b = r.add_buffers();
+    b->set_id(id);
+    b->set_start(std::stoll(lower));
+    b->set_end(std::stoll(upper));
+    b->set_size(std::stoll(size));
+    b->set_alignment(1);
+  }
+  r.mutable_options()->set_strategy("exact");
+  r.mutable_options()->set_time_budget_ms(60000);
+  return r;
+}
+
+class ReliabilityTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new testing::ServerProcess(
+        MEMPLAN_SERVER_PATH,
+        {"--address=127.0.0.1:0", "--worker_threads=2",
+         "--max_time_budget_ms=60000", "--max_benchmark_bytes=1200000000"});
+    ASSERT_GT(server_->port(), 0) << server_->first_line();
+    channel_ = new std::shared_ptr<grpc::Channel>(grpc::CreateChannel(
+        server_->address(), grpc::InsecureChannelCredentials()));
+  }
+  static void TearDownTestSuite() {
+    delete channel_;
+    const int status = server_->Stop(SIGTERM, 20);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    delete server_;
+  }
+
+  static grpc::Status Plan(const v1::PlanRequest& request,
+                           v1::PlanResponse* out, int deadline_ms) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::milliseconds(deadline_ms));
+    return v1::MemoryPlanner::NewStub(*channel_)->Plan(&context, request, out);
+  }
+
+  static grpc::Status Benchmark(const v1::BenchmarkRequest& request,
+                                v1::BenchmarkResponse* out,
+                                int deadline_ms = 120000) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::milliseconds(deadline_ms));
+    return v1::MemoryPlanner::NewStub(*channel_)->Benchmark(&context, request,
+                                                            out);
+  }
+
+  // CPU seconds the server spends in the second that starts 100 ms from
+  // now: about 0 when it is idle, up to 2 when both workers are busy.
+  static double CpuInTheNextSecond() {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const double before = testing::ProcessCpuSeconds(server_->pid());
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    return testing::ProcessCpuSeconds(server_->pid()) - before;
+  }
+
+  static testing::ServerProcess* server_;
+  static std::shared_ptr<grpc::Channel>* channel_;
+};
+
+testing::ServerProcess* ReliabilityTest::server_ = nullptr;
+std::shared_ptr<grpc::Channel>* ReliabilityTest::channel_ = nullptr;
+
+TEST_F(ReliabilityTest, AnExpiredCallLeavesNoWorkRunning) {
+  v1::PlanResponse response;
+  const grpc::Status s = Plan(LongSearch(), &response, /*deadline_ms=*/300);
+  EXPECT_EQ(s.error_code(), grpc::DEADLINE_EXCEEDED) << s.error_message();
+  // Had the search gone on, a worker would burn a whole core.
+  EXPECT_LT(CpuInTheNextSecond(), 0.1);
+}
+
+TEST_F(ReliabilityTest, ACancelledCallLeavesNoWorkRunning) {
+  grpc::ClientContext context;
+  v1::PlanResponse response;
+  std::thread cancel([&context] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    context.TryCancel();
+  });
+  const grpc::Status s = v1::MemoryPlanner::NewStub(*channel_)->Plan(
+      &context, LongSearch(), &response);
+  cancel.join();
+  EXPECT_EQ(s.error_code(), grpc::CANCELLED) << s.error_message();
+  EXPECT_LT(CpuInTheNextSecond(), 0.1);
+}
+
+TEST_F(ReliabilityTest, AllOverlappingBuffersPlanWithoutQuadraticTime) {
+  // 200,000 buffers sharing one lifetime: each must sit above all others.
+  v1::PlanRequest request;
+  for (int i = 0; i < 200000; ++i) {
+    v1::Buffer* b = request.add_buffers();
+    b->set_id(absl::StrCat(i));
+    b->set_start(0);
+    b->set_end(2);
+    b->set_size(16 + i % 7);
+  }
+  v1::PlanResponse response;
+  const grpc::Status s = Plan(request, &response, /*deadline_ms=*/60000);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(response.arena_size_bytes(), response.lower_bound_bytes());
+}
+
+TEST_F(ReliabilityTest, HugeTimeSpansCostNoMemoryPerStep) {
+  // A few short lifetimes spread over 2^62 steps, and one spanning them all.
+  v1::PlanRequest request;
+  for (int i = 0; i < 100; ++i) {
+    v1::Buffer* b = request.add_buffers();
+    b->set_id(absl::StrCat("short", i));
+    b->set_start(int64_t{i} << 55);
+    b->set_end((int64_t{i} << 55) + 1);
+    b->set_size(64);
+  }
+  v1::Buffer* b = request.add_buffers();
+  b->set_id("long");
+  b->set_start(-5);
+  b->set_end((int64_t{1} << 62) - 5);  // the longest lifetime there may be
+  b->set_size(64);
+  const int64_t rss_before = testing::ProcessRssBytes(server_->pid());
+  v1::PlanResponse response;
+  const grpc::Status s = Plan(request, &response, /*deadline_ms=*/20000);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(response.arena_size_bytes(), 128);
+  EXPECT_EQ(response.assignments(100).first_step(), -5);  // the user's steps
+  EXPECT_LT(testing::ProcessRssBytes(server_->pid()) - rss_before,
+            int64_t{64} << 20);
+}
+
+TEST_F(ReliabilityTest, OverlappingPinsAreTheUsersError) {
+  v1::PlanRequest request;
+  for (const char* id : {"a", "b"}) {
+    v1::Buffer* b = request.add_buffers();
+    b->set_id(id);
+    b->set_start(0);
+    b->set_end(4);
+    b->set_size(64);
+    b->set_alignment(1);
+    b->set_fixed_offset(id[0] == 'a' ? 0 : 32);
+  }
+  v1::PlanResponse response;
+  const grpc::Status s = Plan(request, &response, 20000);
+  EXPECT_EQ(s.error_code(), grpc::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("'a'"));
+  EXPECT_THAT(s.error_message(), HasSubstr("'b'"));
+}
+
+TEST_F(ReliabilityTest, EchoedInputIsCut) {
+  v1::PlanRequest request;
+  v1::Buffer* b = request.add_buffers();
+  b->set_id(std::string(100000, 'n'));
+  b->set_start(3);
+  b->set_end(1);  // invalid: the message names the buffer
+  b->set_size(8);
+  request.mutable_options()->set_strategy(std::string(100000, 's'));
+  v1::PlanResponse response;
+  grpc::Status s = Plan(request, &response, 20000);
+  EXPECT_EQ(s.error_code(), grpc::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("unknown strategy"));
+  EXPECT_LT(s.error_message().size(), 4096u);
+  request.mutable_options()->clear_strategy();
+  s = Plan(request, &response, 20000);
+  EXPECT_EQ(s.error_code(), grpc::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_LT(s.error_message().size(), 4096u);
+}
+
+TEST_F(ReliabilityTest, OverLimitWorkloadsAreRefusedBeforeAnyWork) {
+  for (const char* workload : {"larson", "allocation_delayed"}) {
+    v1::BenchmarkRequest request;
+    request.set_workload(workload);
+    request.set_workload_size(5000000);
+    const double cpu = testing::ProcessCpuSeconds(server_->pid());
+    const auto start = Clock::now();
+    v1::BenchmarkResponse response;
+    const grpc::Status s = Benchmark(request, &response);
+    EXPECT_EQ(s.error_code(), grpc::RESOURCE_EXHAUSTED) << workload;
+    EXPECT_THAT(s.error_message(), HasSubstr("max_benchmark_ops"));
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(5)) << workload;
+    EXPECT_LT(testing::ProcessCpuSeconds(server_->pid()) - cpu, 0.5);
+  }
+}
+
+TEST_F(ReliabilityTest, MemoryIsGivenBackWhenABenchmarkEnds) {
+  v1::PlanResponse warm;
+  v1::PlanRequest small;
+  *small.mutable_graph() = Chain(2, 1024);
+  ASSERT_TRUE(Plan(small, &warm, 20000).ok());
+  const int64_t baseline = testing::ProcessRssBytes(server_->pid());
+  v1::BenchmarkRequest request;
+  *request.mutable_graph() = Chain(2, int64_t{256} << 20);  // 512 MiB live
+  request.add_allocators("bfc");
+  request.add_allocators("static_plan");
+  v1::BenchmarkResponse response;
+  const grpc::Status s = Benchmark(request, &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(response.rows_size(), 2);
+  // The static plan's arena held every byte of both tensors while they
+  // lived; all of it is back with the system now.
+  EXPECT_LT(testing::ProcessRssBytes(server_->pid()) - baseline,
+            int64_t{64} << 20);
+}
+
+TEST_F(ReliabilityTest, ConcurrentBenchmarksEachGetTheirOwnArena) {
+  v1::BenchmarkRequest big;
+  *big.mutable_graph() = Chain(4, int64_t{128} << 20);
+  big.add_allocators("static_plan");
+  v1::BenchmarkRequest small;
+  *small.mutable_graph() = Chain(3, 16384);
+  small.add_allocators("static_plan");
+  grpc::Status big_status;
+  std::thread first([&] {
+    v1::BenchmarkResponse response;
+    big_status = Benchmark(big, &response);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int i = 0; i < 5; ++i) {
+    v1::BenchmarkResponse response;
+    const grpc::Status s = Benchmark(small, &response);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+  }
+  first.join();
+  EXPECT_TRUE(big_status.ok()) << big_status.error_message();
+}
+
+TEST_F(ReliabilityTest, BenchmarkWithMemoryPoolsReplaysEachPool) {
+  v1::BenchmarkRequest request;
+  std::ifstream in(std::string(MEMPLAN_SOURCE_DIR) +
+                   "/examples/transformer_encoder.json");
+  std::string json((std::istreambuf_iterator<char>(in)), {});
+  v1::PlanRequest example;
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(json, &example).ok());
+  *request.mutable_graph() = example.graph();
+  v1::MemoryPool* s = request.mutable_options()->add_memory_pools();
+  s->set_name("s");
+  s->set_capacity_bytes(65536);
+  request.mutable_options()->add_memory_pools()->set_name("d");
+  request.add_allocators("static_plan");
+  v1::BenchmarkResponse response;
+  const grpc::Status status = Benchmark(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_GT(response.rows(0).allocations(), 0);
+}
+
+// A server whose Benchmark calls may take 0.3 s.
+TEST(ReliabilityLimitsTest, TheTimeLimitHoldsForStaticPlanReplays) {
+  testing::ServerProcess server(
+      MEMPLAN_SERVER_PATH,
+      {"--address=127.0.0.1:0", "--metrics_address=", "--worker_threads=1",
+       "--max_benchmark_seconds=0.3"});
+  ASSERT_GT(server.port(), 0) << server.first_line();
+  auto channel = grpc::CreateChannel(server.address(),
+                                     grpc::InsecureChannelCredentials());
+  v1::BenchmarkRequest request;
+  // Eight tensors of 128 MiB written and checked in turn: seconds of work.
+  *request.mutable_graph() = Chain(8, int64_t{128} << 20);
+  request.add_allocators("static_plan");
+  grpc::ClientContext context;
+  v1::BenchmarkResponse response;
+  const auto start = Clock::now();
+  const grpc::Status s =
+      v1::MemoryPlanner::NewStub(channel)->Benchmark(&context, request,
+                                                     &response);
+  EXPECT_EQ(s.error_code(), grpc::DEADLINE_EXCEEDED) << s.error_message();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+  const int status = server.Stop(SIGTERM, 20);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+}  // namespace
+}  // namespace memplan
