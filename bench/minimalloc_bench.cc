@@ -21,7 +21,8 @@
 // --orderings=A,B,... replaces ExactOptions::orderings and
 // zero_slack_orderings (suite and zero_slack).
 // With --runs=R every instance is solved R times and the median time is
-// printed (the answers of repeated runs must agree unless time-bounded).
+// printed; plan marks rows whose runs gave different plans ("runs
+// differ": expected when a time budget, not --effort, ended the search).
 // Every answer is checked by planner::Verify before its row is printed;
 // exit status 1 if any is invalid or (suite, zero_slack) over capacity.
 #include <algorithm>
@@ -324,12 +325,16 @@ int PlanFiles(const Flags& flags) {
     options.effort = flags.effort;
     std::vector<double> times;
     absl::StatusOr<memplan::planner::PlanResult> plan;
+    std::vector<memplan::planner::Offset> first;  // the first run's plan
+    bool same = true;  // every run gave the first run's plan
     for (int run = 0; run < flags.runs; ++run) {
       const absl::Time start = absl::Now();
       plan =
           memplan::planner::PlanBuffers(*problem, options, &workers, nullptr);
       times.push_back(absl::ToDoubleSeconds(absl::Now() - start));
       if (!plan.ok()) break;
+      if (run == 0) first = plan->solution.offsets;
+      same = same && plan->solution.offsets == first;
     }
     if (!plan.ok()) {
       std::fprintf(stderr, "%s: %s\n", file.c_str(),
@@ -341,13 +346,14 @@ int PlanFiles(const Flags& flags) {
         memplan::planner::Verify(*problem, plan->solution);
     bad += valid.ok() ? 0 : 1;
     std::printf(
-        "| %s | %zu | %lld | %lld | %.6f | %s | %s | %.2f | %s |%s\n",
+        "| %s | %zu | %lld | %lld | %.6f | %s | %s | %.2f | %s%s |%s\n",
         std::filesystem::path(file).filename().c_str(), problem->buffers.size(),
         static_cast<long long>(plan->lower_bound),
         static_cast<long long>(plan->solution.arena_size),
         static_cast<double>(plan->solution.arena_size) / plan->lower_bound,
         plan->proven_optimal ? "yes" : "no", plan->strategy.c_str(),
-        Median(times), Stages(*plan).c_str(), valid.ok() ? "" : " INVALID");
+        Median(times), Stages(*plan).c_str(), same ? "" : " (runs differ)",
+        valid.ok() ? "" : " INVALID");
     std::fflush(stdout);
   }
   return bad == 0 ? 0 : 1;
