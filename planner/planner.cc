@@ -344,8 +344,7 @@ absl::StatusOr<MemorySpacePlan> PlanShare(
   sub.problem = SubProblem(problem, share->buffers);
   sub.lower_bound = PaddedLowerBound(sub.problem);
   plan.lower_bound = sub.lower_bound;
-  if (auto s = AssignOffsets(options, workers, cancel, budget, &sub);
-      !s.ok()) {
+  if (auto s = AssignOffsets(options, workers, cancel, budget, &sub); !s.ok()) {
     return s;
   }
   const bool fits =
@@ -365,8 +364,8 @@ absl::StatusOr<MemorySpacePlan> PlanShare(
 }
 
 // Splits the buffers over the memory spaces and plans each on its own.
-absl::Status AssignMemorySpaces(const PlanOptions& options,
-                                WorkerPool* workers, const CancelToken* cancel,
+absl::Status AssignMemorySpaces(const PlanOptions& options, WorkerPool* workers,
+                                const CancelToken* cancel,
                                 const CancelToken* budget, PlanResult* result) {
   if (options.capacity.has_value()) {
     return absl::InvalidArgumentError(
