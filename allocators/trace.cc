@@ -445,9 +445,8 @@ absl::StatusOr<ReplayResult> ReplayStaticPlan(
   int64_t bytes_since_poll = 0;
   for (size_t i = 0; i < trace.events.size(); ++i) {
     // Poll every 1024 events, and after every 16 MiB written or checked.
-    if (MustStop(replay, i) ||
-        (bytes_since_poll >= kStopBytes && replay.should_stop &&
-         replay.should_stop())) {
+    if (MustStop(replay, i) || (bytes_since_poll >= kStopBytes &&
+                                replay.should_stop && replay.should_stop())) {
       return Stopped(i);
     }
     if (bytes_since_poll >= kStopBytes) bytes_since_poll = 0;

@@ -242,7 +242,8 @@ TEST(ReplayStopTest, DynamicReplayStopsAndFreesWhatIsLive) {
   const Trace trace = LarsonWorkload(10000, 64, 16, 4096);
   BfcAllocator bfc(BfcAllocator::Options{});
   int polls = 0;
-  absl::StatusOr<ReplayResult> r = ReplayTrace(trace, bfc, StopAfter(2, &polls));
+  absl::StatusOr<ReplayResult> r =
+      ReplayTrace(trace, bfc, StopAfter(2, &polls));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(polls, 3);  // events 0, 1024, 2048: stopped at the third poll
   EXPECT_EQ(bfc.GetStats().bytes_in_use, 0);

@@ -30,14 +30,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "formats/file_io.h"
+#include "formats/minimalloc_csv.h"
 #include "planner/cancel.h"
 #include "planner/exact_solver.h"
 #include "planner/planner.h"
@@ -78,41 +79,20 @@ struct Instance {
   Bytes capacity = 0;  // from the file name, or the packing's height
 };
 
-// Splits one CSV line at commas.
-std::vector<std::string> SplitCsv(const std::string& line) {
-  std::vector<std::string> cells;
-  std::stringstream in(line);
-  std::string cell;
-  while (std::getline(in, cell, ',')) cells.push_back(cell);
-  return cells;
-}
-
-// Reads a MiniMalloc CSV; columns found by header name. Empty on error.
-// (To be replaced by the formats/ reader when it exists.)
+// Reads a MiniMalloc CSV with the one reader of formats/; the message goes
+// to stderr and the result is empty on error.
 std::optional<Problem> ReadCsv(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  if (!std::getline(in, line)) return std::nullopt;
-  const std::vector<std::string> header = SplitCsv(line);
-  auto column = [&](const std::string& name) {
-    return std::find(header.begin(), header.end(), name) - header.begin();
-  };
-  const size_t id = column("id"), lower = column("lower"),
-               upper = column("upper"), size = column("size");
-  if (std::max({id, lower, upper, size}) >= header.size()) return std::nullopt;
-  Problem problem;
-  while (std::getline(in, line)) {
-    if (line.empty() || line == "\r") continue;
-    const std::vector<std::string> cells = SplitCsv(line);
-    if (cells.size() < header.size()) return std::nullopt;
-    Buffer b;
-    b.name = cells[id];
-    b.start = std::stoll(cells[lower]);
-    b.end = std::stoll(cells[upper]);
-    b.size = std::stoll(cells[size]);
-    problem.buffers.push_back(b);
+  absl::StatusOr<std::string> text =
+      memplan::formats::ReadFile(path, memplan::formats::kDefaultMaxInputBytes);
+  absl::StatusOr<memplan::formats::MinimallocCsv> csv =
+      text.ok()
+          ? memplan::formats::ReadMinimallocCsv(*text, path)
+          : absl::StatusOr<memplan::formats::MinimallocCsv>(text.status());
+  if (!csv.ok()) {
+    std::fprintf(stderr, "%s\n", csv.status().ToString().c_str());
+    return std::nullopt;
   }
-  return problem;
+  return std::move(csv->problem);
 }
 
 // Parses argv; false on a usage error.
@@ -149,7 +129,7 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
     } else if (auto v = value("--seed")) {
       flags.seed = static_cast<uint32_t>(std::stoul(*v));
     } else if (auto v = value("--orderings")) {
-      flags.orderings = SplitCsv(*v);
+      flags.orderings = absl::StrSplit(*v, ',');
     } else if (auto v = value("--cut")) {
       if (*v != "sweep" && *v != "guillotine") return false;
       flags.guillotine = *v == "guillotine";

@@ -8,8 +8,9 @@
 //                                    ../shared/benchmarks/traces (or FILEs)
 //                                    planned by default: buffers, lower
 //                                    bound, arena ratio, median of 3 runs
-//   plan_bench dense [--threads=T] [N...]  long-lifetime generators
-//                                    (LongDenseProblem, StaggeredProblem) at
+//   plan_bench dense [--threads=T] [--generator=NAME] [N...]  long-lifetime
+//                                    generators (LongDenseProblem,
+//                                    StaggeredProblem, or the one named) at
 //                                    N buffers (default 50000 100000 200000)
 //                                    planned by default, median of 3 runs
 //   plan_bench random [INSTANCES]    the random suite: INSTANCES (default
@@ -21,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -131,7 +133,8 @@ int Quality(const std::vector<std::string>& files) {
 
 // Median figures of a few full pipeline runs of one problem.
 struct Timing {
-  double seconds = 0;  // median wall time of a run
+  double seconds = 0;      // median wall time of a run
+  double cpu_seconds = 0;  // median process CPU time of a run
   std::vector<std::pair<std::string, double>> stages;  // median ms each
   int64_t arena = 0;                                   // arena of the last run
   int64_t lower_bound = 0;                             // the plan's lower bound
@@ -144,19 +147,30 @@ double Median(std::vector<double>* values) {
   return (*values)[values->size() / 2];
 }
 
+// CPU time of this process (all threads): on a machine shared with other
+// work, less noisy than wall time.
+double CpuSeconds() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 // Plans `problem` `runs` times with `options` (on `pool`, may be null) and
 // returns the medians; exits on an error (a bug).
 Timing TimePlans(const planner::Problem& problem,
                  const planner::PlanOptions& options, planner::WorkerPool* pool,
                  int runs) {
   Timing timing;
-  std::vector<double> seconds;
+  std::vector<double> seconds, cpu_seconds;
   std::vector<std::pair<std::string, std::vector<double>>> stages;
   for (int run = 0; run < runs; ++run) {
+    planner::Problem copy = problem;  // PlanBuffers takes it by value
     const absl::Time start = absl::Now();
+    const double cpu_start = CpuSeconds();
     absl::StatusOr<planner::PlanResult> r =
-        planner::PlanBuffers(problem, options, pool, nullptr);
+        planner::PlanBuffers(std::move(copy), options, pool, nullptr);
     seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
+    cpu_seconds.push_back(CpuSeconds() - cpu_start);
     if (!r.ok()) {
       std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
       std::exit(1);
@@ -172,6 +186,7 @@ Timing TimePlans(const planner::Problem& problem,
     }
   }
   timing.seconds = Median(&seconds);
+  timing.cpu_seconds = Median(&cpu_seconds);
   for (auto& [stage, ms] : stages)
     timing.stages.push_back({stage, Median(&ms)});
   return timing;
@@ -198,9 +213,9 @@ int Scale(const std::vector<int>& sizes, int threads) {
   // once (pool coloring beside offsets) do, on a pool of `threads`.
   std::unique_ptr<planner::WorkerPool> pool = MakeWorkers(threads);
   std::printf(
-      "| buffers | median seconds (3 runs) | arena / lower bound | "
-      "time ratio to previous | n log n ratio | median stages |\n"
-      "|---|---|---|---|---|---|\n");
+      "| buffers | median seconds (3 runs) | median CPU seconds | arena / "
+      "lower bound | time ratio to previous | n log n ratio | median stages "
+      "|\n|---|---|---|---|---|---|---|\n");
   double previous = 0;
   int previous_n = 0;
   planner::PlanOptions options;
@@ -214,9 +229,9 @@ int Scale(const std::vector<int>& sizes, int threads) {
       nlogn = absl::StrFormat(
           "%.1fx", (n * std::log2(n)) / (previous_n * std::log2(previous_n)));
     }
-    std::printf("| %d | %.3f | %.3f | %s | %s | %s |\n", n, t.seconds,
-                static_cast<double>(t.arena) / t.lower_bound, ratio.c_str(),
-                nlogn.c_str(), StageList(t).c_str());
+    std::printf("| %d | %.3f | %.3f | %.3f | %s | %s | %s |\n", n, t.seconds,
+                t.cpu_seconds, static_cast<double>(t.arena) / t.lower_bound,
+                ratio.c_str(), nlogn.c_str(), StageList(t).c_str());
     std::fflush(stdout);
     previous = t.seconds;
     previous_n = n;
@@ -242,7 +257,8 @@ int Traces(std::vector<std::string> files, int threads) {
   std::unique_ptr<planner::WorkerPool> pool = MakeWorkers(threads);
   std::printf(
       "| trace | buffers | lower bound | arena / lower bound | median seconds "
-      "(3 runs) | winner | median stages |\n|---|---|---|---|---|---|---|\n");
+      "(3 runs) | median CPU seconds | winner | median stages |\n"
+      "|---|---|---|---|---|---|---|---|\n");
   for (const std::string& file : files) {
     absl::StatusOr<PlanInput> input = ReadPlanInput(file);
     if (!input.ok() || !input->buffers.has_value()) {
@@ -250,19 +266,19 @@ int Traces(std::vector<std::string> files, int threads) {
       return 1;
     }
     const Timing t = TimePlans(*input->buffers, input->options, pool.get(), 3);
-    std::printf("| %s | %zu | %lld | %.4f | %.3f | %s | %s |\n",
+    std::printf("| %s | %zu | %lld | %.4f | %.3f | %.3f | %s | %s |\n",
                 file.substr(file.rfind('/') + 1).c_str(),
                 input->buffers->buffers.size(),
                 static_cast<long long>(t.lower_bound),
                 static_cast<double>(t.arena) / t.lower_bound, t.seconds,
-                t.strategy.c_str(), StageList(t).c_str());
+                t.cpu_seconds, t.strategy.c_str(), StageList(t).c_str());
     std::fflush(stdout);
   }
   return 0;
 }
 
 // The long-lifetime generators planned by default, median of 3 runs.
-int Dense(std::vector<int> sizes, int threads) {
+int Dense(std::vector<int> sizes, int threads, const std::string& only) {
   if (sizes.empty()) sizes = {50000, 100000, 200000};
   std::unique_ptr<planner::WorkerPool> pool = MakeWorkers(threads);
   using Generator = planner::Problem (*)(int, uint32_t, planner::Bytes);
@@ -271,14 +287,15 @@ int Dense(std::vector<int> sizes, int threads) {
       {"StaggeredProblem", &planner::testing::StaggeredProblem}};
   std::printf(
       "| generator | buffers | arena / lower bound | median seconds (3 runs) "
-      "| median stages |\n|---|---|---|---|---|\n");
+      "| median CPU seconds | median stages |\n|---|---|---|---|---|---|\n");
   for (const auto& [name, generate] : generators) {
+    if (!only.empty() && only != name) continue;
     for (int n : sizes) {
       const planner::Problem problem = generate(n, 1, 64);
       const Timing t = TimePlans(problem, {}, pool.get(), 3);
-      std::printf("| %s | %d | %.4f | %.3f | %s |\n", name, n,
+      std::printf("| %s | %d | %.4f | %.3f | %.3f | %s |\n", name, n,
                   static_cast<double>(t.arena) / t.lower_bound, t.seconds,
-                  StageList(t).c_str());
+                  t.cpu_seconds, StageList(t).c_str());
       std::fflush(stdout);
     }
   }
@@ -372,10 +389,13 @@ int main(int argc, char** argv) {
   // Sizes or files, and --threads=T (workers; 0, the default: one core).
   std::vector<std::string> args;
   int threads = 0;
+  std::string generator;  // dense: only this generator
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--threads=", 0) == 0) {
       threads = std::atoi(arg.c_str() + 10);
+    } else if (arg.rfind("--generator=", 0) == 0) {
+      generator = arg.substr(12);
     } else {
       args.push_back(arg);
     }
@@ -387,7 +407,7 @@ int main(int argc, char** argv) {
     return memplan::Scale(sizes, threads);
   }
   if (mode == "traces") return memplan::Traces(args, threads);
-  if (mode == "dense") return memplan::Dense(sizes, threads);
+  if (mode == "dense") return memplan::Dense(sizes, threads, generator);
   if (mode == "random") {
     return memplan::RandomSuite(argc > 2 ? std::atoi(argv[2]) : 50);
   }
@@ -395,7 +415,8 @@ int main(int argc, char** argv) {
                "usage: plan_bench quality FILE...\n"
                "       plan_bench scale [--threads=T] [N...]\n"
                "       plan_bench traces [--threads=T] [FILE...]\n"
-               "       plan_bench dense [--threads=T] [N...]\n"
+               "       plan_bench dense [--threads=T] [--generator=NAME] "
+               "[N...]\n"
                "       plan_bench random [INSTANCES]\n");
   return 64;
 }

@@ -57,9 +57,8 @@ absl::StatusOr<ModelSummary> SummarizeModel(Format format,
                                             absl::string_view bytes,
                                             absl::string_view name) {
   if (format == Format::kTflite) return SummarizeTflite(bytes, name);
-  (void)bytes;
-  return Invalid(name, ": describing ", FormatName(format),
-                 " models is not built in yet");
+  if (format == Format::kOnnx) return SummarizeOnnx(bytes, name);
+  return Invalid(name, ": ", FormatName(format), " is not a model format");
 }
 
 absl::StatusOr<ImportedModel> ImportModelFile(const v1::ModelFile& model) {

@@ -65,7 +65,7 @@ struct ImportedModel {
 // One graph input or output of a model, as `memplan inspect` shows it.
 struct ValueSummary {
   std::string name;
-  std::string element_type;       // e.g. "float32", "int8", "float16"
+  std::string element_type;  // e.g. "float32", "int8", "float16"
   // Per dim: its value ("1"), its symbolic name ("batch"), or "?" when the
   // model gives neither.
   std::vector<std::string> dims;
@@ -74,15 +74,15 @@ struct ValueSummary {
 
 // What a model holds, without planning it (`memplan inspect`).
 struct ModelSummary {
-  Format format = Format::kOnnx;  // what was read
-  std::string producer;           // e.g. "pytorch 2.1", "TOCO Converted."
-  std::string version;            // e.g. "opset 17", "schema 3"
-  int64_t subgraphs = 1;          // graphs holding ops (main one included)
+  Format format = Format::kOnnx;      // what was read
+  std::string producer;               // e.g. "pytorch 2.1", "TOCO Converted."
+  std::string version;                // e.g. "opset 17", "schema 3"
+  int64_t subgraphs = 1;              // graphs holding ops (main one included)
   std::vector<ValueSummary> inputs;   // of the main graph
   std::vector<ValueSummary> outputs;  // of the main graph
-  std::vector<std::string> symbolic_dims;  // every name --dim can set
-  int64_t weight_bytes = 0;  // constants kept in the model
-  int64_t ops = 0;           // nodes/operators over all graphs
+  std::vector<std::string> symbolic_dims;   // every name --dim can set
+  int64_t weight_bytes = 0;                 // constants kept in the model
+  int64_t ops = 0;                          // nodes/operators over all graphs
   std::map<std::string, int64_t> op_types;  // op type -> count
 };
 

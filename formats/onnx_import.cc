@@ -1,7 +1,9 @@
 #include "formats/onnx_import.h"
 
 #include <algorithm>
+#include <cctype>
 #include <exception>
+#include <map>
 #include <optional>
 #include <set>
 #include <utility>
@@ -10,10 +12,9 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
+#include "formats/onnx_shapes.h"
 #include "onnx/defs/schema.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/shape_inference/implementation.h"
@@ -25,51 +26,30 @@ namespace {
 // keeps this file right for any namespace the library was built with.
 namespace onnx = ::ONNX_NAMESPACE;
 
-// Unknown values listed by name in one error, at most this many.
+// Values, dims or names listed in one message, at most this many.
 constexpr int kMaxListed = 20;
 // Models larger than this are refused before they are read (protobuf's
 // own limit is 2 GiB).
-constexpr std::streamoff kMaxModelBytes = (std::streamoff{1} << 31) - 1;
+constexpr size_t kMaxModelBytes = (size_t{1} << 31) - 1;
+constexpr int kStringType = 8;
+// Op types renamed while ONNX's inference runs (see HideChangedOps).
+constexpr char kHiddenPrefix[] = "memplan.hidden.";
 
 template <typename... Parts>
 absl::Status Invalid(const Parts&... parts) {
   return absl::InvalidArgumentError(absl::StrCat(parts...));
 }
 
-// ONNX element types by TensorProto.DataType number, with bits per element
-// (0: not a fixed-size type). Numbers past BFLOAT16 (16) are newer than some
-// ONNX releases; the fields holding them are plain int32, so they still
-// arrive here.
-struct ElementType {
-  const char* name;  // as in onnx.proto
-  int bits;          // bits per element; 0 for none (strings)
-};
-constexpr ElementType kElementTypes[] = {
-    {"UNDEFINED", 0},      {"FLOAT", 32},     {"UINT8", 8},
-    {"INT8", 8},           {"UINT16", 16},    {"INT16", 16},
-    {"INT32", 32},         {"INT64", 64},     {"STRING", 0},
-    {"BOOL", 8},           {"FLOAT16", 16},   {"DOUBLE", 64},
-    {"UINT32", 32},        {"UINT64", 64},    {"COMPLEX64", 64},
-    {"COMPLEX128", 128},   {"BFLOAT16", 16},  {"FLOAT8E4M3FN", 8},
-    {"FLOAT8E4M3FNUZ", 8}, {"FLOAT8E5M2", 8}, {"FLOAT8E5M2FNUZ", 8},
-    {"UINT4", 4},          {"INT4", 4},       {"FLOAT4E2M1", 4},
-};
-constexpr int kStringType = 8;
-
-// A node as messages name it: its name (or #index) and op.
-std::string NodeLabel(const onnx::NodeProto& node, int index) {
-  std::string op = node.domain().empty() || node.domain() == "ai.onnx"
-                       ? node.op_type()
-                       : absl::StrCat(node.domain(), ".", node.op_type());
-  if (node.name().empty()) return absl::StrCat("node #", index, " (", op, ")");
-  return absl::StrCat("node '", node.name(), "' (", op, ", #", index, ")");
-}
-
-bool HasSubgraph(const onnx::NodeProto& node) {
-  for (const onnx::AttributeProto& a : node.attribute()) {
-    if (a.has_g() || a.graphs_size() > 0) return true;
+// "a, b, c, and 4 more" from a sorted list.
+std::string ListSome(const std::vector<std::string>& names) {
+  std::vector<std::string> shown(
+      names.begin(),
+      names.begin() + std::min<size_t>(names.size(), kMaxListed));
+  std::string out = absl::StrJoin(shown, ", ");
+  if (names.size() > shown.size()) {
+    absl::StrAppend(&out, ", and ", names.size() - shown.size(), " more");
   }
-  return false;
+  return out;
 }
 
 // Parses the bytes; protobuf accepts some garbage, so a model also needs a
@@ -77,7 +57,7 @@ bool HasSubgraph(const onnx::NodeProto& node) {
 absl::StatusOr<onnx::ModelProto> ParseModel(absl::string_view bytes,
                                             absl::string_view name) {
   onnx::ModelProto model;
-  if (bytes.size() > static_cast<size_t>(kMaxModelBytes) ||
+  if (bytes.size() > kMaxModelBytes ||
       !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return Invalid(name,
                    ": not an ONNX model, or truncated: it does not parse as "
@@ -90,87 +70,174 @@ absl::StatusOr<onnx::ModelProto> ParseModel(absl::string_view bytes,
   return model;
 }
 
-// --- Overrides applied before shape inference -----------------------------
-
-// Replaces symbolic dims named in `dims` by their values in one type.
-void SetNamedDims(const std::map<std::string, int64_t>& dims,
-                  onnx::TypeProto* type, std::set<std::string>* used) {
-  if (!type->has_tensor_type() || !type->tensor_type().has_shape()) return;
-  for (onnx::TensorShapeProto::Dimension& d :
-       *type->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
-    if (!d.has_dim_param()) continue;
-    auto it = dims.find(d.dim_param());
-    if (it == dims.end()) continue;
-    used->insert(it->first);
-    d.set_dim_value(it->second);
+// Calls f(graph) for the main graph and every subgraph, outer first.
+template <typename F>
+void ForEachGraph(const onnx::GraphProto& g, const F& f) {
+  f(g);
+  for (const onnx::NodeProto& n : g.node()) {
+    for (const onnx::AttributeProto& a : n.attribute()) {
+      if (a.has_g()) ForEachGraph(a.g(), f);
+      for (const onnx::GraphProto& s : a.graphs()) ForEachGraph(s, f);
+    }
   }
 }
 
-// Applies --dim to every declared type of the main graph, so that
-// inference propagates values instead of symbols.
-void ApplyDims(const ModelOptions& options, onnx::GraphProto* g,
-               std::vector<std::string>* warnings) {
-  std::set<std::string> used;
-  for (auto* list :
-       {g->mutable_input(), g->mutable_output(), g->mutable_value_info()}) {
-    for (onnx::ValueInfoProto& vi : *list) {
-      SetNamedDims(options.dims, vi.mutable_type(), &used);
+template <typename F>
+void ForEachMutableGraph(onnx::GraphProto* g, const F& f) {
+  f(g);
+  for (onnx::NodeProto& n : *g->mutable_node()) {
+    for (onnx::AttributeProto& a : *n.mutable_attribute()) {
+      if (a.has_g()) ForEachMutableGraph(a.mutable_g(), f);
+      for (onnx::GraphProto& s : *a.mutable_graphs()) {
+        ForEachMutableGraph(&s, f);
+      }
     }
   }
+}
+
+// Clears the data of tensors too large for the evaluation to read (it
+// folds tensors of at most kMaxOnnxContent elements): only their shapes
+// matter, and the model is copied and walked several times.
+void DropBulkData(onnx::ModelProto* model) {
+  auto drop = [](onnx::TensorProto* t) {
+    int64_t n = 1;
+    for (int64_t d : t->dims()) {
+      if (d < 0 || __builtin_mul_overflow(n, d, &n)) return;
+    }
+    if (n <= kMaxOnnxContent) return;
+    t->clear_raw_data();
+    t->clear_float_data();
+    t->clear_int32_data();
+    t->clear_int64_data();
+    t->clear_double_data();
+    t->clear_uint64_data();
+    t->clear_string_data();
+  };
+  ForEachMutableGraph(model->mutable_graph(), [&](onnx::GraphProto* g) {
+    for (onnx::TensorProto& t : *g->mutable_initializer()) drop(&t);
+    for (onnx::NodeProto& n : *g->mutable_node()) {
+      for (onnx::AttributeProto& a : *n.mutable_attribute()) {
+        if (a.has_t()) drop(a.mutable_t());
+      }
+    }
+  });
+}
+
+// --- Flags checked against the model
+// -------------------------------------------
+
+// Named dims declared on the main graph's inputs, outputs and value_info.
+std::set<std::string> DeclaredDims(const onnx::GraphProto& g) {
+  std::set<std::string> dims;
+  for (const auto* list : {&g.input(), &g.output(), &g.value_info()}) {
+    for (const onnx::ValueInfoProto& vi : *list) {
+      for (const auto& d : vi.type().tensor_type().shape().dim()) {
+        if (d.has_dim_param() && !d.dim_param().empty()) {
+          dims.insert(d.dim_param());
+        }
+      }
+    }
+  }
+  return dims;
+}
+
+// --dim names must be the model's; the error lists them.
+absl::Status CheckDimNames(const ModelOptions& options,
+                           const onnx::GraphProto& g) {
+  const std::set<std::string> declared = DeclaredDims(g);
+  std::vector<std::string> unknown;
   for (const auto& [dim, value] : options.dims) {
-    if (!used.count(dim)) {
-      warnings->push_back(absl::StrCat("--dim ", dim, "=", value,
-                                       ": no input or output has a dim named '",
-                                       dim, "'"));
-    }
+    if (declared.count(dim) == 0) unknown.push_back(dim.substr(0, 64));
   }
+  if (unknown.empty()) return absl::OkStatus();
+  const std::vector<std::string> valid(declared.begin(), declared.end());
+  return Invalid("--dim ", absl::StrJoin(unknown, ", "),
+                 ": the model has no dim of that name; ",
+                 valid.empty() ? "it has no named dims"
+                               : "its named dims are: " + ListSome(valid));
 }
 
-// The declared entry for `name` (an input, output or value_info), or null.
-onnx::ValueInfoProto* FindDeclared(onnx::GraphProto* g,
-                                   const std::string& name) {
-  for (auto* list :
-       {g->mutable_input(), g->mutable_output(), g->mutable_value_info()}) {
-    for (onnx::ValueInfoProto& vi : *list) {
-      if (vi.name() == name) return &vi;
-    }
-  }
-  return nullptr;
-}
-
-// Every value name of the main graph: inputs, initializers, node outputs.
-absl::flat_hash_set<std::string> MainValueNames(const onnx::GraphProto& g) {
+// Every value name in the model: inputs, initializers, node outputs.
+absl::flat_hash_set<std::string> AllValueNames(const onnx::GraphProto& g) {
   absl::flat_hash_set<std::string> names;
-  for (const auto& vi : g.input()) names.insert(vi.name());
-  for (const auto& t : g.initializer()) names.insert(t.name());
-  for (const auto& n : g.node()) {
-    for (const std::string& o : n.output()) {
-      if (!o.empty()) names.insert(o);
+  ForEachGraph(g, [&](const onnx::GraphProto& s) {
+    for (const auto& vi : s.input()) names.insert(vi.name());
+    for (const auto& t : s.initializer()) names.insert(t.name());
+    for (const auto& n : s.node()) {
+      for (const std::string& o : n.output()) {
+        if (!o.empty()) names.insert(o);
+      }
     }
-  }
+  });
   return names;
 }
 
-// Applies --input: the whole shape of a value, declared if it was not.
-absl::Status ApplyShapes(const ModelOptions& options,
-                         onnx::GraphProto* g) {
-  absl::flat_hash_set<std::string> names = MainValueNames(*g);
+// --input names must be values of the model, not initializers.
+absl::Status CheckShapeNames(const ModelOptions& options,
+                             const onnx::GraphProto& g) {
+  if (options.shapes.empty()) return absl::OkStatus();
+  const absl::flat_hash_set<std::string> names = AllValueNames(g);
   absl::flat_hash_set<std::string> initializers;
-  for (const auto& t : g->initializer()) initializers.insert(t.name());
+  ForEachGraph(g, [&](const onnx::GraphProto& s) {
+    for (const auto& t : s.initializer()) initializers.insert(t.name());
+  });
+  std::vector<std::string> inputs;
+  for (const auto& vi : g.input()) {
+    if (!initializers.contains(vi.name())) inputs.push_back(vi.name());
+  }
   for (const auto& [name, shape] : options.shapes) {
     if (!names.contains(name)) {
-      return Invalid("--input ", name, ": the model has no value named '", name,
-                     "'");
+      return Invalid("--input ", name.substr(0, 64),
+                     ": the model has no value named '", name.substr(0, 64),
+                     "'; its graph inputs are: ", ListSome(inputs),
+                     " (any value's name is accepted)");
     }
     if (initializers.contains(name)) {
       return Invalid("--input ", name, ": '", name,
                      "' is an initializer; its shape is fixed by the model");
     }
-    onnx::ValueInfoProto* vi = FindDeclared(g, name);
-    if (vi == nullptr) {
-      vi = g->add_value_info();
-      vi->set_name(name);
+  }
+  return absl::OkStatus();
+}
+
+// --- Overrides applied before ONNX's inference
+// ---------------------------------
+
+// Replaces symbolic dims named in `dims` by their values in one type.
+void SetNamedDims(const std::map<std::string, int64_t>& dims,
+                  onnx::TypeProto* type) {
+  if (!type->has_tensor_type() || !type->tensor_type().has_shape()) return;
+  for (onnx::TensorShapeProto::Dimension& d :
+       *type->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
+    if (!d.has_dim_param()) continue;
+    auto it = dims.find(d.dim_param());
+    if (it != dims.end()) d.set_dim_value(it->second);
+  }
+}
+
+// Applies --dim to every declared type of the main graph, so that ONNX's
+// inference propagates values instead of symbols.
+void ApplyDims(const ModelOptions& options, onnx::GraphProto* g) {
+  for (auto* list :
+       {g->mutable_input(), g->mutable_output(), g->mutable_value_info()}) {
+    for (onnx::ValueInfoProto& vi : *list) {
+      SetNamedDims(options.dims, vi.mutable_type());
     }
+  }
+}
+
+// Applies --input to the declared types of main-graph values (the
+// evaluation applies it everywhere).
+absl::Status ApplyShapes(const ModelOptions& options, onnx::GraphProto* g) {
+  for (const auto& [name, shape] : options.shapes) {
+    onnx::ValueInfoProto* vi = nullptr;
+    for (auto* list :
+         {g->mutable_input(), g->mutable_output(), g->mutable_value_info()}) {
+      for (onnx::ValueInfoProto& v : *list) {
+        if (v.name() == name) vi = &v;
+      }
+    }
+    if (vi == nullptr) continue;  // a node output only: the evaluation sets it
     onnx::TypeProto::Tensor* t = vi->mutable_type()->mutable_tensor_type();
     if (t->has_shape() &&
         t->shape().dim_size() != static_cast<int>(shape.size())) {
@@ -196,7 +263,8 @@ void DefaultUnnamedDims(onnx::GraphProto* g,
     auto* dims = vi.mutable_type()->mutable_tensor_type()->mutable_shape();
     for (int i = 0; i < dims->dim_size(); ++i) {
       onnx::TensorShapeProto::Dimension* d = dims->mutable_dim(i);
-      if (d->has_dim_value() || d->has_dim_param()) continue;
+      if (d->has_dim_value() && d->dim_value() >= 0) continue;
+      if (d->has_dim_param() && !d->dim_param().empty()) continue;
       d->set_dim_value(1);
       warnings->push_back(
           absl::StrCat("graph input '", vi.name(), "': dim ", i,
@@ -206,10 +274,43 @@ void DefaultUnnamedDims(onnx::GraphProto* g,
   }
 }
 
+// --- ONNX's inference
+// ---------------------------------------------------------
+
+// The model's opset of the default domain, or -1.
+int DefaultOpset(const onnx::ModelProto& model) {
+  int version = -1;
+  for (const onnx::OperatorSetIdProto& o : model.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") {
+      version = static_cast<int>(o.version());
+    }
+  }
+  return version;
+}
+
+// Renames ops whose shapes changed after the opsets ONNX 1.12 knows, so its
+// inference leaves them to memplan's rules instead of applying an older
+// schema (ReduceMean-13 would reduce every axis of a ReduceMean-18).
+void HideChangedOps(onnx::ModelProto* model, bool hide) {
+  const int opset = DefaultOpset(*model);
+  if (opset <= OnnxNewestKnownOpset()) return;
+  ForEachMutableGraph(model->mutable_graph(), [&](onnx::GraphProto* g) {
+    for (onnx::NodeProto& n : *g->mutable_node()) {
+      if (!(n.domain().empty() || n.domain() == "ai.onnx")) continue;
+      if (hide && OnnxOpChangedAfterKnownOpsets(n.op_type(), opset)) {
+        n.set_op_type(kHiddenPrefix + n.op_type());
+      } else if (!hide && absl::StartsWith(n.op_type(), kHiddenPrefix)) {
+        n.set_op_type(n.op_type().substr(sizeof(kHiddenPrefix) - 1));
+      }
+    }
+  });
+}
+
 // Runs ONNX's shape inference (with data propagation, so shapes computed by
 // Shape/Gather/Concat chains resolve), catching whatever ONNX throws.
 absl::Status InferShapes(onnx::ModelProto* model, absl::string_view name) {
   std::string first_error;
+  HideChangedOps(model, true);
   for (bool data_propagation : {true, false}) {
     onnx::ModelProto attempt = *model;
     try {
@@ -218,6 +319,7 @@ absl::Status InferShapes(onnx::ModelProto* model, absl::string_view name) {
           onnx::ShapeInferenceOptions(/*check_type_val=*/false,
                                       /*strict_mode_val=*/0, data_propagation));
       *model = std::move(attempt);
+      HideChangedOps(model, false);
       return absl::OkStatus();
     } catch (const std::exception& e) {
       if (first_error.empty()) first_error = e.what();
@@ -225,502 +327,352 @@ absl::Status InferShapes(onnx::ModelProto* model, absl::string_view name) {
       if (first_error.empty()) first_error = "unknown exception";
     }
   }
+  HideChangedOps(model, false);
+  if (first_error.size() > 300)
+    first_error = first_error.substr(0, 300) + "...";
   return Invalid(name, ": ONNX shape inference failed: ", first_error);
 }
 
-// --- Sizes ----------------------------------------------------------------
+// Parses, applies the flags and runs ONNX's inference.
+absl::StatusOr<onnx::ModelProto> Prepare(absl::string_view bytes,
+                                         absl::string_view name,
+                                         const ModelOptions& options,
+                                         std::vector<std::string>* warnings) {
+  absl::StatusOr<onnx::ModelProto> model = ParseModel(bytes, name);
+  if (!model.ok()) return model.status();
+  DropBulkData(&*model);
+  onnx::GraphProto* g = model->mutable_graph();
+  if (auto s = CheckDimNames(options, *g); !s.ok()) return s;
+  if (auto s = CheckShapeNames(options, *g); !s.ok()) return s;
+  ApplyDims(options, g);
+  if (auto s = ApplyShapes(options, g); !s.ok()) return s;
+  DefaultUnnamedDims(g, warnings);
+  if (auto s = InferShapes(&*model, name); !s.ok()) return s;
+  return model;
+}
 
-// A size, or why it is not known.
+// --- Sizes
+// ---------------------------------------------------------------------
+
+// A value's bytes, or why they are not known.
 struct Size {
   std::optional<int64_t> bytes;  // set when known
-  std::string unknown_reason;    // why not, when not
-  std::string missing_dim;       // the symbolic dim lacking a value, if any
+  std::string reason;            // why not, when not
 };
 
-// The bytes of a value of type `type`; INVALID_ARGUMENT for types memplan
-// cannot plan at all (strings, sequences, maps).
-absl::StatusOr<Size> SizeOfType(const std::string& name,
-                                const onnx::TypeProto* type,
-                                const ModelOptions& options) {
-  if (type == nullptr || type->value_case() == onnx::TypeProto::VALUE_NOT_SET) {
-    return Size{std::nullopt, "no type", ""};
-  }
-  if (!type->has_tensor_type()) {
-    return Invalid("value '", name,
+// Sizes one value; INVALID_ARGUMENT for what memplan cannot plan at all.
+absl::StatusOr<Size> SizeOf(const OnnxEvaluation& e, const OnnxValue& v) {
+  const std::string from =
+      v.origin.empty() ? "" : absl::StrCat(", from ", v.origin);
+  const std::string why = v.why_unknown.empty() ? "" : ": " + v.why_unknown;
+  if (!v.tensor) {
+    return Invalid("value '", v.name,
                    "' is not a dense tensor (a sequence, map, optional or "
                    "sparse tensor): memplan plans tensors only");
   }
-  const onnx::TypeProto::Tensor& t = type->tensor_type();
-  if (t.elem_type() == kStringType) {
-    return Invalid("value '", name,
+  if (v.elem_type == kStringType) {
+    return Invalid("value '", v.name,
                    "' holds strings, whose size depends on their data: "
                    "memplan cannot plan string tensors");
   }
-  if (t.elem_type() == 0) {
-    return Size{std::nullopt, "element type unknown", ""};
-  }
-  if (!t.has_shape()) return Size{std::nullopt, "rank unknown", ""};
+  if (v.elem_type == 0) return Size{std::nullopt, "no type" + from + why};
+  if (!v.has_shape) return Size{std::nullopt, "rank unknown" + from + why};
   std::vector<int64_t> dims;
-  for (int i = 0; i < t.shape().dim_size(); ++i) {
-    const onnx::TensorShapeProto::Dimension& d = t.shape().dim(i);
-    if (d.has_dim_value()) {
-      dims.push_back(d.dim_value());
-    } else if (auto it = options.dims.find(d.dim_param());
-               d.has_dim_param() && it != options.dims.end()) {
-      dims.push_back(it->second);
-    } else {
-      if (!d.has_dim_param()) {
-        return Size{std::nullopt, absl::StrCat("dim ", i, " unknown"), ""};
-      }
-      return Size{std::nullopt, absl::StrCat("dim '", d.dim_param(), "'"),
-                  d.dim_param()};
-    }
-  }
-  absl::StatusOr<int64_t> bytes =
-      OnnxTensorBytes(t.elem_type(), dims, absl::StrCat("value '", name, "'"));
-  if (!bytes.ok()) return bytes.status();
-  return Size{*bytes, "", ""};
-}
-
-// The type of an initializer, from its TensorProto.
-onnx::TypeProto InitializerType(const onnx::TensorProto& t) {
-  onnx::TypeProto type;
-  type.mutable_tensor_type()->set_elem_type(t.data_type());
-  onnx::TensorShapeProto* s = type.mutable_tensor_type()->mutable_shape();
-  for (int64_t d : t.dims()) s->add_dim()->set_dim_value(d);
-  return type;
-}
-
-// The type a subgraph declares or inferred for `name`, or null.
-const onnx::TypeProto* SubgraphType(const onnx::GraphProto& g,
-                                    const std::string& name) {
-  for (const auto* list : {&g.output(), &g.value_info(), &g.input()}) {
-    for (const onnx::ValueInfoProto& vi : *list) {
-      if (vi.name() == name && vi.has_type()) return &vi.type();
-    }
-  }
-  return nullptr;
-}
-
-// --- If outputs ------------------------------------------------------------
-
-// The number of elements of a fully known shape, or nullopt.
-std::optional<int64_t> Elements(const onnx::TypeProto* type,
-                                const ModelOptions& options) {
-  if (type == nullptr || !type->tensor_type().has_shape()) return std::nullopt;
-  int64_t n = 1;
-  for (const auto& d : type->tensor_type().shape().dim()) {
-    int64_t v = -1;
-    if (d.has_dim_value()) v = d.dim_value();
-    if (auto it = options.dims.find(d.dim_param());
-        d.has_dim_param() && it != options.dims.end()) {
-      v = it->second;
-    }
-    if (v < 0 || __builtin_mul_overflow(n, v, &n)) return std::nullopt;
-  }
-  return n;
-}
-
-// The type inferred for main-graph value `name`, or null.
-onnx::ValueInfoProto* InferredInfo(onnx::GraphProto* g,
-                                   const std::string& name) {
-  for (auto* list : {g->mutable_value_info(), g->mutable_output()}) {
-    for (onnx::ValueInfoProto& vi : *list) {
-      if (vi.name() == name) return &vi;
-    }
-  }
-  return nullptr;
-}
-
-// Conservative sizes for If nodes whose branches give outputs of different
-// shapes (inference then leaves dims unknown): declares each such output
-// with the shape of its larger branch, so inference can run again and size
-// what follows. Returns whether anything changed.
-bool DeclareLargerIfBranches(onnx::GraphProto* g,
-                             const ModelOptions& options,
-                             std::vector<std::string>* warnings) {
-  bool changed = false;
-  for (int i = 0; i < g->node_size(); ++i) {
-    const onnx::NodeProto& node = g->node(i);
-    if (node.op_type() != "If" ||
-        !(node.domain().empty() || node.domain() == "ai.onnx")) {
+  for (const SymDim& d : v.dims) {
+    if (d.is_constant()) {
+      dims.push_back(d.constant());
       continue;
     }
-    for (int k = 0; k < node.output_size(); ++k) {
-      if (node.output(k).empty()) continue;
-      onnx::ValueInfoProto* info = InferredInfo(g, node.output(k));
-      if (info != nullptr && Elements(&info->type(), options)) continue;
-      const onnx::TypeProto* larger = nullptr;
-      int64_t most = -1;
-      for (const onnx::AttributeProto& a : node.attribute()) {
-        if (!a.has_g() || k >= a.g().output_size()) continue;
-        const onnx::TypeProto* t = SubgraphType(a.g(), a.g().output(k).name());
-        std::optional<int64_t> n = Elements(t, options);
-        if (!n) {
-          larger = nullptr;
-          break;
-        }
-        if (*n > most) {
-          most = *n;
-          larger = t;
-        }
+    std::vector<std::string> symbols;
+    for (AtomId a : e.table.Leaves(d)) {
+      const DimAtom& atom = e.table.atom(a);
+      if (atom.kind == AtomKind::kSymbol) {
+        symbols.push_back("'" + atom.name + "'");
       }
-      if (larger == nullptr || larger->tensor_type().elem_type() == 0) continue;
-      if (info == nullptr) {
-        info = g->add_value_info();
-        info->set_name(node.output(k));
-      }
-      *info->mutable_type() = *larger;
-      changed = true;
-      warnings->push_back(absl::StrCat(
-          NodeLabel(node, i), ": the branches give '", node.output(k),
-          "' different shapes; planning the larger (", most, " elements)"));
     }
+    if (!symbols.empty()) {
+      return Size{std::nullopt,
+                  absl::StrCat("dim ", absl::StrJoin(symbols, ", "), from)};
+    }
+    for (AtomId a : e.table.Leaves(d)) {
+      const DimAtom& atom = e.table.atom(a);
+      if (atom.kind == AtomKind::kUnknown && !atom.reason.empty()) {
+        return Size{
+            std::nullopt,
+            absl::StrCat(atom.reason,
+                         atom.origin.empty() ? from : ", from " + atom.origin)};
+      }
+    }
+    return Size{std::nullopt, "a dim unknown" + from};
   }
-  return changed;
+  absl::StatusOr<int64_t> bytes =
+      OnnxTensorBytes(v.elem_type, dims, absl::StrCat("value '", v.name, "'"));
+  if (!bytes.ok()) return bytes.status();
+  return Size{*bytes, ""};
 }
 
-// --- Subgraphs ---------------------------------------------------------------
+// --- Building the flattened graph
+// -------------------------------------------------
 
-// Names a subgraph (and the subgraphs inside it) reads from enclosing
-// scopes, in order of first use; counts the values it defines.
-void OuterReferences(const onnx::GraphProto& g, std::vector<std::string>* refs,
-                     absl::flat_hash_set<std::string>* seen, int64_t* values) {
-  absl::flat_hash_set<std::string> local;
-  for (const auto& vi : g.input()) local.insert(vi.name());
-  for (const auto& t : g.initializer()) local.insert(t.name());
-  for (const auto& t : g.sparse_initializer()) local.insert(t.values().name());
-  *values += g.input_size();
-  auto use = [&](const std::string& name) {
-    if (!name.empty() && !local.contains(name) && seen->insert(name).second) {
-      refs->push_back(name);
-    }
-  };
-  for (const onnx::NodeProto& n : g.node()) {
-    for (const std::string& in : n.input()) use(in);
-    for (const onnx::AttributeProto& a : n.attribute()) {
-      std::vector<const onnx::GraphProto*> subs;
-      if (a.has_g()) subs.push_back(&a.g());
-      for (const auto& s : a.graphs()) subs.push_back(&s);
-      for (const onnx::GraphProto* s : subs) {
-        std::vector<std::string> inner;
-        absl::flat_hash_set<std::string> inner_seen;
-        OuterReferences(*s, &inner, &inner_seen, values);
-        for (const std::string& r : inner) use(r);
-      }
-    }
-    for (const std::string& out : n.output()) {
-      if (out.empty()) continue;
-      local.insert(out);
-      ++*values;
-    }
-  }
-  for (const auto& vi : g.output()) use(vi.name());
-}
-
-// --- Building the graph ------------------------------------------------------
-
-// Turns an inferred main graph into a memplan Graph, one pass per concern.
+// Turns an evaluation into a memplan Graph: every value of every run graph
+// a tensor, control flow flattened into enter/body/exit ops (see the header).
 class GraphBuilder {
  public:
-  GraphBuilder(const onnx::ModelProto& model, const ModelOptions& options,
-               absl::string_view name)
-      : g_(model.graph()),
-        opset_imports_(model.opset_import()),
-        options_(options),
-        name_(name) {}
+  GraphBuilder(const OnnxEvaluation& e, absl::string_view name,
+               absl::string_view graph_name)
+      : e_(e), name_(name) {
+    result_.graph.set_name(graph_name.empty() ? std::string(name)
+                                              : std::string(graph_name));
+  }
 
   absl::StatusOr<ImportedModel> Build() {
-    result_.graph.set_name(g_.name().empty() ? name_ : g_.name());
-    if (auto s = IndexProducers(); !s.ok()) return s;
-    if (auto s = CheckOrder(); !s.ok()) return s;
-    IndexTypes();
-    if (auto s = AddTensors(); !s.ok()) return s;
+    if (auto s = AddTensors(*e_.main, /*body=*/false); !s.ok()) return s;
     if (auto s = CheckAllSized(); !s.ok()) return s;
-    AddOps();
-    if (auto s = AddGraphInputsOutputs(); !s.ok()) return s;
-    if (result_.stats.control_flow_nodes > 0) AddControlFlowNote();
-    if (!empty_.empty()) {
-      std::set<std::string> names(empty_.begin(), empty_.end());
-      result_.warnings.push_back(
-          absl::StrCat(names.size(),
-                       " value(s) with zero elements hold no memory and are "
-                       "not planned: ",
-                       absl::StrJoin(names, ", ")));
+    AddOps(*e_.main);
+    for (int id : e_.main->inputs) {
+      if (Planned(id)) result_.graph.add_inputs(names_.at(id));
     }
+    for (int id : e_.main->outputs) {
+      if (Planned(id)) result_.graph.add_outputs(names_.at(id));
+    }
+    AddWarnings();
     result_.stats.tensors = result_.graph.tensors_size();
     result_.stats.ops = result_.graph.ops_size();
     return std::move(result_);
   }
 
  private:
-  // Records which node produces each value; SSA: one producer per value.
-  absl::Status IndexProducers() {
-    for (const auto& t : g_.initializer()) initializers_.insert(t.name());
-    for (const auto& vi : g_.input()) {
-      if (!initializers_.contains(vi.name())) inputs_.insert(vi.name());
-    }
-    for (int i = 0; i < g_.node_size(); ++i) {
-      for (const std::string& out : g_.node(i).output()) {
-        if (out.empty()) continue;
-        if (inputs_.contains(out) || initializers_.contains(out)) {
-          return Invalid(NodeLabel(g_.node(i), i), " writes '", out,
-                         "', which is a graph input or initializer");
-        }
-        auto [it, added] = producer_.emplace(out, i);
-        if (!added) {
-          return Invalid("value '", out, "' is produced twice, by ",
-                         NodeLabel(g_.node(it->second), it->second), " and ",
-                         NodeLabel(g_.node(i), i));
-        }
-      }
-    }
-    return absl::OkStatus();
+  bool Planned(int id) const { return names_.contains(id); }
+
+  // Names a value's tensor: its own name unless taken, else with the path.
+  std::string UniqueName(const OnnxValue& v, const OnnxGraphRun& run) {
+    std::string name = v.name;
+    if (used_names_.contains(name)) name = run.path + "/" + v.name;
+    while (used_names_.contains(name)) name += "_";
+    used_names_.insert(name);
+    return name;
   }
 
-  // Types by name: declared or inferred, initializers from their dims.
-  void IndexTypes() {
-    for (const auto* list : {&g_.input(), &g_.value_info(), &g_.output()}) {
-      for (const onnx::ValueInfoProto& vi : *list) {
-        if (vi.has_type()) types_[vi.name()] = &vi.type();
-      }
-    }
-    for (const onnx::TensorProto& t : g_.initializer()) {
-      initializer_types_.emplace(t.name(), InitializerType(t));
-    }
-    for (const auto& [name, type] : initializer_types_) types_[name] = &type;
-  }
-
-  // Adds one tensor per value: inputs, initializers, then node outputs.
-  absl::Status AddTensors() {
-    for (const auto& vi : g_.input()) {
-      if (inputs_.contains(vi.name())) {
-        if (auto s = AddTensor(vi.name(), -1); !s.ok()) return s;
-      }
-    }
-    for (const auto& t : g_.initializer()) {
-      if (added_.contains(t.name())) continue;  // listed twice
-      if (auto s = AddTensor(t.name(), -1); !s.ok()) return s;
-      if (!empty_.contains(t.name())) ++result_.stats.weights;
-    }
-    for (int i = 0; i < g_.node_size(); ++i) {
-      for (const std::string& out : g_.node(i).output()) {
-        if (out.empty()) continue;
-        if (auto s = AddTensor(out, i); !s.ok()) return s;
-      }
-    }
-    return absl::OkStatus();
-  }
-
-  // Adds one value as a tensor, or notes why its size is unknown.
-  absl::Status AddTensor(const std::string& name, int producer) {
-    added_.insert(name);
-    auto it = types_.find(name);
-    absl::StatusOr<Size> size =
-        SizeOfType(name, it == types_.end() ? nullptr : it->second, options_);
+  // Sizes one value and adds its tensor (or notes why it has none).
+  absl::Status AddTensor(int id, const OnnxGraphRun& run, bool body) {
+    if (seen_.contains(id)) return absl::OkStatus();
+    seen_.insert(id);
+    if (body) ++result_.stats.subgraph_values;
+    const OnnxValue& v = e_.values[id];
+    absl::StatusOr<Size> size = SizeOf(e_, v);
     if (!size.ok()) return size.status();
-    if (!size->bytes.has_value()) {
-      if (!size->missing_dim.empty()) missing_dims_.insert(size->missing_dim);
-      unknown_.push_back(absl::StrCat(
-          name, " (", size->unknown_reason,
-          producer >= 0
-              ? WhyUntyped(producer, it != types_.end() &&
-                                         it->second->value_case() !=
-                                             onnx::TypeProto::VALUE_NOT_SET)
-              : "",
-          ")"));
+    if (!size->bytes) {
+      unknown_.push_back(absl::StrCat(v.name, " (", size->reason, ")"));
+      unknown_ids_.push_back(id);
       return absl::OkStatus();
     }
     if (*size->bytes == 0) {
-      empty_.insert(name);
+      empty_.insert(v.name);
       ++result_.stats.empty_values;
       return absl::OkStatus();
     }
+    const std::string name = UniqueName(v, run);
+    names_[id] = name;
     v1::Tensor* t = result_.graph.add_tensors();
     t->set_name(name);
     t->set_size_bytes(*size->bytes);
+    if (v.constant) {
+      t->set_constant(true);
+      ++result_.stats.weights;
+    }
     return absl::OkStatus();
   }
 
-  // Explains a node output without a type: usually an op ONNX has no
-  // schema for (an unknown domain).
-  std::string WhyUntyped(int producer, bool typed) const {
-    const onnx::NodeProto& node = g_.node(producer);
-    std::string label = NodeLabel(node, producer);
-    if (typed) return absl::StrCat(", from ", label);
-    const std::string domain =
-        node.domain() == "ai.onnx" ? std::string() : node.domain();
-    int version = -1;
-    for (const onnx::OperatorSetIdProto& o : opset_imports_) {
-      if ((o.domain() == "ai.onnx" ? "" : o.domain()) == domain) {
-        version = static_cast<int>(o.version());
+  // Adds the tensors of a run graph, nested runs in place.
+  absl::Status AddTensors(const OnnxGraphRun& run, bool body) {
+    for (const auto* ids : {&run.inputs, &run.initializers}) {
+      for (int id : *ids) {
+        if (auto s = AddTensor(id, run, body); !s.ok()) return s;
       }
     }
-    if (version < 0 || onnx::OpSchemaRegistry::Schema(node.op_type(), version,
-                                                      domain) == nullptr) {
-      return absl::StrCat(", from ", label,
-                          ": ONNX has no schema for this op (unknown op or "
-                          "domain '",
-                          domain, "'), so shape inference gives no type");
+    for (const OnnxNodeRun& nr : run.nodes) {
+      for (const OnnxBodyRun& b : nr.bodies) {
+        if (auto s = AddTensors(*b.run, true); !s.ok()) return s;
+      }
+      for (int id : nr.outputs) {
+        if (id < 0) continue;
+        if (auto s = AddTensor(id, run, body); !s.ok()) return s;
+      }
+      if (!nr.bodies.empty() || !nr.captured.empty()) {
+        ++result_.stats.control_flow_nodes;
+      }
+      result_.stats.subgraphs += static_cast<int64_t>(nr.bodies.size());
+      skipped_values_ += nr.skipped_values;
+      if (nr.skipped_values > 0) ++skipped_nodes_;
     }
-    return absl::StrCat(", from ", label);
+    return absl::OkStatus();
   }
 
-  // Fails listing every value whose size is unknown.
+  // Fails listing every value whose size is unknown, every named dim
+  // without a value, and the nodes whose outputs depend on data.
   absl::Status CheckAllSized() const {
     if (unknown_.empty()) return absl::OkStatus();
-    std::vector<std::string> listed(
-        unknown_.begin(),
-        unknown_.begin() + std::min<size_t>(unknown_.size(), kMaxListed));
-    std::string more =
-        unknown_.size() > listed.size()
-            ? absl::StrCat(", and ", unknown_.size() - listed.size(), " more")
-            : "";
+    std::set<std::string> missing, data_nodes;
+    for (int id : unknown_ids_) {
+      for (const SymDim& d : e_.values[id].dims) {
+        for (AtomId a : e_.table.Leaves(d)) {
+          const DimAtom& atom = e_.table.atom(a);
+          if (atom.kind == AtomKind::kSymbol) missing.insert(atom.name);
+          if (atom.kind == AtomKind::kUnknown && atom.data_dependent &&
+              !atom.origin.empty()) {
+            data_nodes.insert(atom.origin);
+          }
+        }
+      }
+    }
     const std::string dims =
-        missing_dims_.empty()
+        missing.empty() ? ""
+                        : absl::StrCat(" (symbolic dims without a value: ",
+                                       absl::StrJoin(missing, ", "), ")");
+    const std::string data =
+        data_nodes.empty()
             ? ""
-            : absl::StrCat(" (symbolic dims without a value: ",
-                           absl::StrJoin(missing_dims_, ", "), ")");
+            : absl::StrCat("; sizes depending on tensor data come from ",
+                           ListSome({data_nodes.begin(), data_nodes.end()}));
     return Invalid(
         name_, ": the size of ", unknown_.size(),
         " value(s) is unknown after shape inference", dims, ": ",
-        absl::StrJoin(listed, ", "), more,
+        ListSome(unknown_), data,
         ". Set symbolic dims with --dim NAME=VALUE and shapes with --input "
         "NAME=SHAPE (e.g. 1x3x224x224)");
   }
 
-  // Lists what each node reads (with what its subgraphs read from outside),
-  // checking that each value is defined by then: the order is topological.
-  absl::Status CheckOrder() {
-    absl::flat_hash_set<std::string> defined(inputs_.begin(), inputs_.end());
-    defined.insert(initializers_.begin(), initializers_.end());
-    reads_.resize(g_.node_size());
-    for (int i = 0; i < g_.node_size(); ++i) {
-      const onnx::NodeProto& node = g_.node(i);
-      std::vector<std::string> reads(node.input().begin(), node.input().end());
-      if (HasSubgraph(node)) AddOuterReads(node, &reads);
-      absl::flat_hash_set<std::string> listed;
-      for (const std::string& in : reads) {
-        if (in.empty() || !listed.insert(in).second) continue;
-        if (auto s = CheckDefined(node, i, in, defined); !s.ok()) return s;
-        reads_[i].push_back(in);
-      }
-      for (const std::string& out : node.output()) {
-        if (!out.empty()) defined.insert(out);
-      }
+  // Appends planned tensors of `ids` (in order, once) to a list.
+  void AppendPlanned(const std::vector<int>& ids,
+                     google::protobuf::RepeatedPtrField<std::string>* list) {
+    absl::flat_hash_set<std::string>& listed = listed_[list];
+    for (int id : ids) {
+      if (id < 0 || !Planned(id)) continue;
+      const std::string& n = names_.at(id);
+      if (listed.insert(n).second) *list->Add() = n;
     }
-    return absl::OkStatus();
-  }
-
-  // Adds one op per node, reading and writing the planned (non-empty) values.
-  void AddOps() {
-    absl::flat_hash_set<std::string> op_names;
-    for (int i = 0; i < g_.node_size(); ++i) {
-      const onnx::NodeProto& node = g_.node(i);
-      v1::Op* op = result_.graph.add_ops();
-      op->set_name(UniqueOpName(node, i, &op_names));
-      for (const std::string& in : reads_[i]) {
-        if (!empty_.contains(in)) op->add_inputs(in);
-      }
-      for (const std::string& out : node.output()) {
-        if (!out.empty() && !empty_.contains(out)) op->add_outputs(out);
-      }
-    }
-  }
-
-  // Appends what a control-flow node's subgraphs read from the main graph.
-  void AddOuterReads(const onnx::NodeProto& node,
-                     std::vector<std::string>* reads) {
-    ++result_.stats.control_flow_nodes;
-    control_flow_ops_.insert(node.op_type());
-    for (const onnx::AttributeProto& a : node.attribute()) {
-      std::vector<const onnx::GraphProto*> subs;
-      if (a.has_g()) subs.push_back(&a.g());
-      for (const auto& s : a.graphs()) subs.push_back(&s);
-      for (const onnx::GraphProto* s : subs) {
-        std::vector<std::string> refs;
-        absl::flat_hash_set<std::string> seen;
-        OuterReferences(*s, &refs, &seen, &result_.stats.subgraph_values);
-        reads->insert(reads->end(), refs.begin(), refs.end());
-      }
-    }
-  }
-
-  // A value read by node `i` must be an input, initializer or earlier output.
-  absl::Status CheckDefined(
-      const onnx::NodeProto& node, int i, const std::string& name,
-      const absl::flat_hash_set<std::string>& defined) const {
-    if (defined.contains(name)) return absl::OkStatus();
-    auto it = producer_.find(name);
-    if (it == producer_.end()) {
-      return Invalid(NodeLabel(node, i), " reads '", name,
-                     "', which is no graph input, initializer or node output");
-    }
-    return Invalid(NodeLabel(node, i), " reads '", name, "' before ",
-                   NodeLabel(g_.node(it->second), it->second),
-                   " produces it: nodes are not in topological order");
   }
 
   // The node's name, or OpType_index when it has none or repeats one.
-  static std::string UniqueOpName(const onnx::NodeProto& node, int i,
-                                  absl::flat_hash_set<std::string>* used) {
+  std::string OpName(const OnnxGraphRun& run, const OnnxNodeRun& nr) {
+    const onnx::NodeProto& node = run.graph->node(nr.index);
     std::string name = node.name();
-    if (name.empty() || used->contains(name)) {
+    if (name.empty() || used_ops_.contains(name)) {
       name = absl::StrCat(node.name().empty() ? node.op_type() : node.name(),
-                          "_", i);
+                          "_", nr.index);
     }
-    while (used->contains(name)) absl::StrAppend(&name, "_");
-    used->insert(name);
+    if (used_ops_.contains(name) && !run.path.empty()) {
+      name = run.path + "/" + name;
+    }
+    while (used_ops_.contains(name)) absl::StrAppend(&name, "_");
+    used_ops_.insert(name);
     return name;
   }
 
-  // Graph inputs (not initializers) and outputs, which must exist.
-  absl::Status AddGraphInputsOutputs() {
-    for (const auto& vi : g_.input()) {
-      if (inputs_.contains(vi.name()) && !empty_.contains(vi.name())) {
-        result_.graph.add_inputs(vi.name());
-      }
-    }
-    for (const auto& vi : g_.output()) {
-      const std::string& n = vi.name();
-      if (!inputs_.contains(n) && !initializers_.contains(n) &&
-          !producer_.contains(n)) {
-        return Invalid("graph output '", n,
-                       "' is produced by no node (a truncated model?)");
-      }
-      if (!empty_.contains(n)) result_.graph.add_outputs(n);
-    }
-    return absl::OkStatus();
+  v1::Op* NewOp(const std::string& name) {
+    v1::Op* op = result_.graph.add_ops();
+    op->set_name(name);
+    used_ops_.insert(name);
+    return op;
   }
 
-  // Says what is not planned inside control-flow nodes.
-  void AddControlFlowNote() {
-    result_.warnings.push_back(absl::StrCat(
-        result_.stats.control_flow_nodes, " control-flow node(s) (",
-        absl::StrJoin(control_flow_ops_, ", "), "): the ",
-        result_.stats.subgraph_values,
-        " values inside their subgraphs are not planned; outer values "
-        "they read stay alive across the node"));
+  void AddOps(const OnnxGraphRun& run) {
+    for (const OnnxNodeRun& nr : run.nodes) {
+      const std::string name = OpName(run, nr);
+      if (nr.bodies.empty()) {
+        v1::Op* op = NewOp(name);
+        AppendPlanned(nr.inputs, op->mutable_inputs());
+        AppendPlanned(nr.captured, op->mutable_inputs());
+        AppendPlanned(nr.outputs, op->mutable_outputs());
+        continue;
+      }
+      const std::string& type = run.graph->node(nr.index).op_type();
+      if (type == "If") {
+        AddIf(name, nr);
+      } else {
+        AddLoop(name, nr, type == "Scan");
+      }
+    }
   }
 
-  const onnx::GraphProto& g_;  // the main graph, after inference
-  const google::protobuf::RepeatedPtrField<onnx::OperatorSetIdProto>&
-      opset_imports_;                 // the model's opsets
-  const ModelOptions& options_;  // --dim values
-  const std::string name_;            // for messages and the graph's name
-  absl::flat_hash_set<std::string> inputs_;         // graph inputs
-  absl::flat_hash_set<std::string> initializers_;   // weights
-  absl::flat_hash_map<std::string, int> producer_;  // value -> node index
-  absl::flat_hash_map<std::string, const onnx::TypeProto*> types_;  // by name
-  absl::flat_hash_map<std::string, onnx::TypeProto>
-      initializer_types_;                   // built from the initializers' dims
-  absl::flat_hash_set<std::string> added_;  // values seen by AddTensor
-  absl::flat_hash_set<std::string> empty_;  // zero-element values
-  std::vector<std::string> unknown_;        // "name (reason)"
-  std::set<std::string> missing_dims_;      // symbolic dims without a value
-  std::vector<std::vector<std::string>> reads_;  // per node, deduplicated
-  std::set<std::string> control_flow_ops_;       // op types with subgraphs
-  ImportedModel result_;                            // what Build returns
+  // Both branches (or the one that runs) one after the other.
+  void AddIf(const std::string& name, const OnnxNodeRun& nr) {
+    for (size_t b = 0; b < nr.bodies.size(); ++b) {
+      const OnnxGraphRun& body = *nr.bodies[b].run;
+      const std::string prefix = name + "/" + nr.bodies[b].attribute;
+      v1::Op* enter = NewOp(prefix + "/enter");
+      if (b == 0) AppendPlanned({nr.inputs[0]}, enter->mutable_inputs());
+      AppendPlanned(body.captured, enter->mutable_inputs());
+      AddOps(body);
+      v1::Op* exit = NewOp(prefix + "/exit");
+      AppendPlanned(body.outputs, exit->mutable_inputs());
+      AppendPlanned(body.captured, exit->mutable_inputs());
+      if (b + 1 == nr.bodies.size()) {
+        AppendPlanned(nr.outputs, exit->mutable_outputs());
+      }
+    }
+  }
+
+  // One iteration of a Loop or Scan body; carried values, scan inputs and
+  // scan outputs live across all of it.
+  void AddLoop(const std::string& name, const OnnxNodeRun& nr, bool scan) {
+    const OnnxGraphRun& body = *nr.bodies[0].run;
+    const std::string prefix = name + "/" + nr.bodies[0].attribute;
+    const size_t carried = std::min<size_t>(nr.carried, nr.outputs.size());
+    const std::vector<int> final_values(nr.outputs.begin(),
+                                        nr.outputs.begin() + carried);
+    const std::vector<int> scan_outputs(nr.outputs.begin() + carried,
+                                        nr.outputs.end());
+    v1::Op* enter = NewOp(prefix + "/enter");
+    AppendPlanned(nr.inputs, enter->mutable_inputs());
+    AppendPlanned(body.captured, enter->mutable_inputs());
+    AppendPlanned(body.inputs, enter->mutable_outputs());
+    AppendPlanned(scan_outputs, enter->mutable_outputs());
+    AddOps(body);
+    v1::Op* exit = NewOp(prefix + "/exit");
+    AppendPlanned(body.outputs, exit->mutable_inputs());
+    AppendPlanned(body.captured, exit->mutable_inputs());
+    AppendPlanned(body.inputs, exit->mutable_inputs());
+    AppendPlanned(scan_outputs, exit->mutable_inputs());
+    if (scan && carried <= nr.inputs.size()) {
+      AppendPlanned({nr.inputs.begin() + carried, nr.inputs.end()},
+                    exit->mutable_inputs());
+    }
+    AppendPlanned(final_values, exit->mutable_outputs());
+  }
+
+  void AddWarnings() {
+    result_.warnings = e_.warnings;
+    if (skipped_values_ > 0) {
+      result_.warnings.push_back(absl::StrCat(
+          skipped_nodes_,
+          " If node(s) run one branch only with these shapes: the other "
+          "branch's ",
+          skipped_values_, " value(s) are not planned"));
+    }
+    if (!empty_.empty()) {
+      result_.warnings.push_back(
+          absl::StrCat(empty_.size(),
+                       " value(s) with zero elements hold no memory and are "
+                       "not planned: ",
+                       ListSome({empty_.begin(), empty_.end()})));
+    }
+  }
+
+  const OnnxEvaluation& e_;                      // what is flattened
+  const std::string name_;                       // for messages
+  absl::flat_hash_map<int, std::string> names_;  // value id -> tensor name
+  absl::flat_hash_set<int> seen_;                // value ids sized
+  absl::flat_hash_set<std::string> used_names_;  // tensor names taken
+  absl::flat_hash_set<std::string> used_ops_;    // op names taken
+  // Names already in each op's input or output list.
+  absl::flat_hash_map<const void*, absl::flat_hash_set<std::string>> listed_;
+  std::set<std::string> empty_;       // zero-element values
+  std::vector<std::string> unknown_;  // "name (reason)"
+  std::vector<int> unknown_ids_;      // their value ids
+  int64_t skipped_values_ = 0;        // values of If branches that never run
+  int64_t skipped_nodes_ = 0;         // If nodes running one branch
+  ImportedModel result_;              // what Build returns
 };
 
 }  // namespace
@@ -728,13 +680,11 @@ class GraphBuilder {
 absl::StatusOr<int64_t> OnnxTensorBytes(int32_t elem_type,
                                         const std::vector<int64_t>& dims,
                                         absl::string_view what) {
-  constexpr int kTypes = sizeof(kElementTypes) / sizeof(kElementTypes[0]);
   if (elem_type == kStringType) {
     return Invalid(what, " holds strings: memplan cannot plan string tensors");
   }
-  if (elem_type <= 0 || elem_type >= kTypes) {
-    return Invalid(what, " has unknown element type ", elem_type);
-  }
+  const int bits = OnnxElementBits(elem_type);
+  if (bits == 0) return Invalid(what, " has unknown element type ", elem_type);
   int64_t elements = 1;
   for (int64_t d : dims) {
     if (d < 0) return Invalid(what, " has negative dim ", d);
@@ -742,36 +692,190 @@ absl::StatusOr<int64_t> OnnxTensorBytes(int32_t elem_type,
       return Invalid(what, " has more elements than 64 bits count");
     }
   }
-  int64_t bits = 0;
-  if (__builtin_mul_overflow(elements, kElementTypes[elem_type].bits, &bits) ||
-      bits > INT64_MAX - 7) {
+  int64_t total_bits = 0;
+  if (__builtin_mul_overflow(elements, bits, &total_bits) ||
+      total_bits > INT64_MAX - 7) {
     return Invalid(what, " is larger than 64 bits count");
   }
-  return (bits + 7) / 8;
+  return (total_bits + 7) / 8;
 }
 
 absl::StatusOr<ImportedModel> ImportOnnx(absl::string_view bytes,
-                                      absl::string_view name,
-                                      const ModelOptions& options) {
-  absl::StatusOr<onnx::ModelProto> model = ParseModel(bytes, name);
-  if (!model.ok()) return model.status();
+                                         absl::string_view name,
+                                         const ModelOptions& options) {
   std::vector<std::string> warnings;
-  onnx::GraphProto* g = model->mutable_graph();
-  ApplyDims(options, g, &warnings);
-  if (auto s = ApplyShapes(options, g); !s.ok()) return s;
-  DefaultUnnamedDims(g, &warnings);
-  if (auto s = InferShapes(&*model, name); !s.ok()) return s;
-  // InferShapes replaced the model's graph: `g` is stale from here on.
-  if (DeclareLargerIfBranches(model->mutable_graph(), options, &warnings)) {
-    if (auto s = InferShapes(&*model, name); !s.ok()) return s;
-  }
-  GraphBuilder builder(*model, options, name);
+  absl::StatusOr<onnx::ModelProto> model =
+      Prepare(bytes, name, options, &warnings);
+  if (!model.ok()) return model.status();
+  OnnxEvalOptions eval;
+  eval.dims = options.dims;
+  eval.shapes = options.shapes;
+  absl::StatusOr<OnnxEvaluation> e = EvaluateOnnxShapes(*model, eval, name);
+  if (!e.ok()) return e.status();
+  GraphBuilder builder(*e, name, model->graph().name());
   absl::StatusOr<ImportedModel> result = builder.Build();
   if (!result.ok()) return result.status();
   warnings.insert(warnings.end(), result->warnings.begin(),
                   result->warnings.end());
   result->warnings = std::move(warnings);
   return result;
+}
+
+// --- Describing a model
+// ---------------------------------------------------------
+
+namespace {
+
+// A dim as `memplan inspect` shows it: a number, a name or expression, or
+// "?" when it depends on something unknown.
+std::string ShowDim(const DimTable& table, const SymDim& d) {
+  if (d.is_constant()) return absl::StrCat(d.constant());
+  for (AtomId a : table.Leaves(d)) {
+    if (table.atom(a).kind == AtomKind::kUnknown) return "?";
+  }
+  return table.ToString(d);
+}
+
+// A graph input or output from its declared type.
+ValueSummary DeclaredSummary(const onnx::ValueInfoProto& vi) {
+  ValueSummary v;
+  v.name = vi.name();
+  const onnx::TypeProto::Tensor& t = vi.type().tensor_type();
+  v.element_type = OnnxElementTypeName(t.elem_type());
+  std::vector<int64_t> dims;
+  bool numbers = t.has_shape();
+  for (const auto& d : t.shape().dim()) {
+    if (d.has_dim_value() && d.dim_value() >= 0) {
+      v.dims.push_back(absl::StrCat(d.dim_value()));
+      dims.push_back(d.dim_value());
+    } else {
+      v.dims.push_back(
+          d.has_dim_param() && !d.dim_param().empty() ? d.dim_param() : "?");
+      numbers = false;
+    }
+  }
+  if (numbers) {
+    absl::StatusOr<int64_t> bytes =
+        OnnxTensorBytes(t.elem_type(), dims, v.name);
+    if (bytes.ok()) v.bytes = *bytes;
+  }
+  return v;
+}
+
+// Bytes of the data a graph keeps: initializers and Constant nodes.
+int64_t ConstantBytes(const onnx::GraphProto& g) {
+  int64_t total = 0;
+  auto add = [&](int32_t type, const std::vector<int64_t>& dims) {
+    absl::StatusOr<int64_t> b = OnnxTensorBytes(type, dims, "constant");
+    if (b.ok() && *b <= INT64_MAX - total) total += *b;
+  };
+  ForEachGraph(g, [&](const onnx::GraphProto& s) {
+    for (const onnx::TensorProto& t : s.initializer()) {
+      add(t.data_type(), {t.dims().begin(), t.dims().end()});
+    }
+    for (const onnx::NodeProto& n : s.node()) {
+      if (n.op_type() != "Constant") continue;
+      for (const onnx::AttributeProto& a : n.attribute()) {
+        if (a.name() == "value") {
+          add(a.t().data_type(), {a.t().dims().begin(), a.t().dims().end()});
+        } else if (a.name() == "value_float" || a.name() == "value_int") {
+          add(a.name() == "value_int" ? 7 : 1, {});
+        } else if (a.name() == "value_floats" || a.name() == "value_ints") {
+          add(a.name() == "value_ints" ? 7 : 1,
+              {a.name() == "value_ints" ? a.ints_size() : a.floats_size()});
+        }
+      }
+    }
+  });
+  return total;
+}
+
+}  // namespace
+
+namespace {
+
+// A value's summary from what the evaluation knows of it.
+ValueSummary EvaluatedSummary(const OnnxEvaluation& e, const OnnxValue& v) {
+  ValueSummary out;
+  out.name = v.name;
+  out.element_type = OnnxElementTypeName(v.elem_type);
+  std::vector<int64_t> dims;
+  for (const SymDim& d : v.dims) {
+    out.dims.push_back(ShowDim(e.table, d));
+    if (d.is_constant()) dims.push_back(d.constant());
+  }
+  if (dims.size() == v.dims.size()) {
+    absl::StatusOr<int64_t> b = OnnxTensorBytes(v.elem_type, dims, v.name);
+    if (b.ok()) out.bytes = *b;
+  }
+  return out;
+}
+
+// Replaces the declared outputs by what the evaluation gives (symbolic dims
+// kept); leaves them when it cannot run.
+void EvaluateOutputs(const onnx::ModelProto& model, absl::string_view name,
+                     ModelSummary* s) {
+  onnx::ModelProto inferred = model;
+  DropBulkData(&inferred);
+  if (!InferShapes(&inferred, name).ok()) return;
+  absl::StatusOr<OnnxEvaluation> e =
+      EvaluateOnnxShapes(inferred, OnnxEvalOptions(), name);
+  if (!e.ok() || e->main->outputs.size() != s->outputs.size()) return;
+  for (size_t i = 0; i < s->outputs.size(); ++i) {
+    const OnnxValue& v = e->values[e->main->outputs[i]];
+    if (v.has_shape) s->outputs[i] = EvaluatedSummary(*e, v);
+  }
+}
+
+// Graph inputs (not initializers) and outputs as declared, and the named
+// dims of the inputs.
+void DeclaredInputsOutputs(const onnx::GraphProto& g, ModelSummary* s) {
+  absl::flat_hash_set<std::string> initializers;
+  for (const auto& t : g.initializer()) initializers.insert(t.name());
+  for (const onnx::ValueInfoProto& vi : g.input()) {
+    if (!initializers.contains(vi.name())) {
+      s->inputs.push_back(DeclaredSummary(vi));
+    }
+  }
+  for (const onnx::ValueInfoProto& vi : g.output()) {
+    s->outputs.push_back(DeclaredSummary(vi));
+  }
+  std::set<std::string> named;
+  for (const ValueSummary& in : s->inputs) {
+    for (const std::string& d : in.dims) {
+      if (d != "?" && !std::isdigit(static_cast<unsigned char>(d[0]))) {
+        named.insert(d);
+      }
+    }
+  }
+  s->symbolic_dims.assign(named.begin(), named.end());
+}
+
+}  // namespace
+
+absl::StatusOr<ModelSummary> SummarizeOnnx(absl::string_view bytes,
+                                           absl::string_view name) {
+  absl::StatusOr<onnx::ModelProto> model = ParseModel(bytes, name);
+  if (!model.ok()) return model.status();
+  const onnx::GraphProto& g = model->graph();
+  ModelSummary s;
+  s.format = Format::kOnnx;
+  s.producer = std::string(absl::StripAsciiWhitespace(
+      absl::StrCat(model->producer_name(), " ", model->producer_version())));
+  const int opset = DefaultOpset(*model);
+  s.version = opset < 0 ? "no default opset" : absl::StrCat("opset ", opset);
+  DeclaredInputsOutputs(g, &s);
+  s.subgraphs = 0;
+  ForEachGraph(g, [&](const onnx::GraphProto& sub) {
+    ++s.subgraphs;
+    for (const onnx::NodeProto& n : sub.node()) {
+      ++s.ops;
+      ++s.op_types[n.op_type()];
+    }
+  });
+  s.weight_bytes = ConstantBytes(g);
+  EvaluateOutputs(*model, name, &s);
+  return s;
 }
 
 }  // namespace memplan::formats

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "formats/onnx_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
@@ -26,133 +27,20 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
-constexpr int kFloat = onnx::TensorProto::FLOAT;
-constexpr int kInt64 = onnx::TensorProto::INT64;
-constexpr int kBool = onnx::TensorProto::BOOL;
+constexpr int kFloat = kOnnxFloat;
+constexpr int kInt64 = kOnnxInt64;
+constexpr int kBool = kOnnxBool;
 
-// Sets a shape from strings: "4" is a value, "batch" a symbolic dim, "?" a
-// dim with neither.
-void SetShape(onnx::TypeProto* type, int elem,
-              const std::vector<std::string>& dims) {
-  onnx::TypeProto::Tensor* t = type->mutable_tensor_type();
-  t->set_elem_type(elem);
-  onnx::TensorShapeProto* shape = t->mutable_shape();
-  for (const std::string& d : dims) {
-    onnx::TensorShapeProto::Dimension* dim = shape->add_dim();
-    int64_t v = 0;
-    if (absl::SimpleAtoi(d, &v)) {
-      dim->set_dim_value(v);
-    } else if (d != "?") {
-      dim->set_dim_param(d);
-    }
-  }
-}
+using GraphBuilder = OnnxTestGraph;
+using Model = OnnxTestModel;
 
 // A float tensor attribute value of `dims`, all zeros.
 onnx::TensorProto FloatTensor(const std::vector<int64_t>& dims) {
-  onnx::TensorProto t;
-  t.set_data_type(kFloat);
-  int64_t n = 1;
-  for (int64_t d : dims) {
-    t.add_dims(d);
-    n *= d;
-  }
-  for (int64_t i = 0; i < n; ++i) t.add_float_data(0);
-  return t;
+  return OnnxFloatTensor(dims);
 }
 
-// Builds a graph (the main graph or a subgraph) one call per element.
-class GraphBuilder {
- public:
-  explicit GraphBuilder(onnx::GraphProto* g) : g_(g) {}
-
-  GraphBuilder& Input(const std::string& name, int elem,
-                      const std::vector<std::string>& dims) {
-    onnx::ValueInfoProto* vi = g_->add_input();
-    vi->set_name(name);
-    SetShape(vi->mutable_type(), elem, dims);
-    return *this;
-  }
-  GraphBuilder& Output(const std::string& name) {
-    g_->add_output()->set_name(name);
-    return *this;
-  }
-  GraphBuilder& Output(const std::string& name, int elem,
-                       const std::vector<std::string>& dims) {
-    onnx::ValueInfoProto* vi = g_->add_output();
-    vi->set_name(name);
-    SetShape(vi->mutable_type(), elem, dims);
-    return *this;
-  }
-  // An initializer with int64 `values` (shape [n]) or float zeros of
-  // `dims`; `external` puts its data in a file that does not exist.
-  GraphBuilder& Int64Initializer(const std::string& name,
-                                 const std::vector<int64_t>& values) {
-    onnx::TensorProto* t = g_->add_initializer();
-    t->set_name(name);
-    t->set_data_type(kInt64);
-    t->add_dims(static_cast<int64_t>(values.size()));
-    for (int64_t v : values) t->add_int64_data(v);
-    return *this;
-  }
-  GraphBuilder& FloatInitializer(const std::string& name,
-                                 const std::vector<int64_t>& dims,
-                                 bool external = false) {
-    onnx::TensorProto* t = g_->add_initializer();
-    *t = FloatTensor(dims);
-    t->set_name(name);
-    if (external) {
-      t->clear_float_data();
-      t->set_data_location(onnx::TensorProto::EXTERNAL);
-      onnx::StringStringEntryProto* e = t->add_external_data();
-      e->set_key("location");
-      e->set_value("weights_that_do_not_exist.bin");
-    }
-    return *this;
-  }
-  onnx::NodeProto* Node(const std::string& op,
-                        const std::vector<std::string>& inputs,
-                        const std::vector<std::string>& outputs,
-                        const std::string& name = "") {
-    onnx::NodeProto* n = g_->add_node();
-    n->set_op_type(op);
-    n->set_name(name);
-    for (const auto& i : inputs) n->add_input(i);
-    for (const auto& o : outputs) n->add_output(o);
-    return n;
-  }
-  GraphBuilder& Add(const std::string& op,
-                    const std::vector<std::string>& inputs,
-                    const std::vector<std::string>& outputs,
-                    const std::string& name = "") {
-    Node(op, inputs, outputs, name);
-    return *this;
-  }
-
- private:
-  onnx::GraphProto* g_;
-};
-
-// A model with opset 13 of the default domain.
-class Model {
- public:
-  Model() {
-    model_.set_ir_version(8);
-    onnx::OperatorSetIdProto* o = model_.add_opset_import();
-    o->set_domain("");
-    o->set_version(13);
-    model_.mutable_graph()->set_name("test");
-  }
-  GraphBuilder graph() { return GraphBuilder(model_.mutable_graph()); }
-  onnx::ModelProto& proto() { return model_; }
-  std::string Bytes() const { return model_.SerializeAsString(); }
-
- private:
-  onnx::ModelProto model_;
-};
-
 absl::StatusOr<ImportedModel> Import(const Model& model,
-                                  const ModelOptions& options = {}) {
+                                     const ModelOptions& options = {}) {
   return ImportOnnx(model.Bytes(), "test.onnx", options);
 }
 
@@ -337,15 +225,25 @@ TEST(OnnxImportTest, UnnamedDynamicDimIsOneWithAWarning) {
                     HasSubstr("using 1")));
 }
 
-TEST(OnnxImportTest, DimFlagMatchingNothingWarns) {
+TEST(OnnxImportTest, FlagNamesTheModelDoesNotHaveAreErrorsListingValidOnes) {
   Model m;
-  m.graph().Input("x", kFloat, {"4"}).Add("Relu", {"x"}, {"y"}).Output("y");
+  m.graph()
+      .Input("x", kFloat, {"batch", "seq"})
+      .Input("mask", kFloat, {"batch", "seq"})
+      .Add("Add", {"x", "mask"}, {"y"})
+      .Output("y");
   ModelOptions options;
-  options.dims["batchh"] = 2;
-  absl::StatusOr<ImportedModel> in = Import(m, options);
-  ASSERT_TRUE(in.ok()) << in.status();
-  EXPECT_THAT(in->warnings, ElementsAre(HasSubstr("no input or output has a "
-                                                  "dim named 'batchh'")));
+  options.dims["bach"] = 2;
+  options.dims["batch=1;seq"] = 512;  // "--dim 'batch=1;seq=512'"
+  absl::Status s = Import(m, options).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(s), AllOf(HasSubstr("--dim bach, batch=1;seq"),
+                            HasSubstr("its named dims are: batch, seq")));
+  options.dims.clear();
+  options.shapes["inptu"] = {1, 2};
+  EXPECT_THAT(Msg(Import(m, options).status()),
+              AllOf(HasSubstr("--input inptu"),
+                    HasSubstr("its graph inputs are: x, mask")));
 }
 
 TEST(OnnxImportTest, InitializersAreWeightsEvenWithMissingExternalData) {
@@ -379,98 +277,377 @@ TEST(OnnxImportTest, InitializersAreWeightsEvenWithMissingExternalData) {
   EXPECT_EQ(FindAssignment(plan, "x").kind(), "input");
 }
 
-// An If whose branches give different shapes, one of them reading an outer
-// value that no main-graph node reads.
+// An If on a condition that is data (a graph input), whose branches give
+// different shapes, one of them reading an outer value that no main-graph
+// node reads.
 Model IfModel() {
   Model m;
   GraphBuilder g = m.graph();
   g.Input("cond", kBool, {})
       .Input("x", kFloat, {"4"})
       .Add("Relu", {"x"}, {"outer"}, "relu");
-  onnx::NodeProto* node = g.Node("If", {"cond"}, {"z"}, "if");
-  onnx::AttributeProto* then_attr = node->add_attribute();
-  then_attr->set_name("then_branch");
-  then_attr->set_type(onnx::AttributeProto::GRAPH);
-  then_attr->mutable_g()->set_name("then");
-  GraphBuilder(then_attr->mutable_g())
-      .Add("Sigmoid", {"outer"}, {"then_out"})
+  OnnxTestNode node = g.Node("If", {"cond"}, {"z"}, "if");
+  GraphBuilder(node.Graph("then_branch"))
+      .Add("Sigmoid", {"outer"}, {"then_mid"})
+      .Add("Neg", {"then_mid"}, {"then_out"})
       .Output("then_out");
-  onnx::AttributeProto* else_attr = node->add_attribute();
-  else_attr->set_name("else_branch");
-  else_attr->set_type(onnx::AttributeProto::GRAPH);
-  else_attr->mutable_g()->set_name("else");
-  onnx::NodeProto* constant =
-      GraphBuilder(else_attr->mutable_g()).Node("Constant", {}, {"else_out"});
-  onnx::AttributeProto* value = constant->add_attribute();
-  value->set_name("value");
-  value->set_type(onnx::AttributeProto::TENSOR);
-  *value->mutable_t() = FloatTensor({6});
-  else_attr->mutable_g()->add_output()->set_name("else_out");
+  GraphBuilder else_branch(node.Graph("else_branch"));
+  else_branch.Ints("else_pads", {0, 2})
+      .Add("Pad", {"x", "else_pads"}, {"else_out"})
+      .Output("else_out");
   g.Add("Neg", {"z"}, {"y"}, "neg").Output("y");
   return m;
 }
 
-TEST(OnnxImportTest, IfNodeOuterReadsStayAliveAndOutputsTakeTheLargerBranch) {
+// The op names of a graph, in order.
+std::vector<std::string> OpNames(const v1::Graph& g) {
+  std::vector<std::string> names;
+  for (const v1::Op& op : g.ops()) names.push_back(op.name());
+  return names;
+}
+
+TEST(OnnxImportTest, IfOnDataPlansBothBranchesOneAfterTheOther) {
   absl::StatusOr<ImportedModel> in = Import(IfModel());
   ASSERT_TRUE(in.ok()) << in.status();
   const v1::Graph& g = in->graph;
+  EXPECT_THAT(OpNames(g),
+              ElementsAre("relu", "if/then_branch/enter", "Sigmoid_0", "Neg_1",
+                          "if/then_branch/exit", "if/else_branch/enter",
+                          "else_pads", "Pad_1", "if/else_branch/exit", "neg"));
   // Branches give 4 and 6 floats: the output is sized for 6.
-  EXPECT_EQ(Sizes(g)["z"], 24);
-  EXPECT_EQ(Sizes(g)["y"], 24);  // sized from z's declared shape
-  EXPECT_THAT(FindOp(g, "if").inputs(), ElementsAre("cond", "outer"));
+  std::map<std::string, int64_t> sizes = Sizes(g);
+  EXPECT_EQ(sizes["z"], 24);
+  EXPECT_EQ(sizes["y"], 24);
+  EXPECT_EQ(sizes["then_mid"], 16);
+  EXPECT_EQ(sizes["else_out"], 24);
+  EXPECT_THAT(FindOp(g, "if/then_branch/enter").inputs(),
+              ElementsAre("cond", "outer"));
+  EXPECT_THAT(FindOp(g, "if/else_branch/enter").inputs(), ElementsAre("x"));
+  EXPECT_THAT(FindOp(g, "if/then_branch/exit").inputs(),
+              ElementsAre("then_out", "outer"));
+  EXPECT_THAT(FindOp(g, "if/then_branch/exit").outputs(), IsEmpty());
+  EXPECT_THAT(FindOp(g, "if/else_branch/exit").outputs(), ElementsAre("z"));
   EXPECT_EQ(in->stats.control_flow_nodes, 1);
-  EXPECT_EQ(in->stats.subgraph_values, 2);  // then_out, else_out
+  EXPECT_EQ(in->stats.subgraphs, 2);
+  EXPECT_EQ(in->stats.subgraph_values, 4);
   EXPECT_THAT(in->warnings,
               ElementsAre(HasSubstr("node 'if' (If, #1): the branches give 'z' "
                                     "different shapes; planning the larger (6 "
-                                    "elements)"),
-                          AllOf(HasSubstr("1 control-flow node(s) (If)"),
-                                HasSubstr("not planned"))));
+                                    "elements)")));
   v1::PlanResponse plan = Plan(g);
-  const v1::Assignment& outer = FindAssignment(plan, "outer");
-  EXPECT_EQ(outer.last_step(), 1);  // alive through the If (step 1)
-  // z (step 1) cannot share memory with outer, which the If still reads.
-  const v1::Assignment& z = FindAssignment(plan, "z");
-  EXPECT_TRUE(z.offset() >= outer.offset() + outer.size() ||
-              outer.offset() >= z.offset() + z.size());
+  // outer lives until the then branch's exit (step 4) reads it.
+  EXPECT_EQ(FindAssignment(plan, "outer").last_step(), 4);
+  // The else branch's Constant is a weight, kept out of the arena.
+  ASSERT_EQ(plan.unplanned_size(), 1);
+  EXPECT_EQ(plan.unplanned(0).name(), "else_pads");
+  EXPECT_EQ(plan.unplanned(0).kind(), "weight");
+  // The two branches never live at once: they may share memory.
+  const v1::Assignment& a = FindAssignment(plan, "then_mid");
+  const v1::Assignment& b = FindAssignment(plan, "else_out");
+  EXPECT_LT(a.last_step(), b.first_step());
 }
 
-// A Loop with a scan output: its leading dim (the trip count) is unknown.
-Model LoopModel() {
+// An If whose condition comes from shapes: x's batch dim is 1 or not.
+Model ShapeIfModel() {
   Model m;
   GraphBuilder g = m.graph();
-  g.Input("trip", kInt64, {}).Input("cond", kBool, {});
-  onnx::NodeProto* loop = g.Node("Loop", {"trip", "cond"}, {"scan"}, "loop");
-  onnx::AttributeProto* body = loop->add_attribute();
-  body->set_name("body");
-  body->set_type(onnx::AttributeProto::GRAPH);
-  body->mutable_g()->set_name("body");
-  GraphBuilder b(body->mutable_g());
-  b.Input("i", kInt64, {}).Input("c", kBool, {});
-  onnx::NodeProto* constant = b.Node("Constant", {}, {"row"});
-  onnx::AttributeProto* value = constant->add_attribute();
-  value->set_name("value");
-  value->set_type(onnx::AttributeProto::TENSOR);
-  *value->mutable_t() = FloatTensor({2});
-  b.Add("Identity", {"c"}, {"c_out"})
-      .Output("c_out", kBool, {})
-      .Output("row", kFloat, {"2"});
-  g.Output("scan");
+  g.Input("x", kFloat, {"batch", "8"}).Add("Shape", {"x"}, {"shape"});
+  g.Ints("zero", {0}, true).Add("Gather", {"shape", "zero"}, {"b"});
+  g.Ints("one", {1}, true).Add("Equal", {"b", "one"}, {"is_one"});
+  OnnxTestNode node = g.Node("If", {"is_one"}, {"y"}, "squeeze_if");
+  GraphBuilder then_branch(node.Graph("then_branch"));
+  then_branch.Ints("axes", {0}).Add("Squeeze", {"x", "axes"}, {"squeezed"});
+  then_branch.Output("squeezed");
+  GraphBuilder(node.Graph("else_branch"))
+      .Add("Identity", {"x"}, {"same"})
+      .Output("same");
+  g.Output("y");
   return m;
 }
 
-TEST(OnnxImportTest, LoopScanOutputNeedsAShapeThenPlans) {
-  absl::StatusOr<ImportedModel> unknown = Import(LoopModel());
-  ASSERT_FALSE(unknown.ok());
-  EXPECT_THAT(Msg(unknown.status()),
-              AllOf(HasSubstr("1 value(s)"), HasSubstr("scan ("),
-                    HasSubstr("node 'loop'"), HasSubstr("--input")));
+TEST(OnnxImportTest, IfOnShapesPlansTheBranchThatRuns) {
   ModelOptions options;
-  options.shapes["scan"] = {5, 2};
-  absl::StatusOr<ImportedModel> in = Import(LoopModel(), options);
+  options.dims["batch"] = 1;
+  absl::StatusOr<ImportedModel> one = Import(ShapeIfModel(), options);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_THAT(OpNames(one->graph),
+              ElementsAre("Shape_0", "zero", "Gather_2", "one", "Equal_4",
+                          "squeeze_if/then_branch/enter", "axes", "Squeeze_1",
+                          "squeeze_if/then_branch/exit"));
+  EXPECT_EQ(Sizes(one->graph)["y"], 32);
+  EXPECT_THAT(one->warnings,
+              ElementsAre(HasSubstr("1 If node(s) run one branch only with "
+                                    "these shapes: the other branch's 1 "
+                                    "value(s) are not planned")));
+  options.dims["batch"] = 3;
+  absl::StatusOr<ImportedModel> three = Import(ShapeIfModel(), options);
+  ASSERT_TRUE(three.ok()) << three.status();
+  EXPECT_THAT(OpNames(three->graph),
+              ::testing::Contains("squeeze_if/else_branch/exit"));
+  EXPECT_THAT(OpNames(three->graph),
+              Not(::testing::Contains("squeeze_if/then_branch/exit")));
+  EXPECT_EQ(Sizes(three->graph)["y"], 96);
+  EXPECT_GT(Plan(three->graph).arena_size_bytes(), 0);
+}
+
+TEST(OnnxImportTest, AnIfBranchThatCannotRunWithTheseShapesIsLeftOut) {
+  Model m;
+  GraphBuilder g = m.graph();
+  g.Input("sr", kInt64, {}).Input("x", kFloat, {"512"});
+  g.Ints("k", {16000}, true).Add("Equal", {"sr", "k"}, {"is16k"});
+  OnnxTestNode node = g.Node("If", {"is16k"}, {"y"}, "rate");
+  GraphBuilder(node.Graph("then_branch"))
+      .Add("Relu", {"x"}, {"ok"})
+      .Output("ok");
+  GraphBuilder else_branch(node.Graph("else_branch"));
+  else_branch.Ints("shape", {3, -1}).Add("Reshape", {"x", "shape"}, {"bad"});
+  else_branch.Output("bad");
+  g.Output("y");
+  absl::StatusOr<ImportedModel> in = Import(m);
   ASSERT_TRUE(in.ok()) << in.status();
-  EXPECT_EQ(Sizes(in->graph)["scan"], 40);
+  EXPECT_THAT(OpNames(in->graph),
+              Not(::testing::Contains("rate/else_branch/enter")));
+  EXPECT_THAT(in->warnings,
+              ::testing::Contains(AllOf(
+                  HasSubstr("node 'rate' (If, #2): its else_branch cannot run "
+                            "with these shapes"),
+                  HasSubstr("cannot reshape 512 elements"))));
+  EXPECT_EQ(Sizes(in->graph)["y"], 2048);
+}
+
+// A Loop running `trips` times (a Constant), carrying a value and
+// stacking a scan output; its body reads an outer value.
+Model LoopModel(int64_t trips) {
+  Model m;
+  GraphBuilder g = m.graph();
+  g.Input("x", kFloat, {"4"}).Add("Relu", {"x"}, {"outer"}, "relu");
+  g.Ints("m", {trips}, true);
+  g.Node("Constant", {}, {"go"}).Tensor("value", [] {
+    onnx::TensorProto t;
+    t.set_data_type(kBool);
+    t.add_int32_data(1);
+    return t;
+  }());
+  OnnxTestNode loop =
+      g.Node("Loop", {"m", "go", "x"}, {"final", "stack"}, "loop");
+  GraphBuilder b(loop.Graph("body"));
+  b.Input("i", kInt64, {}).Input("c", kBool, {}).Input("v", kFloat, {"4"});
+  b.Add("Add", {"v", "outer"}, {"v_next"});
+  b.Add("Identity", {"c"}, {"c_out"});
+  b.Ints("two", {2, 2}).Add("Reshape", {"v_next", "two"}, {"row2"});
+  b.Output("c_out").Output("v_next").Output("row2");
+  g.Output("final").Output("stack");
+  return m;
+}
+
+TEST(OnnxImportTest, LoopBodyIsPlannedAsOneIterationCarryingItsValues) {
+  absl::StatusOr<ImportedModel> in = Import(LoopModel(5));
+  ASSERT_TRUE(in.ok()) << in.status();
+  const v1::Graph& g = in->graph;
+  std::map<std::string, int64_t> sizes = Sizes(g);
+  EXPECT_EQ(sizes["final"], 16);
+  EXPECT_EQ(sizes["stack"], 5 * 4 * 4);  // trip count x each row2
+  EXPECT_EQ(sizes["i"], 8);
+  EXPECT_EQ(sizes["v"], 16);
+  EXPECT_THAT(FindOp(g, "loop/body/enter").inputs(),
+              ElementsAre("m", "go", "x", "outer"));
+  EXPECT_THAT(FindOp(g, "loop/body/enter").outputs(),
+              ElementsAre("i", "c", "v", "stack"));
+  EXPECT_THAT(FindOp(g, "loop/body/exit").outputs(), ElementsAre("final"));
+  v1::PlanResponse plan = Plan(g);
+  const std::vector<std::string> ops = OpNames(g);
+  const int enter =
+      std::find(ops.begin(), ops.end(), "loop/body/enter") - ops.begin();
+  const int exit =
+      std::find(ops.begin(), ops.end(), "loop/body/exit") - ops.begin();
+  // Carried values and the scan output live across the whole body; the
+  // outer value the body reads too.
+  for (const char* name : {"v", "i", "c"}) {
+    EXPECT_EQ(FindAssignment(plan, name).first_step(), enter) << name;
+    EXPECT_EQ(FindAssignment(plan, name).last_step(), exit) << name;
+  }
+  EXPECT_LE(FindAssignment(plan, "stack").first_step(), enter);
+  EXPECT_GE(FindAssignment(plan, "outer").last_step(), exit);
+  // "m" and "go" are Constants: weights.
+  EXPECT_EQ(plan.unplanned_size(), 3);  // m, go, two
+}
+
+TEST(OnnxImportTest, LoopWithoutAKnownTripCountNeedsAShapeThenPlans) {
+  Model m = LoopModel(5);
+  // The trip count becomes a graph input: data.
+  onnx::GraphProto* g = m.proto().mutable_graph();
+  g->mutable_node(1)->set_op_type("Identity");
+  g->mutable_node(1)->clear_attribute();
+  g->mutable_node(1)->add_input("trip");
+  GraphBuilder(g).Input("trip", kInt64, {});
+  absl::Status s = Import(m).status();
+  EXPECT_THAT(Msg(s),
+              AllOf(HasSubstr("1 value(s)"), HasSubstr("stack ("),
+                    HasSubstr("trip count is computed from data"),
+                    HasSubstr("node 'loop' (Loop, #3)"), HasSubstr("--input")));
+  ModelOptions options;
+  options.shapes["stack"] = {7, 2, 2};
+  absl::StatusOr<ImportedModel> in = Import(m, options);
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_EQ(Sizes(in->graph)["stack"], 112);
   EXPECT_GT(Plan(in->graph).arena_size_bytes(), 0);
+}
+
+TEST(OnnxImportTest, LoopWithAHugeTripCountIsAnErrorNotAnAllocation) {
+  absl::Status s = Import(LoopModel(int64_t{1} << 45)).status();
+  EXPECT_THAT(Msg(s), AllOf(HasSubstr("node 'loop' (Loop"),
+                            HasSubstr("'stack'"), HasSubstr("1 TiB")));
+}
+
+TEST(OnnxImportTest, ScanStatesAndScanOutputs) {
+  Model m(13);
+  GraphBuilder g = m.graph();
+  g.Input("init", kFloat, {"3"}).Input("xs", kFloat, {"steps", "3"});
+  OnnxTestNode scan = g.Node("Scan", {"init", "xs"}, {"last", "ys"}, "scan");
+  scan.Int("num_scan_inputs", 1);
+  GraphBuilder b(scan.Graph("body"));
+  b.Input("state", kFloat, {"3"}).Input("x_t", kFloat, {"3"});
+  b.Add("Add", {"state", "x_t"}, {"sum"});
+  b.Add("Identity", {"sum"}, {"out_t"});
+  b.Output("sum").Output("out_t");
+  g.Output("last").Output("ys");
+  ModelOptions options;
+  options.dims["steps"] = 6;
+  absl::StatusOr<ImportedModel> in = Import(m, options);
+  ASSERT_TRUE(in.ok()) << in.status();
+  std::map<std::string, int64_t> sizes = Sizes(in->graph);
+  EXPECT_EQ(sizes["last"], 12);
+  EXPECT_EQ(sizes["ys"], 6 * 3 * 4);
+  EXPECT_EQ(sizes["x_t"], 12);
+  EXPECT_THAT(FindOp(in->graph, "scan/body/exit").inputs(),
+              ::testing::Contains("xs"));  // scanned all along
+  EXPECT_GT(Plan(in->graph).arena_size_bytes(), 0);
+}
+
+TEST(OnnxImportTest, SubgraphNamesThatClashArePrefixedWithTheirPath) {
+  Model m;
+  GraphBuilder g = m.graph();
+  g.Input("cond", kBool, {}).Input("x", kFloat, {"4"});
+  g.Add("Relu", {"x"}, {"t"}, "relu");
+  OnnxTestNode node = g.Node("If", {"cond"}, {"y"}, "if");
+  // Both branches name their value "t", like the main graph.
+  GraphBuilder(node.Graph("then_branch")).Add("Neg", {"x"}, {"t"}).Output("t");
+  GraphBuilder(node.Graph("else_branch")).Add("Abs", {"x"}, {"t"}).Output("t");
+  g.Add("Add", {"y", "t"}, {"z"}).Output("z");
+  absl::StatusOr<ImportedModel> in = Import(m);
+  ASSERT_TRUE(in.ok()) << in.status();
+  std::map<std::string, int64_t> sizes = Sizes(in->graph);
+  EXPECT_EQ(sizes.count("t"), 1u);
+  EXPECT_EQ(sizes.count("if/then_branch/t"), 1u);
+  EXPECT_EQ(sizes.count("if/else_branch/t"), 1u);
+  EXPECT_THAT(FindOp(in->graph, "Add_2").inputs(), ElementsAre("y", "t"));
+  EXPECT_GT(Plan(in->graph).arena_size_bytes(), 0);
+}
+
+TEST(OnnxImportTest, DeeplyNestedSubgraphsAreAnErrorNamingTheNode) {
+  Model m;
+  GraphBuilder g = m.graph();
+  g.Input("c", kBool, {}).Input("x", kFloat, {"4"});
+  onnx::GraphProto* current = m.proto().mutable_graph();
+  for (int depth = 0; depth < 20; ++depth) {
+    OnnxTestNode n =
+        GraphBuilder(current).Node("If", {"c"}, {"y" + std::to_string(depth)},
+                                   "if" + std::to_string(depth));
+    GraphBuilder(n.Graph("else_branch"))
+        .Add("Identity", {"x"}, {"e" + std::to_string(depth)})
+        .Output("e" + std::to_string(depth));
+    current = n.Graph("then_branch");
+  }
+  GraphBuilder(current).Add("Identity", {"x"}, {"deep"}).Output("deep");
+  // Each then branch outputs its inner If's result.
+  onnx::GraphProto* walk = m.proto().mutable_graph();
+  std::vector<onnx::GraphProto*> thens;
+  for (int depth = 0; depth < 20; ++depth) {
+    onnx::NodeProto* n = walk->mutable_node(walk->node_size() - 1);
+    for (auto& a : *n->mutable_attribute()) {
+      if (a.name() == "then_branch") walk = a.mutable_g();
+    }
+    thens.push_back(walk);
+  }
+  for (int depth = 0; depth + 1 < 20; ++depth) {
+    thens[depth]->add_output()->set_name("y" + std::to_string(depth + 1));
+  }
+  g.Output("y0");
+  absl::Status s = Import(m).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(s), AllOf(HasSubstr("node 'if16' (If"),
+                            HasSubstr("nested more than 16 deep")));
+}
+
+// Weights are initializers, Constant outputs and what is folded from them
+// alone; values computed from shapes are activations.
+TEST(OnnxImportTest, ConstantsAndFoldedValuesAreWeights) {
+  Model m;
+  GraphBuilder g = m.graph();
+  g.Input("x", kFloat, {"2", "8"}).FloatInitializer("w", {8, 8});
+  g.Node("Transpose", {"w"}, {"wt"}).Ints("perm", {1, 0});  // folded
+  g.Node("Constant", {}, {"bias"}).Tensor("value", FloatTensor({8}));
+  g.Node("Cast", {"bias"}, {"bias16"}).Int("to", onnx::TensorProto::FLOAT16);
+  g.Add("Shape", {"x"}, {"shape"});  // depends on the input: not a weight
+  g.Add("MatMul", {"x", "wt"}, {"xw"}).Add("Add", {"xw", "bias"}, {"y"});
+  g.Add("Reshape", {"y", "shape"}, {"z"}).Output("z").Output("bias16");
+  absl::StatusOr<ImportedModel> in = Import(m);
+  ASSERT_TRUE(in.ok()) << in.status();
+  std::map<std::string, bool> constant;
+  for (const v1::Tensor& t : in->graph.tensors())
+    constant[t.name()] = t.constant();
+  EXPECT_TRUE(constant["w"]);
+  EXPECT_TRUE(constant["wt"]);
+  EXPECT_TRUE(constant["bias"]);
+  EXPECT_TRUE(constant["bias16"]);
+  EXPECT_FALSE(constant["shape"]);
+  EXPECT_FALSE(constant["xw"]);
+  EXPECT_EQ(in->stats.weights, 4);
+  v1::PlanResponse plan = Plan(in->graph);
+  // bias16 is a graph output: planned (persistent) although constant.
+  EXPECT_EQ(FindAssignment(plan, "bias16").kind(), "output");
+  EXPECT_EQ(plan.weights_bytes(), 256 + 256 + 32);
+  EXPECT_EQ(FindAssignment(plan, "shape").kind(), "activation");
+}
+
+TEST(OnnxSummaryTest, InputsOutputsDimsWeightsAndOps) {
+  Model m;
+  GraphBuilder g = m.graph();
+  g.Input("x", kFloat, {"batch", "seq", "768"})
+      .Input("mask", kInt64, {"?", "seq"});
+  g.FloatInitializer("w", {768, 64});
+  g.Add("MatMul", {"x", "w"}, {"h"});
+  g.Ints("flat", {-1, 64}).Add("Reshape", {"h", "flat"}, {"y"});
+  g.Output("y").Output("mask");
+  m.proto().set_producer_name("pytorch");
+  m.proto().set_producer_version("2.1");
+  absl::StatusOr<ModelSummary> s = SummarizeOnnx(m.Bytes(), "m.onnx");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->producer, "pytorch 2.1");
+  EXPECT_EQ(s->version, "opset 13");
+  ASSERT_EQ(s->inputs.size(), 2u);
+  EXPECT_EQ(s->inputs[0].name, "x");
+  EXPECT_EQ(s->inputs[0].element_type, "float32");
+  EXPECT_THAT(s->inputs[0].dims, ElementsAre("batch", "seq", "768"));
+  EXPECT_EQ(s->inputs[0].bytes, -1);
+  EXPECT_THAT(s->inputs[1].dims, ElementsAre("?", "seq"));
+  ASSERT_EQ(s->outputs.size(), 2u);
+  EXPECT_THAT(s->outputs[0].dims, ElementsAre("batch*seq", "64"));
+  EXPECT_EQ(s->outputs[1].element_type, "int64");
+  EXPECT_THAT(s->symbolic_dims, ElementsAre("batch", "seq"));
+  EXPECT_EQ(s->weight_bytes, 768 * 64 * 4 + 2 * 8);
+  EXPECT_EQ(s->ops, 3);
+  EXPECT_EQ(s->subgraphs, 1);
+  EXPECT_EQ(s->op_types, (std::map<std::string, int64_t>{
+                             {"Constant", 1}, {"MatMul", 1}, {"Reshape", 1}}));
+  // Subgraphs count, and their ops.
+  absl::StatusOr<ModelSummary> with_if = SummarizeOnnx(IfModel().Bytes(), "if");
+  ASSERT_TRUE(with_if.ok()) << with_if.status();
+  EXPECT_EQ(with_if->subgraphs, 3);
+  EXPECT_EQ(with_if->ops, 7);
+  EXPECT_EQ(with_if->weight_bytes, 16);
+  EXPECT_THAT(Msg(SummarizeOnnx("garbage", "g.onnx").status()),
+              HasSubstr("not an ONNX model"));
 }
 
 TEST(OnnxImportTest, StringTensorsAreRejectedByName) {
@@ -528,6 +705,7 @@ TEST(OnnxImportTest, UnknownOpDomainNamesTheNodeAndTensor) {
   m.graph()
       .Input("x", kFloat, {"4"})
       .Node("Frobnicate", {"x"}, {"y"}, "frob")
+      .proto()
       ->set_domain("com.example");
   m.graph().Output("y");
   absl::Status s = Import(m).status();
@@ -670,7 +848,8 @@ TEST(OnnxFlagsTest, DimAndInputLists) {
 // Random byte flips in serialized models: every result is a Status or a
 // graph that plans, never a crash or an exception.
 TEST(OnnxImportFuzzTest, MutatedModelsNeverCrash) {
-  const std::string models[] = {IfModel().Bytes(), LoopModel().Bytes()};
+  const std::string models[] = {IfModel().Bytes(), LoopModel(3).Bytes(),
+                                ShapeIfModel().Bytes()};
   uint32_t seed = 12345;
   auto next = [&seed] { return seed = seed * 1664525u + 1013904223u; };
   int ok = 0, failed = 0;  // both kinds must occur for the test to mean much
@@ -681,7 +860,10 @@ TEST(OnnxImportFuzzTest, MutatedModelsNeverCrash) {
       for (int f = 0; f < flips; ++f) {
         bytes[next() % bytes.size()] = static_cast<char>(next() >> 24);
       }
-      absl::StatusOr<ImportedModel> in = ImportOnnx(bytes, "fuzz.onnx", {});
+      ModelOptions options;
+      if (bytes.find("batch") != std::string::npos) options.dims["batch"] = 1;
+      absl::StatusOr<ImportedModel> in =
+          ImportOnnx(bytes, "fuzz.onnx", options);
       (in.ok() ? ok : failed)++;
       if (in.ok()) Plan(in->graph);  // an imported graph must plan
     }

@@ -88,10 +88,14 @@ const std::vector<TakenRange>& GapIndex::Taken(int lo, int hi) {
     if (b != a) Read(own_, b);
   }
   taken_.clear();
-  for (const RangeSet* set : reading_) set->AppendTo(&taken_);
+  runs_.clear();
+  for (const RangeSet* set : reading_) {
+    set->AppendTo(&taken_);
+    runs_.push_back(taken_.size());
+  }
   ranges_read_ += static_cast<int64_t>(taken_.size());
   if (reading_.size() > 1) {
-    std::sort(taken_.begin(), taken_.end());
+    MergeRuns();
     // Merge overlapping and touching ranges in place.
     size_t kept = 0;
     for (size_t i = 1; i < taken_.size(); ++i) {
@@ -104,6 +108,26 @@ const std::vector<TakenRange>& GapIndex::Taken(int lo, int hi) {
     taken_.resize(taken_.empty() ? 0 : kept + 1);
   }
   return taken_;
+}
+
+void GapIndex::MergeRuns() {
+  // Pairwise merges of the sorted runs, log(runs) passes through scratch_.
+  while (runs_.size() > 1) {
+    scratch_.resize(taken_.size());
+    std::vector<size_t> merged_runs;
+    size_t lo = 0;
+    for (size_t k = 0; k < runs_.size(); k += 2) {
+      const size_t mid = runs_[k];
+      const size_t hi = k + 1 < runs_.size() ? runs_[k + 1] : mid;
+      std::merge(taken_.begin() + lo, taken_.begin() + mid,
+                 taken_.begin() + mid, taken_.begin() + hi,
+                 scratch_.begin() + lo);
+      merged_runs.push_back(hi);
+      lo = hi;
+    }
+    taken_.swap(scratch_);
+    runs_.swap(merged_runs);
+  }
 }
 
 int64_t GapIndex::stored_ranges() const {

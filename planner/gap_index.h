@@ -96,6 +96,8 @@ class GapIndex {
   void AddAt(int node, TakenRange r);
   // Adds the set at `slots[node]`, if any, to the sets a query reads.
   void Read(const std::vector<int>& slots, int node);
+  // Sorts taken_, made of sorted runs ending at runs_, by merging them.
+  void MergeRuns();
 
   int leaves_ = 1;        // a power of two >= the number of sections
   std::vector<int> own_;  // per node: index in sets_ of its own set, or -1
@@ -105,6 +107,8 @@ class GapIndex {
   Bytes min_alignment_ = 1;  // and at least this aligned
   std::vector<const RangeSet*> reading_;  // scratch of Taken
   std::vector<TakenRange> taken_;         // the answer of Taken
+  std::vector<size_t> runs_;              // scratch: where each set ends
+  std::vector<TakenRange> scratch_;       // scratch of MergeRuns
   int64_t ranges_read_ = 0;               // see ranges_read()
 };
 

@@ -56,8 +56,8 @@ namespace {
 // Takes what fits of `left` (indices into problem) into a space of
 // `capacity`; returns the share and leaves the rest in `left`.
 absl::StatusOr<SpaceShare> Claim(const Problem& problem, Bytes capacity,
-                                const CancelToken* cancel,
-                                std::vector<int>* left) {
+                                 const CancelToken* cancel,
+                                 std::vector<int>* left) {
   if (left->empty()) return SpaceShare{};
   const Problem sub = SubProblem(problem, *left);
   absl::StatusOr<Solution> placed =

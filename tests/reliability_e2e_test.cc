@@ -92,8 +92,10 @@ class ReliabilityTest : public ::testing::Test {
         {"--address=127.0.0.1:0", "--worker_threads=2",
          "--max_time_budget_ms=60000", "--max_benchmark_bytes=1200000000"});
     ASSERT_GT(server_->port(), 0) << server_->first_line();
-    channel_ = new std::shared_ptr<grpc::Channel>(grpc::CreateChannel(
-        server_->address(), grpc::InsecureChannelCredentials()));
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);  // a plan of 200,000 buffers is ~9 MB
+    channel_ = new std::shared_ptr<grpc::Channel>(grpc::CreateCustomChannel(
+        server_->address(), grpc::InsecureChannelCredentials(), args));
   }
   static void TearDownTestSuite() {
     delete channel_;
@@ -300,8 +302,7 @@ TEST_F(ReliabilityTest, BenchmarkWithMemoryPoolsReplaysEachPool) {
                    "/examples/transformer_encoder.json");
   std::string json((std::istreambuf_iterator<char>(in)), {});
   v1::PlanRequest example;
-  ASSERT_TRUE(
-      google::protobuf::util::JsonStringToMessage(json, &example).ok());
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &example).ok());
   *request.mutable_graph() = example.graph();
   v1::MemoryPool* s = request.mutable_options()->add_memory_pools();
   s->set_name("s");
@@ -321,8 +322,8 @@ TEST(ReliabilityLimitsTest, TheTimeLimitHoldsForStaticPlanReplays) {
       {"--address=127.0.0.1:0", "--metrics_address=", "--worker_threads=1",
        "--max_benchmark_seconds=0.3"});
   ASSERT_GT(server.port(), 0) << server.first_line();
-  auto channel = grpc::CreateChannel(server.address(),
-                                     grpc::InsecureChannelCredentials());
+  auto channel =
+      grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
   v1::BenchmarkRequest request;
   // Eight tensors of 128 MiB written and checked in turn: seconds of work.
   *request.mutable_graph() = Chain(8, int64_t{128} << 20);
@@ -330,9 +331,8 @@ TEST(ReliabilityLimitsTest, TheTimeLimitHoldsForStaticPlanReplays) {
   grpc::ClientContext context;
   v1::BenchmarkResponse response;
   const auto start = Clock::now();
-  const grpc::Status s =
-      v1::MemoryPlanner::NewStub(channel)->Benchmark(&context, request,
-                                                     &response);
+  const grpc::Status s = v1::MemoryPlanner::NewStub(channel)->Benchmark(
+      &context, request, &response);
   EXPECT_EQ(s.error_code(), grpc::DEADLINE_EXCEEDED) << s.error_message();
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
   const int status = server.Stop(SIGTERM, 20);

@@ -37,14 +37,17 @@ void CheckPlan(const planner::PlanResult& r) {
     if (t[i].buffer < 0) continue;
     const planner::Buffer& b = r.problem.buffers[t[i].buffer];
     const planner::Offset o = r.OffsetOf(i);
-    if (o < 0 || o % b.alignment != 0) Fail("misaligned or negative", t[i], nullptr);
-    const planner::Bytes arena = r.memory_spaces.empty()
-                                     ? r.solution.arena_size
-                                     : r.memory_spaces[space(t[i].buffer)].arena_size;
+    if (o < 0 || o % b.alignment != 0)
+      Fail("misaligned or negative", t[i], nullptr);
+    const planner::Bytes arena =
+        r.memory_spaces.empty()
+            ? r.solution.arena_size
+            : r.memory_spaces[space(t[i].buffer)].arena_size;
     if (o + t[i].size > arena) Fail("past the arena", t[i], nullptr);
     for (size_t j = i + 1; j < t.size(); ++j) {
       if (t[j].buffer < 0 || space(t[j].buffer) != space(t[i].buffer)) continue;
-      if (t[i].in_place_of == t[j].name || t[j].in_place_of == t[i].name) continue;
+      if (t[i].in_place_of == t[j].name || t[j].in_place_of == t[i].name)
+        continue;
       const bool same_time = t[i].start < t[j].end && t[j].start < t[i].end;
       const planner::Offset p = r.OffsetOf(j);
       const bool same_bytes = o < p + t[j].size && p < o + t[i].size;

@@ -50,7 +50,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::StatusOr<planner::PlanResult> plan =
       planner::PlanBuffers(csv->problem, options, nullptr, &cancel);
   if (!plan.ok()) return 0;
-  if (!planner::VerifyAllPairs(plan->problem, plan->solution).ok()) std::abort();
+  if (!planner::VerifyAllPairs(plan->problem, plan->solution).ok())
+    std::abort();
   fuzz::CheckPlan(*plan);
   return 0;
 }

