@@ -18,14 +18,9 @@
 namespace memplan::planner {
 namespace {
 
-// Units of placement work between polls of the cancel token (a unit is
-// about 0.1 us: a taken range read; a buffer placed is kBufferWork): a few
-// milliseconds.
-constexpr int64_t kCancelWork = 1 << 16;
+// Units of placement work (WorkMeter's) a buffer placed counts, beside the
+// taken ranges read.
 constexpr int64_t kBufferWork = 16;
-// Above this many overlapping buffers per buffer on average, placement
-// reads merged ranges from a GapIndex instead of scanning a TimeIndex.
-constexpr int64_t kDenseOverlaps = 128;
 
 absl::Status Cancelled() {
   return absl::DeadlineExceededError("greedy placement cancelled");
@@ -113,27 +108,6 @@ absl::StatusOr<std::vector<int>> WidestSectionRanks(const Problem& problem,
   return out;
 }
 
-// Per buffer, how many other buffers overlap it, from compressed time:
-// those starting before it ends, less those ended by its start, less
-// itself. O(n + sections), no sort.
-std::vector<int64_t> ConflictsOf(const Sections& time) {
-  const size_t n = time.first.size();
-  // started[x]: buffers whose first section is < x; ended[x]: last <= x.
-  std::vector<int64_t> started(time.size() + 2, 0), ended(time.size() + 2, 0);
-  for (size_t i = 0; i < n; ++i) {
-    ++started[time.first[i] + 1];
-    ++ended[time.last[i]];
-  }
-  for (size_t x = 1; x < started.size(); ++x) {
-    started[x] += started[x - 1];
-    ended[x] += ended[x - 1];
-  }
-  std::vector<int64_t> conflicts(n);
-  for (size_t i = 0; i < n; ++i) {
-    conflicts[i] = started[time.last[i]] - ended[time.first[i]] - 1;
-  }
-  return conflicts;
-}
 
 // A sort key of two fields and the buffer index.
 struct Key {
@@ -199,7 +173,7 @@ absl::StatusOr<std::vector<int>> OrderOf(const Problem& problem,
   if (order == GreedyOrder::kArea) return AreaOrder(problem, cancel);
   const auto& b = problem.buffers;
   std::vector<int64_t> rank;  // conflicts or widest section, per buffer
-  if (order == GreedyOrder::kConflicts) rank = ConflictsOf(time);
+  if (order == GreedyOrder::kConflicts) rank = OverlapCounts(time);
   if (order == GreedyOrder::kBreadth) {
     absl::StatusOr<std::vector<int>> widest =
         WidestSectionRanks(problem, time, cancel);
@@ -279,13 +253,11 @@ class PlacedBuffers {
   std::vector<TakenRange> taken_;  // the scan's answer
 };
 
-// True when buffers overlap more than kDenseOverlaps others on average.
+// Whether placement reads merged ranges: as asked, or when most buffers
+// overlap many others.
 bool IsDense(const Sections& time, OverlapSearch search) {
   if (search != OverlapSearch::kAuto) return search == OverlapSearch::kMerged;
-  const std::vector<int64_t> conflicts = ConflictsOf(time);
-  const int64_t total =
-      std::accumulate(conflicts.begin(), conflicts.end(), int64_t{0});
-  return total > kDenseOverlaps * static_cast<int64_t>(conflicts.size());
+  return MostlyOverlapping(time);
 }
 
 // One buffer to place, gathered in placement order: the loop then reads
@@ -324,23 +296,6 @@ std::vector<Request> Requests(const Problem& problem, const Sections& time,
   return requests;
 }
 
-// Counts work and polls the token every kCancelWork units.
-class WorkMeter {
- public:
-  explicit WorkMeter(const CancelToken* cancel) : cancel_(cancel) {}
-  // Adds `units`; true when the token says stop.
-  bool Stop(int64_t units) {
-    work_ += units;
-    if (work_ < next_poll_) return false;
-    next_poll_ = work_ + kCancelWork;
-    return cancel_ != nullptr && cancel_->Cancelled();
-  }
-
- private:
-  const CancelToken* cancel_;
-  int64_t work_ = 0;
-  int64_t next_poll_ = kCancelWork;
-};
 
 // The greedy placement proper: fixed buffers where pinned, buffers spanning
 // the schedule stacked at the base, the others in `order` into the gap
@@ -384,7 +339,7 @@ absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
 }  // namespace
 
 std::vector<int64_t> CountConflicts(const Problem& problem) {
-  return ConflictsOf(*CompressTime(problem));
+  return OverlapCounts(*CompressTime(problem));
 }
 
 std::vector<int> GreedyPlacementOrder(const Problem& problem,

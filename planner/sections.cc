@@ -1,5 +1,7 @@
 #include "planner/sections.h"
 
+#include <numeric>
+
 #include <algorithm>
 #include <functional>
 #include <utility>
@@ -107,6 +109,33 @@ absl::StatusOr<Sections> CompressTime(const Problem& problem,
   SectionOptions options;
   options.kind = SectionKind::kMaximal;
   return SweepSectionsOrCancel(problem, options, cancel);
+}
+
+std::vector<int64_t> OverlapCounts(const Sections& sections) {
+  const size_t n = sections.first.size();
+  // started[x]: buffers whose first section is < x; ended[x]: last <= x.
+  std::vector<int64_t> started(sections.size() + 2, 0),
+      ended(sections.size() + 2, 0);
+  for (size_t i = 0; i < n; ++i) {
+    ++started[sections.first[i] + 1];
+    ++ended[sections.last[i]];
+  }
+  for (size_t x = 1; x < started.size(); ++x) {
+    started[x] += started[x - 1];
+    ended[x] += ended[x - 1];
+  }
+  std::vector<int64_t> counts(n);
+  for (size_t i = 0; i < n; ++i) {
+    counts[i] = started[sections.last[i]] - ended[sections.first[i]] - 1;
+  }
+  return counts;
+}
+
+bool MostlyOverlapping(const Sections& sections) {
+  const std::vector<int64_t> counts = OverlapCounts(sections);
+  const int64_t total =
+      std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  return total > kDenseOverlaps * static_cast<int64_t>(counts.size());
 }
 
 }  // namespace memplan::planner

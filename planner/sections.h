@@ -88,6 +88,19 @@ Sections SweepSections(const Problem& problem,
 [[nodiscard]] absl::StatusOr<Sections> CompressTime(
     const Problem& problem, const CancelToken* cancel = nullptr);
 
+// Per buffer, how many other buffers overlap it: those starting before it
+// ends, less those ended by its start, less itself. O(n + sections), no
+// sort.
+std::vector<int64_t> OverlapCounts(const Sections& sections);
+
+// Above this many overlapping buffers per buffer on average, placement and
+// coloring read merged ranges from a GapIndex instead of scanning the
+// buffers each new one overlaps.
+inline constexpr int64_t kDenseOverlaps = 128;
+
+// True when buffers overlap more than kDenseOverlaps others on average.
+bool MostlyOverlapping(const Sections& sections);
+
 // Per section, the sum of weight(i) over the buffers live in it (i is a
 // position as in Sections::first). O(n + sections). REQUIRES the sums to
 // fit in 64 bits (they do for a validated problem: validate.h).

@@ -17,13 +17,9 @@
 namespace memplan::planner {
 namespace {
 
-// Units of work between polls of the cancel token (a unit: a neighbour
-// visited or a range read; a buffer colored counts kBufferWork).
-constexpr int64_t kCancelWork = 1 << 16;
+// Units of work (WorkMeter's: a neighbour visited, a range read) a buffer
+// colored counts.
 constexpr int64_t kBufferWork = 16;
-// Above this many overlapping buffers per buffer on average, coloring
-// reads merged object ranges from a GapIndex instead of scanning neighbours.
-constexpr int64_t kDenseOverlaps = 128;
 
 absl::Status Cancelled() {
   return absl::DeadlineExceededError("shared object coloring cancelled");
@@ -75,13 +71,10 @@ absl::StatusOr<SharedObjects> Color(const Problem& problem,
   }
   SharedObjects objects;
   objects.object_of.assign(b.size(), -1);
-  int64_t work = 0, next_poll = kCancelWork;
+  WorkMeter meter(cancel);
   for (const Request& r : requests) {
     const auto [object, units] = lowest_free(r, objects.object_of);
-    if ((work += kBufferWork + units) >= next_poll) {
-      next_poll = work + kCancelWork;
-      if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
-    }
+    if (meter.Stop(kBufferWork + units)) return Cancelled();
     if (object == static_cast<int>(objects.size.size())) {
       objects.size.push_back(b[r.index].size);  // largest member: by size
     }
@@ -113,24 +106,6 @@ std::pair<int, int64_t> LowestUnmarked(int i, std::vector<int>* taken_by,
   return {object, units};
 }
 
-// Per buffer, how many others overlap it: O(n + sections), from counts of
-// first and last sections.
-std::vector<int64_t> Overlaps(const Sections& time) {
-  std::vector<int64_t> started(time.size() + 2, 0), ended(time.size() + 2, 0);
-  for (size_t i = 0; i < time.first.size(); ++i) {
-    ++started[time.first[i] + 1];
-    ++ended[time.last[i]];
-  }
-  for (size_t x = 1; x < started.size(); ++x) {
-    started[x] += started[x - 1];
-    ended[x] += ended[x - 1];
-  }
-  std::vector<int64_t> overlaps(time.first.size());
-  for (size_t i = 0; i < time.first.size(); ++i) {
-    overlaps[i] = started[time.last[i]] - ended[time.first[i]] - 1;
-  }
-  return overlaps;
-}
 
 // A range read from a GapIndex (iterating a btree, then sorting) costs
 // about this many neighbours visited by a scan (marking an array).
@@ -151,7 +126,7 @@ class ObjectFinder {
                        : std::nullopt),
         colored_(time),
         adaptive_(adaptive) {
-    if (merged) overlaps_ = Overlaps(time);
+    if (merged) overlaps_ = OverlapCounts(time);
     requests_ = static_cast<int64_t>(time.first.size());
   }
 
@@ -193,13 +168,6 @@ class ObjectFinder {
   int64_t scan_estimate_ = 0;       // what scans would have cost so far
 };
 
-// True when buffers overlap more than kDenseOverlaps others on average.
-bool IsDense(const Sections& time) {
-  const std::vector<int64_t> overlaps = Overlaps(time);
-  const int64_t total =
-      std::accumulate(overlaps.begin(), overlaps.end(), int64_t{0});
-  return total > kDenseOverlaps * static_cast<int64_t>(overlaps.size());
-}
 
 }  // namespace
 
@@ -240,7 +208,7 @@ absl::StatusOr<SharedObjects> ColorSharedObjects(const Problem& problem,
   absl::StatusOr<Sections> time = CompressTime(problem, cancel);
   if (!time.ok()) return time.status();
   const bool merged = search == OverlapSearch::kAuto
-                          ? IsDense(*time)
+                          ? MostlyOverlapping(*time)
                           : search == OverlapSearch::kMerged;
   ObjectFinder finder(*time, merged, search == OverlapSearch::kAuto);
   return Color(
