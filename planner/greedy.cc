@@ -108,7 +108,6 @@ absl::StatusOr<std::vector<int>> WidestSectionRanks(const Problem& problem,
   return out;
 }
 
-
 // A sort key of two fields and the buffer index.
 struct Key {
   int64_t primary;    // ascending
@@ -295,7 +294,6 @@ std::vector<Request> Requests(const Problem& problem, const Sections& time,
   }
   return requests;
 }
-
 
 // The greedy placement proper: fixed buffers where pinned, buffers spanning
 // the schedule stacked at the base, the others in `order` into the gap

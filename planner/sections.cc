@@ -1,9 +1,8 @@
 #include "planner/sections.h"
 
-#include <numeric>
-
 #include <algorithm>
 #include <functional>
+#include <numeric>
 #include <utility>
 
 #include "absl/status/status.h"

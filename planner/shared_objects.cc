@@ -106,7 +106,6 @@ std::pair<int, int64_t> LowestUnmarked(int i, std::vector<int>* taken_by,
   return {object, units};
 }
 
-
 // A range read from a GapIndex (iterating a btree, then sorting) costs
 // about this many neighbours visited by a scan (marking an array).
 constexpr int64_t kMergedReadCost = 8;
@@ -167,7 +166,6 @@ class ObjectFinder {
   int64_t done_ = 0;                // buffers colored through merged_
   int64_t scan_estimate_ = 0;       // what scans would have cost so far
 };
-
 
 }  // namespace
 
