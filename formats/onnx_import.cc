@@ -200,6 +200,51 @@ absl::Status CheckShapeNames(const ModelOptions& options,
   return absl::OkStatus();
 }
 
+// Required attributes the node's schema lists must be there, of their
+// type: ONNX 1.12's inference functions read some without checking (a Scan
+// without num_scan_inputs crashes it). Ops whose definition changed after
+// the opsets ONNX knows are left to memplan's rules.
+absl::Status CheckAttributes(const onnx::ModelProto& model,
+                             absl::string_view name) {
+  std::map<std::string, int> opsets;
+  for (const onnx::OperatorSetIdProto& o : model.opset_import()) {
+    opsets[o.domain() == "ai.onnx" ? "" : o.domain()] =
+        static_cast<int>(o.version());
+  }
+  absl::Status status;
+  ForEachGraph(model.graph(), [&](const onnx::GraphProto& g) {
+    for (int i = 0; i < g.node_size() && status.ok(); ++i) {
+      const onnx::NodeProto& n = g.node(i);
+      const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+      auto opset = opsets.find(domain);
+      if (opset == opsets.end()) continue;
+      if (domain.empty() &&
+          OnnxOpChangedAfterKnownOpsets(n.op_type(), opset->second)) {
+        continue;
+      }
+      const onnx::OpSchema* schema =
+          onnx::OpSchemaRegistry::Schema(n.op_type(), opset->second, domain);
+      if (schema == nullptr) continue;
+      for (const auto& [attr, spec] : schema->attributes()) {
+        const onnx::AttributeProto* a = nullptr;
+        for (const onnx::AttributeProto& x : n.attribute()) {
+          if (x.name() == attr) a = &x;
+        }
+        if ((a == nullptr && spec.required) ||
+            (a != nullptr && a->type() != spec.type &&
+             spec.type != onnx::AttributeProto::UNDEFINED)) {
+          status = Invalid(name, ": node ",
+                           n.name().empty() ? absl::StrCat("#", i)
+                                            : "'" + n.name() + "'",
+                           " (", n.op_type(), "): attribute '", attr, "' is ",
+                           a == nullptr ? "missing" : "not of its type");
+        }
+      }
+    }
+  });
+  return status;
+}
+
 // --- Overrides applied before ONNX's inference
 // ---------------------------------
 
@@ -341,6 +386,7 @@ absl::StatusOr<onnx::ModelProto> Prepare(absl::string_view bytes,
   absl::StatusOr<onnx::ModelProto> model = ParseModel(bytes, name);
   if (!model.ok()) return model.status();
   DropBulkData(&*model);
+  if (auto s = CheckAttributes(*model, name); !s.ok()) return s;
   onnx::GraphProto* g = model->mutable_graph();
   if (auto s = CheckDimNames(options, *g); !s.ok()) return s;
   if (auto s = CheckShapeNames(options, *g); !s.ok()) return s;
@@ -817,6 +863,7 @@ void EvaluateOutputs(const onnx::ModelProto& model, absl::string_view name,
                      ModelSummary* s) {
   onnx::ModelProto inferred = model;
   DropBulkData(&inferred);
+  if (!CheckAttributes(inferred, name).ok()) return;
   if (!InferShapes(&inferred, name).ok()) return;
   absl::StatusOr<OnnxEvaluation> e =
       EvaluateOnnxShapes(inferred, OnnxEvalOptions(), name);

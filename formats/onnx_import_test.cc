@@ -524,6 +524,31 @@ TEST(OnnxImportTest, ScanStatesAndScanOutputs) {
   EXPECT_GT(Plan(in->graph).arena_size_bytes(), 0);
 }
 
+// Found by fuzzing: ONNX 1.12's Scan inference reads num_scan_inputs
+// without checking it is there, and crashes.
+TEST(OnnxImportTest, MissingRequiredAttributesAreErrorsBeforeOnnxSeesThem) {
+  Model m(13);
+  GraphBuilder g = m.graph();
+  g.Input("init", kFloat, {"3"}).Input("xs", kFloat, {"5", "3"});
+  OnnxTestNode scan = g.Node("Scan", {"init", "xs"}, {"last", "ys"}, "scan");
+  scan.Int("num_scan_iCrops", 1);
+  GraphBuilder b(scan.Graph("body"));
+  b.Input("st", kFloat, {"3"}).Input("xt", kFloat, {"3"});
+  b.Add("Add", {"st", "xt"}, {"sum"}).Add("Identity", {"sum"}, {"ot"});
+  b.Output("sum").Output("ot");
+  g.Output("last").Output("ys");
+  EXPECT_THAT(Msg(Import(m).status()),
+              HasSubstr("node 'scan' (Scan): attribute 'num_scan_inputs' is "
+                        "missing"));
+  Model wrong(13);
+  wrong.graph().Input("x", kFloat, {"1", "1", "4", "4"});
+  wrong.graph().Node("MaxPool", {"x"}, {"y"}, "pool").Float("kernel_shape", 2);
+  wrong.graph().Output("y");
+  EXPECT_THAT(Msg(Import(wrong).status()),
+              HasSubstr("node 'pool' (MaxPool): attribute 'kernel_shape' is "
+                        "not of its type"));
+}
+
 TEST(OnnxImportTest, SubgraphNamesThatClashArePrefixedWithTheirPath) {
   Model m;
   GraphBuilder g = m.graph();
