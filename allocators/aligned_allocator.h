@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "allocators/allocator.h"
+#include "allocators/sub_allocator.h"
 
 namespace memplan::allocators {
 
@@ -37,6 +38,16 @@ void* AlignedMalloc(size_t size, size_t alignment);
 // Frees a block from AlignedMalloc; nullptr is a no-op. Any other pointer is
 // undefined behaviour: use AlignedAllocator when pointers may be wrong.
 void AlignedFree(void* p);
+
+// AlignedMalloc as a source of blocks (MNN's DefaultAllocator, behind the
+// buffer allocator): blocks keep the over-read padding. Thread-safe.
+class AlignedSubAllocator final : public SubAllocator {
+ public:
+  void* Alloc(size_t alignment, size_t bytes) override {
+    return AlignedMalloc(bytes, alignment);
+  }
+  void Free(void* ptr, size_t /*bytes*/) override { AlignedFree(ptr); }
+};
 
 // Allocator over AlignedMalloc that tracks live blocks, so a wrong pointer
 // is an error rather than a crash, and keeps stats. Nothing is cached:

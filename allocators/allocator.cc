@@ -1,10 +1,13 @@
 #include "allocators/allocator.h"
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "allocators/aligned_allocator.h"
 #include "allocators/bfc_allocator.h"
 #include "allocators/buffer_allocator.h"
+#include "allocators/mmap_allocator.h"
 #include "allocators/pool_allocator.h"
+#include "allocators/recurse_allocator.h"
 
 namespace memplan::allocators {
 
@@ -27,7 +30,7 @@ double Fragmentation(int64_t free_bytes, int64_t largest_free_block) {
 
 const std::vector<std::string>& AllocatorNames() {
   static const auto* names = new std::vector<std::string>{
-      "bfc", "pool", "pool_indexed", "buffer", "aligned"};
+      "bfc", "pool", "pool_indexed", "buffer", "aligned", "recurse", "mmap"};
   return *names;
 }
 
@@ -44,10 +47,16 @@ absl::StatusOr<std::unique_ptr<Allocator>> MakeAllocator(
   }
   if (name == "buffer") return std::make_unique<BufferAllocator>();
   if (name == "aligned") return std::make_unique<AlignedAllocator>();
-  return absl::NotFoundError(absl::StrFormat(
-      "unknown allocator '%s' (known: bfc, pool, pool_indexed, buffer, "
-      "aligned)",
-      absl::string_view(name.data(), name.size())));
+  if (name == "recurse") {
+    // MNN's shape: a buffer allocator nested in another one.
+    return std::make_unique<RecurseAllocator>(
+        std::make_unique<BufferAllocator>(), RecurseAllocator::Options());
+  }
+  if (name == "mmap") return std::make_unique<MmapAllocator>();
+  return absl::NotFoundError(
+      absl::StrFormat("unknown allocator '%s' (known: %s)",
+                      absl::string_view(name.data(), name.size()),
+                      absl::StrJoin(AllocatorNames(), ", ")));
 }
 
 }  // namespace memplan::allocators

@@ -11,7 +11,9 @@
 //
 // Allocators: "aligned" (aligned malloc, MNN/ncnn fastMalloc), "pool" and
 // "pool_indexed" (ncnn PoolAllocator), "buffer" (MNN BufferAllocator, eager
-// mode), "bfc" (TensorFlow best-fit with coalescing).
+// mode), "bfc" (TensorFlow best-fit with coalescing), "recurse" (MNN: a
+// buffer allocator nested in another allocator), "mmap" (MNN: a file per
+// block). Where the caching ones get their memory: sub_allocator.h.
 #ifndef MEMPLAN_ALLOCATORS_ALLOCATOR_H_
 #define MEMPLAN_ALLOCATORS_ALLOCATOR_H_
 
@@ -40,7 +42,7 @@ struct AllocatorStats {
   int64_t peak_bytes_in_use = 0;   // max of bytes_in_use over the lifetime
   int64_t largest_alloc_size = 0;  // largest single block handed out
   int64_t bytes_limit = 0;         // the most it may reserve; 0 = no limit
-  int64_t bytes_reserved = 0;  // taken from the system: in use + cached free
+  int64_t bytes_reserved = 0;  // taken from the source: in use + cached free
   int64_t peak_bytes_reserved = 0;       // max of bytes_reserved
   int64_t largest_free_block_bytes = 0;  // largest reusable free block
   // 1 - largest_free_block / (bytes_reserved - bytes_in_use): 0 when the free
@@ -81,10 +83,12 @@ class Allocator {
 };
 
 // The names MakeAllocator knows, in a fixed order:
-// "bfc", "pool", "pool_indexed", "buffer", "aligned".
+// "bfc", "pool", "pool_indexed", "buffer", "aligned", "recurse", "mmap".
 const std::vector<std::string>& AllocatorNames();
 
 // Creates an allocator with default options by name; NOT_FOUND otherwise.
+// "recurse" nests in a BufferAllocator of its own; "mmap" makes its files in
+// $TMPDIR or /tmp.
 absl::StatusOr<std::unique_ptr<Allocator>> MakeAllocator(std::string_view name);
 
 // True when `value` is a power of two (alignments must be).

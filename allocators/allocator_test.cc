@@ -17,7 +17,8 @@ using ::testing::HasSubstr;
 
 TEST(AllocatorTest, NamesAndFactory) {
   EXPECT_THAT(AllocatorNames(),
-              ElementsAre("bfc", "pool", "pool_indexed", "buffer", "aligned"));
+              ElementsAre("bfc", "pool", "pool_indexed", "buffer", "aligned",
+                          "recurse", "mmap"));
   for (const std::string& name : AllocatorNames()) {
     absl::StatusOr<std::unique_ptr<Allocator>> a = MakeAllocator(name);
     ASSERT_TRUE(a.ok()) << a.status();

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <cstdlib>
 #include <limits>
 #include <new>
 #include <utility>
@@ -41,13 +40,6 @@ void NodeFreeList::Put(void* p, size_t bytes) {
 }
 
 }  // namespace internal
-
-void* SystemSubAllocator::Alloc(size_t alignment, size_t bytes) {
-  if (bytes == 0 || bytes % alignment != 0) return nullptr;
-  return std::aligned_alloc(alignment, bytes);
-}
-
-void SystemSubAllocator::Free(void* ptr, size_t /*bytes*/) { std::free(ptr); }
 
 bool BfcAllocator::ChunkOrder::operator()(ChunkHandle a, ChunkHandle b) const {
   const Chunk& ca = (*chunks)[a];
@@ -117,16 +109,20 @@ BfcAllocator::BfcAllocator(std::unique_ptr<SubAllocator> sub_allocator,
     : options_(options), sub_allocator_(std::move(sub_allocator)) {
   assert(sub_allocator_ != nullptr && options.memory_limit > 0);
   absl::MutexLock lock(&mu_);
-  curr_region_bytes_ =
-      RoundedBytes(options.allow_growth ? std::min(options.memory_limit,
-                                                   options.initial_region_bytes)
-                                        : options.memory_limit);
+  curr_region_bytes_ = InitialRegionBytes();
   bins_.reserve(kNumBins);
   for (int b = 0; b < kNumBins; ++b) {
     bins_.emplace_back(ChunkOrder{&chunks_},
                        internal::RecyclingAllocator<ChunkHandle>(&bin_nodes_));
   }
   stats_.bytes_limit = static_cast<int64_t>(options.memory_limit);
+}
+
+size_t BfcAllocator::InitialRegionBytes() const {
+  return RoundedBytes(
+      options_.allow_growth
+          ? std::min(options_.memory_limit, options_.initial_region_bytes)
+          : options_.memory_limit);
 }
 
 BfcAllocator::~BfcAllocator() {
@@ -259,17 +255,24 @@ bool BfcAllocator::RegionIsFree(const Region& region) const {
   return true;
 }
 
+// The wholly free regions; sets *bytes to their total size.
+std::vector<char*> BfcAllocator::FreeRegions(size_t* bytes) const {
+  std::vector<char*> free_regions;
+  *bytes = 0;
+  for (const Region& region : region_manager_.regions()) {
+    if (!RegionIsFree(region)) continue;
+    free_regions.push_back(region.ptr);
+    *bytes += region.size;
+  }
+  return free_regions;
+}
+
 // TF's garbage collection: frees every wholly free region if that, with
 // the unreserved bytes, could make room for `rounded` bytes.
 bool BfcAllocator::DeallocateFreeRegions(size_t rounded) {
   if (!options_.garbage_collection) return false;
-  std::vector<char*> free_regions;
   size_t free_bytes = 0;
-  for (const Region& region : region_manager_.regions()) {
-    if (!RegionIsFree(region)) continue;
-    free_regions.push_back(region.ptr);
-    free_bytes += region.size;
-  }
+  const std::vector<char*> free_regions = FreeRegions(&free_bytes);
   if (free_bytes == 0) return false;
   const size_t available = options_.memory_limit -
                            static_cast<size_t>(stats_.bytes_reserved) +
@@ -277,6 +280,16 @@ bool BfcAllocator::DeallocateFreeRegions(size_t rounded) {
   if (rounded > available) return false;
   for (char* ptr : free_regions) DeallocateRegion(ptr);
   return true;
+}
+
+int64_t BfcAllocator::ReleaseFreeRegions() {
+  absl::MutexLock lock(&mu_);
+  size_t free_bytes = 0;
+  for (char* ptr : FreeRegions(&free_bytes)) DeallocateRegion(ptr);
+  if (region_manager_.regions().empty()) {
+    curr_region_bytes_ = InitialRegionBytes();
+  }
+  return static_cast<int64_t>(free_bytes);
 }
 
 // Drops a wholly free region: its chunks, its bins entries, its memory.

@@ -28,6 +28,9 @@
 //    fits or is too small. Regions never exceed the memory limit in total.
 //  - With garbage_collection, wholly free regions are given back to the
 //    sub-allocator before an allocation fails, so a larger region may fit.
+//  - ReleaseFreeRegions() gives them back on demand (at the end of a call),
+//    and destruction gives back every region, so with the default
+//    SystemSubAllocator the process's memory returns to its baseline.
 //
 // Alignments up to 256 are always met; larger ones are not supported
 // (Allocate returns nullptr). Thread-safe: one absl::Mutex.
@@ -49,26 +52,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "allocators/allocator.h"
+#include "allocators/sub_allocator.h"
 
 namespace memplan::allocators {
-
-// Where BFC gets its regions (TF's SubAllocator). Implementations must be
-// thread-compatible: BFC calls them under its lock.
-class SubAllocator {
- public:
-  virtual ~SubAllocator() = default;
-  // Returns `bytes` bytes aligned to `alignment`, or nullptr to refuse.
-  virtual void* Alloc(size_t alignment, size_t bytes) = 0;
-  // Returns a region from Alloc; `bytes` is the size it was asked for.
-  virtual void Free(void* ptr, size_t bytes) = 0;
-};
-
-// The default sub-allocator: std::aligned_alloc / std::free.
-class SystemSubAllocator final : public SubAllocator {
- public:
-  void* Alloc(size_t alignment, size_t bytes) override;
-  void Free(void* ptr, size_t bytes) override;
-};
 
 namespace internal {
 
@@ -178,6 +164,11 @@ class BfcAllocator final : public Allocator {
   int NumFreeChunks() const;
   // The size the next region would have (grows by doubling).
   size_t CurrentRegionBytes() const;
+  // Gives every wholly free region back to the sub-allocator now (TF's
+  // garbage collection, on demand) and returns the bytes given back; when
+  // no region is left, growth starts again from initial_region_bytes.
+  // Regions with a chunk in use stay.
+  int64_t ReleaseFreeRegions();
   // A human-readable dump: bins, then every chunk in address order.
   std::string MemoryDump() const;
 
@@ -244,6 +235,8 @@ class BfcAllocator final : public Allocator {
     std::vector<Region> regions_;  // sorted by end()
   };
 
+  // The first region's size, from the options.
+  size_t InitialRegionBytes() const;
   void* AllocateLocked(size_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void* FindChunkPtr(int bin_num, size_t rounded, size_t requested)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -251,6 +244,8 @@ class BfcAllocator final : public Allocator {
   void* AllocRegion(size_t rounded, size_t* bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool DeallocateFreeRegions(size_t rounded) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<char*> FreeRegions(size_t* bytes) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool RegionIsFree(const Region& region) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DeallocateRegion(char* ptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

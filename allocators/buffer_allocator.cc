@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdint>
 #include <numeric>
 #include <utility>
 
@@ -10,13 +11,23 @@
 
 namespace memplan::allocators {
 
-BufferAllocator::BufferAllocator(size_t alignment) : alignment_(alignment) {
-  assert(IsPowerOfTwo(alignment));
+BufferAllocator::BufferAllocator() : BufferAllocator(Options()) {}
+
+BufferAllocator::BufferAllocator(const Options& options)
+    : BufferAllocator(std::make_unique<AlignedSubAllocator>(), options) {}
+
+BufferAllocator::BufferAllocator(std::unique_ptr<SubAllocator> source,
+                                 const Options& options)
+    : options_(options),
+      alignment_(options.alignment),
+      min_source_bytes_(AlignUp(options.min_source_bytes, options.alignment)),
+      source_(std::move(source)) {
+  assert(IsPowerOfTwo(alignment_) && source_ != nullptr);
 }
 
 BufferAllocator::~BufferAllocator() {
   absl::MutexLock lock(&mu_);
-  for (const auto& [ptr, root] : roots_) AlignedFree(ptr);
+  for (const auto& [ptr, root] : roots_) source_->Free(ptr, nodes_[root].size);
 }
 
 // A node slot, recycled when possible.
@@ -73,10 +84,10 @@ BufferAllocator::NodeHandle BufferAllocator::Split(NodeHandle h, size_t size) {
   return first;
 }
 
-// A fresh block from the system, as a root node; kInvalidNode on failure.
-BufferAllocator::NodeHandle BufferAllocator::NewSystemBlock(size_t size,
+// A fresh block from the source, as a root node; kInvalidNode on failure.
+BufferAllocator::NodeHandle BufferAllocator::NewSourceBlock(size_t size,
                                                             size_t alignment) {
-  void* p = AlignedMalloc(size, alignment);
+  void* p = source_->Alloc(alignment, size);
   if (p == nullptr) return kInvalidNode;
   const NodeHandle h = NewNode();
   nodes_[h].ptr = static_cast<char*>(p);
@@ -101,23 +112,31 @@ void* BufferAllocator::HandOut(NodeHandle h) {
   return n.ptr;
 }
 
+// A block of exactly `need` bytes (a multiple of the alignment): the
+// smallest free block that holds it, else a new source block, split when
+// larger; kInvalidNode when the source refuses.
+BufferAllocator::NodeHandle BufferAllocator::TakeBlock(size_t need) {
+  auto it = free_list_.lower_bound(need);
+  const NodeHandle h =
+      it != free_list_.end()
+          ? TakeFree(it)
+          : NewSourceBlock(std::max(need, min_source_bytes_), alignment_);
+  if (h == kInvalidNode || nodes_[h].size == need) return h;
+  return Split(h, need);
+}
+
 void* BufferAllocator::Allocate(size_t size, size_t alignment) {
   if (size == 0) return nullptr;
   absl::MutexLock lock(&mu_);
   NodeHandle h = kInvalidNode;
   if (!IsPowerOfTwo(alignment)) {
     // Unsupported request: fall through to the failure count.
+  } else if (size > SIZE_MAX - std::max(alignment, alignment_)) {
+    // Too large to round: fall through to the failure count.
   } else if (alignment > alignment_) {
-    h = NewSystemBlock(AlignUp(size, alignment_), alignment);  // "separate"
+    h = NewSourceBlock(AlignUp(size, alignment_), alignment);  // "separate"
   } else {
-    const size_t need = AlignUp(size, alignment_);
-    auto it = free_list_.lower_bound(need);
-    if (it != free_list_.end()) {
-      h = TakeFree(it);
-      if (nodes_[h].size > need) h = Split(h, need);
-    } else {
-      h = NewSystemBlock(need, alignment_);
-    }
+    h = TakeBlock(AlignUp(size, alignment_));
   }
   if (h == kInvalidNode) {
     ++stats_.num_alloc_failures;
@@ -180,7 +199,7 @@ void BufferAllocator::ReleaseFree() {
     n.in_free_list = false;
     stats_.bytes_reserved -= static_cast<int64_t>(n.size);
     roots_.erase(n.ptr);
-    AlignedFree(n.ptr);
+    source_->Free(n.ptr, n.size);
     unused_nodes_.push_back(h);
   }
 }
@@ -190,7 +209,7 @@ int64_t BufferAllocator::NumFreeBlocks() const {
   return static_cast<int64_t>(free_list_.size());
 }
 
-int64_t BufferAllocator::NumSystemBlocks() const {
+int64_t BufferAllocator::NumSourceBlocks() const {
   absl::MutexLock lock(&mu_);
   return static_cast<int64_t>(roots_.size());
 }

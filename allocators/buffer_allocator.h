@@ -1,7 +1,8 @@
 // MNN's BufferAllocator in its two modes.
 //
-// Eager (BufferAllocator, the "buffer" allocator): blocks come from the
-// system once and are never given back until ReleaseFree() or destruction.
+// Eager (BufferAllocator, the "buffer" allocator): blocks come from a
+// source (aligned malloc by default) once and are never given back until
+// ReleaseFree() or destruction.
 // A freed block goes to a free list keyed by size. A request takes the
 // smallest free block that is large enough (lower_bound); if that block is
 // larger, it is split in two children that remember their parent, and the
@@ -33,6 +34,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -42,46 +45,68 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "allocators/allocator.h"
+#include "allocators/sub_allocator.h"
 
 namespace memplan::allocators {
 
 // MNN BufferAllocator, eager mode. Every size is rounded up to the
 // allocator's alignment (default 64), so split halves stay aligned. A
-// request for a larger alignment gets a block of its own from the system
+// request for a larger alignment gets a block of its own from the source
 // (MNN's "separate" allocation), which joins the free list when freed.
-// Thread-safe (one absl::Mutex; MNN's is thread-compatible).
+// Blocks come from a SubAllocator (sub_allocator.h; MNN's
+// BufferAllocator::Allocator): aligned malloc by default, another allocator
+// for RecurseAllocator (recurse_allocator.h), files for MmapSubAllocator.
+// Thread-safe (one absl::Mutex; MNN's is thread-compatible) when the source
+// is thread-compatible and not shared, or thread-safe.
 class BufferAllocator final : public Allocator {
  public:
-  // REQUIRES: alignment is a power of two.
-  explicit BufferAllocator(size_t alignment = kDefaultAlignment);
+  struct Options {
+    // Every size is rounded up to this, and blocks are aligned to it.
+    // Default kDefaultAlignment (64). REQUIRES: a power of two.
+    size_t alignment = kDefaultAlignment;
+    // The smallest block taken from the source (MNN's mMinAllocSize): a
+    // smaller request takes a block this large and splits it, so a nested
+    // allocator asks its parent less often. Default 0: exactly the
+    // (rounded) request.
+    size_t min_source_bytes = 0;
+    // Reported by Name(). Default "buffer".
+    std::string name = "buffer";
+  };
+
+  // Blocks from aligned malloc (AlignedSubAllocator), default options.
+  BufferAllocator();
+  // Blocks from aligned malloc.
+  explicit BufferAllocator(const Options& options);
+  // REQUIRES: source != nullptr.
+  BufferAllocator(std::unique_ptr<SubAllocator> source, const Options& options);
   BufferAllocator(const BufferAllocator&) = delete;
   BufferAllocator& operator=(const BufferAllocator&) = delete;
-  // Returns every system block, in use or not (pointers dangle).
+  // Returns every source block, in use or not (pointers dangle).
   ~BufferAllocator() override;
 
   [[nodiscard]] void* Allocate(size_t size, size_t alignment) override;
   absl::Status Deallocate(void* p) override;
   AllocatorStats GetStats() const override;
-  std::string_view Name() const override { return "buffer"; }
+  std::string_view Name() const override { return options_.name; }
 
-  // Gives every wholly free system block back to the system (MNN's
+  // Gives every wholly free source block back to the source (MNN's
   // release(false)); split blocks with a child in use stay.
   void ReleaseFree();
   // Blocks in the free list now (for tests and debugging).
   int64_t NumFreeBlocks() const;
-  // Blocks taken from the system and not yet given back.
-  int64_t NumSystemBlocks() const;
+  // Blocks taken from the source and not yet given back.
+  int64_t NumSourceBlocks() const;
 
  private:
   using NodeHandle = int32_t;  // index into nodes_
   static constexpr NodeHandle kInvalidNode = -1;
   using FreeList = std::multimap<size_t, NodeHandle>;  // size -> free node
 
-  // A block: a whole system block, or a half of a split parent.
+  // A block: a whole source block, or a half of a split parent.
   struct Node {
     char* ptr = nullptr;               // first byte
     size_t size = 0;                   // bytes, a multiple of alignment_
-    NodeHandle parent = kInvalidNode;  // kInvalidNode for a system block
+    NodeHandle parent = kInvalidNode;  // kInvalidNode for a source block
     std::array<NodeHandle, 2> children{kInvalidNode, kInvalidNode};  // split
     int use_count = 0;            // children in use or split further
     bool in_free_list = false;    // free_pos is valid
@@ -94,19 +119,23 @@ class BufferAllocator final : public Allocator {
   NodeHandle TakeFree(FreeList::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   NodeHandle Split(NodeHandle h, size_t size)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  NodeHandle NewSystemBlock(size_t size, size_t alignment)
+  NodeHandle NewSourceBlock(size_t size, size_t alignment)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  NodeHandle TakeBlock(size_t need) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void* HandOut(NodeHandle h) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReturnNode(NodeHandle h) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const size_t alignment_;
+  const Options options_;
+  const size_t alignment_;         // options_.alignment
+  const size_t min_source_bytes_;  // options_.min_source_bytes, aligned
+  const std::unique_ptr<SubAllocator> source_;
   mutable absl::Mutex mu_;
   std::vector<Node> nodes_ ABSL_GUARDED_BY(mu_);
   std::vector<NodeHandle> unused_nodes_ ABSL_GUARDED_BY(mu_);  // recyclable
   FreeList free_list_ ABSL_GUARDED_BY(mu_);
   // Pointer handed out -> its node.
   absl::flat_hash_map<void*, NodeHandle> used_ ABSL_GUARDED_BY(mu_);
-  // System blocks -> their root node.
+  // Source blocks -> their root node.
   absl::flat_hash_map<void*, NodeHandle> roots_ ABSL_GUARDED_BY(mu_);
   AllocatorStats stats_ ABSL_GUARDED_BY(mu_);
 };

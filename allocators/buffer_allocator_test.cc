@@ -4,10 +4,12 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <random>
 #include <thread>
 #include <vector>
 
+#include "allocators/aligned_allocator.h"
 #include "allocators/testing/stress.h"
 #include "gtest/gtest.h"
 
@@ -25,7 +27,7 @@ TEST(BufferAllocatorTest, ReusesWholeFreeBlock) {
   ASSERT_TRUE(a.Deallocate(p).ok());
   void* q = a.Allocate(1024, 64);
   EXPECT_EQ(q, p);
-  EXPECT_EQ(a.NumSystemBlocks(), 1);
+  EXPECT_EQ(a.NumSourceBlocks(), 1);
   ASSERT_TRUE(a.Deallocate(q).ok());
 }
 
@@ -60,7 +62,7 @@ TEST(BufferAllocatorTest, SplitsAndMergesBackRecursively) {
   EXPECT_EQ(a.GetStats().largest_free_block_bytes, 1024);
   void* again = a.Allocate(1024, 64);
   EXPECT_EQ(again, root);
-  EXPECT_EQ(a.NumSystemBlocks(), 1);
+  EXPECT_EQ(a.NumSourceBlocks(), 1);
   ASSERT_TRUE(a.Deallocate(again).ok());
 }
 
@@ -87,7 +89,7 @@ TEST(BufferAllocatorTest, LargeAlignmentGetsASeparateBlock) {
   ASSERT_TRUE(a.Deallocate(p).ok());
   void* q = a.Allocate(100, 4096);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(q) % 4096, 0u);
-  EXPECT_EQ(a.NumSystemBlocks(), 2);
+  EXPECT_EQ(a.NumSourceBlocks(), 2);
   ASSERT_TRUE(a.Deallocate(q).ok());
 }
 
@@ -107,11 +109,11 @@ TEST(BufferAllocatorTest, ReleaseFreeReturnsWhollyFreeSystemBlocks) {
   void* q = a.Allocate(2048, 64);
   ASSERT_TRUE(a.Deallocate(p).ok());
   a.ReleaseFree();
-  EXPECT_EQ(a.NumSystemBlocks(), 1);
+  EXPECT_EQ(a.NumSourceBlocks(), 1);
   EXPECT_EQ(a.GetStats().bytes_reserved, 2048);
   ASSERT_TRUE(a.Deallocate(q).ok());
   a.ReleaseFree();
-  EXPECT_EQ(a.NumSystemBlocks(), 0);
+  EXPECT_EQ(a.NumSourceBlocks(), 0);
   EXPECT_EQ(a.GetStats().bytes_reserved, 0);
 }
 
@@ -143,14 +145,58 @@ TEST(BufferAllocatorTest, RandomOpsKeepBlocksDisjoint) {
     ASSERT_EQ(a.GetStats().bytes_in_use, in_use);
   }
   for (auto& [p, size] : live) ASSERT_TRUE(a.Deallocate(p).ok());
-  EXPECT_EQ(a.NumFreeBlocks(), a.NumSystemBlocks());
+  EXPECT_EQ(a.NumFreeBlocks(), a.NumSourceBlocks());
+}
+
+// A source that counts what it hands out, over aligned malloc.
+class CountingSource final : public SubAllocator {
+ public:
+  explicit CountingSource(int64_t* outstanding) : outstanding_(outstanding) {}
+  void* Alloc(size_t alignment, size_t bytes) override {
+    *outstanding_ += static_cast<int64_t>(bytes);
+    return malloc_.Alloc(alignment, bytes);
+  }
+  void Free(void* ptr, size_t bytes) override {
+    *outstanding_ -= static_cast<int64_t>(bytes);
+    malloc_.Free(ptr, bytes);
+  }
+
+ private:
+  AlignedSubAllocator malloc_;
+  int64_t* outstanding_;  // not owned
+};
+
+// Blocks come from the given source, at least min_source_bytes at a time;
+// all of them go back to it on destruction.
+TEST(BufferAllocatorTest, InjectedSourceAndMinimumBlock) {
+  int64_t outstanding = 0;
+  {
+    BufferAllocator::Options options;
+    options.min_source_bytes = 10000;  // rounded up to 10048
+    options.name = "buffer_min";
+    BufferAllocator a(std::make_unique<CountingSource>(&outstanding), options);
+    EXPECT_EQ(a.Name(), "buffer_min");
+    void* p = a.Allocate(100, 64);
+    void* q = a.Allocate(100, 64);
+    EXPECT_EQ(Diff(q, p), 128);  // both cut from one source block
+    EXPECT_EQ(outstanding, 10048);
+    EXPECT_EQ(a.NumSourceBlocks(), 1);
+    EXPECT_EQ(a.GetStats().bytes_reserved, 10048);
+    void* big = a.Allocate(20000, 64);  // larger than the minimum: exact
+    EXPECT_EQ(outstanding, 10048 + 20032);
+    ASSERT_TRUE(a.Deallocate(p).ok());
+    ASSERT_TRUE(a.Deallocate(big).ok());
+    a.ReleaseFree();  // the 20032-byte block is wholly free, p's is not
+    EXPECT_EQ(outstanding, 10048);
+  }
+  EXPECT_EQ(outstanding, 0);  // q's block went back at destruction
 }
 
 TEST(BufferAllocatorTest, MultiThreadedStress) {
   BufferAllocator a;
   testing::RunStress(a, 8192);
   EXPECT_EQ(a.GetStats().bytes_in_use, 0);
-  EXPECT_EQ(a.NumFreeBlocks(), a.NumSystemBlocks());
+  EXPECT_EQ(a.NumFreeBlocks(), a.NumSourceBlocks());
 }
 
 TEST(DeferredBufferAllocatorTest, HeaderExample) {

@@ -4,6 +4,15 @@
 //   plan_bench scale [--threads=T] [N...]  planning time of random buffer lists
 //                                    (default 10000 100000 1000000), one
 //                                    core, median of 3 runs
+//   plan_bench traces [--threads=T] [FILE...]  every MiniMalloc CSV of
+//                                    ../shared/benchmarks/traces (or FILEs)
+//                                    planned by default: buffers, lower
+//                                    bound, arena ratio, median of 3 runs
+//   plan_bench dense [--threads=T] [--generator=NAME] [N...]  long-lifetime
+//                                    generators (LongDenseProblem,
+//                                    StaggeredProblem, or the one named) at
+//                                    N buffers (default 50000 100000 200000)
+//                                    planned by default, median of 3 runs
 //   plan_bench random [INSTANCES]    the random suite: INSTANCES (default
 //                                    50) fixed-seed problems per generator
 //                                    (RandomProblem, DenseProblem) and size
@@ -13,6 +22,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -120,60 +131,172 @@ int Quality(const std::vector<std::string>& files) {
   return 0;
 }
 
-// Seconds for one full pipeline run of best_fit_size on one core.
-double TimeOnce(const planner::Problem& problem, int64_t* arena,
-                std::string* stages, planner::WorkerPool* pool) {
-  planner::PlanOptions options;
-  options.strategy = "best_fit_size";
-  const absl::Time start = absl::Now();
-  absl::StatusOr<planner::PlanResult> r =
-      planner::PlanBuffers(problem, options, pool, nullptr);
-  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  if (!r.ok()) {
-    std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
-    std::exit(1);
+// Median figures of a few full pipeline runs of one problem.
+struct Timing {
+  double seconds = 0;      // median wall time of a run
+  double cpu_seconds = 0;  // median process CPU time of a run
+  std::vector<std::pair<std::string, double>> stages;  // median ms each
+  int64_t arena = 0;                                   // arena of the last run
+  int64_t lower_bound = 0;                             // the plan's lower bound
+  std::string strategy;  // the winner of the last run
+};
+
+// The median of `values` (sorted in place).
+double Median(std::vector<double>* values) {
+  std::sort(values->begin(), values->end());
+  return (*values)[values->size() / 2];
+}
+
+// CPU time of this process (all threads): on a machine shared with other
+// work, less noisy than wall time.
+double CpuSeconds() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// Plans `problem` `runs` times with `options` (on `pool`, may be null) and
+// returns the medians; exits on an error (a bug).
+Timing TimePlans(const planner::Problem& problem,
+                 const planner::PlanOptions& options, planner::WorkerPool* pool,
+                 int runs) {
+  Timing timing;
+  std::vector<double> seconds, cpu_seconds;
+  std::vector<std::pair<std::string, std::vector<double>>> stages;
+  for (int run = 0; run < runs; ++run) {
+    const absl::Time start = absl::Now();
+    const double cpu_start = CpuSeconds();
+    absl::StatusOr<planner::PlanResult> r =
+        planner::PlanBuffers(problem, options, pool, nullptr);
+    seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
+    cpu_seconds.push_back(CpuSeconds() - cpu_start);
+    if (!r.ok()) {
+      std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
+      std::exit(1);
+    }
+    timing.arena = r->solution.arena_size;
+    timing.lower_bound = r->lower_bound;
+    timing.strategy = r->strategy;
+    for (const planner::StageTime& s : r->stages) {
+      auto it = std::find_if(stages.begin(), stages.end(),
+                             [&](const auto& e) { return e.first == s.stage; });
+      if (it == stages.end()) it = stages.insert(stages.end(), {s.stage, {}});
+      it->second.push_back(s.micros / 1000.0);
+    }
   }
-  *arena = r->solution.arena_size;
-  stages->clear();
-  for (const planner::StageTime& s : r->stages) {
-    absl::StrAppend(stages, s.stage, "=", s.micros / 1000, "ms ");
+  timing.seconds = Median(&seconds);
+  timing.cpu_seconds = Median(&cpu_seconds);
+  for (auto& [stage, ms] : stages)
+    timing.stages.push_back({stage, Median(&ms)});
+  return timing;
+}
+
+// "interference 25 ms, pools 6 ms, ...": the median stage times.
+std::string StageList(const Timing& t) {
+  std::string out;
+  for (const auto& [stage, ms] : t.stages) {
+    absl::StrAppend(&out, out.empty() ? "" : ", ", stage, " ",
+                    absl::StrFormat("%.0f", ms), " ms");
   }
-  return seconds;
+  return out;
+}
+
+// A worker pool of `threads`, or none (one core) for 0.
+std::unique_ptr<planner::WorkerPool> MakeWorkers(int threads) {
+  if (threads <= 0) return nullptr;
+  return std::make_unique<planner::WorkerPool>(threads, 64);
 }
 
 int Scale(const std::vector<int>& sizes, int threads) {
   // threads == 0: one core, no worker pool; else the stages that can run at
   // once (pool coloring beside offsets) do, on a pool of `threads`.
-  std::unique_ptr<planner::WorkerPool> pool;
-  if (threads > 0) pool = std::make_unique<planner::WorkerPool>(threads, 64);
+  std::unique_ptr<planner::WorkerPool> pool = MakeWorkers(threads);
   std::printf(
-      "| buffers | median seconds (3 runs) | arena / lower bound | "
-      "time ratio to previous | n log n ratio | stages (last run) |\n"
-      "|---|---|---|---|---|---|\n");
+      "| buffers | median seconds (3 runs) | median CPU seconds | arena / "
+      "lower bound | time ratio to previous | n log n ratio | median stages "
+      "|\n|---|---|---|---|---|---|---|\n");
   double previous = 0;
   int previous_n = 0;
+  planner::PlanOptions options;
+  options.strategy = "best_fit_size";
   for (int n : sizes) {
-    planner::Problem problem = planner::testing::RandomProblem(n, 42, 64);
-    std::vector<double> runs;
-    int64_t arena = 0;
-    std::string stages;
-    for (int i = 0; i < 3; ++i) {
-      runs.push_back(TimeOnce(problem, &arena, &stages, pool.get()));
-    }
-    std::sort(runs.begin(), runs.end());
-    const double median = runs[1];
-    const double bound = static_cast<double>(planner::LowerBound(problem));
+    const planner::Problem problem = planner::testing::RandomProblem(n, 42, 64);
+    const Timing t = TimePlans(problem, options, pool.get(), 3);
     std::string ratio = "-", nlogn = "-";
     if (previous > 0) {
-      ratio = absl::StrFormat("%.1fx", median / previous);
+      ratio = absl::StrFormat("%.1fx", t.seconds / previous);
       nlogn = absl::StrFormat(
           "%.1fx", (n * std::log2(n)) / (previous_n * std::log2(previous_n)));
     }
-    std::printf("| %d | %.3f | %.3f | %s | %s | %s|\n", n, median,
-                arena / bound, ratio.c_str(), nlogn.c_str(), stages.c_str());
+    std::printf("| %d | %.3f | %.3f | %.3f | %s | %s | %s |\n", n, t.seconds,
+                t.cpu_seconds, static_cast<double>(t.arena) / t.lower_bound,
+                ratio.c_str(), nlogn.c_str(), StageList(t).c_str());
     std::fflush(stdout);
-    previous = median;
+    previous = t.seconds;
     previous_n = n;
+  }
+  return 0;
+}
+
+// The MiniMalloc CSV files of `dir`, sorted by name.
+std::vector<std::string> CsvFilesIn(const std::string& dir) {
+  std::vector<std::string> files;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    if (entry.path().extension() == ".csv") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Every trace planned by default ("auto": best and first fit by size),
+// median of 3 runs, on `threads` workers (0: one core).
+int Traces(std::vector<std::string> files, int threads) {
+  if (files.empty()) files = CsvFilesIn("../shared/benchmarks/traces");
+  std::unique_ptr<planner::WorkerPool> pool = MakeWorkers(threads);
+  std::printf(
+      "| trace | buffers | lower bound | arena / lower bound | median seconds "
+      "(3 runs) | median CPU seconds | winner | median stages |\n"
+      "|---|---|---|---|---|---|---|---|\n");
+  for (const std::string& file : files) {
+    absl::StatusOr<PlanInput> input = ReadPlanInput(file);
+    if (!input.ok() || !input->buffers.has_value()) {
+      std::fprintf(stderr, "%s: not a buffer list\n", file.c_str());
+      return 1;
+    }
+    const Timing t = TimePlans(*input->buffers, input->options, pool.get(), 3);
+    std::printf("| %s | %zu | %lld | %.4f | %.3f | %.3f | %s | %s |\n",
+                file.substr(file.rfind('/') + 1).c_str(),
+                input->buffers->buffers.size(),
+                static_cast<long long>(t.lower_bound),
+                static_cast<double>(t.arena) / t.lower_bound, t.seconds,
+                t.cpu_seconds, t.strategy.c_str(), StageList(t).c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+// The long-lifetime generators planned by default, median of 3 runs.
+int Dense(std::vector<int> sizes, int threads, const std::string& only) {
+  if (sizes.empty()) sizes = {50000, 100000, 200000};
+  std::unique_ptr<planner::WorkerPool> pool = MakeWorkers(threads);
+  using Generator = planner::Problem (*)(int, uint32_t, planner::Bytes);
+  const std::pair<const char*, Generator> generators[] = {
+      {"LongDenseProblem", &planner::testing::LongDenseProblem},
+      {"StaggeredProblem", &planner::testing::StaggeredProblem}};
+  std::printf(
+      "| generator | buffers | arena / lower bound | median seconds (3 runs) "
+      "| median CPU seconds | median stages |\n|---|---|---|---|---|---|\n");
+  for (const auto& [name, generate] : generators) {
+    if (!only.empty() && only != name) continue;
+    for (int n : sizes) {
+      const planner::Problem problem = generate(n, 1, 64);
+      const Timing t = TimePlans(problem, {}, pool.get(), 3);
+      std::printf("| %s | %d | %.4f | %.3f | %.3f | %s |\n", name, n,
+                  static_cast<double>(t.arena) / t.lower_bound, t.seconds,
+                  t.cpu_seconds, StageList(t).c_str());
+      std::fflush(stdout);
+    }
   }
   return 0;
 }
@@ -262,26 +385,37 @@ int main(int argc, char** argv) {
   if (mode == "quality" && argc > 2) {
     return memplan::Quality(std::vector<std::string>(argv + 2, argv + argc));
   }
-  if (mode == "scale") {
-    std::vector<int> sizes;
-    int threads = 0;
-    for (int i = 2; i < argc; ++i) {
-      const std::string arg = argv[i];
-      if (arg.rfind("--threads=", 0) == 0) {
-        threads = std::atoi(arg.c_str() + 10);
-      } else {
-        sizes.push_back(std::atoi(argv[i]));
-      }
+  // Sizes or files, and --threads=T (workers; 0, the default: one core).
+  std::vector<std::string> args;
+  int threads = 0;
+  std::string generator;  // dense: only this generator
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--threads=", 0) == 0) {
+      threads = std::atoi(arg.c_str() + 10);
+    } else if (arg.rfind("--generator=", 0) == 0) {
+      generator = arg.substr(12);
+    } else {
+      args.push_back(arg);
     }
+  }
+  std::vector<int> sizes;
+  for (const std::string& a : args) sizes.push_back(std::atoi(a.c_str()));
+  if (mode == "scale") {
     if (sizes.empty()) sizes = {10000, 100000, 1000000};
     return memplan::Scale(sizes, threads);
   }
+  if (mode == "traces") return memplan::Traces(args, threads);
+  if (mode == "dense") return memplan::Dense(sizes, threads, generator);
   if (mode == "random") {
     return memplan::RandomSuite(argc > 2 ? std::atoi(argv[2]) : 50);
   }
   std::fprintf(stderr,
                "usage: plan_bench quality FILE...\n"
                "       plan_bench scale [--threads=T] [N...]\n"
+               "       plan_bench traces [--threads=T] [FILE...]\n"
+               "       plan_bench dense [--threads=T] [--generator=NAME] "
+               "[N...]\n"
                "       plan_bench random [INSTANCES]\n");
   return 64;
 }

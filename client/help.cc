@@ -95,9 +95,9 @@ std::string BenchHelp() {
       "  --workload=NAME            allocation, allocation_delayed or larson\n"
       "  --workload_size=N          allocations in the workload (default "
       "1000)\n"
-      "  --allocators=a,b           default all: ",
+      "  --allocators=a,b           of ",
       absl::StrJoin(engine::BenchmarkAllocatorNames(), ", "),
-      "\n"
+      "\n                             (default: all but mmap)\n"
       "  --arena_allocator=NAME     where the plan's arena comes from: ",
       absl::StrJoin(engine::ArenaAllocatorNames(), ", "),
       " (default bfc)\n"

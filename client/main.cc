@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "client/cli_flags.h"
 #include "client/help.h"
+#include "client/inspect.h"
 #include "client/input.h"
 #include "client/remote.h"
 #include "engine/benchmark.h"
@@ -362,33 +363,16 @@ int RunBench(const std::vector<std::string>& args) {
 // inspect: what an input holds, without planning it.
 int RunInspect(const std::vector<std::string>& args) {
   if (args.size() != 1) return Usage("inspect", "inspect takes one FILE");
+  const std::string format = absl::GetFlag(FLAGS_format);
+  if (format != "text" && format != "json") {
+    return Usage("inspect", "inspect --format must be text or json");
+  }
   absl::StatusOr<Input> input = ReadInput(args[0], InputOptionsFromFlags());
   if (!input.ok()) return Fail(input.status());
-  const v1::PlanRequest& r = input->request;
-  std::printf("format:       %s\n",
-              std::string(formats::FormatName(input->format)).c_str());
-  if (r.has_model()) {
-    absl::StatusOr<formats::ImportedModel> model =
-        formats::ImportModelFile(r.model());
-    if (!model.ok()) return Fail(model.status());
-    std::printf("tensors:      %lld (%lld weights)\nops:          %lld\n",
-                static_cast<long long>(model->stats.tensors),
-                static_cast<long long>(model->stats.weights),
-                static_cast<long long>(model->stats.ops));
-    return 0;
-  }
-  if (r.buffers_size() > 0) {
-    const planner::Problem p = api::BuffersFromProto(r.buffers(), 64);
-    std::printf("buffers:      %d\nlower bound:  %lld bytes\n",
-                r.buffers_size(),
-                static_cast<long long>(planner::LowerBound(p)));
-    return 0;
-  }
-  std::printf(
-      "tensors:      %d\nops:          %d\ninputs:       %d\n"
-      "outputs:      %d\n",
-      r.graph().tensors_size(), r.graph().ops_size(), r.graph().inputs_size(),
-      r.graph().outputs_size());
+  absl::StatusOr<v1::InputSummary> summary = Summarize(*input);
+  if (!summary.ok()) return Fail(summary.status());
+  std::cout << (format == "json" ? formats::ToJson(*summary)
+                                 : FormatSummary(*summary));
   return 0;
 }
 

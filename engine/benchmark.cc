@@ -33,7 +33,7 @@ absl::Status Invalid(const Parts&... parts) {
 absl::StatusOr<std::vector<std::string>> ChooseAllocators(
     const v1::BenchmarkRequest& request) {
   const std::vector<std::string> known = BenchmarkAllocatorNames();
-  if (request.allocators().empty()) return known;
+  if (request.allocators().empty()) return DefaultBenchmarkAllocators();
   std::vector<std::string> chosen;
   for (const std::string& name : request.allocators()) {
     if (std::find(known.begin(), known.end(), name) == known.end()) {
@@ -297,6 +297,12 @@ absl::StatusOr<v1::AllocatorFigures> RunStatic(
 std::vector<std::string> BenchmarkAllocatorNames() {
   std::vector<std::string> names = allocators::AllocatorNames();
   names.push_back(kStatic);
+  return names;
+}
+
+std::vector<std::string> DefaultBenchmarkAllocators() {
+  std::vector<std::string> names = BenchmarkAllocatorNames();
+  names.erase(std::remove(names.begin(), names.end(), "mmap"), names.end());
   return names;
 }
 

@@ -50,6 +50,10 @@ using ReplayObserver =
 // The allocators a request may name: the dynamic ones, then "static_plan".
 std::vector<std::string> BenchmarkAllocatorNames();
 
+// What a request naming no allocators gets: all of them but "mmap" (one
+// file per block: milliseconds per allocation on a disk; ask for it).
+std::vector<std::string> DefaultBenchmarkAllocators();
+
 // Where a static plan's arena may come from: "bfc", "mmap", "recurse".
 std::vector<std::string> ArenaAllocatorNames();
 

@@ -59,12 +59,13 @@ class BenchmarkTest : public ::testing::Test {
 TEST_F(BenchmarkTest, GraphRowsForEveryAllocatorAndTheStaticPlan) {
   absl::StatusOr<v1::BenchmarkResponse> r = Run(ChainGraph());
   ASSERT_TRUE(r.ok()) << r.status();
-  ASSERT_EQ(r->rows_size(), 6);
+  const int rows = static_cast<int>(DefaultBenchmarkAllocators().size());
+  ASSERT_EQ(r->rows_size(), rows);
   // The weight w stays in the model: 5 allocations, 5 frees.
   EXPECT_EQ(r->trace_events(), 10);
   // Live at once at most: x, y (persistent) + two of a, b, c.
   EXPECT_EQ(r->lower_bound_bytes(), 4096 + 4096 + 2 * 65536);
-  const v1::AllocatorFigures& plan = r->rows(5);
+  const v1::AllocatorFigures& plan = r->rows(rows - 1);
   EXPECT_EQ(plan.allocator(), "static_plan");
   EXPECT_EQ(plan.peak_bytes_reserved(), r->arena_size_bytes());
   EXPECT_EQ(plan.allocations(), 5);
@@ -77,7 +78,21 @@ TEST_F(BenchmarkTest, GraphRowsForEveryAllocatorAndTheStaticPlan) {
     EXPECT_GE(row.peak_bytes_reserved(), r->arena_size_bytes())
         << row.allocator();
   }
-  EXPECT_EQ(observed_.size(), 6u);
+  EXPECT_EQ(observed_.size(), static_cast<size_t>(rows));
+}
+
+// The static plan's arena can come from each arena source.
+TEST_F(BenchmarkTest, StaticPlanReplaysOnEveryArenaSource) {
+  for (const std::string& source : ArenaAllocatorNames()) {
+    v1::BenchmarkRequest r = ChainGraph();
+    r.add_allocators("static_plan");
+    r.set_arena_allocator(source);
+    absl::StatusOr<v1::BenchmarkResponse> out = Run(r);
+    ASSERT_TRUE(out.ok()) << source << ": " << out.status();
+    EXPECT_EQ(out->arena_allocator(), source);
+    ASSERT_EQ(out->rows_size(), 1);
+    EXPECT_EQ(out->rows(0).allocations(), 5) << source;
+  }
 }
 
 TEST_F(BenchmarkTest, WeightsInTheArenaWhenAsked) {

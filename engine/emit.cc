@@ -4,9 +4,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "formats/c_header.h"
 #include "formats/format.h"
 #include "formats/plan_html.h"
 #include "formats/plan_svg.h"
+#include "formats/tflite_writer.h"
 #include "proto/convert.h"
 
 namespace memplan::engine {
@@ -60,6 +62,23 @@ formats::PictureOptions PictureFor(const PlanOutcome& outcome,
 absl::StatusOr<std::string> Emit(absl::string_view format,
                                  const PlanOutcome& outcome,
                                  const v1::PlanRequest& request) {
+  const formats::ImportedModel* model =
+      outcome.model.has_value() ? &*outcome.model : nullptr;
+  if (format == "tflite") {
+    if (model == nullptr || model->format != formats::Format::kTflite) {
+      return absl::InvalidArgumentError(
+          "emit: a planned .tflite needs a TFLite model as input");
+    }
+    return formats::EmitPlannedTflite(
+        request.model().data(), model->graph.name(), *model, outcome.result);
+  }
+  if (format == "c_header") {
+    const std::string name = request.has_model()   ? request.model().name()
+                             : request.has_graph() ? request.graph().name()
+                                                   : "plan";
+    return formats::EmitCHeader({name, &outcome.result, &outcome.options, model,
+                                 request.model().data()});
+  }
   if (format == "svg") {
     return formats::PlanSvg(outcome.result, outcome.options,
                             PictureFor(outcome, request));

@@ -6,6 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/emit.h"
+#include "formats/tflite_reader.h"
+#include "planner/tflm_greedy.h"
 
 namespace memplan::engine {
 namespace {
@@ -87,6 +89,24 @@ absl::Status PlanInput(const v1::PlanRequest& request, const Limits& limits,
   return absl::OkStatus();
 }
 
+// TFLite models: the arena TFLite Micro's own planner would need for the
+// same tensors (the response's baseline). Its planner is quadratic, so very
+// large models go without.
+void SetTflmBaseline(const v1::PlanRequest& request, PlanOutcome* outcome) {
+  constexpr size_t kMaxBaselineBuffers = 50'000;
+  absl::StatusOr<std::vector<planner::TflmBuffer>> buffers =
+      formats::TflmRequests(request.model().data(), *outcome->model);
+  if (!buffers.ok() || buffers->size() > kMaxBaselineBuffers) {
+    outcome->warnings.push_back(
+        buffers.ok() ? "no tflm_greedy baseline: too many tensors"
+                     : absl::StrCat("no tflm_greedy baseline: ",
+                                    buffers.status().message()));
+    return;
+  }
+  outcome->tflm_arena_bytes =
+      planner::TflmGreedyPlanner(*std::move(buffers)).Plan().arena_size;
+}
+
 }  // namespace
 
 std::string EmitFormatNames() { return absl::StrJoin(EmitFormats(), ", "); }
@@ -109,9 +129,17 @@ absl::StatusOr<PlanOutcome> Plan(const v1::PlanRequest& request,
     if (!model.ok()) return model.status();
     outcome.warnings = model->warnings;
     outcome.model = *std::move(model);
+    const bool tflite = outcome.model->format == formats::Format::kTflite;
+    if (tflite && request.options().alignment() == 0) {
+      outcome.options.alignment = planner::kTflmAlignment;  // TFLM's default
+    }
   }
   if (auto s = PlanInput(request, limits, workers, cancel, &outcome); !s.ok()) {
     return s;
+  }
+  if (outcome.model.has_value() &&
+      outcome.model->format == formats::Format::kTflite) {
+    SetTflmBaseline(request, &outcome);
   }
   for (const std::string& format : request.emit()) {
     absl::StatusOr<std::string> data = Emit(format, outcome, request);

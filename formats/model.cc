@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "formats/onnx_import.h"
+#include "formats/tflite_reader.h"
 
 namespace memplan::formats {
 namespace {
@@ -44,7 +45,7 @@ absl::StatusOr<ImportedModel> ImportModel(Format format,
     case Format::kOnnx:
       return ImportOnnx(bytes, name, options);
     case Format::kTflite:
-      return Invalid(name, ": TFLite models cannot be read by this build");
+      return ImportTflite(bytes, name, options);
     case Format::kJson:
     case Format::kCsv:
       break;
@@ -55,9 +56,9 @@ absl::StatusOr<ImportedModel> ImportModel(Format format,
 absl::StatusOr<ModelSummary> SummarizeModel(Format format,
                                             absl::string_view bytes,
                                             absl::string_view name) {
+  if (format == Format::kTflite) return SummarizeTflite(bytes, name);
   if (format == Format::kOnnx) return SummarizeOnnx(bytes, name);
-  return Invalid(name, ": describing ", FormatName(format),
-                 " models is not built in yet");
+  return Invalid(name, ": ", FormatName(format), " is not a model format");
 }
 
 absl::StatusOr<ImportedModel> ImportModelFile(const v1::ModelFile& model) {

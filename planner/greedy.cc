@@ -1,20 +1,35 @@
 #include "planner/greedy.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <tuple>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "planner/gap_index.h"
 #include "planner/sections.h"
+#include "planner/sort.h"
 #include "planner/time_index.h"
 
 namespace memplan::planner {
 namespace {
 
-constexpr int kCancelStride = 1024;  // buffers placed between cancel checks
+// Units of placement work between polls of the cancel token (a unit is
+// about 0.1 us: a taken range read; a buffer placed is kBufferWork): a few
+// milliseconds.
+constexpr int64_t kCancelWork = 1 << 16;
+constexpr int64_t kBufferWork = 16;
+// Above this many overlapping buffers per buffer on average, placement
+// reads merged ranges from a GapIndex instead of scanning a TimeIndex.
+constexpr int64_t kDenseOverlaps = 128;
+
+absl::Status Cancelled() {
+  return absl::DeadlineExceededError("greedy placement cancelled");
+}
 
 // Buffers live over the whole schedule share memory with nothing, so they
 // are stacked at the arena's base, most aligned first, and the rest is
@@ -69,175 +84,346 @@ class RangeMin {
 };
 
 // For each buffer, the rank of the widest section of its lifetime, where
-// sections (maximal step ranges with one live set) are ranked by total live
-// size, widest first, earlier first on ties. Sorting by this rank, then by
-// size, is exactly "greedy by breadth" without listing every step's
-// live set (which would cost the sum of all lifetimes).
-std::vector<int> WidestSectionRanks(const Problem& problem) {
+// sections (compressed time: maximal sets of buffers live together) are
+// ranked by total live size, widest first, earlier first on ties. Sorting
+// by this rank, then by size, is exactly "greedy by breadth" (the widest
+// step of a lifetime always lies in one of these sections) without
+// listing every step's live set.
+absl::StatusOr<std::vector<int>> WidestSectionRanks(const Problem& problem,
+                                                    const Sections& time,
+                                                    const CancelToken* cancel) {
   const auto& b = problem.buffers;
-  if (b.empty()) return {};
-  const Sections sections = SweepSections(problem);
+  if (b.empty()) return std::vector<int>{};
   const std::vector<Bytes> width =
-      SectionTotals(sections, [&](int i) { return b[i].size; });
-  std::vector<int> by_width(width.size());
-  std::iota(by_width.begin(), by_width.end(), 0);
-  std::stable_sort(by_width.begin(), by_width.end(),
-                   [&](int x, int y) { return width[x] > width[y]; });
+      SectionTotals(time, [&](int i) { return b[i].size; });
+  std::vector<std::pair<Bytes, int>> by_width(width.size());
+  for (int k = 0; k < static_cast<int>(width.size()); ++k) {
+    by_width[k] = {-width[k], k};
+  }
+  if (!SortOrCancel(by_width.begin(), by_width.end(), std::less<>(), cancel)) {
+    return Cancelled();
+  }
   std::vector<int> rank(width.size());
-  for (size_t r = 0; r < by_width.size(); ++r) rank[by_width[r]] = r;
+  for (size_t r = 0; r < by_width.size(); ++r) rank[by_width[r].second] = r;
   RangeMin widest(rank);
   std::vector<int> out(b.size());
   for (size_t i = 0; i < b.size(); ++i) {
-    out[i] = widest.Min(sections.first[i], sections.last[i] - 1);
+    out[i] = widest.Min(time.first[i], time.last[i] - 1);
   }
   return out;
 }
 
-}  // namespace
-
-std::vector<int64_t> CountConflicts(const Problem& problem) {
-  const auto& b = problem.buffers;
-  std::vector<Step> starts(b.size()), ends(b.size());
-  for (size_t i = 0; i < b.size(); ++i) {
-    starts[i] = b[i].start;
-    ends[i] = b[i].end;
+// Per buffer, how many other buffers overlap it, from compressed time:
+// those starting before it ends, less those ended by its start, less
+// itself. O(n + sections), no sort.
+std::vector<int64_t> ConflictsOf(const Sections& time) {
+  const size_t n = time.first.size();
+  // started[x]: buffers whose first section is < x; ended[x]: last <= x.
+  std::vector<int64_t> started(time.size() + 2, 0), ended(time.size() + 2, 0);
+  for (size_t i = 0; i < n; ++i) {
+    ++started[time.first[i] + 1];
+    ++ended[time.last[i]];
   }
-  std::sort(starts.begin(), starts.end());
-  std::sort(ends.begin(), ends.end());
-  std::vector<int64_t> conflicts(b.size());
-  for (size_t i = 0; i < b.size(); ++i) {
-    // Buffers starting before i ends, less those that ended by i's start
-    // (a subset of the former), less i itself.
-    const int64_t started =
-        std::lower_bound(starts.begin(), starts.end(), b[i].end) -
-        starts.begin();
-    const int64_t ended =
-        std::upper_bound(ends.begin(), ends.end(), b[i].start) - ends.begin();
-    conflicts[i] = started - ended - 1;
+  for (size_t x = 1; x < started.size(); ++x) {
+    started[x] += started[x - 1];
+    ended[x] += ended[x - 1];
+  }
+  std::vector<int64_t> conflicts(n);
+  for (size_t i = 0; i < n; ++i) {
+    conflicts[i] = started[time.last[i]] - ended[time.first[i]] - 1;
   }
   return conflicts;
 }
 
-std::vector<int> GreedyPlacementOrder(const Problem& problem,
-                                      GreedyOrder order) {
-  // Sorting packed keys, not indices with a comparator that reads buffers,
-  // keeps the sort in cache for millions of buffers.
-  struct Key {
-    long double primary;  // ascending
-    Bytes secondary;      // ascending
-    Step tertiary;        // ascending
-    int index;
-    bool operator<(const Key& o) const {
-      return std::tie(primary, secondary, tertiary, index) <
-             std::tie(o.primary, o.secondary, o.tertiary, o.index);
-    }
-  };
+// A sort key of two fields and the buffer index.
+struct Key {
+  int64_t primary;    // ascending
+  int64_t secondary;  // ascending
+  int index;          // ties
+};
+
+// The area order's key: size x lifetime needs more than 64 bits.
+struct AreaKey {
+  long double area;  // descending: stored negated
+  Bytes size;        // descending: stored negated
+  Step start;        // ascending
+  int index;         // ties
+  bool operator<(const AreaKey& o) const {
+    return std::tie(area, size, start, index) <
+           std::tie(o.area, o.size, o.start, o.index);
+  }
+};
+
+// The indices of keys in their sorted order.
+template <typename K>
+std::vector<int> IndicesOf(const std::vector<K>& keys) {
+  std::vector<int> order(keys.size());
+  for (size_t k = 0; k < keys.size(); ++k) order[k] = keys[k].index;
+  return order;
+}
+
+// Sorts keys (made in index order) by (primary, secondary, index): two
+// stable radix passes, least significant field first.
+absl::StatusOr<std::vector<int>> SortedIndices(std::vector<Key> keys,
+                                               const CancelToken* cancel) {
+  if (!RadixSortOrCancel(
+          &keys, [](const Key& k) { return SignedKey(k.secondary); }, cancel) ||
+      !RadixSortOrCancel(
+          &keys, [](const Key& k) { return SignedKey(k.primary); }, cancel)) {
+    return Cancelled();
+  }
+  return IndicesOf(keys);
+}
+
+// The area order: largest size x lifetime first, then as by size.
+absl::StatusOr<std::vector<int>> AreaOrder(const Problem& problem,
+                                           const CancelToken* cancel) {
   const auto& b = problem.buffers;
-  std::vector<int64_t> conflicts;
-  if (order == GreedyOrder::kConflicts) conflicts = CountConflicts(problem);
-  std::vector<int> widest;
-  if (order == GreedyOrder::kBreadth) widest = WidestSectionRanks(problem);
-  std::vector<Key> keys(b.size());
+  std::vector<AreaKey> keys(b.size());
   for (int i = 0; i < static_cast<int>(b.size()); ++i) {
     const long double area = static_cast<long double>(b[i].size) *
                              (static_cast<long double>(b[i].end) - b[i].start);
+    keys[i] = {-area, -b[i].size, b[i].start, i};
+  }
+  if (!SortOrCancel(keys.begin(), keys.end(), std::less<>(), cancel)) {
+    return Cancelled();
+  }
+  return IndicesOf(keys);
+}
+
+// The placement order under `order`, with compressed time at hand.
+absl::StatusOr<std::vector<int>> OrderOf(const Problem& problem,
+                                         const Sections& time,
+                                         GreedyOrder order,
+                                         const CancelToken* cancel) {
+  if (order == GreedyOrder::kArea) return AreaOrder(problem, cancel);
+  const auto& b = problem.buffers;
+  std::vector<int64_t> rank;  // conflicts or widest section, per buffer
+  if (order == GreedyOrder::kConflicts) rank = ConflictsOf(time);
+  if (order == GreedyOrder::kBreadth) {
+    absl::StatusOr<std::vector<int>> widest =
+        WidestSectionRanks(problem, time, cancel);
+    if (!widest.ok()) return widest.status();
+    rank.assign(widest->begin(), widest->end());
+  }
+  std::vector<Key> keys(b.size());
+  for (int i = 0; i < static_cast<int>(b.size()); ++i) {
     switch (order) {
       case GreedyOrder::kSize:  // largest first, then earliest start
-        keys[i] = {static_cast<long double>(-b[i].size), b[i].start, 0, i};
+        keys[i] = {-b[i].size, b[i].start, i};
         break;
       case GreedyOrder::kLifetime:  // earliest start, then largest
-        keys[i] = {static_cast<long double>(b[i].start), -b[i].size, 0, i};
-        break;
-      case GreedyOrder::kArea:  // largest area, then as kSize
-        keys[i] = {-area, -b[i].size, b[i].start, i};
+        keys[i] = {b[i].start, -b[i].size, i};
         break;
       case GreedyOrder::kConflicts:  // most conflicts, then largest
-        keys[i] = {static_cast<long double>(-conflicts[i]), -b[i].size, 0, i};
+        keys[i] = {-rank[i], -b[i].size, i};
         break;
       case GreedyOrder::kBreadth:  // widest section first, then largest
-        keys[i] = {static_cast<long double>(widest[i]), -b[i].size, 0, i};
+        keys[i] = {rank[i], -b[i].size, i};
+        break;
+      case GreedyOrder::kArea:
         break;
     }
   }
-  std::sort(keys.begin(), keys.end());
-  std::vector<int> idx(b.size());
-  for (size_t k = 0; k < keys.size(); ++k) idx[k] = keys[k].index;
-  return idx;
+  return SortedIndices(std::move(keys), cancel);
 }
 
-absl::StatusOr<Solution> PlaceInOrder(const Problem& problem,
-                                      const std::vector<int>& order,
-                                      FitPolicy fit,
-                                      const CancelToken* cancel) {
+// The placed buffers as memory ranges, searchable by lifetime: scanned
+// from a TimeIndex when buffers overlap few others, read merged from a
+// GapIndex when they overlap many (the scan's cost would grow with the
+// overlaps). Both give the same gaps, so the same plans.
+class PlacedBuffers {
+ public:
+  PlacedBuffers(const Sections& time, bool dense) {
+    if (dense) {
+      gaps_.emplace(time.size());
+    } else {
+      scan_.emplace(time);
+    }
+  }
+
+  // From now on every buffer asks for at least `size` at `alignment`.
+  void SetSmallestRequest(Bytes size, Bytes alignment) {
+    if (gaps_) gaps_->SetSmallestRequest(size, alignment);
+  }
+
+  // Marks `range` taken during sections [lo, hi).
+  void Insert(int lo, int hi, TakenRange range) {
+    if (gaps_) {
+      gaps_->Insert(lo, hi, range);
+    } else {
+      scan_->Insert(lo, hi, range);
+    }
+  }
+
+  // The ranges taken during sections [lo, hi), sorted by offset, and the
+  // work it took.
+  const std::vector<TakenRange>& Taken(int lo, int hi, int64_t* work) {
+    if (gaps_) {
+      const int64_t read = gaps_->ranges_read();
+      const std::vector<TakenRange>& taken = gaps_->Taken(lo, hi);
+      *work = gaps_->ranges_read() - read;
+      return taken;
+    }
+    taken_.clear();
+    scan_->ForEachOverlapping(
+        lo, hi, [&](const TakenRange& r) { taken_.push_back(r); });
+    std::sort(taken_.begin(), taken_.end());
+    *work = static_cast<int64_t>(taken_.size());
+    return taken_;
+  }
+
+ private:
+  std::optional<TimeIndex<TakenRange>> scan_;
+  std::optional<GapIndex> gaps_;
+  std::vector<TakenRange> taken_;  // the scan's answer
+};
+
+// True when buffers overlap more than kDenseOverlaps others on average.
+bool IsDense(const Sections& time, OverlapSearch search) {
+  if (search != OverlapSearch::kAuto) return search == OverlapSearch::kMerged;
+  const std::vector<int64_t> conflicts = ConflictsOf(time);
+  const int64_t total =
+      std::accumulate(conflicts.begin(), conflicts.end(), int64_t{0});
+  return total > kDenseOverlaps * static_cast<int64_t>(conflicts.size());
+}
+
+// One buffer to place, gathered in placement order: the loop then reads
+// memory in sequence instead of jumping through the buffers.
+struct Request {
+  int index;        // in problem.buffers
+  int lo, hi;       // its sections
+  Bytes size;       // its size
+  Bytes alignment;  // its alignment
+  Bytes min_size;   // the smallest size here and after in the order
+  Bytes min_align;  // the smallest alignment here and after
+};
+
+// The buffers of `order` not yet placed (pinned or stacked), in order,
+// with the smallest size and alignment from each on: no later request is
+// smaller.
+std::vector<Request> Requests(const Problem& problem, const Sections& time,
+                              const std::vector<int>& order,
+                              const std::vector<Offset>& offsets) {
+  std::vector<Request> requests;
+  requests.reserve(order.size());
+  for (int i : order) {
+    if (offsets[i] >= 0) continue;
+    const Buffer& b = problem.buffers[i];
+    requests.push_back(
+        {i, time.first[i], time.last[i], b.size, b.alignment, 0, 0});
+  }
+  Bytes size = std::numeric_limits<Bytes>::max();
+  Bytes alignment = std::numeric_limits<Bytes>::max();
+  for (size_t k = requests.size(); k-- > 0;) {
+    size = std::min(size, requests[k].size);
+    alignment = std::min(alignment, requests[k].alignment);
+    requests[k].min_size = size;
+    requests[k].min_align = alignment;
+  }
+  return requests;
+}
+
+// Counts work and polls the token every kCancelWork units.
+class WorkMeter {
+ public:
+  explicit WorkMeter(const CancelToken* cancel) : cancel_(cancel) {}
+  // Adds `units`; true when the token says stop.
+  bool Stop(int64_t units) {
+    work_ += units;
+    if (work_ < next_poll_) return false;
+    next_poll_ = work_ + kCancelWork;
+    return cancel_ != nullptr && cancel_->Cancelled();
+  }
+
+ private:
+  const CancelToken* cancel_;
+  int64_t work_ = 0;
+  int64_t next_poll_ = kCancelWork;
+};
+
+// The greedy placement proper: fixed buffers where pinned, buffers spanning
+// the schedule stacked at the base, the others in `order` into the gap
+// `fit` picks among the placed ones they overlap. With `capacity`, buffers
+// that would end past it are skipped (offset -1).
+absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
+                               const std::vector<int>& order, FitPolicy fit,
+                               std::optional<Bytes> capacity,
+                               const CancelToken* cancel,
+                               OverlapSearch search = OverlapSearch::kAuto) {
   const auto& buffers = problem.buffers;
   Solution solution;
   solution.offsets.assign(buffers.size(), -1);
-  const Offset base = StackSpanningBuffers(problem, &solution);
-  // Placed buffers as memory ranges, searchable by lifetime.
-  const Sections time = CompressTime(problem);
-  TimeIndex<TakenRange> placed(time);
-  auto insert = [&](int i, Offset offset) {
-    placed.Insert(i, {offset, offset + buffers[i].size});
-  };
+  const Offset base = capacity ? 0 : StackSpanningBuffers(problem, &solution);
+  PlacedBuffers placed(time, IsDense(time, search));
   for (int i = 0; i < static_cast<int>(buffers.size()); ++i) {
     if (!buffers[i].fixed_offset.has_value()) continue;
     solution.offsets[i] = *buffers[i].fixed_offset;
-    insert(i, solution.offsets[i]);
+    placed.Insert(time.first[i], time.last[i],
+                  {solution.offsets[i], solution.offsets[i] + buffers[i].size});
   }
-  std::vector<TakenRange> taken;
-  int count = 0;
-  for (int i : order) {
-    if (solution.offsets[i] >= 0) continue;
-    if (++count % kCancelStride == 0 && cancel != nullptr &&
-        cancel->Cancelled()) {
-      return absl::DeadlineExceededError("greedy placement cancelled");
-    }
-    const Buffer& b = buffers[i];
-    taken.clear();
-    placed.ForEachOverlapping(
-        i, [&](const TakenRange& range) { taken.push_back(range); });
-    std::sort(taken.begin(), taken.end());
-    const Offset offset = FindGap(taken, b.size, b.alignment, fit, base);
-    solution.offsets[i] = offset;
-    solution.arena_size = std::max(solution.arena_size, offset + b.size);
-    insert(i, offset);
+  WorkMeter meter(cancel);
+  for (const Request& r : Requests(problem, time, order, solution.offsets)) {
+    placed.SetSmallestRequest(r.min_size, r.min_align);
+    int64_t work = 0;
+    const std::vector<TakenRange>& taken = placed.Taken(r.lo, r.hi, &work);
+    if (meter.Stop(kBufferWork + work)) return Cancelled();
+    const Offset offset = FindGap(taken, r.size, r.alignment, fit, base);
+    if (capacity && offset + r.size > *capacity) continue;  // left out
+    solution.offsets[r.index] = offset;
+    placed.Insert(r.lo, r.hi, {offset, offset + r.size});
   }
-  for (size_t i = 0; i < buffers.size(); ++i) {  // stacked and pinned ones
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (solution.offsets[i] < 0) continue;
     solution.arena_size =
         std::max(solution.arena_size, solution.offsets[i] + buffers[i].size);
   }
   return solution;
 }
 
+}  // namespace
+
+std::vector<int64_t> CountConflicts(const Problem& problem) {
+  return ConflictsOf(*CompressTime(problem));
+}
+
+std::vector<int> GreedyPlacementOrder(const Problem& problem,
+                                      GreedyOrder order) {
+  return *GreedyPlacementOrder(problem, order, nullptr);
+}
+
+absl::StatusOr<std::vector<int>> GreedyPlacementOrder(
+    const Problem& problem, GreedyOrder order, const CancelToken* cancel) {
+  absl::StatusOr<Sections> time = CompressTime(problem, cancel);
+  if (!time.ok()) return time.status();
+  return OrderOf(problem, *time, order, cancel);
+}
+
+absl::StatusOr<Solution> PlaceInOrder(const Problem& problem,
+                                      const std::vector<int>& order,
+                                      FitPolicy fit,
+                                      const CancelToken* cancel) {
+  absl::StatusOr<Sections> time = CompressTime(problem, cancel);
+  if (!time.ok()) return time.status();
+  return Place(problem, *time, order, fit, std::nullopt, cancel);
+}
+
+absl::StatusOr<Solution> PlaceInOrder(const Problem& problem,
+                                      const std::vector<int>& order,
+                                      FitPolicy fit, const CancelToken* cancel,
+                                      OverlapSearch search) {
+  absl::StatusOr<Sections> time = CompressTime(problem, cancel);
+  if (!time.ok()) return time.status();
+  return Place(problem, *time, order, fit, std::nullopt, cancel, search);
+}
+
 absl::StatusOr<Solution> PlaceWithinCapacity(const Problem& problem,
                                              const std::vector<int>& order,
                                              Bytes capacity,
                                              const CancelToken* cancel) {
-  const auto& buffers = problem.buffers;
-  Solution solution;
-  solution.offsets.assign(buffers.size(), -1);
-  const Sections time = CompressTime(problem);
-  TimeIndex<TakenRange> placed(time);
-  std::vector<TakenRange> taken;
-  int count = 0;
-  for (int i : order) {
-    if (++count % kCancelStride == 0 && cancel != nullptr &&
-        cancel->Cancelled()) {
-      return absl::DeadlineExceededError("placement cancelled");
-    }
-    const Buffer& b = buffers[i];
-    taken.clear();
-    placed.ForEachOverlapping(i,
-                              [&](const TakenRange& r) { taken.push_back(r); });
-    std::sort(taken.begin(), taken.end());
-    const Offset offset =
-        FindGap(taken, b.size, b.alignment, FitPolicy::kBestFit, 0);
-    if (offset + b.size > capacity) continue;  // left for the next memory
-    solution.offsets[i] = offset;
-    solution.arena_size = std::max(solution.arena_size, offset + b.size);
-    placed.Insert(i, {offset, offset + b.size});
-  }
-  return solution;
+  absl::StatusOr<Sections> time = CompressTime(problem, cancel);
+  if (!time.ok()) return time.status();
+  return Place(problem, *time, order, FitPolicy::kBestFit, capacity, cancel);
 }
 
 GreedyStrategy::GreedyStrategy(GreedyOrder order, FitPolicy fit)
@@ -245,8 +431,13 @@ GreedyStrategy::GreedyStrategy(GreedyOrder order, FitPolicy fit)
 
 absl::StatusOr<Solution> GreedyStrategy::Solve(const Problem& problem,
                                                const SolveContext& ctx) const {
-  absl::StatusOr<Solution> s = PlaceInOrder(
-      problem, GreedyPlacementOrder(problem, order_), fit_, ctx.cancel);
+  absl::StatusOr<Sections> time = CompressTime(problem, ctx.cancel);
+  if (!time.ok()) return time.status();
+  absl::StatusOr<std::vector<int>> order =
+      OrderOf(problem, *time, order_, ctx.cancel);
+  if (!order.ok()) return order.status();
+  absl::StatusOr<Solution> s =
+      Place(problem, *time, *order, fit_, std::nullopt, ctx.cancel);
   if (s.ok()) UpdateBest(ctx.best_arena, s->arena_size);
   return s;
 }

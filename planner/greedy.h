@@ -11,8 +11,14 @@
 // Buffers live over the whole schedule (weights, graph inputs and outputs)
 // are stacked at the arena's base first: they can share with nothing.
 //
-// Cost: O(n log n + sum over buffers of the placed buffers overlapping it),
-// found with a TimeIndex (no all-pairs loop).
+// Cost: O(n log n) set-up (compressed time, the order), then per buffer
+// the gap search over the ranges taken during its lifetime. When buffers
+// overlap few others (fewer than 128 on average) those come from a TimeIndex
+// scan (cost: the placed buffers it overlaps); otherwise from a GapIndex
+// (gap_index.h), merged (cost: O(log^2 n) plus the merged ranges read), so
+// buffers stacked over one another cost a range, not one entry each.
+// Either way the same gaps, so the same plans. The cancel token is polled
+// every few milliseconds of work, set-up included.
 #ifndef MEMPLAN_PLANNER_GREEDY_H_
 #define MEMPLAN_PLANNER_GREEDY_H_
 
@@ -43,18 +49,35 @@ enum class GreedyOrder {
 };
 
 // For each buffer, how many other buffers' lifetimes overlap its own.
-// O(n log n): two sorted arrays and binary search, no pair is visited.
+// O(n log n): compressed time and counting, no pair is visited.
 std::vector<int64_t> CountConflicts(const Problem& problem);
 
 // The placement order of `problem` under `order`; ties by index.
 // O(n log n).
 std::vector<int> GreedyPlacementOrder(const Problem& problem,
                                       GreedyOrder order);
+// The same, polling `cancel` (may be null): DEADLINE_EXCEEDED when
+// cancelled.
+[[nodiscard]] absl::StatusOr<std::vector<int>> GreedyPlacementOrder(
+    const Problem& problem, GreedyOrder order, const CancelToken* cancel);
 
 // Places buffers in `order` (every index once). Thread-safe.
 [[nodiscard]] absl::StatusOr<Solution> PlaceInOrder(
     const Problem& problem, const std::vector<int>& order, FitPolicy fit,
     const CancelToken* cancel);
+
+// Where placement finds the ranges taken during a buffer's lifetime.
+enum class OverlapSearch {
+  kAuto,    // kScan when buffers overlap few others, else kMerged
+  kScan,    // a TimeIndex scan of the placed buffers overlapping it
+  kMerged,  // merged ranges from a GapIndex
+};
+
+// PlaceInOrder with the search chosen (tests and benchmarks): every
+// choice gives the same plan.
+[[nodiscard]] absl::StatusOr<Solution> PlaceInOrder(
+    const Problem& problem, const std::vector<int>& order, FitPolicy fit,
+    const CancelToken* cancel, OverlapSearch search);
 
 // Places buffers in `order` with best fit, skipping every buffer that would
 // end past `capacity`: their offsets stay -1, and arena_size covers the

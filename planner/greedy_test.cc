@@ -1,6 +1,9 @@
 #include "planner/greedy.h"
 
+#include <algorithm>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -176,6 +179,82 @@ TEST_P(GreedyPropertyTest, RandomProblemsVerifyAndRespectTheBound) {
     ASSERT_TRUE(s.ok()) << s.status();
     ASSERT_TRUE(VerifyAllPairs(p, *s).ok()) << "seed " << seed;
     ASSERT_GE(s->arena_size, LowerBound(p)) << "seed " << seed;
+  }
+}
+
+// The definition of greedy placement, all pairs: each buffer in order goes
+// into the gap `fit` picks among every placed buffer it overlaps; pinned
+// ones first, those spanning the schedule stacked at the base (unless a
+// pin exists). What PlaceInOrder must reproduce exactly.
+Solution PlaceByDefinition(const Problem& p, const std::vector<int>& order,
+                           FitPolicy fit) {
+  const auto& b = p.buffers;
+  Solution s;
+  s.offsets.assign(b.size(), -1);
+  const auto span = ScheduleSpan(p);
+  const bool pinned = std::any_of(b.begin(), b.end(), [](const Buffer& x) {
+    return x.fixed_offset.has_value();
+  });
+  std::vector<int> spanning;
+  for (int i = 0; i < static_cast<int>(b.size()); ++i) {
+    if (b[i].fixed_offset) s.offsets[i] = *b[i].fixed_offset;
+    if (!pinned && SpansAll(b[i], span)) spanning.push_back(i);
+  }
+  std::sort(spanning.begin(), spanning.end(), [&](int x, int y) {
+    return std::make_tuple(-b[x].alignment, -b[x].size, x) <
+           std::make_tuple(-b[y].alignment, -b[y].size, y);
+  });
+  Offset base = 0;
+  for (int i : spanning) {
+    s.offsets[i] = AlignUp(base, b[i].alignment);
+    base = s.offsets[i] + b[i].size;
+  }
+  std::vector<bool> indexed(b.size());  // placed, not stacked
+  for (size_t i = 0; i < b.size(); ++i)
+    indexed[i] = b[i].fixed_offset.has_value();
+  for (int i : order) {
+    if (s.offsets[i] >= 0) continue;
+    std::vector<TakenRange> taken;
+    for (size_t j = 0; j < b.size(); ++j) {
+      if (indexed[j] && LifetimesOverlap(b[i], b[j])) {
+        taken.push_back({s.offsets[j], s.offsets[j] + b[j].size});
+      }
+    }
+    std::sort(taken.begin(), taken.end());
+    s.offsets[i] = FindGap(taken, b[i].size, b[i].alignment, fit, base);
+    indexed[i] = true;
+  }
+  for (size_t i = 0; i < b.size(); ++i) {
+    s.arena_size = std::max(s.arena_size, s.offsets[i] + b[i].size);
+  }
+  return s;
+}
+
+TEST_P(GreedyPropertyTest, ScanAndMergedSearchesGiveThePlanOfTheDefinition) {
+  const auto [order, fit] = GetParam();
+  for (uint32_t seed = 0; seed < 400; ++seed) {
+    Problem p =
+        seed % 2
+            ? testing::DenseProblem(2 + seed % 150, seed, 1 << (seed % 7))
+            : testing::RandomProblem(2 + seed % 150, seed, 1 << (seed % 7));
+    if (seed % 5 == 0) {  // some pinned buffers too
+      p.buffers[0].fixed_offset = AlignUp(Bytes{1000}, p.buffers[0].alignment);
+    }
+    if (seed % 7 == 0) {  // and some spanning the schedule
+      const auto span = ScheduleSpan(p);
+      p.buffers[1].start = span.first;
+      p.buffers[1].end = span.second;
+    }
+    const std::vector<int> o = GreedyPlacementOrder(p, order);
+    const Solution want = PlaceByDefinition(p, o, fit);
+    for (OverlapSearch search :
+         {OverlapSearch::kScan, OverlapSearch::kMerged, OverlapSearch::kAuto}) {
+      absl::StatusOr<Solution> got = PlaceInOrder(p, o, fit, nullptr, search);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ASSERT_EQ(got->offsets, want.offsets)
+          << "seed " << seed << " search " << static_cast<int>(search);
+      ASSERT_EQ(got->arena_size, want.arena_size);
+    }
   }
 }
 

@@ -29,7 +29,7 @@ class Climber {
         order_(std::move(order)),
         pos_(order_.size()),
         solution_(std::move(solution)),
-        time_(CompressTime(problem)),
+        time_(*CompressTime(problem)),
         index_(time_),
         rng_(seed) {
     for (size_t k = 0; k < order_.size(); ++k) pos_[order_[k]] = k;

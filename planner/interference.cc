@@ -6,14 +6,21 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "planner/sort.h"
 
 namespace memplan::planner {
 namespace {
 
 constexpr int kCancelStride = 4096;
 
-// Indices of the buffers that do not span the whole schedule, by start.
-std::vector<int> SharableByStart(const Problem& problem) {
+absl::Status Cancelled() {
+  return absl::DeadlineExceededError("interference graph cancelled");
+}
+
+// Indices of the buffers that do not span the whole schedule, by start
+// (ties by index: a stable radix sort of the index order).
+absl::StatusOr<std::vector<int>> SharableByStart(const Problem& problem,
+                                                 const CancelToken* cancel) {
   const auto& b = problem.buffers;
   const auto span = ScheduleSpan(problem);
   std::vector<std::pair<Step, int>> keys;  // packed keys sort in cache
@@ -21,7 +28,10 @@ std::vector<int> SharableByStart(const Problem& problem) {
   for (int i = 0; i < static_cast<int>(b.size()); ++i) {
     if (!SpansAll(b[i], span)) keys.emplace_back(b[i].start, i);
   }
-  std::sort(keys.begin(), keys.end());
+  if (!RadixSortOrCancel(
+          &keys, [](const auto& k) { return SignedKey(k.first); }, cancel)) {
+    return Cancelled();
+  }
   std::vector<int> order(keys.size());
   for (size_t k = 0; k < keys.size(); ++k) order[k] = keys[k].second;
   return order;
@@ -29,42 +39,82 @@ std::vector<int> SharableByStart(const Problem& problem) {
 
 // The number of interfering pairs among `by_start`, without listing them:
 // buffer k of the sweep overlaps every earlier one that has not ended.
-int64_t CountPairs(const Problem& problem, const std::vector<int>& by_start) {
+// O(n) after sorting the ends.
+absl::StatusOr<int64_t> CountPairs(const Problem& problem,
+                                   const std::vector<int>& by_start,
+                                   const CancelToken* cancel) {
   std::vector<Step> ends;
   ends.reserve(by_start.size());
   for (int i : by_start) ends.push_back(problem.buffers[i].end);
-  std::sort(ends.begin(), ends.end());
+  if (!RadixSortOrCancel(
+          &ends, [](Step e) { return SignedKey(e); }, cancel)) {
+    return Cancelled();
+  }
   int64_t pairs = 0;
+  size_t ended = 0;  // ends <= the current start (starts only grow)
   for (size_t k = 0; k < by_start.size(); ++k) {
     const Step start = problem.buffers[by_start[k]].start;
-    pairs += static_cast<int64_t>(k) -
-             (std::upper_bound(ends.begin(), ends.end(), start) - ends.begin());
+    while (ended < ends.size() && ends[ended] <= start) ++ended;
+    pairs += static_cast<int64_t>(k) - static_cast<int64_t>(ended);
   }
   return pairs;
 }
 
-// The interfering pairs (i, j), found by a sweep over lifetimes.
+// Each sharable buffer's row in the adjacency: its degree (the sharable
+// buffers overlapping it, by counting: starts before its end, less ends by
+// its start, less itself), as running sums. O(n log n).
+std::vector<int64_t> RowStarts(const Problem& problem,
+                               const std::vector<int>& by_start) {
+  const auto& b = problem.buffers;
+  std::vector<Step> starts, ends;
+  starts.reserve(by_start.size());
+  ends.reserve(by_start.size());
+  for (int i : by_start) {
+    starts.push_back(b[i].start);  // ascending already
+    ends.push_back(b[i].end);
+  }
+  std::sort(ends.begin(), ends.end());
+  std::vector<int64_t> row_start(b.size() + 1, 0);
+  for (int i : by_start) {
+    const int64_t started =
+        std::lower_bound(starts.begin(), starts.end(), b[i].end) -
+        starts.begin();
+    const int64_t ended =
+        std::upper_bound(ends.begin(), ends.end(), b[i].start) - ends.begin();
+    row_start[i + 1] = started - ended - 1;
+  }
+  std::partial_sum(row_start.begin(), row_start.end(), row_start.begin());
+  return row_start;
+}
+
+// Fills both directions of every interfering pair into the rows, by a
+// sweep over lifetimes: each buffer meets the earlier-started ones still
+// live. The live list holds (end, index), so the sweep reads it in order.
 absl::Status SweepPairs(const Problem& problem,
                         const std::vector<int>& by_start,
-                        const CancelToken* cancel,
-                        std::vector<std::pair<int, int>>* pairs) {
+                        const std::vector<int64_t>& row_start,
+                        const CancelToken* cancel, std::vector<int>* columns) {
   const auto& b = problem.buffers;
+  std::vector<int64_t> fill(row_start.begin(), row_start.end() - 1);
   // Buffers started so far that may still be live; starts only grow, so one
   // that has ended is dropped for good the next time the list is scanned.
-  std::vector<int> live;
-  int visited = 0;
+  std::vector<std::pair<Step, int>> live;
+  int64_t work = 0;
   for (int i : by_start) {
-    if (++visited % kCancelStride == 0 && cancel && cancel->Cancelled()) {
-      return absl::DeadlineExceededError("interference graph cancelled");
+    if ((work += 16 + static_cast<int64_t>(live.size())) > (1 << 18)) {
+      work = 0;
+      if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
     }
+    const Step start = b[i].start;
     size_t kept = 0;
-    for (int j : live) {
-      if (b[j].end <= b[i].start) continue;
-      live[kept++] = j;
-      pairs->emplace_back(std::min(i, j), std::max(i, j));
+    for (const auto& [end, j] : live) {
+      if (end <= start) continue;
+      live[kept++] = {end, j};
+      (*columns)[fill[i]++] = j;
+      (*columns)[fill[j]++] = i;
     }
     live.resize(kept);
-    live.push_back(i);
+    live.emplace_back(b[i].end, i);
   }
   return absl::OkStatus();
 }
@@ -73,36 +123,32 @@ absl::Status SweepPairs(const Problem& problem,
 
 absl::StatusOr<InterferenceGraph> BuildInterferenceGraph(
     const Problem& problem, int64_t max_edges, const CancelToken* cancel) {
-  const std::vector<int> by_start = SharableByStart(problem);
-  const int64_t count = CountPairs(problem, by_start);
-  if (count > max_edges) {
+  absl::StatusOr<std::vector<int>> by_start = SharableByStart(problem, cancel);
+  if (!by_start.ok()) return by_start.status();
+  absl::StatusOr<int64_t> count = CountPairs(problem, *by_start, cancel);
+  if (!count.ok()) return count.status();
+  if (*count > max_edges) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        count, " interfering buffer pairs, over the limit of ", max_edges));
-  }
-  std::vector<std::pair<int, int>> pairs;
-  pairs.reserve(count);
-  if (auto s = SweepPairs(problem, by_start, cancel, &pairs); !s.ok()) {
-    return s;
+        *count, " interfering buffer pairs, over the limit of ", max_edges));
   }
   const size_t n = problem.buffers.size();
-  std::vector<int64_t> row_start(n + 1, 0);
-  for (const auto& [i, j] : pairs) {
-    ++row_start[i + 1];
-    ++row_start[j + 1];
+  std::vector<int64_t> row_start = RowStarts(problem, *by_start);
+  std::vector<int> columns(2 * static_cast<size_t>(*count));
+  if (auto s = SweepPairs(problem, *by_start, row_start, cancel, &columns);
+      !s.ok()) {
+    return s;
   }
-  std::partial_sum(row_start.begin(), row_start.end(), row_start.begin());
-  std::vector<int> columns(pairs.size() * 2);
-  std::vector<int64_t> fill(row_start.begin(), row_start.end() - 1);
-  for (const auto& [i, j] : pairs) {
-    columns[fill[i]++] = j;
-    columns[fill[j]++] = i;
-  }
+  int64_t sorted = 0;  // entries sorted since the last poll
   for (size_t i = 0; i < n; ++i) {
     std::sort(columns.begin() + row_start[i],
               columns.begin() + row_start[i + 1]);
+    if ((sorted += row_start[i + 1] - row_start[i] + 1) > (1 << 16)) {
+      sorted = 0;
+      if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
+    }
   }
   std::vector<bool> spans_all(n, true);
-  for (int i : by_start) spans_all[i] = false;
+  for (int i : *by_start) spans_all[i] = false;
   return InterferenceGraph(std::move(row_start), std::move(columns),
                            std::move(spans_all));
 }

@@ -1,7 +1,11 @@
 #include "planner/sections.h"
 
 #include <algorithm>
+#include <functional>
 #include <utility>
+
+#include "absl/status/status.h"
+#include "planner/sort.h"
 
 namespace memplan::planner {
 namespace {
@@ -9,9 +13,16 @@ namespace {
 // (step, position) pairs sorted, for the starts or the ends of the buffers.
 using Events = std::vector<std::pair<Step, int>>;
 
+constexpr int kCancelStride = 1 << 16;  // loop iterations between polls
+
+absl::Status Cancelled() {
+  return absl::DeadlineExceededError("section sweep cancelled");
+}
+
 // The sorted start and end events of the swept buffers.
-std::pair<Events, Events> SortedEvents(const Problem& problem,
-                                       const std::vector<int>* subset) {
+absl::StatusOr<std::pair<Events, Events>> SortedEvents(
+    const Problem& problem, const std::vector<int>* subset,
+    const CancelToken* cancel) {
   const int m =
       static_cast<int>(subset ? subset->size() : problem.buffers.size());
   Events starts(m), ends(m);
@@ -20,9 +31,15 @@ std::pair<Events, Events> SortedEvents(const Problem& problem,
     starts[k] = {b.start, k};
     ends[k] = {b.end, k};
   }
-  std::sort(starts.begin(), starts.end());
-  std::sort(ends.begin(), ends.end());
-  return {std::move(starts), std::move(ends)};
+  // Stable on the step: positions stay ascending among equal steps.
+  const auto step = [](const std::pair<Step, int>& e) {
+    return SignedKey(e.first);
+  };
+  if (!RadixSortOrCancel(&starts, step, cancel) ||
+      !RadixSortOrCancel(&ends, step, cancel)) {
+    return Cancelled();
+  }
+  return std::make_pair(std::move(starts), std::move(ends));
 }
 
 // Walks the distinct event steps in order and numbers the sections between
@@ -59,17 +76,37 @@ void NumberSections(const Events& starts, const Events& ends, SectionKind kind,
 
 }  // namespace
 
-Sections SweepSections(const Problem& problem, const SectionOptions& options) {
-  const auto [starts, ends] = SortedEvents(problem, options.subset);
+absl::StatusOr<Sections> SweepSectionsOrCancel(const Problem& problem,
+                                               const SectionOptions& options,
+                                               const CancelToken* cancel) {
+  absl::StatusOr<std::pair<Events, Events>> events =
+      SortedEvents(problem, options.subset, cancel);
+  if (!events.ok()) return events.status();
+  const auto& [starts, ends] = *events;
   Sections out;
   NumberSections(starts, ends, options.kind, &out);
   if (options.list_live) {
     out.live.resize(out.begin.size());
+    int visited = 0;
     for (const auto& [step, i] : starts) {  // by (start, position)
+      if (++visited % kCancelStride == 0 && cancel && cancel->Cancelled()) {
+        return Cancelled();
+      }
       for (int k = out.first[i]; k < out.last[i]; ++k) out.live[k].push_back(i);
     }
   }
   return out;
+}
+
+Sections SweepSections(const Problem& problem, const SectionOptions& options) {
+  return *SweepSectionsOrCancel(problem, options, nullptr);
+}
+
+absl::StatusOr<Sections> CompressTime(const Problem& problem,
+                                      const CancelToken* cancel) {
+  SectionOptions options;
+  options.kind = SectionKind::kMaximal;
+  return SweepSectionsOrCancel(problem, options, cancel);
 }
 
 }  // namespace memplan::planner

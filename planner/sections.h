@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "planner/cancel.h"
 #include "planner/problem.h"
 
 namespace memplan::planner {
@@ -69,16 +71,20 @@ struct Sections {
 Sections SweepSections(const Problem& problem,
                        const SectionOptions& options = {});
 
+// The same, polling `cancel` (may be null) in its sorts and loops:
+// DEADLINE_EXCEEDED when cancelled.
+[[nodiscard]] absl::StatusOr<Sections> SweepSectionsOrCancel(
+    const Problem& problem, const SectionOptions& options,
+    const CancelToken* cancel);
+
 // Compressed time: the maximal sections of `problem`. Two buffers' lifetimes
 // overlap exactly when their section ranges [first, last) do (two
 // overlapping lifetimes are both live in the first maximal section at or
 // after the later start), so every stage that only asks "do these overlap?"
 // works on these small integers: at most n of them whatever the steps.
-inline Sections CompressTime(const Problem& problem) {
-  SectionOptions options;
-  options.kind = SectionKind::kMaximal;
-  return SweepSections(problem, options);
-}
+// DEADLINE_EXCEEDED when `cancel` (may be null) is cancelled first.
+[[nodiscard]] absl::StatusOr<Sections> CompressTime(
+    const Problem& problem, const CancelToken* cancel = nullptr);
 
 // Per section, the sum of weight(i) over the buffers live in it (i is a
 // position as in Sections::first). O(n + sections). REQUIRES the sums to

@@ -158,7 +158,7 @@ TEST(SectionsTest, CompressedTimeKeepsEveryOverlap) {
   for (uint32_t seed = 0; seed < 400; ++seed) {
     const Problem p = seed % 2 ? testing::DenseProblem(2 + seed % 70, seed)
                                : testing::RandomProblem(1 + seed % 70, seed);
-    const Sections t = CompressTime(p);
+    const Sections t = *CompressTime(p);
     const int n = static_cast<int>(p.buffers.size());
     ASSERT_LE(t.size(), n);
     for (int i = 0; i < n; ++i) {

@@ -1,53 +1,204 @@
 #include "planner/shared_objects.h"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
+#include <optional>
+#include <utility>
+#include <vector>
 
+#include "absl/status/status.h"
+#include "planner/gap.h"
+#include "planner/gap_index.h"
+#include "planner/sections.h"
+#include "planner/sort.h"
 #include "planner/time_index.h"
 
 namespace memplan::planner {
 namespace {
 
-// First-fit coloring in size order. `neighbour_pools(i, object_of, mark)`
-// calls mark(object) for the object of every colored buffer interfering with
-// buffer i; `colored(i, object)` hears of each choice. Buffers spanning the
-// whole schedule get objects of their own after the shared ones.
-template <typename NeighbourPoolsFn, typename ColoredFn>
-SharedObjects Color(const Problem& problem, NeighbourPoolsFn neighbour_pools,
-                    ColoredFn colored) {
+// Units of work between polls of the cancel token (a unit: a neighbour
+// visited or a range read; a buffer colored counts kBufferWork).
+constexpr int64_t kCancelWork = 1 << 16;
+constexpr int64_t kBufferWork = 16;
+// Above this many overlapping buffers per buffer on average, coloring
+// reads merged object ranges from a GapIndex instead of scanning neighbours.
+constexpr int64_t kDenseOverlaps = 128;
+
+absl::Status Cancelled() {
+  return absl::DeadlineExceededError("shared object coloring cancelled");
+}
+
+// Buffers largest first, ties by index; packed keys sort in cache.
+absl::StatusOr<std::vector<int>> BySize(const Problem& problem,
+                                        const CancelToken* cancel) {
   const auto& b = problem.buffers;
-  const auto span = ScheduleSpan(problem);
-  // Largest first, ties by index; packed keys sort in cache.
   std::vector<std::pair<Bytes, int>> keys(b.size());
   for (int i = 0; i < static_cast<int>(b.size()); ++i)
     keys[i] = {-b[i].size, i};
-  std::sort(keys.begin(), keys.end());
+  if (!SortOrCancel(keys.begin(), keys.end(), std::less<>(), cancel)) {
+    return Cancelled();
+  }
   std::vector<int> order(b.size());
   for (size_t k = 0; k < keys.size(); ++k) order[k] = keys[k].second;
+  return order;
+}
+
+// One buffer to color, gathered in size order so the coloring loop reads
+// memory in sequence.
+struct Request {
+  int index;  // in problem.buffers
+  int lo;     // its first section
+  int hi;     // one past its last
+};
+
+// First-fit coloring in size order. `lowest_free(r)` returns the lowest
+// object holding no colored buffer that interferes with request r (the
+// number of objects when all do) and the work it took; `colored(r, object)`
+// hears of each choice. Buffers spanning the whole schedule get objects of
+// their own after the shared ones.
+template <typename LowestFreeFn, typename ColoredFn>
+absl::StatusOr<SharedObjects> Color(const Problem& problem,
+                                    const Sections& time,
+                                    const CancelToken* cancel,
+                                    LowestFreeFn lowest_free,
+                                    ColoredFn colored) {
+  const auto& b = problem.buffers;
+  const auto span = ScheduleSpan(problem);
+  absl::StatusOr<std::vector<int>> order = BySize(problem, cancel);
+  if (!order.ok()) return order.status();
+  std::vector<Request> requests;
+  requests.reserve(order->size());
+  for (int i : *order) {
+    if (!SpansAll(b[i], span))
+      requests.push_back({i, time.first[i], time.last[i]});
+  }
   SharedObjects objects;
   objects.object_of.assign(b.size(), -1);
-  std::vector<int> taken_by;  // taken_by[p] == i: p holds a neighbour of i
-  for (int i : order) {
-    if (SpansAll(b[i], span)) continue;
-    neighbour_pools(i, objects.object_of, [&](int p) { taken_by[p] = i; });
-    int object = 0;
-    while (object < static_cast<int>(taken_by.size()) &&
-           taken_by[object] == i) {
-      ++object;
+  int64_t work = 0, next_poll = kCancelWork;
+  for (const Request& r : requests) {
+    const auto [object, units] = lowest_free(r, objects.object_of);
+    if ((work += kBufferWork + units) >= next_poll) {
+      next_poll = work + kCancelWork;
+      if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
     }
-    if (object == static_cast<int>(taken_by.size())) {
-      taken_by.push_back(-1);
-      objects.size.push_back(b[i].size);  // largest member: sorted by size
+    if (object == static_cast<int>(objects.size.size())) {
+      objects.size.push_back(b[r.index].size);  // largest member: by size
     }
-    objects.object_of[i] = object;
-    colored(i, object);
+    objects.object_of[r.index] = object;
+    colored(r, object);
   }
-  for (int i : order) {
+  for (int i : *order) {
     if (objects.object_of[i] >= 0) continue;
     objects.object_of[i] = static_cast<int>(objects.size.size());
     objects.size.push_back(b[i].size);
   }
   return objects;
+}
+
+// The lowest object not marked by `mark_neighbours(i, mark)`, with the work
+// it took. `taken_by` has an entry per object (taken_by[p] == i: p holds a
+// neighbour of i).
+template <typename MarkFn>
+std::pair<int, int64_t> LowestUnmarked(int i, std::vector<int>* taken_by,
+                                       MarkFn mark_neighbours) {
+  const int objects = static_cast<int>(taken_by->size());
+  int64_t units = 0;
+  mark_neighbours(i, [&](int p) {
+    (*taken_by)[p] = i;
+    ++units;
+  });
+  int object = 0;
+  while (object < objects && (*taken_by)[object] == i) ++object;
+  return {object, units};
+}
+
+// Per buffer, how many others overlap it: O(n + sections), from counts of
+// first and last sections.
+std::vector<int64_t> Overlaps(const Sections& time) {
+  std::vector<int64_t> started(time.size() + 2, 0), ended(time.size() + 2, 0);
+  for (size_t i = 0; i < time.first.size(); ++i) {
+    ++started[time.first[i] + 1];
+    ++ended[time.last[i]];
+  }
+  for (size_t x = 1; x < started.size(); ++x) {
+    started[x] += started[x - 1];
+    ended[x] += ended[x - 1];
+  }
+  std::vector<int64_t> overlaps(time.first.size());
+  for (size_t i = 0; i < time.first.size(); ++i) {
+    overlaps[i] = started[time.last[i]] - ended[time.first[i]] - 1;
+  }
+  return overlaps;
+}
+
+// A range read from a GapIndex (iterating a btree, then sorting) costs
+// about this many neighbours visited by a scan (marking an array).
+constexpr int64_t kMergedReadCost = 8;
+
+// Finds the lowest free object either way: from merged object ranges (a
+// GapIndex: cheap when the objects busy during a lifetime form few runs,
+// e.g. thousands of buffers sharing one lifetime) or by scanning the
+// colored neighbours (a TimeIndex: cheap when they are few). Starts merged
+// and switches to the scan for good once the merged reads cost more than
+// the scan would have (estimated from the overlap counts): the choice
+// depends on work, never on time, and both give the same objects.
+class ObjectFinder {
+ public:
+  // `merged`: start merged; `adaptive`: may switch to the scan.
+  ObjectFinder(const Sections& time, bool merged, bool adaptive)
+      : merged_(merged ? std::make_optional<GapIndex>(time.size())
+                       : std::nullopt),
+        colored_(time),
+        adaptive_(adaptive) {
+    if (merged) overlaps_ = Overlaps(time);
+    requests_ = static_cast<int64_t>(time.first.size());
+  }
+
+  // The lowest object free during r's lifetime and the work it took.
+  std::pair<int, int64_t> LowestFree(const Request& r) {
+    if (!merged_) {
+      return LowestUnmarked(r.index, &taken_by_, [&](int, auto mark) {
+        colored_.ForEachOverlapping(r.lo, r.hi, mark);
+      });
+    }
+    const int64_t read = merged_->ranges_read();
+    const std::vector<TakenRange>& taken = merged_->Taken(r.lo, r.hi);
+    const Offset object = FindGap(taken, 1, 1, FitPolicy::kFirstFit, 0);
+    const int64_t work = merged_->ranges_read() - read;
+    // A scan would visit the colored neighbours: about this many (the
+    // colored share of its overlapping buffers).
+    scan_estimate_ += overlaps_[r.index] * done_ / requests_;
+    if (++done_ > 256 && adaptive_ &&
+        kMergedReadCost * merged_->ranges_read() > scan_estimate_) {
+      merged_.reset();  // the scan is cheaper here: keep to it
+    }
+    return {static_cast<int>(object), work};
+  }
+
+  void Colored(const Request& r, int object) {
+    if (object == static_cast<int>(taken_by_.size())) taken_by_.push_back(-1);
+    colored_.Insert(r.lo, r.hi, object);
+    if (merged_) merged_->Insert(r.lo, r.hi, {object, object + 1});
+  }
+
+ private:
+  std::optional<GapIndex> merged_;  // while the merged search pays
+  TimeIndex<int> colored_;          // colored lifetimes with their objects
+  std::vector<int> taken_by_;       // one entry per object
+  bool adaptive_;                   // may leave the merged search
+  std::vector<int64_t> overlaps_;   // per buffer (merged only)
+  int64_t requests_ = 1;            // buffers to color
+  int64_t done_ = 0;                // buffers colored through merged_
+  int64_t scan_estimate_ = 0;       // what scans would have cost so far
+};
+
+// True when buffers overlap more than kDenseOverlaps others on average.
+bool IsDense(const Sections& time) {
+  const std::vector<int64_t> overlaps = Overlaps(time);
+  const int64_t total =
+      std::accumulate(overlaps.begin(), overlaps.end(), int64_t{0});
+  return total > kDenseOverlaps * static_cast<int64_t>(overlaps.size());
 }
 
 }  // namespace
@@ -56,27 +207,57 @@ Bytes SharedObjects::TotalBytes() const {
   return std::accumulate(size.begin(), size.end(), Bytes{0});
 }
 
+absl::StatusOr<SharedObjects> ColorSharedObjects(const Problem& problem,
+                                                 const InterferenceGraph& graph,
+                                                 const CancelToken* cancel) {
+  // Sections are not needed with a graph: every request gets [0, 1).
+  Sections none;
+  none.first.assign(problem.buffers.size(), 0);
+  none.last.assign(problem.buffers.size(), 1);
+  std::vector<int> taken_by;  // one entry per object
+  return Color(
+      problem, none, cancel,
+      [&](const Request& r, const std::vector<int>& object_of) {
+        return LowestUnmarked(r.index, &taken_by, [&](int q, auto mark) {
+          for (int j : graph.Neighbours(q)) {
+            if (object_of[j] >= 0) mark(object_of[j]);
+          }
+        });
+      },
+      [&](const Request&, int object) {
+        if (object == static_cast<int>(taken_by.size())) taken_by.push_back(-1);
+      });
+}
+
+absl::StatusOr<SharedObjects> ColorSharedObjects(const Problem& problem,
+                                                 const CancelToken* cancel) {
+  return ColorSharedObjects(problem, cancel, OverlapSearch::kAuto);
+}
+
+absl::StatusOr<SharedObjects> ColorSharedObjects(const Problem& problem,
+                                                 const CancelToken* cancel,
+                                                 OverlapSearch search) {
+  absl::StatusOr<Sections> time = CompressTime(problem, cancel);
+  if (!time.ok()) return time.status();
+  const bool merged = search == OverlapSearch::kAuto
+                          ? IsDense(*time)
+                          : search == OverlapSearch::kMerged;
+  ObjectFinder finder(*time, merged, search == OverlapSearch::kAuto);
+  return Color(
+      problem, *time, cancel,
+      [&](const Request& r, const std::vector<int>&) {
+        return finder.LowestFree(r);
+      },
+      [&](const Request& r, int object) { finder.Colored(r, object); });
+}
+
 SharedObjects ColorSharedObjects(const Problem& problem,
                                  const InterferenceGraph& graph) {
-  return Color(
-      problem,
-      [&](int i, const std::vector<int>& object_of, auto mark) {
-        for (int j : graph.Neighbours(i)) {
-          if (object_of[j] >= 0) mark(object_of[j]);
-        }
-      },
-      [](int, int) {});
+  return *ColorSharedObjects(problem, graph, nullptr);
 }
 
 SharedObjects ColorSharedObjects(const Problem& problem) {
-  const Sections time = CompressTime(problem);
-  TimeIndex<int> colored(time);  // colored lifetimes with their objects
-  return Color(
-      problem,
-      [&](int i, const std::vector<int>&, auto mark) {
-        colored.ForEachOverlapping(i, mark);
-      },
-      [&](int i, int object) { colored.Insert(i, object); });
+  return *ColorSharedObjects(problem, nullptr);
 }
 
 }  // namespace memplan::planner

@@ -13,6 +13,9 @@
 
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "planner/cancel.h"
+#include "planner/greedy.h"  // OverlapSearch
 #include "planner/interference.h"
 #include "planner/problem.h"
 
@@ -26,15 +29,33 @@ struct SharedObjects {
 };
 
 // Colors with the interference graph's adjacency. Buffers that span the
-// whole schedule interfere with everything: each gets an object alone, numbered
-// after the shared objects.
+// whole schedule interfere with everything: each gets an object alone,
+// numbered after the shared objects. O(n log n + edges).
 SharedObjects ColorSharedObjects(const Problem& problem,
                                  const InterferenceGraph& graph);
 
-// The same coloring without a materialized graph: neighbours come from a
-// TimeIndex of the buffers colored so far. For problems whose interference
-// graph is too large to build; gives the same objects.
+// The same coloring without a materialized graph, for problems whose
+// interference graph is too large to build; gives the same objects. When
+// buffers overlap few others, neighbours come from a TimeIndex of the
+// buffers colored so far (cost: the colored neighbours); when they overlap
+// many, the lowest free object is a first fit in a GapIndex holding each
+// colored buffer as a one-slot range of object numbers (cost: O(log^2 n)
+// plus the merged ranges read), so an all-overlapping problem is not
+// quadratic. O(n) memory, compressed time.
 SharedObjects ColorSharedObjects(const Problem& problem);
+
+// Both, polling `cancel` (may be null) every few milliseconds of work,
+// sorting included: DEADLINE_EXCEEDED when cancelled.
+[[nodiscard]] absl::StatusOr<SharedObjects> ColorSharedObjects(
+    const Problem& problem, const InterferenceGraph& graph,
+    const CancelToken* cancel);
+[[nodiscard]] absl::StatusOr<SharedObjects> ColorSharedObjects(
+    const Problem& problem, const CancelToken* cancel);
+
+// The graphless coloring with the search chosen (tests and benchmarks):
+// every choice gives the same objects.
+[[nodiscard]] absl::StatusOr<SharedObjects> ColorSharedObjects(
+    const Problem& problem, const CancelToken* cancel, OverlapSearch search);
 
 }  // namespace memplan::planner
 

@@ -55,7 +55,12 @@ class TimeIndex {
 
   // REQUIRES: buffer i (a position of `time`) was not inserted before.
   void Insert(int i, const Payload& payload) {
-    const Item item{time_.first[i], time_.last[i], payload};
+    Insert(time_.first[i], time_.last[i], payload);
+  }
+
+  // The same with buffer i's sections given: [lo, hi) = [first[i], last[i]).
+  void Insert(int lo, int hi, const Payload& payload) {
+    const Item item{lo, hi, payload};
     const size_t first = Block(item.lo), last = Block(item.hi - 1);
     starting_[starting_end_[first]++] = item;
     for (size_t b = first; b <= last; ++b) {
@@ -67,7 +72,12 @@ class TimeIndex {
   // buffer q's.
   template <typename Fn>
   void ForEachOverlapping(int q, Fn&& fn) const {
-    const int lo = time_.first[q], hi = time_.last[q];
+    ForEachOverlapping(time_.first[q], time_.last[q], fn);
+  }
+
+  // The same for sections [lo, hi). REQUIRES lo < hi <= time.size().
+  template <typename Fn>
+  void ForEachOverlapping(int lo, int hi, Fn&& fn) const {
     const size_t first = Block(lo), last = Block(hi - 1);
     for (size_t i = covering_begin_[first]; i < covering_end_[first]; ++i) {
       const Item& item = covering_[i];

@@ -14,7 +14,7 @@ namespace {
 TEST(TimeIndexTest, MatchesBruteForce) {
   for (uint32_t seed = 0; seed < 200; ++seed) {
     Problem p = testing::RandomProblem(2 + seed % 300, seed);
-    const Sections time = CompressTime(p);
+    const Sections time = *CompressTime(p);
     TimeIndex<int> index(time);
     std::mt19937 rng(seed);
     std::vector<int> inserted;
@@ -39,7 +39,7 @@ TEST(TimeIndexTest, BlockLengthIsTheMeanLifetimeInSections) {
   // Maximal sections: [1,2) holds {a, b}, [3,4) holds {a, c}; a spans both.
   Problem p;
   p.buffers = {{"a", 0, 10, 1}, {"b", 1, 2, 1}, {"c", 3, 4, 1}};
-  const Sections time = CompressTime(p);
+  const Sections time = *CompressTime(p);
   ASSERT_EQ(time.size(), 2);
   EXPECT_EQ(ChooseBlockLength(time), 1);  // (2 + 1 + 1) / 3 rounded
   p.buffers = {{"a", 0, 10, 1},
@@ -47,8 +47,8 @@ TEST(TimeIndexTest, BlockLengthIsTheMeanLifetimeInSections) {
                {"c", 3, 4, 1},
                {"d", 5, 6, 1},
                {"e", 0, 10, 1}};
-  EXPECT_EQ(ChooseBlockLength(CompressTime(p)), 2);  // (3+1+1+1+3) / 5
-  EXPECT_EQ(ChooseBlockLength(CompressTime(Problem{})), 1);
+  EXPECT_EQ(ChooseBlockLength(*CompressTime(p)), 2);  // (3+1+1+1+3) / 5
+  EXPECT_EQ(ChooseBlockLength(*CompressTime(Problem{})), 1);
 }
 
 // Sparse short lifetimes over a span of 2^62 steps (issue 10: the index
@@ -63,7 +63,7 @@ TEST(TimeIndexTest, MemoryDependsOnBuffersNotOnTheSpan) {
         {"b", start, start + 1 + static_cast<Step>(rng() % 3), 1});
   }
   p.buffers.push_back({"long", -(Step{1} << 62), Step{1} << 62, 1});
-  const Sections time = CompressTime(p);
+  const Sections time = *CompressTime(p);
   TimeIndex<int> index(time);
   for (int i = 0; i < static_cast<int>(p.buffers.size()); ++i) {
     index.Insert(i, i);

@@ -1,12 +1,14 @@
 #include "planner/verifier.h"
 
 #include <algorithm>
-#include <set>
-#include <tuple>
+#include <iterator>
 #include <utility>
 #include <vector>
 
+#include "absl/container/btree_set.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "planner/sort.h"
 
 namespace memplan::planner {
 namespace {
@@ -59,24 +61,54 @@ absl::Status CheckEach(const Problem& problem, const Solution& solution) {
 
 }  // namespace
 
-absl::Status Verify(const Problem& problem, const Solution& solution) {
-  if (absl::Status s = CheckEach(problem, solution); !s.ok()) return s;
+namespace {
+
+constexpr int kCancelStride = 1 << 16;  // events between polls
+
+// One end of a lifetime in the sweep.
+struct Event {
+  Step step;      // when
+  int index = 0;  // the buffer
+  bool start = false;
+};
+
+// The lifetime events ordered by (step, ends before starts, index): a
+// stable radix sort by step of the ends, then the starts, by index.
+absl::StatusOr<std::vector<Event>> SortedEvents(const Problem& problem,
+                                                const std::vector<Step>& ends,
+                                                const CancelToken* cancel) {
+  const int n = static_cast<int>(problem.buffers.size());
+  std::vector<Event> events;
+  events.reserve(2 * static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) events.push_back({ends[i], i, false});
+  for (int i = 0; i < n; ++i) {
+    events.push_back({problem.buffers[i].start, i, true});
+  }
+  if (!RadixSortOrCancel(
+          &events, [](const Event& e) { return SignedKey(e.step); }, cancel)) {
+    return absl::DeadlineExceededError("verification cancelled");
+  }
+  return events;
+}
+
+// The sweep of Verify with each buffer ending at ends[i]: live buffers
+// ordered by offset are pairwise disjoint in memory, so a new buffer only
+// needs checking against its neighbours in offset order.
+absl::Status Sweep(const Problem& problem, const Solution& solution,
+                   const std::vector<Step>& ends, const CancelToken* cancel) {
   const auto& buffers = problem.buffers;
   const auto& offsets = solution.offsets;
-  // Events: (step, is_start, index); at one step frees come first because
-  // lifetimes are half-open.
-  std::vector<std::tuple<Step, bool, int>> events;
-  events.reserve(buffers.size() * 2);
-  for (int i = 0; i < static_cast<int>(buffers.size()); ++i) {
-    events.emplace_back(buffers[i].start, true, i);
-    events.emplace_back(buffers[i].end, false, i);
-  }
-  std::sort(events.begin(), events.end());
-  // Live buffers ordered by offset; pairwise disjoint in memory, so a new
-  // buffer only needs checking against its neighbours in offset order.
-  std::set<std::pair<Offset, int>> live;
-  for (const auto& [step, is_start, i] : events) {
-    if (!is_start) {
+  absl::StatusOr<std::vector<Event>> events =
+      SortedEvents(problem, ends, cancel);
+  if (!events.ok()) return events.status();
+  absl::btree_set<std::pair<Offset, int>> live;
+  int visited = 0;
+  for (const Event& e : *events) {
+    if (++visited % kCancelStride == 0 && cancel && cancel->Cancelled()) {
+      return absl::DeadlineExceededError("verification cancelled");
+    }
+    const int i = e.index;
+    if (!e.start) {
       live.erase({offsets[i], i});
       continue;
     }
@@ -92,9 +124,28 @@ absl::Status Verify(const Problem& problem, const Solution& solution) {
                          offsets[i]);
       }
     }
-    live.emplace(offsets[i], i);
+    live.emplace_hint(next, offsets[i], i);
   }
   return absl::OkStatus();
+}
+
+// Every buffer's own end.
+std::vector<Step> Ends(const Problem& problem) {
+  std::vector<Step> ends(problem.buffers.size());
+  for (size_t i = 0; i < ends.size(); ++i) ends[i] = problem.buffers[i].end;
+  return ends;
+}
+
+}  // namespace
+
+absl::Status Verify(const Problem& problem, const Solution& solution,
+                    const CancelToken* cancel) {
+  if (absl::Status s = CheckEach(problem, solution); !s.ok()) return s;
+  return Sweep(problem, solution, Ends(problem), cancel);
+}
+
+absl::Status Verify(const Problem& problem, const Solution& solution) {
+  return Verify(problem, solution, nullptr);
 }
 
 namespace {
@@ -129,9 +180,10 @@ absl::Status CheckPair(const Problem& problem, const Solution& solution,
 }  // namespace
 
 absl::Status VerifyInPlace(const Problem& problem, const Solution& solution,
-                           const std::vector<InPlacePair>& pairs) {
+                           const std::vector<InPlacePair>& pairs,
+                           const CancelToken* cancel) {
   if (absl::Status s = CheckEach(problem, solution); !s.ok()) return s;
-  Problem handed_over = problem;
+  std::vector<Step> ends = Ends(problem);
   std::vector<bool> seen(problem.buffers.size(), false);
   for (const InPlacePair& pair : pairs) {
     if (absl::Status s = CheckPair(problem, solution, pair); !s.ok()) return s;
@@ -140,9 +192,14 @@ absl::Status VerifyInPlace(const Problem& problem, const Solution& solution,
           "'", problem.buffers[pair.input].name, "' is reused in place twice"));
     }
     seen[pair.input] = true;
-    handed_over.buffers[pair.input].end = problem.buffers[pair.output].start;
+    ends[pair.input] = problem.buffers[pair.output].start;
   }
-  return Verify(handed_over, solution);
+  return Sweep(problem, solution, ends, cancel);
+}
+
+absl::Status VerifyInPlace(const Problem& problem, const Solution& solution,
+                           const std::vector<InPlacePair>& pairs) {
+  return VerifyInPlace(problem, solution, pairs, nullptr);
 }
 
 absl::Status VerifyAllPairs(const Problem& problem, const Solution& solution) {

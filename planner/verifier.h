@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "planner/cancel.h"
 #include "planner/problem.h"
 
 namespace memplan::planner {
@@ -16,10 +17,17 @@ namespace memplan::planner {
 // Checks that every buffer has an offset, every offset is non-negative and a
 // multiple of the buffer's alignment, fixed offsets are kept, the arena holds
 // every offset + size, and no two buffers whose lifetimes overlap share a
-// byte. O(n log n): a sweep over lifetimes keeping live buffers ordered by
-// offset. Returns INTERNAL naming the buffers on the first violation.
+// byte. O(n log n) whatever the overlap: a sweep over lifetimes keeping
+// live buffers ordered by offset (a new buffer is checked against its two
+// neighbours only). Returns INTERNAL naming the buffers on the first
+// violation.
 [[nodiscard]] absl::Status Verify(const Problem& problem,
                                   const Solution& solution);
+// The same, polling `cancel` (may be null) every few milliseconds, sorting
+// included: DEADLINE_EXCEEDED when cancelled.
+[[nodiscard]] absl::Status Verify(const Problem& problem,
+                                  const Solution& solution,
+                                  const CancelToken* cancel);
 
 // Two buffers an in-place op may put in the same memory: `output` is written
 // by the op that reads `input` for the last time.
@@ -37,6 +45,10 @@ struct InPlacePair {
 [[nodiscard]] absl::Status VerifyInPlace(const Problem& problem,
                                          const Solution& solution,
                                          const std::vector<InPlacePair>& pairs);
+[[nodiscard]] absl::Status VerifyInPlace(const Problem& problem,
+                                         const Solution& solution,
+                                         const std::vector<InPlacePair>& pairs,
+                                         const CancelToken* cancel);
 
 // The same checks by comparing every pair: O(n^2), for tests only.
 [[nodiscard]] absl::Status VerifyAllPairs(const Problem& problem,

@@ -14,7 +14,7 @@ SECONDS_TOTAL="${1:-60}"
 BUILD="${MEMPLAN_FUZZ_BUILD:-build-fuzz}"
 JOBS="${MEMPLAN_JOBS:-$(nproc)}"
 TARGETS=(plan_request_fuzz request_json_fuzz minimalloc_csv_fuzz
-         onnx_import_fuzz)
+         onnx_import_fuzz tflite_import_fuzz)
 
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
   CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja \
@@ -31,12 +31,17 @@ for target in "${TARGETS[@]}"; do
   work="$BUILD/corpus/$target"
   mkdir -p "$work"
   cp -n tests/fuzz/corpus/"$target"/* "$work"/ 2>/dev/null || true
+  regressions=()
+  if [ -d "tests/fuzz/regressions/$target" ]; then
+    regressions=("tests/fuzz/regressions/$target")
+  fi
   echo "fuzz: $target for ${per_target}s"
   if ! ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
        UBSAN_OPTIONS=print_stacktrace=1 \
        "$BUILD/fuzz/$target" -max_total_time="$per_target" -timeout=10 \
          -rss_limit_mb=3072 -max_len=65536 -print_final_stats=1 \
          -artifact_prefix="$BUILD/artifacts/$target-" "$work" \
+         "${regressions[@]}" \
          >"$BUILD/artifacts/$target.log" 2>&1; then
     failed+=("$target")
     tail -n 40 "$BUILD/artifacts/$target.log" >&2

@@ -13,6 +13,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-dev
   pybind11-dev python3-dev
+  flatbuffers-compiler libflatbuffers-dev
 )
 # Sanitizer and fuzz builds (scripts/dev.sh test, scripts/fuzz.sh): clang
 # with its runtimes (libFuzzer, ASan, UBSan, TSan).

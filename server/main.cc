@@ -2,6 +2,7 @@
 // reflection. SIGTERM/SIGINT: health turns NOT_SERVING, plans in progress
 // are cancelled, the server shuts down within --grace_seconds and exits 0.
 #include <csignal>
+#include <map>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
@@ -180,10 +182,39 @@ void ConfigureUsage() {
       "Durations and sizes are plain numbers in the unit the flag names.");
 }
 
+// --help: the usage line and every flag of this program with its default,
+// exit 0 (abseil's own --help exits 1).
+bool PrintHelpIfAsked(int argc, char** argv) {
+  bool asked = false;
+  for (int i = 1; i < argc; ++i) {
+    const absl::string_view arg = argv[i];
+    asked = asked || arg == "--help" || arg == "-h" || arg == "-help" ||
+            arg == "--helpfull" || arg == "--helpshort";
+  }
+  if (!asked) return false;
+  std::printf("memplan-server: %s\n\nflags:\n",
+              std::string(absl::ProgramUsageMessage()).c_str());
+  std::map<std::string, const absl::CommandLineFlag*> ours;
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (absl::EndsWith(flag->Filename(), "server/main.cc")) {
+      ours[std::string(name)] = flag;
+    }
+  }
+  for (const auto& [name, flag] : ours) {
+    std::printf("  --%s (default: %s)\n      %s\n", name.c_str(),
+                flag->DefaultValue().empty() ? "\"\""
+                                             : flag->DefaultValue().c_str(),
+                flag->Help().c_str());
+  }
+  std::printf("  --version\n      the version, git commit and build type\n");
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   ConfigureUsage();
+  if (PrintHelpIfAsked(argc, argv)) return 0;
   absl::ParseCommandLine(argc, argv);
   // Debian's abseil checks every Mutex for deadlocks: too slow for the hot
   // paths of a server (a sixth of a BFC alloc+free).

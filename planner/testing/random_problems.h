@@ -4,6 +4,7 @@
 #ifndef MEMPLAN_PLANNER_TESTING_RANDOM_PROBLEMS_H_
 #define MEMPLAN_PLANNER_TESTING_RANDOM_PROBLEMS_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -57,6 +58,57 @@ inline Problem DenseProblem(int n, uint32_t seed, Bytes alignment = 1) {
     b.end = std::min(steps, b.start + length);
     if (b.end <= b.start) b.end = b.start + 1;
     b.size = 1 + static_cast<Bytes>(rng() % 1000);
+    b.alignment = alignment;
+    p.buffers.push_back(std::move(b));
+  }
+  return p;
+}
+
+// Sizes as in RandomProblem: 64 B to 1 MiB, skewed small.
+inline Bytes GraphLikeSize(std::mt19937_64& rng) {
+  const int shift = static_cast<int>(rng() % 15);  // 2^6 .. 2^20
+  return (Bytes{64} << shift) / (1 + static_cast<Bytes>(rng() % 4));
+}
+
+// Long dense lifetimes: `n` buffers over n steps, each starting in the
+// first tenth of the schedule and ending in the last tenth, so all of them
+// are live across the middle 80% at once (long-lived activations, KV
+// caches, optimizer state); sizes as in RandomProblem. Every buffer
+// overlaps every other: a scan of overlaps is quadratic here.
+inline Problem LongDenseProblem(int n, uint32_t seed, Bytes alignment = 64) {
+  std::mt19937_64 rng(seed);
+  const Step steps = std::max<Step>(10, n);
+  Problem p;
+  p.buffers.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    Buffer b;
+    b.name = absl::StrCat("l", i);
+    b.start = static_cast<Step>(rng() % (steps / 10));
+    b.end = steps - static_cast<Step>(rng() % (steps / 10));
+    b.size = GraphLikeSize(rng);
+    b.alignment = alignment;
+    p.buffers.push_back(std::move(b));
+  }
+  return p;
+}
+
+// Long staggered lifetimes, harder: `n` buffers over n steps, starting
+// anywhere in the first 60% and living 40% to 100% of the schedule (cut at
+// its end), so starts and ends interleave and the set of live buffers
+// changes at almost every step while most buffers overlap most others.
+inline Problem StaggeredProblem(int n, uint32_t seed, Bytes alignment = 64) {
+  std::mt19937_64 rng(seed);
+  const Step steps = std::max<Step>(10, n);
+  Problem p;
+  p.buffers.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    Buffer b;
+    b.name = absl::StrCat("s", i);
+    b.start = static_cast<Step>(rng() % (steps * 6 / 10));
+    b.end =
+        std::min<Step>(steps, b.start + steps * 4 / 10 +
+                                  static_cast<Step>(rng() % (steps * 6 / 10)));
+    b.size = GraphLikeSize(rng);
     b.alignment = alignment;
     p.buffers.push_back(std::move(b));
   }

@@ -1,0 +1,152 @@
+#include "client/inspect.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "formats/model.h"
+#include "planner/graph.h"
+#include "planner/liveness.h"
+#include "planner/problem.h"
+#include "proto/convert.h"
+
+namespace memplan::client {
+namespace {
+
+void AddValues(const std::vector<formats::ValueSummary>& values,
+               google::protobuf::RepeatedPtrField<v1::ValueSummary>* out) {
+  for (const formats::ValueSummary& v : values) {
+    v1::ValueSummary* s = out->Add();
+    s->set_name(v.name);
+    s->set_element_type(v.element_type);
+    for (const std::string& d : v.dims) s->add_dims(d);
+    s->set_bytes(v.bytes);
+  }
+}
+
+absl::StatusOr<v1::InputSummary> SummarizeModelInput(const Input& input) {
+  const v1::ModelFile& model = input.request.model();
+  absl::StatusOr<formats::ModelSummary> m =
+      formats::SummarizeModel(input.format, model.data(), model.name());
+  if (!m.ok()) return m.status();
+  v1::InputSummary s;
+  s.set_format(std::string(formats::FormatName(input.format)));
+  s.set_producer(m->producer);
+  s.set_version(m->version);
+  s.set_subgraphs(m->subgraphs);
+  AddValues(m->inputs, s.mutable_inputs());
+  AddValues(m->outputs, s.mutable_outputs());
+  for (const std::string& d : m->symbolic_dims) s.add_symbolic_dims(d);
+  s.set_weight_bytes(m->weight_bytes);
+  s.set_ops(m->ops);
+  for (const auto& [type, count] : m->op_types) {
+    (*s.mutable_op_types())[type] = count;
+  }
+  return s;
+}
+
+// A graph: counts, weights (no producer, or marked constant) and the lower
+// bound of the activations, inputs and outputs (what plan would place).
+absl::StatusOr<v1::InputSummary> SummarizeGraph(const v1::Graph& g) {
+  v1::InputSummary s;
+  s.set_format("json");
+  s.set_tensors(g.tensors_size());
+  s.set_ops(g.ops_size());
+  std::vector<planner::TensorKind> kinds;
+  const planner::Graph graph = api::GraphFromProto(g);
+  absl::StatusOr<planner::Problem> p =
+      planner::AnalyzeLiveness(graph, api::kDefaultAlignment, &kinds);
+  if (!p.ok()) return p.status();
+  planner::Problem planned;
+  for (size_t t = 0; t < kinds.size(); ++t) {
+    if (kinds[t] == planner::TensorKind::kWeight) {
+      s.set_weight_bytes(s.weight_bytes() + p->buffers[t].size);
+    } else {
+      planned.buffers.push_back(p->buffers[t]);
+    }
+  }
+  s.set_lower_bound_bytes(planner::LowerBound(planned));
+  for (const std::string& name : g.inputs()) s.add_inputs()->set_name(name);
+  for (const std::string& name : g.outputs()) s.add_outputs()->set_name(name);
+  return s;
+}
+
+std::string Dims(const v1::ValueSummary& v) {
+  return absl::StrCat("[", absl::StrJoin(v.dims(), ", "), "]");
+}
+
+void AppendValues(const char* label,
+                  const google::protobuf::RepeatedPtrField<v1::ValueSummary>& values,
+                  std::string* out) {
+  bool first = true;
+  for (const v1::ValueSummary& v : values) {
+    absl::StrAppendFormat(out, "%-14s %s", first ? label : "", v.name());
+    if (!v.element_type().empty()) {
+      absl::StrAppend(out, "  ", v.element_type(), " ", Dims(v));
+      absl::StrAppend(out, v.bytes() >= 0 ? absl::StrCat("  ", v.bytes(),
+                                                         " bytes")
+                                          : std::string("  (size unknown)"));
+    }
+    absl::StrAppend(out, "\n");
+    first = false;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<v1::InputSummary> Summarize(const Input& input) {
+  const v1::PlanRequest& r = input.request;
+  if (r.has_model()) return SummarizeModelInput(input);
+  if (r.has_graph()) return SummarizeGraph(r.graph());
+  v1::InputSummary s;
+  s.set_format(std::string(formats::FormatName(input.format)));
+  s.set_buffers(r.buffers_size());
+  s.set_lower_bound_bytes(planner::LowerBound(
+      api::BuffersFromProto(r.buffers(), api::kDefaultAlignment)));
+  return s;
+}
+
+std::string FormatSummary(const v1::InputSummary& s) {
+  std::string out = absl::StrFormat("%-14s %s", "format:", s.format());
+  if (!s.version().empty()) absl::StrAppend(&out, " (", s.version(), ")");
+  absl::StrAppend(&out, "\n");
+  if (!s.producer().empty()) {
+    absl::StrAppendFormat(&out, "%-14s %s\n", "producer:", s.producer());
+  }
+  if (s.buffers() > 0) absl::StrAppendFormat(&out, "%-14s %d\n", "buffers:", s.buffers());
+  if (s.tensors() > 0) absl::StrAppendFormat(&out, "%-14s %d\n", "tensors:", s.tensors());
+  if (s.subgraphs() > 1) {
+    absl::StrAppendFormat(&out, "%-14s %d\n", "subgraphs:", s.subgraphs());
+  }
+  AppendValues("inputs:", s.inputs(), &out);
+  AppendValues("outputs:", s.outputs(), &out);
+  if (s.symbolic_dims_size() > 0) {
+    absl::StrAppendFormat(&out, "%-14s %s  (set with --dim NAME=N)\n",
+                          "symbolic dims:", absl::StrJoin(s.symbolic_dims(), ", "));
+  }
+  if (s.ops() > 0) {
+    std::vector<std::pair<int64_t, std::string>> types;
+    for (const auto& [type, count] : s.op_types()) types.push_back({-count, type});
+    std::sort(types.begin(), types.end());
+    std::string list;
+    for (const auto& [count, type] : types) {
+      absl::StrAppend(&list, list.empty() ? "" : ", ", type, " ", -count);
+    }
+    absl::StrAppendFormat(&out, "%-14s %d%s\n", "ops:", s.ops(),
+                          list.empty() ? "" : absl::StrCat(" (", list, ")"));
+  }
+  if (s.weight_bytes() > 0) {
+    absl::StrAppendFormat(&out, "%-14s %d bytes (kept in the model)\n",
+                          "weights:", s.weight_bytes());
+  }
+  if (s.lower_bound_bytes() > 0) {
+    absl::StrAppendFormat(&out, "%-14s %d bytes\n", "lower bound:",
+                          s.lower_bound_bytes());
+  }
+  return out;
+}
+
+}  // namespace memplan::client

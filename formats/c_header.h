@@ -1,0 +1,55 @@
+// A plan as a C header an embedded build compiles (C99, no warnings under
+// -Wall -Wextra): the arena size as macros (one per memory pool when pools
+// are used), and per tensor, in the request's tensor order, its offset
+// (-1: not in the arena), size, memory pool and lifetime, names in
+// comments. For TFLite models it also holds the plan as TFLite Micro's
+// NonPersistentMemoryPlannerShim takes it (a tflite::BufferPlan).
+//
+//   absl::StatusOr<std::string> h = formats::EmitCHeader(
+//       {"model.tflite", &result, &options, &model, model_bytes});
+//
+// Every name in the file starts with MEMPLAN_<ID>_ (macros) or
+// memplan_<id>_ (data), ID from the input's file name ("face_detection"
+// for face_detection.tflite), so that plans of several models can live in
+// one program. The arrays are declared by the header and defined where
+// MEMPLAN_<ID>_IMPLEMENTATION is defined before including it (in one .c
+// file), so that including it anywhere else costs nothing and warns of
+// nothing.
+#ifndef MEMPLAN_FORMATS_C_HEADER_H_
+#define MEMPLAN_FORMATS_C_HEADER_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "formats/model.h"
+#include "planner/planner.h"
+
+namespace memplan::formats {
+
+// What a header is written from.
+struct CHeaderInput {
+  // The input's name (a path: its file name without extension gives ID;
+  // "plan" when it gives none).
+  std::string name;
+  const planner::PlanResult* result = nullptr;    // REQUIRES non-null
+  const planner::PlanOptions* options = nullptr;  // REQUIRES non-null
+  // When the plan is of an imported model: the model, and for TFLite its
+  // bytes (for TFLite Micro's buffer order). Default: none.
+  const ImportedModel* model = nullptr;
+  absl::string_view model_bytes;
+};
+
+// The C99 header text for a plan. INVALID_ARGUMENT when a TFLite model's
+// bytes do not read; FAILED_PRECONDITION when a TFLite offset does not fit
+// TFLite Micro's int32.
+[[nodiscard]] absl::StatusOr<std::string> EmitCHeader(
+    const CHeaderInput& input);
+
+// The ID the header's names are built on: `name`'s file name without its
+// extension as a C identifier in lower case ("plan" when empty).
+std::string CHeaderId(absl::string_view name);
+
+}  // namespace memplan::formats
+
+#endif  // MEMPLAN_FORMATS_C_HEADER_H_

@@ -1,0 +1,209 @@
+#include "formats/c_header.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "formats/tflite_reader.h"
+#include "formats/tflite_test_builder.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "planner/planner.h"
+#include "planner/testing/random_problems.h"
+#include "proto/convert.h"
+
+namespace memplan::formats {
+namespace {
+
+namespace ts = ::memplan::tflite_schema;
+using ::testing::HasSubstr;
+
+// A C program that lays every tensor out in a static arena, step by step,
+// and fails when two tensors live at the same step share a byte (except an
+// in-place hand-over) or a tensor passes its pool's end. "ID" and "PFX"
+// stand for the header's macro and data prefixes.
+constexpr char kCheck[] = R"(#define MEMPLAN_ID_IMPLEMENTATION
+#include "plan.h"
+#include "plan.h" /* the include guard holds */
+#include <stdio.h>
+
+static int32_t owner[MEMPLAN_ID_ARENA_BYTES + 1];
+
+int other_unit_tensor_count(void);
+
+int main(void) {
+  int64_t base[MEMPLAN_ID_POOL_COUNT];
+  int64_t step, at = 0, b;
+  int t, k, checked = 0;
+  for (k = 0; k < MEMPLAN_ID_POOL_COUNT; ++k) {
+    base[k] = at;
+    at += PFX_pool_bytes[k];
+  }
+  if (at != MEMPLAN_ID_ARENA_BYTES) return 2;
+  if (other_unit_tensor_count() != MEMPLAN_ID_TENSOR_COUNT) return 3;
+  for (step = 0; step < MEMPLAN_ID_STEP_COUNT; ++step) {
+    for (b = 0; b < MEMPLAN_ID_ARENA_BYTES; ++b) owner[b] = -1;
+    for (t = 0; t < MEMPLAN_ID_TENSOR_COUNT; ++t) {
+      const int64_t o = PFX_offsets[t];
+      if (o < 0 || step < PFX_first_steps[t] || step >= PFX_end_steps[t]) {
+        continue;
+      }
+      if (o % MEMPLAN_ID_ALIGNMENT != 0) return 4;
+      if (o + PFX_sizes[t] > PFX_pool_bytes[PFX_pools[t]]) return 5;
+      for (b = base[PFX_pools[t]] + o; b < base[PFX_pools[t]] + o + PFX_sizes[t];
+           ++b) {
+        const int32_t u = owner[b];
+        if (u >= 0 && PFX_reuses[t] != u && PFX_reuses[u] != t) {
+          printf("tensors %d and %d overlap at step %ld\n", u, t, (long)step);
+          return 1;
+        }
+        owner[b] = t;
+      }
+      ++checked;
+    }
+  }
+#ifdef MEMPLAN_ID_TFLM_BUFFER_COUNT
+  if (sizeof(PFX_buffer_plan) !=
+      sizeof(int32_t) * (1 + (MEMPLAN_ID_TFLM_BUFFER_COUNT > 0
+                                  ? MEMPLAN_ID_TFLM_BUFFER_COUNT : 1))) {
+    return 6;
+  }
+  if (PFX_buffer_plan.buffer_count != MEMPLAN_ID_TFLM_BUFFER_COUNT) return 7;
+  for (t = 0; t < MEMPLAN_ID_TFLM_BUFFER_COUNT; ++t) {
+    const int32_t o = PFX_buffer_plan.buffer_plan_entries[t].offset;
+    if (o < 0 || o >= MEMPLAN_ID_TFLM_ARENA_BYTES) return 8;
+  }
+#endif
+  printf("ok %d\n", checked);
+  return 0;
+}
+)";
+
+constexpr char kOtherUnit[] = R"(#include "plan.h"
+int other_unit_tensor_count(void);
+int other_unit_tensor_count(void) {
+  return (int)(sizeof(PFX_offsets) / sizeof(PFX_offsets[0]));
+}
+)";
+
+// Compiles `header` with the check program (gcc -std=c99 -Wall -Wextra
+// -Werror) and runs it; returns its output, or the failure.
+std::string CompileAndRun(const std::string& header, const std::string& id) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "c_header_", getpid(), "_", id);
+  EXPECT_EQ(std::system(("mkdir -p '" + dir + "'").c_str()), 0);
+  const std::string macro = absl::AsciiStrToUpper(id);
+  auto subst = [&](absl::string_view text) {
+    return absl::StrReplaceAll(text, {{"MEMPLAN_ID_", "MEMPLAN_" + macro + "_"},
+                                      {"PFX_", "memplan_" + id + "_"}});
+  };
+  std::ofstream(dir + "/plan.h") << header;
+  std::ofstream(dir + "/main.c") << subst(kCheck);
+  std::ofstream(dir + "/other.c") << subst(kOtherUnit);
+  const std::string cc = absl::StrCat(
+      "cd '", dir, "' && gcc -std=c99 -Wall -Wextra -Werror -o check main.c ",
+      "other.c > cc.log 2>&1 && ./check > run.log 2>&1; echo $? > status");
+  EXPECT_EQ(std::system(cc.c_str()), 0);
+  std::ifstream status(dir + "/status"), cc_log(dir + "/cc.log"),
+      run_log(dir + "/run.log");
+  const std::string code((std::istreambuf_iterator<char>(status)), {}),
+      compiled((std::istreambuf_iterator<char>(cc_log)), {}),
+      ran((std::istreambuf_iterator<char>(run_log)), {});
+  return absl::StrCat("exit ", code.substr(0, code.find('\n')), ": ", compiled,
+                      ran);
+}
+
+planner::PlanOptions Options() {
+  planner::PlanOptions options;
+  options.alignment = 16;
+  return options;
+}
+
+TEST(CHeaderTest, IdsAreCIdentifiersFromTheFileName) {
+  EXPECT_EQ(CHeaderId("models/face_detection.tflite"), "face_detection");
+  EXPECT_EQ(CHeaderId("hey_jarvis_v0.1.tflite"), "hey_jarvis_v0_1");
+  EXPECT_EQ(CHeaderId("3d-net.onnx"), "m3d_net");
+  EXPECT_EQ(CHeaderId(""), "plan");
+  EXPECT_EQ(CHeaderId("??.json"), "plan");
+}
+
+// A TFLite model with an IF: the header compiles, the program finds no
+// overlap, and TFLM's BufferPlan lists every tensor TFLM plans.
+TEST(CHeaderTest, TfliteHeaderCompilesAndHoldsNoOverlap) {
+  testing::TfliteBuilder b;
+  auto& g = b.Subgraph("main");
+  const int c = g.Tensor("c", {4}, ts::TensorType_INT32);
+  const int x = g.Tensor("x */ int oops; /* ?\?/", {64});
+  const int w =
+      g.Tensor("w", {64}, ts::TensorType_FLOAT32, std::string(256, 1));
+  const int y = g.Tensor("y", {64});
+  g.Op(ts::BuiltinOperator_IF, {c, x, w}, {y}, {1, 1});
+  g.inputs = {c, x};
+  g.outputs = {y};
+  auto& body = b.Subgraph("body");
+  const int in = body.Tensor("in", {64}), v = body.Tensor("v", {64}),
+            out = body.Tensor("out", {64});
+  body.Op(ts::BuiltinOperator_ADD, {in, v}, {out});
+  body.inputs = {in, v};
+  body.outputs = {out};
+  const std::string bytes = b.Build();
+  absl::StatusOr<ImportedModel> m = ImportTflite(bytes, "if_model.tflite", {});
+  ASSERT_TRUE(m.ok()) << m.status();
+  const planner::PlanOptions options = Options();
+  absl::StatusOr<planner::PlanResult> plan = planner::PlanGraph(
+      api::GraphFromProto(m->graph), options, nullptr, nullptr);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  absl::StatusOr<std::string> header =
+      EmitCHeader({"dir/if_model.tflite", &*plan, &options, &*m, bytes});
+  ASSERT_TRUE(header.ok()) << header.status();
+  EXPECT_THAT(*header,
+              ::testing::AllOf(
+                  HasSubstr("#define MEMPLAN_IF_MODEL_TFLM_BUFFER_COUNT 6"),
+                  HasSubstr("#define MEMPLAN_IF_MODEL_ARENA_BYTES "),
+                  HasSubstr("x *_ int oops; /_ __/")));
+  EXPECT_THAT(CompileAndRun(*header, "if_model"),
+              ::testing::StartsWith("exit 0: ok "));
+  // The check can fail: x and y (live together) put at one offset.
+  planner::PlanResult broken = *plan;
+  broken.solution.offsets[broken.tensors[y].buffer] =
+      broken.solution.offsets[broken.tensors[x].buffer];
+  absl::StatusOr<std::string> bad =
+      EmitCHeader({"dir/if_model.tflite", &broken, &options, &*m, bytes});
+  ASSERT_TRUE(bad.ok()) << bad.status();
+  EXPECT_THAT(CompileAndRun(*bad, "if_model"),
+              ::testing::AllOf(::testing::StartsWith("exit 1: "),
+                               HasSubstr("overlap")));
+}
+
+// Any input: a random graph, with in-place ops, and with memory pools.
+TEST(CHeaderTest, GraphHeadersCompileWithPoolsAndInPlaceOps) {
+  for (bool pools : {false, true}) {
+    planner::Graph graph = planner::testing::RandomGraph(40, pools ? 3 : 4);
+    graph.name = "random graph";
+    for (size_t i = 0; i < graph.ops.size(); i += 3)
+      graph.ops[i].in_place = true;
+    planner::PlanOptions options = Options();
+    if (pools) options.memory_spaces = {{"sram", 4096}, {"dram", 0}};
+    absl::StatusOr<planner::PlanResult> plan =
+        planner::PlanGraph(graph, options, nullptr, nullptr);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    absl::StatusOr<std::string> header =
+        EmitCHeader({graph.name, &*plan, &options, nullptr, ""});
+    ASSERT_TRUE(header.ok()) << header.status();
+    EXPECT_THAT(*header, ::testing::Not(HasSubstr("TFLM")));
+    if (pools) {
+      EXPECT_THAT(*header, HasSubstr("#define MEMPLAN_RANDOM_GRAPH_POOL_SRAM"));
+    }
+    EXPECT_THAT(CompileAndRun(*header, "random_graph"),
+                ::testing::StartsWith("exit 0: ok "));
+  }
+}
+
+}  // namespace
+}  // namespace memplan::formats

@@ -1,0 +1,142 @@
+#include "planner/gap_index.h"
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace memplan::planner {
+namespace {
+
+// One inserted range with its sections.
+struct Inserted {
+  int lo, hi;
+  TakenRange range;
+};
+
+// The union of the ranges taken during [lo, hi), merged, by brute force.
+std::vector<TakenRange> UnionDuring(const std::vector<Inserted>& all, int lo,
+                                    int hi) {
+  std::vector<TakenRange> ranges;
+  for (const Inserted& x : all) {
+    if (x.lo < hi && lo < x.hi) ranges.push_back(x.range);
+  }
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<TakenRange> merged;
+  for (const TakenRange& r : ranges) {
+    if (!merged.empty() && r.offset <= merged.back().top) {
+      merged.back().top = std::max(merged.back().top, r.top);
+    } else {
+      merged.push_back(r);
+    }
+  }
+  return merged;
+}
+
+// The gaps between consecutive merged ranges.
+std::vector<TakenRange> GapsOf(const std::vector<TakenRange>& merged) {
+  std::vector<TakenRange> gaps;
+  for (size_t k = 1; k < merged.size(); ++k) {
+    gaps.push_back({merged[k - 1].top, merged[k].offset});
+  }
+  return gaps;
+}
+
+TEST(GapIndexTest, TakenIsTheUnionDuringTheRange) {
+  for (uint32_t seed = 0; seed < 300; ++seed) {
+    std::mt19937 rng(seed);
+    const int sections = 1 + static_cast<int>(rng() % 40);
+    GapIndex index(sections);
+    std::vector<Inserted> all;
+    for (int op = 0; op < 200; ++op) {
+      const int lo = static_cast<int>(rng() % sections);
+      const int hi = lo + 1 + static_cast<int>(rng() % (sections - lo));
+      if (rng() % 2) {
+        const Offset at = static_cast<Offset>(rng() % 2000);
+        const TakenRange r{at, at + 1 + static_cast<Offset>(rng() % 100)};
+        index.Insert(lo, hi, r);
+        all.push_back({lo, hi, r});
+        continue;
+      }
+      const std::vector<TakenRange>& got = index.Taken(lo, hi);
+      const std::vector<TakenRange> want = UnionDuring(all, lo, hi);
+      ASSERT_EQ(got.size(), want.size()) << "seed " << seed << " op " << op;
+      for (size_t k = 0; k < got.size(); ++k) {
+        ASSERT_EQ(got[k].offset, want[k].offset);
+        ASSERT_EQ(got[k].top, want[k].top);
+      }
+    }
+    EXPECT_LE(index.stored_ranges(), static_cast<int64_t>(all.size()) * 64);
+  }
+}
+
+// With a smallest request, gaps it cannot use may be filled; the usable
+// gaps and the top stay exactly those of the union.
+TEST(GapIndexTest, OnlyUnusableGapsAreFilled) {
+  for (uint32_t seed = 0; seed < 300; ++seed) {
+    std::mt19937 rng(seed);
+    const int sections = 1 + static_cast<int>(rng() % 40);
+    const Bytes min_size = 1 + static_cast<Bytes>(rng() % 40);
+    const Bytes min_align = Bytes{1} << (rng() % 6);
+    GapIndex index(sections);
+    index.SetSmallestRequest(min_size, min_align);
+    const auto usable = [&](const TakenRange& gap) {
+      return AlignUp(gap.offset, min_align) + min_size <= gap.top;
+    };
+    std::vector<Inserted> all;
+    for (int op = 0; op < 200; ++op) {
+      const int lo = static_cast<int>(rng() % sections);
+      const int hi = lo + 1 + static_cast<int>(rng() % (sections - lo));
+      if (rng() % 2) {
+        const Offset at = static_cast<Offset>(rng() % 3000);
+        const TakenRange r{at, at + 1 + static_cast<Offset>(rng() % 60)};
+        index.Insert(lo, hi, r);
+        all.push_back({lo, hi, r});
+        continue;
+      }
+      const std::vector<TakenRange> got = index.Taken(lo, hi);
+      const std::vector<TakenRange> want = UnionDuring(all, lo, hi);
+      if (want.empty()) {
+        ASSERT_TRUE(got.empty());
+        continue;
+      }
+      ASSERT_FALSE(got.empty());
+      ASSERT_EQ(got.back().top, want.back().top) << "seed " << seed;
+      ASSERT_EQ(got.front().offset, want.front().offset) << "seed " << seed;
+      std::vector<TakenRange> want_usable, got_usable;
+      for (const TakenRange& g : GapsOf(want)) {
+        if (usable(g)) want_usable.push_back(g);
+      }
+      for (const TakenRange& g : GapsOf(got)) {
+        if (usable(g)) got_usable.push_back(g);
+      }
+      ASSERT_EQ(got_usable.size(), want_usable.size())
+          << "seed " << seed << " op " << op;
+      for (size_t k = 0; k < got_usable.size(); ++k) {
+        ASSERT_EQ(got_usable[k].offset, want_usable[k].offset);
+        ASSERT_EQ(got_usable[k].top, want_usable[k].top);
+      }
+    }
+  }
+}
+
+// Ranges stacked on one another over one lifetime collapse into one: the
+// work of a query does not grow with the buffers under it.
+TEST(GapIndexTest, StackedRangesCostOneRange) {
+  GapIndex index(1);
+  index.SetSmallestRequest(16, 64);
+  Offset top = 0;
+  for (int i = 0; i < 100000; ++i) {
+    const Bytes size = 16 + (i % 7) * 40;
+    ASSERT_LE(index.Taken(0, 1).size(), 1u);
+    top = AlignUp(top, 64);
+    index.Insert(0, 1, {top, top + size});
+    top += size;
+  }
+  EXPECT_LE(index.ranges_read(), 100000);
+  EXPECT_EQ(index.stored_ranges(), 2);  // the leaf's own and subtree sets
+}
+
+}  // namespace
+}  // namespace memplan::planner

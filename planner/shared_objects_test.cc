@@ -1,0 +1,71 @@
+#include "planner/shared_objects.h"
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "planner/interference.h"
+#include "planner/testing/random_problems.h"
+
+namespace memplan::planner {
+namespace {
+
+// No two buffers of a pool are live together; every pool holds its largest
+// member's size.
+void ExpectValid(const Problem& p, const SharedObjects& objects) {
+  const int n = static_cast<int>(p.buffers.size());
+  ASSERT_EQ(objects.object_of.size(), p.buffers.size());
+  std::vector<Bytes> largest(objects.size.size(), 0);
+  for (int i = 0; i < n; ++i) {
+    const int pool = objects.object_of[i];
+    ASSERT_GE(pool, 0);
+    ASSERT_LT(pool, static_cast<int>(objects.size.size()));
+    largest[pool] = std::max(largest[pool], p.buffers[i].size);
+    for (int j = i + 1; j < n; ++j) {
+      ASSERT_FALSE(pool == objects.object_of[j] &&
+                   LifetimesOverlap(p.buffers[i], p.buffers[j]))
+          << i << " and " << j << " share pool " << pool;
+    }
+  }
+  EXPECT_EQ(largest, objects.size);
+}
+
+// Dense problems (hundreds of overlaps per buffer) are colored from merged
+// pool ranges; sparse ones by scanning neighbours: both as with the graph.
+TEST(SharedObjectsTest, WithoutAGraphTheSamePoolsDenseOrSparse) {
+  for (uint32_t seed = 0; seed < 12; ++seed) {
+    const Problem p = seed % 2 ? testing::DenseProblem(1500 + 100 * seed, seed)
+                               : testing::RandomProblem(1500, seed);
+    absl::StatusOr<InterferenceGraph> graph =
+        BuildInterferenceGraph(p, int64_t{1} << 30);
+    ASSERT_TRUE(graph.ok());
+    const SharedObjects with_graph = ColorSharedObjects(p, *graph);
+    ExpectValid(p, with_graph);
+    for (OverlapSearch search :
+         {OverlapSearch::kAuto, OverlapSearch::kScan, OverlapSearch::kMerged}) {
+      absl::StatusOr<SharedObjects> without =
+          ColorSharedObjects(p, nullptr, search);
+      ASSERT_TRUE(without.ok());
+      EXPECT_EQ(with_graph.object_of, without->object_of)
+          << "seed " << seed << " search " << static_cast<int>(search);
+      EXPECT_EQ(with_graph.size, without->size) << "seed " << seed;
+    }
+  }
+}
+
+// 200,000 buffers sharing one lifetime (issue 10): each needs a pool of its
+// own. Quadratic before (every buffer scanned every colored one).
+TEST(SharedObjectsTest, OneSharedLifetimeIsNotQuadratic) {
+  Problem p;
+  for (int i = 0; i < 200000; ++i) {
+    p.buffers.push_back({"b" + std::to_string(i), 0, 10, 1 + i % 100});
+  }
+  p.buffers.push_back({"after", 10, 11, 1000});
+  const SharedObjects objects = ColorSharedObjects(p);
+  EXPECT_EQ(objects.size.size(), 200000u);
+  EXPECT_EQ(objects.object_of.back(), 0);  // shares the largest one's pool
+}
+
+}  // namespace
+}  // namespace memplan::planner

@@ -1,0 +1,240 @@
+// `memplan plan model.tflite` as a user runs it: small models written with
+// the test builder, in-process and through a real memplan-server (the file
+// travels in the request), --emit tflite and c_header, planning the planned
+// model again, --dim and --input, and the exit codes of bad input.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "formats/tflite_test_builder.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "memplan/v1/memplan.pb.h"
+#include "tests/testing/process.h"
+#include "tests/testing/shared_server.h"
+
+namespace memplan {
+namespace {
+
+namespace ts = ::memplan::tflite_schema;
+using formats::testing::ChainModel;
+using formats::testing::DecodeOfflinePlan;
+using formats::testing::TestSubgraph;
+using formats::testing::TfliteBuilder;
+using ::testing::AllOf;
+using testing::CommandResult;
+using ::testing::HasSubstr;
+
+const std::string kCli = MEMPLAN_CLI_PATH;
+
+CommandResult Cli(const std::vector<std::string>& args) {
+  return testing::RunCommand(kCli, args, "", 120);
+}
+
+v1::PlanResponse ParseResponse(const std::string& json) {
+  v1::PlanResponse r;
+  auto s = google::protobuf::util::JsonStringToMessage(json, &r);
+  EXPECT_TRUE(s.ok()) << s.ToString() << json.substr(0, 200);
+  return r;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+// main: x -> IF(c, x) -> y -> RELU -> z; both branches two RELUs.
+TfliteBuilder IfModel() {
+  TfliteBuilder b;
+  TestSubgraph& g = b.Subgraph("main");
+  const int c = g.Tensor("c", {4}, ts::TensorType_INT32);
+  const int x = g.Tensor("x", {1, 64});
+  const int w =
+      g.Tensor("w", {64}, ts::TensorType_FLOAT32, std::string(256, 3));
+  const int y = g.Tensor("y", {1, 64});
+  const int z = g.Tensor("z", {1, 64});
+  g.Op(ts::BuiltinOperator_IF, {c, x, w}, {y}, {1, 2});
+  g.Op(ts::BuiltinOperator_RELU, {y}, {z});
+  g.inputs = {c, x};
+  g.outputs = {z};
+  for (const char* name : {"then", "else"}) {
+    TestSubgraph& s = b.Subgraph(name);
+    const int in = s.Tensor("in", {1, 64}), v = s.Tensor("v", {64});
+    const int mid = s.Tensor("mid", {1, 64}), out = s.Tensor("out", {1, 64});
+    s.Op(ts::BuiltinOperator_ADD, {in, v}, {mid});
+    s.Op(ts::BuiltinOperator_RELU, {mid}, {out});
+    s.inputs = {in, v};
+    s.outputs = {out};
+  }
+  b.metadata = {{"min_runtime_version", "2.3.0"}};
+  return b;
+}
+
+class TfliteCliTest : public testing::SharedServerTest {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "tflite_cli_" + std::to_string(getpid()) +
+           "_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    ASSERT_EQ(system(("mkdir -p '" + dir_ + "'").c_str()), 0);
+  }
+  std::string Write(const std::string& name, const std::string& bytes) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  }
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+
+  std::string dir_;
+};
+
+TEST_F(TfliteCliTest, PlansATfliteFileAgainstTflmsOwnPlanner) {
+  CommandResult r = Cli({"plan", Write("m.tflite", IfModel().Build())});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, AllOf(HasSubstr("arena:"),
+                           HasSubstr("baseline:     tflm_greedy needs")));
+  CommandResult json =
+      Cli({"plan", "--format=json", Write("m2.tflite", IfModel().Build())});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const v1::PlanResponse response = ParseResponse(json.out);
+  EXPECT_EQ(response.options().alignment(), 16);  // TFLM's, by default
+  EXPECT_EQ(response.baseline().strategy(), "tflm_greedy");
+  EXPECT_GE(response.baseline().arena_size_bytes(),
+            response.arena_size_bytes());
+}
+
+// The same plan and byte-identical files whether the server imports the
+// model (--server sends the file) or the CLI plans it in-process.
+TEST_F(TfliteCliTest, ServerAndInProcessGiveTheSamePlanAndFiles) {
+  const std::string model = Write("m.tflite", IfModel().Build());
+  for (const std::string emit : {"tflite", "c_header"}) {
+    std::vector<std::string> args = {
+        "plan", model, "--format=json",      "--no_timings", "--emit",
+        emit,   "-o",  Path("local." + emit)};
+    CommandResult local = Cli(args);
+    args.back() = Path("remote." + emit);
+    args.push_back("--server=" + server_->address());
+    CommandResult remote = Cli(args);
+    ASSERT_EQ(local.exit_code, 0) << local.err;
+    ASSERT_EQ(remote.exit_code, 0) << remote.err;
+    EXPECT_EQ(ParseResponse(local.out).SerializeAsString(),
+              ParseResponse(remote.out).SerializeAsString());
+    const std::string a = ReadAll(Path("local." + emit));
+    EXPECT_FALSE(a.empty());
+    EXPECT_EQ(a, ReadAll(Path("remote." + emit))) << emit;
+  }
+  const std::string planned = ReadAll(Path("local.tflite"));
+  const formats::testing::DecodedPlan plan = DecodeOfflinePlan(planned);
+  EXPECT_EQ(plan.entries, 1);
+  EXPECT_EQ(plan.subgraphs, 3);
+  EXPECT_EQ(plan.count, 13);       // 5 + 4 + 4 tensors
+  EXPECT_EQ(plan.offsets[2], -1);  // w: a constant
+  EXPECT_THAT(ReadAll(Path("local.c_header")),
+              HasSubstr("#define MEMPLAN_M_TFLM_BUFFER_COUNT 12"));
+}
+
+TEST_F(TfliteCliTest, PlanningThePlannedModelGivesTheSameFile) {
+  const std::string model = Write("m.tflite", IfModel().Build());
+  ASSERT_EQ(Cli({"plan", model, "--emit", "tflite", "-o", Path("a.tflite")})
+                .exit_code,
+            0);
+  CommandResult again =
+      Cli({"plan", Path("a.tflite"), "--emit", "tflite", "-o", Path("b.tflite"),
+           "--server=" + server_->address()});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(ReadAll(Path("a.tflite")), ReadAll(Path("b.tflite")));
+}
+
+TEST_F(TfliteCliTest, FormatFromTheFlagOrTheContent) {
+  const std::string bin = Write("model.bin", ChainModel().Build());
+  EXPECT_EQ(Cli({"plan", bin}).exit_code, 0);  // sniffed: TFL3
+  EXPECT_EQ(Cli({"plan", "--input_format=tflite", bin}).exit_code, 0);
+}
+
+// Every bad input: exit 65 with a message naming the problem, and nothing
+// written at -o.
+TEST_F(TfliteCliTest, BadModelsAreExit65AndWriteNothing) {
+  const std::string full = ChainModel().Build();
+  TfliteBuilder buffer = ChainModel();
+  buffer.subgraphs[0].tensors[1].buffer = 99;
+  TfliteBuilder type = ChainModel();
+  type.subgraphs[0].tensors[2].type = 99;
+  TfliteBuilder empty;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {full.substr(0, full.size() - 40), "verifier rejects it"},
+      {"this is not a model at all", "not a TFLite model"},
+      {buffer.Build(), "buffer index 99 is out of range"},
+      {type.Build(), "unknown element type 99"},
+      {empty.Build(), "has no subgraphs"},
+  };
+  int n = 0;
+  for (const auto& [bytes, message] : cases) {
+    const std::string model =
+        Write("bad" + std::to_string(n++) + ".tflite", bytes);
+    for (bool remote : {false, true}) {
+      std::vector<std::string> args = {"plan",   model, "--emit",
+                                       "tflite", "-o",  Path("out.tflite")};
+      if (remote) args.push_back("--server=" + server_->address());
+      CommandResult r = Cli(args);
+      EXPECT_EQ(r.exit_code, 65) << message << ": " << r.err;
+      EXPECT_THAT(r.err, HasSubstr(message));
+      EXPECT_FALSE(Exists(Path("out.tflite"))) << message;
+    }
+  }
+}
+
+TEST_F(TfliteCliTest, AnOutputThatCannotBeWrittenIsExit73) {
+  const std::string model = Write("m.tflite", ChainModel().Build());
+  const std::string blocker = Write("not_a_dir", "x");
+  CommandResult r =
+      Cli({"plan", model, "--emit", "tflite", "-o", blocker + "/out.tflite"});
+  EXPECT_EQ(r.exit_code, 73) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("out.tflite"));
+  EXPECT_FALSE(Exists(blocker + "/out.tflite"));
+  CommandResult dir = Cli({"plan", model, "--emit", "tflite", "-o", dir_});
+  EXPECT_EQ(dir.exit_code, 73) << dir.err;
+}
+
+TEST_F(TfliteCliTest, DynamicDimsNeedDimOrInputFlags) {
+  TfliteBuilder b;
+  TestSubgraph& g = b.Subgraph("main");
+  const int x = g.Tensor("x", {1, 1});
+  g.tensors[x].signature = {-1, -1};
+  const int y = g.Tensor("y", {1, 8});
+  g.tensors[y].signature = {-1, 8};
+  g.Op(ts::BuiltinOperator_FULLY_CONNECTED, {x}, {y});
+  g.inputs = {x};
+  g.outputs = {y};
+  const std::string model = Write("dyn.tflite", b.Build());
+  CommandResult missing = Cli({"plan", model});
+  EXPECT_EQ(missing.exit_code, 65);
+  EXPECT_THAT(missing.err, AllOf(HasSubstr("'x'"), HasSubstr("'y'"),
+                                 HasSubstr("--dim batch=N")));
+  CommandResult typo = Cli({"plan", model, "--dim", "bach=1"});
+  EXPECT_EQ(typo.exit_code, 65);
+  EXPECT_THAT(typo.err, HasSubstr("'batch'"));
+  for (bool remote : {false, true}) {
+    std::vector<std::string> args = {"plan",   "--format=json", model,
+                                     "--dim",  "batch=2",       "--input",
+                                     "x=2x100"};
+    if (remote) args.push_back("--server=" + server_->address());
+    CommandResult ok = Cli(args);
+    ASSERT_EQ(ok.exit_code, 0) << ok.err;
+    EXPECT_EQ(ParseResponse(ok.out).unaligned_lower_bound_bytes(),
+              4 * 200 + 4 * 16);
+  }
+}
+
+}  // namespace
+}  // namespace memplan
