@@ -95,16 +95,53 @@ void ForEachMutableGraph(onnx::GraphProto* g, const F& f) {
   }
 }
 
-// Clears the data of tensors too large for the evaluation to read (it
-// folds tensors of at most kMaxOnnxContent elements): only their shapes
-// matter, and the model is copied and walked several times.
-void DropBulkData(onnx::ModelProto* model) {
-  auto drop = [](onnx::TensorProto* t) {
-    int64_t n = 1;
-    for (int64_t d : t->dims()) {
-      if (d < 0 || __builtin_mul_overflow(n, d, &n)) return;
+// Elements the typed data fields of a tensor of `type` hold for `count`
+// elements (complex types hold two numbers each, 4-bit types two to an
+// int32), and how many they hold.
+void TypedData(const onnx::TensorProto& t, int64_t count, int64_t* expected,
+               int64_t* held) {
+  const int32_t type = t.data_type();
+  *held = t.float_data_size() + t.int32_data_size() + t.int64_data_size() +
+          t.double_data_size() + t.uint64_data_size() + t.string_data_size();
+  *expected = count;
+  if (type == onnx::TensorProto::COMPLEX64 ||
+      type == onnx::TensorProto::COMPLEX128) {
+    *expected = count * 2;
+  } else if (OnnxElementBits(type) == 4) {
+    *expected = (count + 1) / 2;
+  }
+}
+
+// Checks one tensor's data against its dims; clears data too large for the
+// evaluation to fold (only shapes matter, and the model is copied several
+// times) and marks tensors without data as external, so that ONNX 1.12's
+// inference, which reads data without checking its length, throws instead
+// of reading past it.
+absl::Status SanitizeTensor(onnx::TensorProto* t, absl::string_view where) {
+  if (t->data_location() == onnx::TensorProto::EXTERNAL) return absl::OkStatus();
+  int64_t count = 1;
+  for (int64_t d : t->dims()) {
+    if (d < 0) return absl::OkStatus();  // the evaluation names it
+    if (__builtin_mul_overflow(count, d, &count)) {
+      return Invalid(where, ": tensor '", t->name(),
+                     "' has more elements than 64 bits count");
     }
-    if (n <= kMaxOnnxContent) return;
+  }
+  int64_t expected = 0, held = 0;
+  TypedData(*t, count, &expected, &held);
+  const int bits = OnnxElementBits(t->data_type());
+  const bool raw = t->has_raw_data();
+  const int64_t raw_expected =
+      bits == 0 || count > INT64_MAX / bits ? -1 : (count * bits + 7) / 8;
+  if ((raw && held > 0) ||
+      (raw && static_cast<int64_t>(t->raw_data().size()) != raw_expected) ||
+      (held > 0 && held != expected)) {
+    return Invalid(where, ": tensor '", t->name(), "' holds ",
+                   raw ? t->raw_data().size() : held,
+                   raw ? " bytes" : " numbers", " of data that do not match ",
+                   "its dims and type");
+  }
+  if (count > kMaxOnnxContent || (!raw && held == 0 && count > 0)) {
     t->clear_raw_data();
     t->clear_float_data();
     t->clear_int32_data();
@@ -112,15 +149,31 @@ void DropBulkData(onnx::ModelProto* model) {
     t->clear_double_data();
     t->clear_uint64_data();
     t->clear_string_data();
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+  }
+  return absl::OkStatus();
+}
+
+// SanitizeTensor on every initializer and tensor attribute of every graph.
+absl::Status SanitizeTensors(onnx::ModelProto* model, absl::string_view name) {
+  absl::Status status;
+  auto check = [&](onnx::TensorProto* t, const std::string& where) {
+    if (status.ok()) status = SanitizeTensor(t, where);
   };
   ForEachMutableGraph(model->mutable_graph(), [&](onnx::GraphProto* g) {
-    for (onnx::TensorProto& t : *g->mutable_initializer()) drop(&t);
+    for (onnx::TensorProto& t : *g->mutable_initializer()) {
+      check(&t, std::string(name));
+    }
     for (onnx::NodeProto& n : *g->mutable_node()) {
+      const std::string where = absl::StrCat(
+          name, ": node '", n.name(), "' (", n.op_type(), ")");
       for (onnx::AttributeProto& a : *n.mutable_attribute()) {
-        if (a.has_t()) drop(a.mutable_t());
+        if (a.has_t()) check(a.mutable_t(), where);
+        for (onnx::TensorProto& t : *a.mutable_tensors()) check(&t, where);
       }
     }
   });
+  return status;
 }
 
 // --- Flags checked against the model
@@ -385,7 +438,7 @@ absl::StatusOr<onnx::ModelProto> Prepare(absl::string_view bytes,
                                          std::vector<std::string>* warnings) {
   absl::StatusOr<onnx::ModelProto> model = ParseModel(bytes, name);
   if (!model.ok()) return model.status();
-  DropBulkData(&*model);
+  if (auto s = SanitizeTensors(&*model, name); !s.ok()) return s;
   if (auto s = CheckAttributes(*model, name); !s.ok()) return s;
   onnx::GraphProto* g = model->mutable_graph();
   if (auto s = CheckDimNames(options, *g); !s.ok()) return s;
@@ -575,8 +628,9 @@ class GraphBuilder {
         missing.empty() ? ""
                         : absl::StrCat(" (symbolic dims without a value: ",
                                        absl::StrJoin(missing, ", "), ")");
+    // With dims missing, what looks data-dependent may only wait for them.
     const std::string data =
-        data_nodes.empty()
+        data_nodes.empty() || !missing.empty()
             ? ""
             : absl::StrCat("; sizes depending on tensor data come from ",
                            ListSome({data_nodes.begin(), data_nodes.end()}));
@@ -862,7 +916,7 @@ ValueSummary EvaluatedSummary(const OnnxEvaluation& e, const OnnxValue& v) {
 void EvaluateOutputs(const onnx::ModelProto& model, absl::string_view name,
                      ModelSummary* s) {
   onnx::ModelProto inferred = model;
-  DropBulkData(&inferred);
+  if (!SanitizeTensors(&inferred, name).ok()) return;
   if (!CheckAttributes(inferred, name).ok()) return;
   if (!InferShapes(&inferred, name).ok()) return;
   absl::StatusOr<OnnxEvaluation> e =

@@ -549,6 +549,33 @@ TEST(OnnxImportTest, MissingRequiredAttributesAreErrorsBeforeOnnxSeesThem) {
                         "not of its type"));
 }
 
+// Found by fuzzing: ONNX 1.12 reads tensor data without checking its
+// length against the dims (raw bytes too few, or no data at all).
+TEST(OnnxImportTest, TensorDataThatDoesNotMatchItsDimsIsAnError) {
+  Model m(13);
+  GraphBuilder g = m.graph();
+  g.Input("x", kFloat, {"2", "6"});
+  onnx::TensorProto shape = OnnxInt64Tensor({-1, 2});
+  shape.set_raw_data("s2");  // 2 bytes for two int64, beside typed data
+  g.Node("Constant", {}, {"shape"}, "bad").Tensor("value", shape);
+  g.Add("Reshape", {"x", "shape"}, {"y"}).Output("y");
+  EXPECT_THAT(Msg(Import(m).status()),
+              AllOf(HasSubstr("node 'bad' (Constant)"),
+                    HasSubstr("tensor '' holds 2 bytes of data that do not "
+                              "match its dims and type")));
+  // A k with dims but no data: unknown, never read past its end.
+  Model empty(13);
+  GraphBuilder e = empty.graph();
+  e.Input("x", kFloat, {"4", "10"});
+  onnx::TensorProto k;
+  k.set_data_type(kInt64);
+  k.add_dims(1);
+  e.Node("Constant", {}, {"k"}).Tensor("value", k);
+  e.Add("TopK", {"x", "k"}, {"v", "i"}, "topk").Output("v").Output("i");
+  EXPECT_THAT(Msg(Import(empty).status()),
+              AllOf(HasSubstr("v ("), HasSubstr("node 'topk'")));
+}
+
 TEST(OnnxImportTest, SubgraphNamesThatClashArePrefixedWithTheirPath) {
   Model m;
   GraphBuilder g = m.graph();
