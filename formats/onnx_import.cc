@@ -118,7 +118,8 @@ void TypedData(const onnx::TensorProto& t, int64_t count, int64_t* expected,
 // inference, which reads data without checking its length, throws instead
 // of reading past it.
 absl::Status SanitizeTensor(onnx::TensorProto* t, absl::string_view where) {
-  if (t->data_location() == onnx::TensorProto::EXTERNAL) return absl::OkStatus();
+  if (t->data_location() == onnx::TensorProto::EXTERNAL)
+    return absl::OkStatus();
   int64_t count = 1;
   for (int64_t d : t->dims()) {
     if (d < 0) return absl::OkStatus();  // the evaluation names it
@@ -165,8 +166,8 @@ absl::Status SanitizeTensors(onnx::ModelProto* model, absl::string_view name) {
       check(&t, std::string(name));
     }
     for (onnx::NodeProto& n : *g->mutable_node()) {
-      const std::string where = absl::StrCat(
-          name, ": node '", n.name(), "' (", n.op_type(), ")");
+      const std::string where =
+          absl::StrCat(name, ": node '", n.name(), "' (", n.op_type(), ")");
       for (onnx::AttributeProto& a : *n.mutable_attribute()) {
         if (a.has_t()) check(a.mutable_t(), where);
         for (onnx::TensorProto& t : *a.mutable_tensors()) check(&t, where);
@@ -286,11 +287,11 @@ absl::Status CheckAttributes(const onnx::ModelProto& model,
         if ((a == nullptr && spec.required) ||
             (a != nullptr && a->type() != spec.type &&
              spec.type != onnx::AttributeProto::UNDEFINED)) {
-          status = Invalid(name, ": node ",
-                           n.name().empty() ? absl::StrCat("#", i)
-                                            : "'" + n.name() + "'",
-                           " (", n.op_type(), "): attribute '", attr, "' is ",
-                           a == nullptr ? "missing" : "not of its type");
+          status = Invalid(
+              name, ": node ",
+              n.name().empty() ? absl::StrCat("#", i) : "'" + n.name() + "'",
+              " (", n.op_type(), "): attribute '", attr, "' is ",
+              a == nullptr ? "missing" : "not of its type");
         }
       }
     }

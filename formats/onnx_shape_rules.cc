@@ -1101,8 +1101,9 @@ void AppendRange(const OnnxContent& src, int64_t from, int64_t count,
 }
 
 // Concat's elements: for each outer index, each input's inner block.
-void ConcatElements(OnnxNodeContext& c, const std::vector<const OnnxValue*>& ins,
-                    int64_t axis, const std::vector<SymDim>& out) {
+void ConcatElements(OnnxNodeContext& c,
+                    const std::vector<const OnnxValue*>& ins, int64_t axis,
+                    const std::vector<SymDim>& out) {
   std::optional<int64_t> total = OnnxElementCount(out);
   if (!total || *total > kMaxOnnxContent) return;
   OnnxContent content;
