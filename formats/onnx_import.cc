@@ -165,9 +165,10 @@ absl::Status SanitizeTensors(onnx::ModelProto* model, absl::string_view name) {
     for (onnx::TensorProto& t : *g->mutable_initializer()) {
       check(&t, std::string(name));
     }
-    for (onnx::NodeProto& n : *g->mutable_node()) {
+    for (int i = 0; i < g->node_size(); ++i) {
+      onnx::NodeProto& n = *g->mutable_node(i);
       const std::string where =
-          absl::StrCat(name, ": node '", n.name(), "' (", n.op_type(), ")");
+          absl::StrCat(name, ": ", OnnxNodeLabel(n, i, ""));
       for (onnx::AttributeProto& a : *n.mutable_attribute()) {
         if (a.has_t()) check(a.mutable_t(), where);
         for (onnx::TensorProto& t : *a.mutable_tensors()) check(&t, where);
@@ -296,6 +297,67 @@ absl::Status CheckAttributes(const onnx::ModelProto& model,
       }
     }
   });
+  return status;
+}
+
+// Every name a node reads must be defined before it, in its graph or an
+// enclosing one, and every graph output too: checked before ONNX's
+// inference runs (it dereferences the type of an undefined input).
+absl::Status CheckReads(
+    const onnx::GraphProto& g,
+    std::vector<const absl::flat_hash_set<std::string>*>* outer,
+    const std::string& path, absl::string_view name) {
+  absl::flat_hash_set<std::string> defined;
+  for (const auto& vi : g.input()) defined.insert(vi.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  for (const auto& t : g.sparse_initializer())
+    defined.insert(t.values().name());
+  absl::flat_hash_map<std::string, int> producer;
+  for (int i = 0; i < g.node_size(); ++i) {
+    for (const std::string& o : g.node(i).output()) producer.emplace(o, i);
+  }
+  auto visible = [&](const std::string& n) {
+    if (defined.contains(n)) return true;
+    for (const auto* scope : *outer) {
+      if (scope->contains(n)) return true;
+    }
+    return false;
+  };
+  outer->push_back(&defined);
+  absl::Status status;
+  for (int i = 0; i < g.node_size() && status.ok(); ++i) {
+    const onnx::NodeProto& node = g.node(i);
+    for (const std::string& in : node.input()) {
+      if (in.empty() || visible(in)) continue;
+      auto p = producer.find(in);
+      status =
+          p == producer.end()
+              ? Invalid(OnnxNodeLabel(node, i, path), " reads '", in,
+                        "', which is no graph input, initializer or node "
+                        "output")
+              : Invalid(OnnxNodeLabel(node, i, path), " reads '", in,
+                        "' before ",
+                        OnnxNodeLabel(g.node(p->second), p->second, path),
+                        " produces it: nodes are not in topological order");
+      break;
+    }
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.has_g() && status.ok()) {
+        status = CheckReads(a.g(), outer,
+                            OnnxSubgraphPath(path, node, i, a.name()), name);
+      }
+    }
+    for (const std::string& o : node.output()) {
+      if (!o.empty()) defined.insert(o);
+    }
+  }
+  for (const onnx::ValueInfoProto& vi : g.output()) {
+    if (!status.ok() || visible(vi.name())) continue;
+    status =
+        Invalid(path.empty() ? std::string(name) : path, ": graph output '",
+                vi.name(), "' is produced by no node (a truncated model?)");
+  }
+  outer->pop_back();
   return status;
 }
 
@@ -441,6 +503,8 @@ absl::StatusOr<onnx::ModelProto> Prepare(absl::string_view bytes,
   if (!model.ok()) return model.status();
   if (auto s = SanitizeTensors(&*model, name); !s.ok()) return s;
   if (auto s = CheckAttributes(*model, name); !s.ok()) return s;
+  std::vector<const absl::flat_hash_set<std::string>*> scopes;
+  if (auto s = CheckReads(model->graph(), &scopes, "", name); !s.ok()) return s;
   onnx::GraphProto* g = model->mutable_graph();
   if (auto s = CheckDimNames(options, *g); !s.ok()) return s;
   if (auto s = CheckShapeNames(options, *g); !s.ok()) return s;
@@ -919,6 +983,8 @@ void EvaluateOutputs(const onnx::ModelProto& model, absl::string_view name,
   onnx::ModelProto inferred = model;
   if (!SanitizeTensors(&inferred, name).ok()) return;
   if (!CheckAttributes(inferred, name).ok()) return;
+  std::vector<const absl::flat_hash_set<std::string>*> scopes;
+  if (!CheckReads(inferred.graph(), &scopes, "", name).ok()) return;
   if (!InferShapes(&inferred, name).ok()) return;
   absl::StatusOr<OnnxEvaluation> e =
       EvaluateOnnxShapes(inferred, OnnxEvalOptions(), name);

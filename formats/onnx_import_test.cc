@@ -560,7 +560,7 @@ TEST(OnnxImportTest, TensorDataThatDoesNotMatchItsDimsIsAnError) {
   g.Node("Constant", {}, {"shape"}, "bad").Tensor("value", shape);
   g.Add("Reshape", {"x", "shape"}, {"y"}).Output("y");
   EXPECT_THAT(Msg(Import(m).status()),
-              AllOf(HasSubstr("node 'bad' (Constant)"),
+              AllOf(HasSubstr("node 'bad' (Constant, #0)"),
                     HasSubstr("tensor '' holds 2 bytes of data that do not "
                               "match its dims and type")));
   // A k with dims but no data: unknown, never read past its end.
@@ -785,6 +785,30 @@ TEST(OnnxImportTest, NodesOutOfOrderNameTheNode) {
               AllOf(HasSubstr("node 'second' (Relu, #0) reads 'a' before "
                               "node 'first' (Relu, #1)"),
                     HasSubstr("topological order")));
+}
+
+// Found by fuzzing: ONNX 1.12's inference dereferences the type of an
+// input nobody defines; the check runs before it, in subgraphs too.
+TEST(OnnxImportTest, UndefinedReadsAreCaughtBeforeOnnxInference) {
+  Model m(13);
+  GraphBuilder g = m.graph();
+  g.Input("x", kFloat, {"4"}).Input("c", kBool, {});
+  g.Add("ConstantOfShape", {"ps"}, {"y"}, "fill").Output("y");
+  EXPECT_THAT(Msg(Import(m).status()),
+              HasSubstr("node 'fill' (ConstantOfShape, #0) reads 'ps', which "
+                        "is no graph input"));
+  Model sub(13);
+  GraphBuilder s = sub.graph();
+  s.Input("x", kFloat, {"4"}).Input("c", kBool, {});
+  OnnxTestNode node = s.Node("If", {"c"}, {"y"}, "if");
+  GraphBuilder(node.Graph("then_branch"))
+      .Add("Relu", {"ghost"}, {"t"}, "relu")
+      .Output("t");
+  GraphBuilder(node.Graph("else_branch")).Add("Relu", {"x"}, {"e"}).Output("e");
+  s.Output("y");
+  EXPECT_THAT(Msg(Import(sub).status()),
+              HasSubstr("node 'relu' (Relu, #0) in if/then_branch reads "
+                        "'ghost'"));
 }
 
 TEST(OnnxImportTest, ReadingAnUndefinedValueNamesIt) {
