@@ -590,6 +590,7 @@ class GraphBuilder {
   }
 
   absl::StatusOr<ImportedModel> Build() {
+    ReserveMainNames();
     if (auto s = AddTensors(*e_.main, /*body=*/false); !s.ok()) return s;
     if (auto s = CheckAllSized(); !s.ok()) return s;
     AddOps(*e_.main);
@@ -609,12 +610,28 @@ class GraphBuilder {
   bool Planned(int id) const { return names_.contains(id); }
 
   // Names a value's tensor: its own name unless taken, else with the path.
+  // Main-graph values keep their names (reserved first); subgraph values
+  // clashing with a taken name get their path.
   std::string UniqueName(const OnnxValue& v, const OnnxGraphRun& run) {
+    if (run.parent == nullptr) return v.name;
     std::string name = v.name;
     if (used_names_.contains(name)) name = run.path + "/" + v.name;
     while (used_names_.contains(name)) name += "_";
     used_names_.insert(name);
     return name;
+  }
+
+  // Reserves the names of the main graph's values.
+  void ReserveMainNames() {
+    const OnnxGraphRun& main = *e_.main;
+    for (const auto* ids : {&main.inputs, &main.initializers}) {
+      for (int id : *ids) used_names_.insert(e_.values[id].name);
+    }
+    for (const OnnxNodeRun& nr : main.nodes) {
+      for (int id : nr.outputs) {
+        if (id >= 0) used_names_.insert(e_.values[id].name);
+      }
+    }
   }
 
   // Sizes one value and adds its tensor (or notes why it has none).

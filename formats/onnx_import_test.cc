@@ -584,14 +584,22 @@ TEST(OnnxImportTest, SubgraphNamesThatClashArePrefixedWithTheirPath) {
   OnnxTestNode node = g.Node("If", {"cond"}, {"y"}, "if");
   // Both branches name their value "t", like the main graph.
   GraphBuilder(node.Graph("then_branch")).Add("Neg", {"x"}, {"t"}).Output("t");
-  GraphBuilder(node.Graph("else_branch")).Add("Abs", {"x"}, {"t"}).Output("t");
-  g.Add("Add", {"y", "t"}, {"z"}).Output("z");
+  GraphBuilder(node.Graph("else_branch"))
+      .Add("Abs", {"x"}, {"e"})
+      .Add("Neg", {"e"}, {"t"})
+      .Output("t");
+  g.Add("Add", {"y", "t"}, {"z"});
+  // A main-graph value defined after the If keeps its name too.
+  g.Add("Relu", {"z"}, {"e"}).Output("e");
   absl::StatusOr<ImportedModel> in = Import(m);
   ASSERT_TRUE(in.ok()) << in.status();
   std::map<std::string, int64_t> sizes = Sizes(in->graph);
   EXPECT_EQ(sizes.count("t"), 1u);
   EXPECT_EQ(sizes.count("if/then_branch/t"), 1u);
   EXPECT_EQ(sizes.count("if/else_branch/t"), 1u);
+  EXPECT_EQ(sizes.count("e"), 1u);
+  EXPECT_EQ(sizes.count("if/else_branch/e"), 1u);
+  EXPECT_THAT(in->graph.outputs(), ElementsAre("e"));
   EXPECT_THAT(FindOp(in->graph, "Add_2").inputs(), ElementsAre("y", "t"));
   EXPECT_GT(Plan(in->graph).arena_size_bytes(), 0);
 }
