@@ -467,31 +467,28 @@ void HideChangedOps(onnx::ModelProto* model, bool hide) {
   });
 }
 
-// Runs ONNX's shape inference (with data propagation, so shapes computed by
-// Shape/Gather/Concat chains resolve), catching whatever ONNX throws.
+// Runs ONNX's shape inference, catching whatever ONNX throws. Its data
+// propagation stays off: memplan's evaluation folds shape computations
+// itself, and ONNX 1.12's propagation functions dereference the type of an
+// input that has none (an output of an op without a schema) and crash.
 absl::Status InferShapes(onnx::ModelProto* model, absl::string_view name) {
-  std::string first_error;
+  std::string error;
   HideChangedOps(model, true);
-  for (bool data_propagation : {true, false}) {
-    onnx::ModelProto attempt = *model;
-    try {
-      onnx::shape_inference::InferShapes(
-          attempt, onnx::OpSchemaRegistry::Instance(),
-          onnx::ShapeInferenceOptions(/*check_type_val=*/false,
-                                      /*strict_mode_val=*/0, data_propagation));
-      *model = std::move(attempt);
-      HideChangedOps(model, false);
-      return absl::OkStatus();
-    } catch (const std::exception& e) {
-      if (first_error.empty()) first_error = e.what();
-    } catch (...) {
-      if (first_error.empty()) first_error = "unknown exception";
-    }
+  try {
+    onnx::shape_inference::InferShapes(
+        *model, onnx::OpSchemaRegistry::Instance(),
+        onnx::ShapeInferenceOptions(/*check_type_val=*/false,
+                                    /*strict_mode_val=*/0,
+                                    /*data_prop_val=*/false));
+  } catch (const std::exception& e) {
+    error = e.what();
+  } catch (...) {
+    error = "unknown exception";
   }
   HideChangedOps(model, false);
-  if (first_error.size() > 300)
-    first_error = first_error.substr(0, 300) + "...";
-  return Invalid(name, ": ONNX shape inference failed: ", first_error);
+  if (error.empty()) return absl::OkStatus();
+  if (error.size() > 300) error = error.substr(0, 300) + "...";
+  return Invalid(name, ": ONNX shape inference failed: ", error);
 }
 
 // Parses, applies the flags and runs ONNX's inference.

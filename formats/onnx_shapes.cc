@@ -636,6 +636,13 @@ class Evaluator {
           absl::StrCat("the size of ", op, "'s output depends on data"), true,
           {});
     }
+    for (const OnnxValue* v : c.in) {
+      if (v != nullptr && !v->has_shape) {
+        return c.UnknownDim(absl::StrCat("its input '", v->name,
+                                         "' has no known shape"),
+                            false, {});
+      }
+    }
     std::set<AtomId> deps;
     bool from_data = false;
     for (size_t i = 0; i < c.in.size(); ++i) {
