@@ -819,6 +819,24 @@ TEST(OnnxImportTest, UndefinedReadsAreCaughtBeforeOnnxInference) {
                         "'ghost'"));
 }
 
+// Found by fuzzing: ONNX 1.12's data propagation crashes on the untyped
+// output of an op it has no schema for, fed to Reshape or Slice.
+TEST(OnnxImportTest, UntypedValuesFeedingShapeOpsAreReportedNotCrashes) {
+  Model m(21);
+  GraphBuilder g = m.graph();
+  g.Input("x", kFloat, {"2", "6"});
+  g.Node("ConsTant", {}, {"p"}, "typo")
+      .Tensor("value", OnnxInt64Tensor({3, 4}));
+  g.Ints("s", {2}).Add("Reshape", {"p", "s"}, {"p2"});
+  g.Ints("b", {0}).Ints("e", {1}).Add("Slice", {"p2", "b", "e"}, {"p3"});
+  g.Add("Reshape", {"x", "p3"}, {"y"}).Output("y");
+  EXPECT_THAT(Msg(Import(m).status()),
+              AllOf(HasSubstr("p (no type, from node 'typo' (ConsTant, #0): "
+                              "op ConsTant of opset 21 is not in the opsets "
+                              "ONNX 1.12 knows"),
+                    HasSubstr("y (")));
+}
+
 TEST(OnnxImportTest, ReadingAnUndefinedValueNamesIt) {
   Model m;
   m.graph()
