@@ -95,16 +95,54 @@ void ForEachMutableGraph(onnx::GraphProto* g, const F& f) {
   }
 }
 
-// Clears the data of tensors too large for the evaluation to read (it
-// folds tensors of at most kMaxOnnxContent elements): only their shapes
-// matter, and the model is copied and walked several times.
-void DropBulkData(onnx::ModelProto* model) {
-  auto drop = [](onnx::TensorProto* t) {
-    int64_t n = 1;
-    for (int64_t d : t->dims()) {
-      if (d < 0 || __builtin_mul_overflow(n, d, &n)) return;
+// Elements the typed data fields of a tensor of `type` hold for `count`
+// elements (complex types hold two numbers each, 4-bit types two to an
+// int32), and how many they hold.
+void TypedData(const onnx::TensorProto& t, int64_t count, int64_t* expected,
+               int64_t* held) {
+  const int32_t type = t.data_type();
+  *held = t.float_data_size() + t.int32_data_size() + t.int64_data_size() +
+          t.double_data_size() + t.uint64_data_size() + t.string_data_size();
+  *expected = count;
+  if (type == onnx::TensorProto::COMPLEX64 ||
+      type == onnx::TensorProto::COMPLEX128) {
+    *expected = count * 2;
+  } else if (OnnxElementBits(type) == 4) {
+    *expected = (count + 1) / 2;
+  }
+}
+
+// Checks one tensor's data against its dims; clears data too large for the
+// evaluation to fold (only shapes matter, and the model is copied several
+// times) and marks tensors without data as external, so that ONNX 1.12's
+// inference, which reads data without checking its length, throws instead
+// of reading past it.
+absl::Status SanitizeTensor(onnx::TensorProto* t, absl::string_view where) {
+  if (t->data_location() == onnx::TensorProto::EXTERNAL)
+    return absl::OkStatus();
+  int64_t count = 1;
+  for (int64_t d : t->dims()) {
+    if (d < 0) return absl::OkStatus();  // the evaluation names it
+    if (__builtin_mul_overflow(count, d, &count)) {
+      return Invalid(where, ": tensor '", t->name(),
+                     "' has more elements than 64 bits count");
     }
-    if (n <= kMaxOnnxContent) return;
+  }
+  int64_t expected = 0, held = 0;
+  TypedData(*t, count, &expected, &held);
+  const int bits = OnnxElementBits(t->data_type());
+  const bool raw = t->has_raw_data();
+  const int64_t raw_expected =
+      bits == 0 || count > INT64_MAX / bits ? -1 : (count * bits + 7) / 8;
+  if ((raw && held > 0) ||
+      (raw && static_cast<int64_t>(t->raw_data().size()) != raw_expected) ||
+      (held > 0 && held != expected)) {
+    return Invalid(where, ": tensor '", t->name(), "' holds ",
+                   raw ? t->raw_data().size() : held,
+                   raw ? " bytes" : " numbers", " of data that do not match ",
+                   "its dims and type");
+  }
+  if (count > kMaxOnnxContent || (!raw && held == 0 && count > 0)) {
     t->clear_raw_data();
     t->clear_float_data();
     t->clear_int32_data();
@@ -112,15 +150,32 @@ void DropBulkData(onnx::ModelProto* model) {
     t->clear_double_data();
     t->clear_uint64_data();
     t->clear_string_data();
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+  }
+  return absl::OkStatus();
+}
+
+// SanitizeTensor on every initializer and tensor attribute of every graph.
+absl::Status SanitizeTensors(onnx::ModelProto* model, absl::string_view name) {
+  absl::Status status;
+  auto check = [&](onnx::TensorProto* t, const std::string& where) {
+    if (status.ok()) status = SanitizeTensor(t, where);
   };
   ForEachMutableGraph(model->mutable_graph(), [&](onnx::GraphProto* g) {
-    for (onnx::TensorProto& t : *g->mutable_initializer()) drop(&t);
-    for (onnx::NodeProto& n : *g->mutable_node()) {
+    for (onnx::TensorProto& t : *g->mutable_initializer()) {
+      check(&t, std::string(name));
+    }
+    for (int i = 0; i < g->node_size(); ++i) {
+      onnx::NodeProto& n = *g->mutable_node(i);
+      const std::string where =
+          absl::StrCat(name, ": ", OnnxNodeLabel(n, i, ""));
       for (onnx::AttributeProto& a : *n.mutable_attribute()) {
-        if (a.has_t()) drop(a.mutable_t());
+        if (a.has_t()) check(a.mutable_t(), where);
+        for (onnx::TensorProto& t : *a.mutable_tensors()) check(&t, where);
       }
     }
   });
+  return status;
 }
 
 // --- Flags checked against the model
@@ -198,6 +253,112 @@ absl::Status CheckShapeNames(const ModelOptions& options,
     }
   }
   return absl::OkStatus();
+}
+
+// Required attributes the node's schema lists must be there, of their
+// type: ONNX 1.12's inference functions read some without checking (a Scan
+// without num_scan_inputs crashes it). Ops whose definition changed after
+// the opsets ONNX knows are left to memplan's rules.
+absl::Status CheckAttributes(const onnx::ModelProto& model,
+                             absl::string_view name) {
+  std::map<std::string, int> opsets;
+  for (const onnx::OperatorSetIdProto& o : model.opset_import()) {
+    opsets[o.domain() == "ai.onnx" ? "" : o.domain()] =
+        static_cast<int>(o.version());
+  }
+  absl::Status status;
+  ForEachGraph(model.graph(), [&](const onnx::GraphProto& g) {
+    for (int i = 0; i < g.node_size() && status.ok(); ++i) {
+      const onnx::NodeProto& n = g.node(i);
+      const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+      auto opset = opsets.find(domain);
+      if (opset == opsets.end()) continue;
+      if (domain.empty() &&
+          OnnxOpChangedAfterKnownOpsets(n.op_type(), opset->second)) {
+        continue;
+      }
+      const onnx::OpSchema* schema =
+          onnx::OpSchemaRegistry::Schema(n.op_type(), opset->second, domain);
+      if (schema == nullptr) continue;
+      for (const auto& [attr, spec] : schema->attributes()) {
+        const onnx::AttributeProto* a = nullptr;
+        for (const onnx::AttributeProto& x : n.attribute()) {
+          if (x.name() == attr) a = &x;
+        }
+        if ((a == nullptr && spec.required) ||
+            (a != nullptr && a->type() != spec.type &&
+             spec.type != onnx::AttributeProto::UNDEFINED)) {
+          status = Invalid(
+              name, ": node ",
+              n.name().empty() ? absl::StrCat("#", i) : "'" + n.name() + "'",
+              " (", n.op_type(), "): attribute '", attr, "' is ",
+              a == nullptr ? "missing" : "not of its type");
+        }
+      }
+    }
+  });
+  return status;
+}
+
+// Every name a node reads must be defined before it, in its graph or an
+// enclosing one, and every graph output too: checked before ONNX's
+// inference runs (it dereferences the type of an undefined input).
+absl::Status CheckReads(
+    const onnx::GraphProto& g,
+    std::vector<const absl::flat_hash_set<std::string>*>* outer,
+    const std::string& path, absl::string_view name) {
+  absl::flat_hash_set<std::string> defined;
+  for (const auto& vi : g.input()) defined.insert(vi.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  for (const auto& t : g.sparse_initializer())
+    defined.insert(t.values().name());
+  absl::flat_hash_map<std::string, int> producer;
+  for (int i = 0; i < g.node_size(); ++i) {
+    for (const std::string& o : g.node(i).output()) producer.emplace(o, i);
+  }
+  auto visible = [&](const std::string& n) {
+    if (defined.contains(n)) return true;
+    for (const auto* scope : *outer) {
+      if (scope->contains(n)) return true;
+    }
+    return false;
+  };
+  outer->push_back(&defined);
+  absl::Status status;
+  for (int i = 0; i < g.node_size() && status.ok(); ++i) {
+    const onnx::NodeProto& node = g.node(i);
+    for (const std::string& in : node.input()) {
+      if (in.empty() || visible(in)) continue;
+      auto p = producer.find(in);
+      status =
+          p == producer.end()
+              ? Invalid(OnnxNodeLabel(node, i, path), " reads '", in,
+                        "', which is no graph input, initializer or node "
+                        "output")
+              : Invalid(OnnxNodeLabel(node, i, path), " reads '", in,
+                        "' before ",
+                        OnnxNodeLabel(g.node(p->second), p->second, path),
+                        " produces it: nodes are not in topological order");
+      break;
+    }
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.has_g() && status.ok()) {
+        status = CheckReads(a.g(), outer,
+                            OnnxSubgraphPath(path, node, i, a.name()), name);
+      }
+    }
+    for (const std::string& o : node.output()) {
+      if (!o.empty()) defined.insert(o);
+    }
+  }
+  for (const onnx::ValueInfoProto& vi : g.output()) {
+    if (!status.ok() || visible(vi.name())) continue;
+    status =
+        Invalid(path.empty() ? std::string(name) : path, ": graph output '",
+                vi.name(), "' is produced by no node (a truncated model?)");
+  }
+  outer->pop_back();
+  return status;
 }
 
 // --- Overrides applied before ONNX's inference
@@ -306,31 +467,28 @@ void HideChangedOps(onnx::ModelProto* model, bool hide) {
   });
 }
 
-// Runs ONNX's shape inference (with data propagation, so shapes computed by
-// Shape/Gather/Concat chains resolve), catching whatever ONNX throws.
+// Runs ONNX's shape inference, catching whatever ONNX throws. Its data
+// propagation stays off: memplan's evaluation folds shape computations
+// itself, and ONNX 1.12's propagation functions dereference the type of an
+// input that has none (an output of an op without a schema) and crash.
 absl::Status InferShapes(onnx::ModelProto* model, absl::string_view name) {
-  std::string first_error;
+  std::string error;
   HideChangedOps(model, true);
-  for (bool data_propagation : {true, false}) {
-    onnx::ModelProto attempt = *model;
-    try {
-      onnx::shape_inference::InferShapes(
-          attempt, onnx::OpSchemaRegistry::Instance(),
-          onnx::ShapeInferenceOptions(/*check_type_val=*/false,
-                                      /*strict_mode_val=*/0, data_propagation));
-      *model = std::move(attempt);
-      HideChangedOps(model, false);
-      return absl::OkStatus();
-    } catch (const std::exception& e) {
-      if (first_error.empty()) first_error = e.what();
-    } catch (...) {
-      if (first_error.empty()) first_error = "unknown exception";
-    }
+  try {
+    onnx::shape_inference::InferShapes(
+        *model, onnx::OpSchemaRegistry::Instance(),
+        onnx::ShapeInferenceOptions(/*check_type_val=*/false,
+                                    /*strict_mode_val=*/0,
+                                    /*data_prop_val=*/false));
+  } catch (const std::exception& e) {
+    error = e.what();
+  } catch (...) {
+    error = "unknown exception";
   }
   HideChangedOps(model, false);
-  if (first_error.size() > 300)
-    first_error = first_error.substr(0, 300) + "...";
-  return Invalid(name, ": ONNX shape inference failed: ", first_error);
+  if (error.empty()) return absl::OkStatus();
+  if (error.size() > 300) error = error.substr(0, 300) + "...";
+  return Invalid(name, ": ONNX shape inference failed: ", error);
 }
 
 // Parses, applies the flags and runs ONNX's inference.
@@ -340,7 +498,10 @@ absl::StatusOr<onnx::ModelProto> Prepare(absl::string_view bytes,
                                          std::vector<std::string>* warnings) {
   absl::StatusOr<onnx::ModelProto> model = ParseModel(bytes, name);
   if (!model.ok()) return model.status();
-  DropBulkData(&*model);
+  if (auto s = SanitizeTensors(&*model, name); !s.ok()) return s;
+  if (auto s = CheckAttributes(*model, name); !s.ok()) return s;
+  std::vector<const absl::flat_hash_set<std::string>*> scopes;
+  if (auto s = CheckReads(model->graph(), &scopes, "", name); !s.ok()) return s;
   onnx::GraphProto* g = model->mutable_graph();
   if (auto s = CheckDimNames(options, *g); !s.ok()) return s;
   if (auto s = CheckShapeNames(options, *g); !s.ok()) return s;
@@ -426,6 +587,7 @@ class GraphBuilder {
   }
 
   absl::StatusOr<ImportedModel> Build() {
+    ReserveMainNames();
     if (auto s = AddTensors(*e_.main, /*body=*/false); !s.ok()) return s;
     if (auto s = CheckAllSized(); !s.ok()) return s;
     AddOps(*e_.main);
@@ -445,12 +607,28 @@ class GraphBuilder {
   bool Planned(int id) const { return names_.contains(id); }
 
   // Names a value's tensor: its own name unless taken, else with the path.
+  // Main-graph values keep their names (reserved first); subgraph values
+  // clashing with a taken name get their path.
   std::string UniqueName(const OnnxValue& v, const OnnxGraphRun& run) {
+    if (run.parent == nullptr) return v.name;
     std::string name = v.name;
     if (used_names_.contains(name)) name = run.path + "/" + v.name;
     while (used_names_.contains(name)) name += "_";
     used_names_.insert(name);
     return name;
+  }
+
+  // Reserves the names of the main graph's values.
+  void ReserveMainNames() {
+    const OnnxGraphRun& main = *e_.main;
+    for (const auto* ids : {&main.inputs, &main.initializers}) {
+      for (int id : *ids) used_names_.insert(e_.values[id].name);
+    }
+    for (const OnnxNodeRun& nr : main.nodes) {
+      for (int id : nr.outputs) {
+        if (id >= 0) used_names_.insert(e_.values[id].name);
+      }
+    }
   }
 
   // Sizes one value and adds its tensor (or notes why it has none).
@@ -529,8 +707,9 @@ class GraphBuilder {
         missing.empty() ? ""
                         : absl::StrCat(" (symbolic dims without a value: ",
                                        absl::StrJoin(missing, ", "), ")");
+    // With dims missing, what looks data-dependent may only wait for them.
     const std::string data =
-        data_nodes.empty()
+        data_nodes.empty() || !missing.empty()
             ? ""
             : absl::StrCat("; sizes depending on tensor data come from ",
                            ListSome({data_nodes.begin(), data_nodes.end()}));
@@ -816,7 +995,10 @@ ValueSummary EvaluatedSummary(const OnnxEvaluation& e, const OnnxValue& v) {
 void EvaluateOutputs(const onnx::ModelProto& model, absl::string_view name,
                      ModelSummary* s) {
   onnx::ModelProto inferred = model;
-  DropBulkData(&inferred);
+  if (!SanitizeTensors(&inferred, name).ok()) return;
+  if (!CheckAttributes(inferred, name).ok()) return;
+  std::vector<const absl::flat_hash_set<std::string>*> scopes;
+  if (!CheckReads(inferred.graph(), &scopes, "", name).ok()) return;
   if (!InferShapes(&inferred, name).ok()) return;
   absl::StatusOr<OnnxEvaluation> e =
       EvaluateOnnxShapes(inferred, OnnxEvalOptions(), name);

@@ -69,7 +69,11 @@
 // truncated file, string tensors, an op whose outputs cannot be typed, such
 // as one from an unknown domain, nodes out of order, unknown sizes, a value
 // over 1 TiB such as a hostile Range or ConstantOfShape, subgraphs nested
-// more than 16 deep). Nothing ONNX throws crosses this interface.
+// more than 16 deep). Before ONNX's inference sees the model, tensor data
+// is checked against its dims and required attributes against the op's
+// schema (ONNX 1.12 reads both unchecked and crashes on hostile models):
+// mismatches are errors naming the node or tensor. Nothing ONNX throws
+// crosses this interface.
 #ifndef MEMPLAN_FORMATS_ONNX_IMPORT_H_
 #define MEMPLAN_FORMATS_ONNX_IMPORT_H_
 

@@ -524,6 +524,58 @@ TEST(OnnxImportTest, ScanStatesAndScanOutputs) {
   EXPECT_GT(Plan(in->graph).arena_size_bytes(), 0);
 }
 
+// Found by fuzzing: ONNX 1.12's Scan inference reads num_scan_inputs
+// without checking it is there, and crashes.
+TEST(OnnxImportTest, MissingRequiredAttributesAreErrorsBeforeOnnxSeesThem) {
+  Model m(13);
+  GraphBuilder g = m.graph();
+  g.Input("init", kFloat, {"3"}).Input("xs", kFloat, {"5", "3"});
+  OnnxTestNode scan = g.Node("Scan", {"init", "xs"}, {"last", "ys"}, "scan");
+  scan.Int("num_scan_iCrops", 1);
+  GraphBuilder b(scan.Graph("body"));
+  b.Input("st", kFloat, {"3"}).Input("xt", kFloat, {"3"});
+  b.Add("Add", {"st", "xt"}, {"sum"}).Add("Identity", {"sum"}, {"ot"});
+  b.Output("sum").Output("ot");
+  g.Output("last").Output("ys");
+  EXPECT_THAT(Msg(Import(m).status()),
+              HasSubstr("node 'scan' (Scan): attribute 'num_scan_inputs' is "
+                        "missing"));
+  Model wrong(13);
+  wrong.graph().Input("x", kFloat, {"1", "1", "4", "4"});
+  wrong.graph().Node("MaxPool", {"x"}, {"y"}, "pool").Float("kernel_shape", 2);
+  wrong.graph().Output("y");
+  EXPECT_THAT(Msg(Import(wrong).status()),
+              HasSubstr("node 'pool' (MaxPool): attribute 'kernel_shape' is "
+                        "not of its type"));
+}
+
+// Found by fuzzing: ONNX 1.12 reads tensor data without checking its
+// length against the dims (raw bytes too few, or no data at all).
+TEST(OnnxImportTest, TensorDataThatDoesNotMatchItsDimsIsAnError) {
+  Model m(13);
+  GraphBuilder g = m.graph();
+  g.Input("x", kFloat, {"2", "6"});
+  onnx::TensorProto shape = OnnxInt64Tensor({-1, 2});
+  shape.set_raw_data("s2");  // 2 bytes for two int64, beside typed data
+  g.Node("Constant", {}, {"shape"}, "bad").Tensor("value", shape);
+  g.Add("Reshape", {"x", "shape"}, {"y"}).Output("y");
+  EXPECT_THAT(Msg(Import(m).status()),
+              AllOf(HasSubstr("node 'bad' (Constant, #0)"),
+                    HasSubstr("tensor '' holds 2 bytes of data that do not "
+                              "match its dims and type")));
+  // A k with dims but no data: unknown, never read past its end.
+  Model empty(13);
+  GraphBuilder e = empty.graph();
+  e.Input("x", kFloat, {"4", "10"});
+  onnx::TensorProto k;
+  k.set_data_type(kInt64);
+  k.add_dims(1);
+  e.Node("Constant", {}, {"k"}).Tensor("value", k);
+  e.Add("TopK", {"x", "k"}, {"v", "i"}, "topk").Output("v").Output("i");
+  EXPECT_THAT(Msg(Import(empty).status()),
+              AllOf(HasSubstr("v ("), HasSubstr("node 'topk'")));
+}
+
 TEST(OnnxImportTest, SubgraphNamesThatClashArePrefixedWithTheirPath) {
   Model m;
   GraphBuilder g = m.graph();
@@ -532,14 +584,22 @@ TEST(OnnxImportTest, SubgraphNamesThatClashArePrefixedWithTheirPath) {
   OnnxTestNode node = g.Node("If", {"cond"}, {"y"}, "if");
   // Both branches name their value "t", like the main graph.
   GraphBuilder(node.Graph("then_branch")).Add("Neg", {"x"}, {"t"}).Output("t");
-  GraphBuilder(node.Graph("else_branch")).Add("Abs", {"x"}, {"t"}).Output("t");
-  g.Add("Add", {"y", "t"}, {"z"}).Output("z");
+  GraphBuilder(node.Graph("else_branch"))
+      .Add("Abs", {"x"}, {"e"})
+      .Add("Neg", {"e"}, {"t"})
+      .Output("t");
+  g.Add("Add", {"y", "t"}, {"z"});
+  // A main-graph value defined after the If keeps its name too.
+  g.Add("Relu", {"z"}, {"e"}).Output("e");
   absl::StatusOr<ImportedModel> in = Import(m);
   ASSERT_TRUE(in.ok()) << in.status();
   std::map<std::string, int64_t> sizes = Sizes(in->graph);
   EXPECT_EQ(sizes.count("t"), 1u);
   EXPECT_EQ(sizes.count("if/then_branch/t"), 1u);
   EXPECT_EQ(sizes.count("if/else_branch/t"), 1u);
+  EXPECT_EQ(sizes.count("e"), 1u);
+  EXPECT_EQ(sizes.count("if/else_branch/e"), 1u);
+  EXPECT_THAT(in->graph.outputs(), ElementsAre("e"));
   EXPECT_THAT(FindOp(in->graph, "Add_2").inputs(), ElementsAre("y", "t"));
   EXPECT_GT(Plan(in->graph).arena_size_bytes(), 0);
 }
@@ -733,6 +793,48 @@ TEST(OnnxImportTest, NodesOutOfOrderNameTheNode) {
               AllOf(HasSubstr("node 'second' (Relu, #0) reads 'a' before "
                               "node 'first' (Relu, #1)"),
                     HasSubstr("topological order")));
+}
+
+// Found by fuzzing: ONNX 1.12's inference dereferences the type of an
+// input nobody defines; the check runs before it, in subgraphs too.
+TEST(OnnxImportTest, UndefinedReadsAreCaughtBeforeOnnxInference) {
+  Model m(13);
+  GraphBuilder g = m.graph();
+  g.Input("x", kFloat, {"4"}).Input("c", kBool, {});
+  g.Add("ConstantOfShape", {"ps"}, {"y"}, "fill").Output("y");
+  EXPECT_THAT(Msg(Import(m).status()),
+              HasSubstr("node 'fill' (ConstantOfShape, #0) reads 'ps', which "
+                        "is no graph input"));
+  Model sub(13);
+  GraphBuilder s = sub.graph();
+  s.Input("x", kFloat, {"4"}).Input("c", kBool, {});
+  OnnxTestNode node = s.Node("If", {"c"}, {"y"}, "if");
+  GraphBuilder(node.Graph("then_branch"))
+      .Add("Relu", {"ghost"}, {"t"}, "relu")
+      .Output("t");
+  GraphBuilder(node.Graph("else_branch")).Add("Relu", {"x"}, {"e"}).Output("e");
+  s.Output("y");
+  EXPECT_THAT(Msg(Import(sub).status()),
+              HasSubstr("node 'relu' (Relu, #0) in if/then_branch reads "
+                        "'ghost'"));
+}
+
+// Found by fuzzing: ONNX 1.12's data propagation crashes on the untyped
+// output of an op it has no schema for, fed to Reshape or Slice.
+TEST(OnnxImportTest, UntypedValuesFeedingShapeOpsAreReportedNotCrashes) {
+  Model m(21);
+  GraphBuilder g = m.graph();
+  g.Input("x", kFloat, {"2", "6"});
+  g.Node("ConsTant", {}, {"p"}, "typo")
+      .Tensor("value", OnnxInt64Tensor({3, 4}));
+  g.Ints("s", {2}).Add("Reshape", {"p", "s"}, {"p2"});
+  g.Ints("b", {0}).Ints("e", {1}).Add("Slice", {"p2", "b", "e"}, {"p3"});
+  g.Add("Reshape", {"x", "p3"}, {"y"}).Output("y");
+  EXPECT_THAT(Msg(Import(m).status()),
+              AllOf(HasSubstr("p (no type, from node 'typo' (ConsTant, #0): "
+                              "op ConsTant of opset 21 is not in the opsets "
+                              "ONNX 1.12 knows"),
+                    HasSubstr("y (")));
 }
 
 TEST(OnnxImportTest, ReadingAnUndefinedValueNamesIt) {

@@ -602,7 +602,7 @@ absl::Status SameShape(OnnxNodeContext& c) {
     std::vector<double> out;
     for (double v : x->content->reals) {
       std::optional<double> r = RealUnary(op, v);
-      if (!r) return absl::OkStatus();
+      if (!r || !(std::fabs(*r) < 9e18)) return absl::OkStatus();
       out.push_back(*r);
     }
     if (IsRealType(type)) {
@@ -1100,6 +1100,35 @@ void AppendRange(const OnnxContent& src, int64_t from, int64_t count,
   }
 }
 
+// Concat's elements: for each outer index, each input's inner block.
+void ConcatElements(OnnxNodeContext& c,
+                    const std::vector<const OnnxValue*>& ins, int64_t axis,
+                    const std::vector<SymDim>& out) {
+  std::optional<int64_t> total = OnnxElementCount(out);
+  if (!total || *total > kMaxOnnxContent) return;
+  OnnxContent content;
+  content.real = IsRealType(ins[0]->elem_type);
+  std::vector<std::pair<const OnnxValue*, int64_t>> blocks;
+  int64_t outer = 1;
+  for (const OnnxValue* v : ins) {
+    std::optional<std::vector<int64_t>> s = Concrete(v->dims);
+    if (!v->content || !s || v->content->real != content.real) return;
+    int64_t inner = 1, o = 1;
+    for (size_t i = 0; i < s->size(); ++i) {
+      (static_cast<int64_t>(i) < axis ? o : inner) *= (*s)[i];
+    }
+    if (static_cast<int64_t>(v->content->size()) != o * inner) return;
+    outer = o;
+    blocks.emplace_back(v, inner);
+  }
+  for (int64_t o = 0; o < outer; ++o) {
+    for (const auto& [v, inner] : blocks) {
+      AppendRange(*v->content, o * inner, inner, &content);
+    }
+  }
+  SetContent(c, 0, std::move(content));
+}
+
 absl::Status ConcatOp(OnnxNodeContext& c) {
   std::vector<const OnnxValue*> ins;
   for (const OnnxValue* v : c.in) {
@@ -1129,45 +1158,15 @@ absl::Status ConcatOp(OnnxNodeContext& c) {
     }
   }
   SetOut(c, 0, ins[0]->elem_type, out);
-  std::optional<int64_t> total = OnnxElementCount(out);
-  if (!total || *total > kMaxOnnxContent) return absl::OkStatus();
-  // Elements: for each outer index, each input's inner block in turn.
-  OnnxContent content;
-  content.real = IsRealType(ins[0]->elem_type);
-  std::vector<std::pair<const OnnxValue*, int64_t>> blocks;
-  int64_t outer = 1;
-  for (const OnnxValue* v : ins) {
-    std::optional<std::vector<int64_t>> s = Concrete(v->dims);
-    if (!v->content || !s || v->content->real != content.real) {
-      return absl::OkStatus();
-    }
-    int64_t inner = 1, o = 1;
-    for (int64_t i = 0; i < rank; ++i) (i < axis ? o : inner) *= (*s)[i];
-    if (static_cast<int64_t>(v->content->size()) != o * inner) {
-      return absl::OkStatus();
-    }
-    outer = o;
-    blocks.emplace_back(v, inner);
-  }
-  for (int64_t o = 0; o < outer; ++o) {
-    for (const auto& [v, inner] : blocks) {
-      AppendRange(*v->content, o * inner, inner, &content);
-    }
-  }
-  SetContent(c, 0, std::move(content));
+  ConcatElements(c, ins, axis, out);
   return absl::OkStatus();
 }
 
-absl::Status SplitOp(OnnxNodeContext& c) {
-  const OnnxValue* x = c.In(0);
-  if (!HasShape(x)) return FallBackToOnnx();
-  const int64_t rank = static_cast<int64_t>(x->dims.size());
-  int64_t axis = 0;
-  if (!NormalizeAxis(c.Int("axis", 0), rank, &axis)) {
-    return NodeError(c, "axis ", c.Int("axis", 0), " is out of range");
-  }
-  const int64_t n = static_cast<int64_t>(c.out.size());
-  const SymDim& d = x->dims[axis];
+// Split's part sizes along a dim `d`: from its input (opset 13) or
+// attribute, num_outputs (opset 18: the last part takes what is left), or
+// `n` equal parts.
+absl::StatusOr<std::vector<SymDim>> SplitSizes(OnnxNodeContext& c,
+                                               const SymDim& d, int64_t n) {
   std::vector<SymDim> sizes;
   if (c.opset >= 13 && c.In(1) != nullptr) {
     const std::vector<SymDim>* s = c.Ints(1);
@@ -1190,30 +1189,52 @@ absl::Status SplitOp(OnnxNodeContext& c) {
     return NodeError(c, "gives ", sizes.size(), " split sizes for ", n,
                      " outputs");
   }
-  SymDim offset(0);
+  return sizes;
+}
+
+// The elements of part `k` of a split: [from, from + len) along `axis`.
+void SplitElements(OnnxNodeContext& c, size_t k, int64_t axis, int64_t from,
+                   int64_t len) {
+  const OnnxValue* x = c.In(0);
   std::optional<std::vector<int64_t>> shape = Concrete(x->dims);
+  if (!x->content || !shape || from < 0 || len < 0 ||
+      from + len > (*shape)[axis]) {
+    return;
+  }
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= (*shape)[i];
+  for (size_t i = axis + 1; i < shape->size(); ++i) inner *= (*shape)[i];
+  OnnxContent content;
+  content.real = x->content->real;
+  for (int64_t o = 0; o < outer; ++o) {
+    AppendRange(*x->content, (o * (*shape)[axis] + from) * inner, len * inner,
+                &content);
+  }
+  SetContent(c, k, std::move(content));
+}
+
+absl::Status SplitOp(OnnxNodeContext& c) {
+  const OnnxValue* x = c.In(0);
+  if (!HasShape(x)) return FallBackToOnnx();
+  const int64_t rank = static_cast<int64_t>(x->dims.size());
+  int64_t axis = 0;
+  if (!NormalizeAxis(c.Int("axis", 0), rank, &axis)) {
+    return NodeError(c, "axis ", c.Int("axis", 0), " is out of range");
+  }
+  const int64_t n = static_cast<int64_t>(c.out.size());
+  if (n == 0) return absl::OkStatus();
+  absl::StatusOr<std::vector<SymDim>> sizes = SplitSizes(c, x->dims[axis], n);
+  if (!sizes.ok()) return sizes.status();
+  if (auto s = CheckNotNegative(c, *sizes); !s.ok()) return s;
+  SymDim offset(0);
   for (int64_t k = 0; k < n; ++k) {
     std::vector<SymDim> dims = x->dims;
-    dims[axis] = sizes[k];
+    dims[axis] = (*sizes)[k];
     SetOut(c, k, x->elem_type, dims);
-    OnnxValue* y = c.Out(k);
-    if (y != nullptr && x->content && shape && offset.is_constant() &&
-        sizes[k].is_constant()) {
-      int64_t outer = 1, inner = 1;
-      for (int64_t i = 0; i < axis; ++i) outer *= (*shape)[i];
-      for (int64_t i = axis + 1; i < rank; ++i) inner *= (*shape)[i];
-      OnnxContent content;
-      content.real = x->content->real;
-      const int64_t from = offset.constant(), len = sizes[k].constant();
-      if (from >= 0 && len >= 0 && from + len <= (*shape)[axis]) {
-        for (int64_t o = 0; o < outer; ++o) {
-          AppendRange(*x->content, (o * (*shape)[axis] + from) * inner,
-                      len * inner, &content);
-        }
-        y->content = std::move(content);
-      }
+    if (offset.is_constant() && (*sizes)[k].is_constant()) {
+      SplitElements(c, k, axis, offset.constant(), (*sizes)[k].constant());
     }
-    offset = c.table->Add(offset, sizes[k]);
+    offset = c.table->Add(offset, (*sizes)[k]);
   }
   return absl::OkStatus();
 }
@@ -1913,8 +1934,9 @@ absl::Status PadOp(OnnxNodeContext& c) {
 // floor(d x scale), symbolically when the scale is n or 1/n.
 SymDim ScaleDim(OnnxNodeContext& c, const SymDim& d, double scale) {
   if (d.is_constant()) {
-    return SymDim(static_cast<int64_t>(
-        std::floor(static_cast<double>(d.constant()) * scale)));
+    const double v = std::floor(static_cast<double>(d.constant()) * scale);
+    if (std::fabs(v) < 9e18) return SymDim(static_cast<int64_t>(v));
+    return c.UnknownDim("a dim scaled past 64 bits", false, {});
   }
   if (scale >= 1 && scale == std::floor(scale) && scale < 1e9) {
     return c.table->Mul(d, SymDim(static_cast<int64_t>(scale)));

@@ -79,9 +79,10 @@ int64_t CountValues(const onnx::GraphProto& g) {
   return n;
 }
 
-// A node as messages name it: its name (or #index) and op, and where.
-std::string Label(const onnx::NodeProto& node, int index,
-                  const std::string& path) {
+}  // namespace
+
+std::string OnnxNodeLabel(const onnx::NodeProto& node, int index,
+                          absl::string_view path) {
   std::string op = IsDefaultDomain(node.domain())
                        ? node.op_type()
                        : absl::StrCat(node.domain(), ".", node.op_type());
@@ -92,6 +93,17 @@ std::string Label(const onnx::NodeProto& node, int index,
   if (!path.empty()) absl::StrAppend(&label, " in ", path);
   return label;
 }
+
+std::string OnnxSubgraphPath(absl::string_view parent,
+                             const onnx::NodeProto& node, int index,
+                             absl::string_view attribute) {
+  const std::string name = node.name().empty()
+                               ? absl::StrCat(node.op_type(), "_", index)
+                               : node.name();
+  return absl::StrCat(parent, parent.empty() ? "" : "/", name, "/", attribute);
+}
+
+namespace {
 
 // Evaluates a model's graphs, one node at a time (see the header).
 class Evaluator {
@@ -321,9 +333,10 @@ class Evaluator {
                        "', which is no graph input, initializer or node "
                        "output");
       }
-      return Invalid(nr->label, " reads '", in, "' before ",
-                     Label(run->graph->node(it->second), it->second, run->path),
-                     " produces it: nodes are not in topological order");
+      return Invalid(
+          nr->label, " reads '", in, "' before ",
+          OnnxNodeLabel(run->graph->node(it->second), it->second, run->path),
+          " produces it: nodes are not in topological order");
     }
     return absl::OkStatus();
   }
@@ -359,7 +372,7 @@ class Evaluator {
     const onnx::NodeProto& node = run->graph->node(index);
     OnnxNodeRun nr;
     nr.index = index;
-    nr.label = Label(node, index, run->path);
+    nr.label = OnnxNodeLabel(node, index, run->path);
     if (auto s = ResolveInputs(run, node, &nr); !s.ok()) return s;
     if (auto s = DefineOutputs(run, node, &nr); !s.ok()) return s;
     const std::string& op = node.op_type();
@@ -623,6 +636,13 @@ class Evaluator {
           absl::StrCat("the size of ", op, "'s output depends on data"), true,
           {});
     }
+    for (const OnnxValue* v : c.in) {
+      if (v != nullptr && !v->has_shape) {
+        return c.UnknownDim(absl::StrCat("its input '", v->name,
+                                         "' has no known shape"),
+                            false, {});
+      }
+    }
     std::set<AtomId> deps;
     bool from_data = false;
     for (size_t i = 0; i < c.in.size(); ++i) {
@@ -810,13 +830,12 @@ class Evaluator {
   // Starts the run of a body of `node` inside `run`.
   std::unique_ptr<OnnxGraphRun> NewBody(OnnxGraphRun* run,
                                         const onnx::GraphProto* g,
-                                        const std::string& node_name,
+                                        const onnx::NodeProto& node, int index,
                                         absl::string_view attribute) {
     auto body = std::make_unique<OnnxGraphRun>();
     body->graph = g;
     body->parent = run;
-    body->path = absl::StrCat(run->path.empty() ? "" : run->path + "/",
-                              node_name, "/", attribute);
+    body->path = OnnxSubgraphPath(run->path, node, index, attribute);
     return body;
   }
 
@@ -852,11 +871,6 @@ class Evaluator {
     for (int id : body.captured) {
       if (listed.insert(id).second) nr->captured.push_back(id);
     }
-  }
-
-  std::string NodeName(const onnx::NodeProto& node, int index) const {
-    return node.name().empty() ? absl::StrCat(node.op_type(), "_", index)
-                               : node.name();
   }
 
   // The branch an If runs (0 then, 1 else) when its condition is known
@@ -905,7 +919,7 @@ class Evaluator {
     std::string failures[2];
     for (int b = 0; b < 2; ++b) {
       if (taken >= 0 && taken != b) continue;
-      runs[b] = NewBody(run, branches[b], NodeName(node, nr->index), names[b]);
+      runs[b] = NewBody(run, branches[b], node, nr->index, names[b]);
       if (auto s = EvalBranch(runs[b].get(), *nr, taken, depth, &failures[b]);
           !s.ok()) {
         return s;
@@ -1037,7 +1051,7 @@ class Evaluator {
                      " carried values");
     }
     nr->carried = carried;
-    auto body = NewBody(run, g, NodeName(node, nr->index), "body");
+    auto body = NewBody(run, g, node, nr->index, "body");
     if (auto s = DefineBodyInput(body.get(), 0, nullptr,
                                  onnx::TensorProto::INT64, {});
         !s.ok())
@@ -1148,7 +1162,7 @@ class Evaluator {
     const std::vector<int64_t> out_axes = c.Ints("scan_output_axes");
     in_axes.resize(scans, 0);
     nr->carried = states;
-    auto body = NewBody(run, g, NodeName(node, nr->index), "body");
+    auto body = NewBody(run, g, node, nr->index, "body");
     std::optional<SymDim> trips;
     if (auto s = DefineScanInputs(body.get(), *nr, states, in_axes, &trips);
         !s.ok()) {

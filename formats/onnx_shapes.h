@@ -135,6 +135,17 @@ struct OnnxEvalOptions {
     const ::ONNX_NAMESPACE::ModelProto& model, const OnnxEvalOptions& options,
     absl::string_view name);
 
+// A node as messages name it: "node 'n' (Op, #3)" or "node #3 (Op)", with
+// " in <path>" for a node of a subgraph.
+std::string OnnxNodeLabel(const ::ONNX_NAMESPACE::NodeProto& node, int index,
+                          absl::string_view path);
+
+// The path of subgraph `attribute` of node #`index` inside the graph at
+// `parent` ("" for the main graph): "If_0/then_branch".
+std::string OnnxSubgraphPath(absl::string_view parent,
+                             const ::ONNX_NAMESPACE::NodeProto& node, int index,
+                             absl::string_view attribute);
+
 // Element bits of ONNX type `elem_type` (TensorProto.DataType); 0 for
 // strings and unknown types.
 int OnnxElementBits(int32_t elem_type);

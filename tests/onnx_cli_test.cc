@@ -139,6 +139,30 @@ TEST_F(OnnxCliTest, UnsetSymbolicDimIsExit65NamingTheDimAndTensors) {
                            HasSubstr("x (dim 'seq')"), HasSubstr("--dim")));
 }
 
+TEST_F(OnnxCliTest, DimAndInputNamesTheModelLacksAreExit65ListingItsNames) {
+  const std::string model = Write("m.onnx", DynamicModel({"batch", "seq"}));
+  CommandResult typo = Cli({"plan", model, "--dim", "bach=1,seq=4"});
+  EXPECT_EQ(typo.exit_code, 65);
+  EXPECT_THAT(typo.err, AllOf(HasSubstr("--dim bach"),
+                              HasSubstr("its named dims are: batch, seq")));
+  CommandResult semicolons = Cli({"plan", model, "--dim", "batch=1;seq=512"});
+  EXPECT_EQ(semicolons.exit_code, 65);
+  EXPECT_THAT(semicolons.err, HasSubstr("its named dims are: batch, seq"));
+  CommandResult input = Cli({"plan", model, "--input", "y_=1x2"});
+  EXPECT_EQ(input.exit_code, 65);
+  EXPECT_THAT(input.err, HasSubstr("its graph inputs are: x"));
+}
+
+TEST_F(OnnxCliTest, InspectShowsDimsToSetAndSymbolicOutputShapes) {
+  const std::string model = Write("m.onnx", DynamicModel({"batch", "seq"}));
+  CommandResult r = Cli({"inspect", model});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, AllOf(HasSubstr("x  float32 [batch, seq]"),
+                           HasSubstr("y  float32 [batch, seq]"),
+                           HasSubstr("symbolic dims: batch, seq"),
+                           HasSubstr("Relu 1")));
+}
+
 TEST_F(OnnxCliTest, InputShapeFlagAndUnnamedDimWarning) {
   const std::string model = Write("m.onnx", DynamicModel({"?", "4"}));
   CommandResult warned = Cli({"plan", "--format=json", model});
