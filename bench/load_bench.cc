@@ -17,11 +17,15 @@
 // Exit code: 0 when every call ended as expected for its kind (overload and
 // shutdown statuses included) and, with --sigterm_at, the shutdown went as
 // README says; 1 otherwise; 2 on bad flags or a server that did not start.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,11 +34,13 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <random>
@@ -48,6 +54,7 @@
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -56,6 +63,7 @@
 #include "absl/synchronization/mutex.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "grpcpp/alarm.h"
 #include "grpcpp/grpcpp.h"
 #include "memplan/v1/memplan.grpc.pb.h"
 
@@ -69,6 +77,12 @@ ABSL_FLAG(std::string, mix, "plan:70,bad:20,over:5,bench:5",
           "and small buffer lists), bad (invalid graphs and buffer lists), "
           "over (a buffer list one over --max_tensors), bench (a small "
           "Benchmark)");
+ABSL_FLAG(double, rate, 0,
+          "calls per second over all clients: each client starts a call "
+          "every clients/rate seconds (or as soon as its last one ends, if "
+          "later); 0: each client calls again as soon as its call ends, "
+          "which keeps the server saturated (latency then is about "
+          "clients / throughput)");
 ABSL_FLAG(int, channels, 4, "gRPC channels (connections) the clients share");
 ABSL_FLAG(int64_t, deadline_ms, 30000,
           "deadline of every call; a call reaching it counts as a hang");
@@ -78,6 +92,9 @@ ABSL_FLAG(std::string, target, "",
           "only); empty: start --server_binary on 127.0.0.1:0");
 ABSL_FLAG(int, server_pid, 0,
           "with --target: the server's PID, for its RSS and --sigterm_at");
+ABSL_FLAG(int, metrics_port, 0,
+          "with --target: the server's /metrics port on 127.0.0.1, for the "
+          "server-side handling times; 0: none");
 ABSL_FLAG(std::string, server_binary, MEMPLAN_SERVER_PATH,
           "memplan-server to start when --target is empty");
 ABSL_FLAG(std::string, server_args, "",
@@ -268,10 +285,11 @@ absl::StatusOr<std::array<double, kKinds>> ParseMix(const std::string& mix) {
 
 // The server under load: started here (its child) or given by --target.
 struct Server {
-  std::string address;  // 127.0.0.1:PORT
-  pid_t pid = 0;        // 0 when unknown (--target without --server_pid)
-  bool child = false;   // started here: waitpid gives its exit code
-  int stdout_fd = -1;   // kept open so the server never gets SIGPIPE
+  std::string address;   // 127.0.0.1:PORT
+  int metrics_port = 0;  // its /metrics on 127.0.0.1; 0 when unknown
+  pid_t pid = 0;         // 0 when unknown (--target without --server_pid)
+  bool child = false;    // started here: waitpid gives its exit code
+  int stdout_fd = -1;    // kept open so the server never gets SIGPIPE
 };
 
 bool IsLoopback(const std::string& address) {
@@ -301,12 +319,12 @@ std::vector<std::string> ServerArgs() {
 }
 
 // Reads the server's first line ("... listening on HOST:PORT ...") within
-// 30 s.
+// 30 s and 4096 characters.
 std::string FirstLine(int fd) {
   std::string line;
   const auto end = Clock::now() + std::chrono::seconds(30);
   char c = 0;
-  while (Clock::now() < end) {
+  while (Clock::now() < end && line.size() < 4096) {
     pollfd p{fd, POLLIN, 0};
     if (poll(&p, 1, 100) <= 0) continue;
     if (read(fd, &c, 1) != 1 || c == '\n') break;
@@ -345,6 +363,11 @@ absl::StatusOr<Server> StartServer() {
         absl::StrCat(binary, " did not start: '", line, "'"));
   }
   server.address = line.substr(on + 4, line.find(' ', on + 4) - on - 4);
+  const size_t metrics = line.find("metrics on ");
+  const size_t colon = line.find(':', metrics);
+  if (metrics != std::string::npos && colon != std::string::npos) {
+    server.metrics_port = std::atoi(line.c_str() + colon + 1);
+  }
   std::printf("server: %s %s\n  %s\n", binary.c_str(),
               absl::StrJoin(args, " ").c_str(), line.c_str());
   return server;
@@ -360,6 +383,7 @@ absl::StatusOr<Server> StartOrAttach() {
   Server server;
   server.address = target;
   server.pid = absl::GetFlag(FLAGS_server_pid);
+  server.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   std::printf("server: %s (pid %d, not started here)\n", target.c_str(),
               server.pid);
   return server;
@@ -454,8 +478,12 @@ using Stubs = std::vector<std::unique_ptr<v1::MemoryPlanner::Stub>>;
 // Thread-safe (its callbacks run on gRPC's threads; Cancel on any).
 class Client {
  public:
-  Client(Load* load, v1::MemoryPlanner::Stub* stub, uint64_t seed)
-      : load_(load), stub_(stub), rng_(seed) {}
+  // `interval`: time between the starts of two calls (0: none).
+  Client(Load* load, v1::MemoryPlanner::Stub* stub, uint64_t seed,
+         std::chrono::nanoseconds interval)
+      : load_(load), stub_(stub), rng_(seed), interval_(interval) {}
+  // Starts the first call at `at`.
+  void Begin(Clock::time_point at);
   void Next();    // starts the next call, or tells the load it stopped
   void Cancel();  // cancels the call in flight, if any
   std::vector<Sample> TakeSamples() {
@@ -465,10 +493,15 @@ class Client {
 
  private:
   void Done(const grpc::Status& status);
+  // Calls Next() at `at` (now if it is past).
+  void NextAt(Clock::time_point at);
 
   Load* const load_;
   v1::MemoryPlanner::Stub* const stub_;
   std::mt19937_64 rng_;  // used by one call at a time
+  const std::chrono::nanoseconds interval_;
+  Clock::time_point slot_;  // when the last call was due to start
+  grpc::Alarm alarm_;       // the wait for the next slot
   absl::Mutex mu_;
   std::unique_ptr<grpc::ClientContext> context_ ABSL_GUARDED_BY(mu_);
   Kind kind_ = kPlan;  // of the call in flight
@@ -492,16 +525,23 @@ class Load {
         max_calls_(max_calls),
         deadline_(deadline) {}
 
-  void Run(const Stubs& stubs, int clients, uint64_t seed) {
+  // Starts `clients` chains; with `rate` > 0 calls per second their starts
+  // are spread over one interval.
+  void Run(const Stubs& stubs, int clients, uint64_t seed, double rate) {
+    const auto interval = std::chrono::nanoseconds(
+        rate > 0 ? static_cast<int64_t>(clients / rate * 1e9) : 0);
     for (int i = 0; i < clients; ++i) {
       clients_.push_back(std::make_unique<Client>(
-          this, stubs[i % stubs.size()].get(), seed * 1000003 + i));
+          this, stubs[i % stubs.size()].get(), seed * 1000003 + i, interval));
     }
     {
       absl::MutexLock lock(&mu_);
       running_ = clients;
     }
-    for (auto& c : clients_) c->Next();
+    const auto now = Clock::now();
+    for (int i = 0; i < clients; ++i) {
+      clients_[i]->Begin(now + interval * i / clients);
+    }
   }
   // No new call after this.
   void Stop() { stopped_ = true; }
@@ -566,6 +606,21 @@ class Load {
   int running_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+void Client::Begin(Clock::time_point at) {
+  slot_ = at;
+  NextAt(at);
+}
+
+void Client::NextAt(Clock::time_point at) {
+  const auto now = Clock::now();
+  if (at <= now) {
+    Next();
+    return;
+  }
+  alarm_.Set(std::chrono::system_clock::now() + (at - now),
+             [this](bool) { Next(); });
+}
+
 void Client::Next() {
   if (!load_->MayStart()) {
     load_->ChainStopped();
@@ -613,7 +668,12 @@ void Client::Done(const grpc::Status& status) {
     absl::MutexLock lock(&mu_);
     samples_.push_back(s);
   }
-  Next();
+  if (interval_.count() == 0) {
+    Next();
+    return;
+  }
+  slot_ = std::max(slot_ + interval_, now);  // late: no catching up
+  NextAt(slot_);
 }
 
 void Client::Cancel() {
@@ -629,18 +689,20 @@ class RssSampler {
   struct Point {
     double t = 0;       // seconds since the load began
     int64_t bytes = 0;  // VmRSS
+    double cpu = 0;     // CPU seconds used so far
   };
   RssSampler(pid_t pid, Clock::time_point start, Clock::time_point end) {
     if (pid <= 0) return;
     thread_ = std::thread([this, pid, start, end] {
       const auto interval =
           std::chrono::milliseconds(absl::GetFlag(FLAGS_rss_interval_ms));
-      for (auto t = start; !stop_ && t <= end; t += interval) {
+      auto t = start;
+      for (int n = 0; n < 100'000 && !stop_ && t <= end; ++n, t += interval) {
         std::this_thread::sleep_until(t);
         const int64_t rss = RssBytes(pid);
         if (rss < 0) break;  // the process is gone
         absl::MutexLock lock(&mu_);
-        points_.push_back({Seconds(start, Clock::now()), rss});
+        points_.push_back({Seconds(start, Clock::now()), rss, CpuSeconds(pid)});
       }
     });
   }
@@ -743,7 +805,9 @@ void HealthProbe::Poll(Clock::time_point end) {
   const auto interval =
       std::chrono::milliseconds(absl::GetFlag(FLAGS_health_poll_ms));
   bool last = false;
-  for (auto t = Clock::now(); !stop_ && !last && t < end; t += interval) {
+  auto t = Clock::now();
+  for (int n = 0; n < 1'000'000 && !stop_ && !last && t < end;
+       ++n, t += interval) {
     std::this_thread::sleep_until(t);
     last = exited_;  // one answer after the exit, then stop
     grpc::ClientContext context;
@@ -778,11 +842,13 @@ void HealthProbe::Watch(Clock::time_point end) {
   request.set_service(kServiceName);
   auto reader = stub->Watch(&watch_context_, request);
   grpc::health::v1::HealthCheckResponse response;
-  while (reader->Read(&response)) {
+  int n = 0;
+  for (; n < 10'000 && reader->Read(&response); ++n) {
     absl::MutexLock lock(&mu_);
     watched_.messages.emplace_back(Seconds(start_, Clock::now()),
                                    ServingName(response.status()));
   }
+  if (n == 10'000) watch_context_.TryCancel();  // a server gone wild
   const grpc::Status s = reader->Finish();
   absl::MutexLock lock(&mu_);
   watched_.ended = Seconds(start_, Clock::now());
@@ -804,6 +870,8 @@ class ExitWatch {
       if (server.child) {
         if (waitpid(server.pid, &status, 0) != server.pid) status = -1;
       } else {
+        // Bounded by the destructor (stop_), which Drive reaches within
+        // the load's time.
         while (!stop_ && kill(server.pid, 0) == 0) {
           std::this_thread::sleep_for(std::chrono::milliseconds(2));
         }
@@ -847,6 +915,110 @@ class ExitWatch {
   std::thread thread_;
 };
 
+// ---------------------------------------------------------------- metrics
+
+// GET http://127.0.0.1:port/metrics (HTTP/1.0; 10 s and 64 MiB at most);
+// empty on failure.
+std::string GetMetrics(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  timeval timeout{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string text;
+  const std::string request = "GET /metrics HTTP/1.0\r\n\r\n";
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      write(fd, request.data(), request.size()) ==
+          static_cast<ssize_t>(request.size())) {
+    char buf[65536];
+    const auto end = Clock::now() + std::chrono::seconds(10);
+    for (ssize_t n; Clock::now() < end && text.size() < (size_t{64} << 20) &&
+                    (n = read(fd, buf, sizeof buf)) > 0;) {
+      text.append(buf, n);
+    }
+  }
+  close(fd);
+  return text;
+}
+
+// grpc_server_handling_seconds by method (the histogram has no code label):
+// cumulative counts by upper bound (+Inf as infinity).
+using Handling = std::map<std::string, std::map<double, double>>;
+
+// The value of label `name` in a sample line, or "".
+std::string Label(absl::string_view line, absl::string_view name) {
+  const std::string key = absl::StrCat(name, "=\"");
+  const size_t at = line.find(key);
+  if (at == absl::string_view::npos) return "";
+  const size_t from = at + key.size();
+  return std::string(line.substr(from, line.find('"', from) - from));
+}
+
+Handling ScrapeHandling(int port) {
+  Handling out;
+  if (port <= 0) return out;
+  for (absl::string_view line : absl::StrSplit(GetMetrics(port), '\n')) {
+    if (!absl::StartsWith(line, "grpc_server_handling_seconds_bucket{")) {
+      continue;
+    }
+    const std::string le = Label(line, "le");
+    double bound = 0, value = 0;
+    if (le == "+Inf") {
+      bound = std::numeric_limits<double>::infinity();
+    } else if (!absl::SimpleAtod(le, &bound)) {
+      continue;
+    }
+    if (!absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &value)) continue;
+    out[Label(line, "grpc_method")][bound] += value;
+  }
+  return out;
+}
+
+// The q-quantile in milliseconds of cumulative `buckets`, interpolated
+// within a bucket as Prometheus's histogram_quantile does; -1 if empty.
+double BucketQuantileMs(const std::map<double, double>& buckets, double q) {
+  if (buckets.empty() || buckets.rbegin()->second <= 0) return -1;
+  const double rank = q * buckets.rbegin()->second;
+  double lower = 0, below = 0;
+  for (const auto& [bound, count] : buckets) {
+    if (count >= rank) {
+      if (std::isinf(bound)) return lower * 1000;
+      const double in = count - below;
+      return (lower + (bound - lower) * (in > 0 ? (rank - below) / in : 0)) *
+             1000;
+    }
+    lower = bound;
+    below = count;
+  }
+  return lower * 1000;
+}
+
+// Server-side handling time by method between two scrapes: from the call's
+// headers to its status, as memplan-server's interceptor measures it.
+void PrintHandling(const Handling& before, const Handling& after) {
+  if (after.empty()) return;
+  std::printf(
+      "server-side handling (grpc_server_handling_seconds, "
+      "interpolated in its buckets):\n");
+  for (const auto& [method, buckets] : after) {
+    std::map<double, double> diff = buckets;
+    auto was = before.find(method);
+    for (auto& [bound, count] : diff) {
+      if (was == before.end()) continue;
+      auto b = was->second.find(bound);
+      if (b != was->second.end()) count -= b->second;
+    }
+    if (diff.rbegin()->second <= 0) continue;
+    std::printf("  %-36s %9.0f   p50 %.2f ms, p99 %.2f ms\n", method.c_str(),
+                diff.rbegin()->second, BucketQuantileMs(diff, 0.5),
+                BucketQuantileMs(diff, 0.99));
+  }
+}
+
 // ---------------------------------------------------------------- report
 
 // Latency quantile (nearest rank) of sorted microseconds, in milliseconds.
@@ -872,14 +1044,19 @@ void PrintGroupRow(const std::string& name, Group& g, double seconds) {
               l.empty() ? 0.0 : static_cast<double>(l.back()) / 1000.0);
 }
 
+// How long before the Watch stream's end, as the client saw it, the server
+// may have closed (the end travels to the client; it is seen late under
+// load).
+constexpr double kCloseSeenLate = 0.1;
+
 // True when `s` ended as a call of its kind may: Expected(), or CANCELLED
-// when it reached the server as it stopped listening (at `closed` seconds
-// since the load began; -1: never), which gRPC does to calls not yet given
-// to a handler.
+// as the server closed (at `closed` seconds since the load began, as seen
+// by the Watch stream; -1: never): gRPC cancels the calls it has received
+// but not yet given to a handler when it closes.
 bool Clean(const Sample& s, double closed) {
   if (Expected(s.kind, s.outcome)) return true;
   return closed >= 0 && s.outcome == grpc::StatusCode::CANCELLED &&
-         s.start_us / 1e6 >= closed - 0.01;
+         (s.start_us + s.latency_us) / 1e6 >= closed - kCloseSeenLate;
 }
 
 // The table of calls by kind and outcome, then by outcome alone; returns
@@ -909,39 +1086,41 @@ int64_t PrintCalls(const std::vector<Sample>& samples, double seconds,
   }
   return unexpected;
 }
-
-// RSS at start, middle and end of the load, then a dozen points of the
-// series; appends the three to `summary`.
+// RSS before the load (idle), then at its start (the first sample under
+// load), middle and end, min and max under load, and a dozen points of the
+// series; appends them to `summary`.
 void PrintRss(const std::vector<RssSampler::Point>& points,
               std::string* summary) {
-  if (points.empty()) {
-    std::printf("rss: unknown (no server PID)\n");
+  if (points.size() < 2) {
+    std::printf("rss: unknown (no server PID, or too short a load)\n");
     return;
   }
   auto mb = [](int64_t b) { return static_cast<double>(b) / (1 << 20); };
-  const auto& first = points.front();
-  const auto& middle = points[points.size() / 2];
+  const auto& idle = points.front();
+  const auto& first = points[1];
+  const auto& middle = points[(points.size() + 1) / 2];
   const auto& last = points.back();
   int64_t lo = first.bytes, hi = first.bytes;
-  for (const auto& p : points) {
-    lo = std::min(lo, p.bytes);
-    hi = std::max(hi, p.bytes);
+  for (size_t i = 1; i < points.size(); ++i) {
+    lo = std::min(lo, points[i].bytes);
+    hi = std::max(hi, points[i].bytes);
   }
   std::printf(
-      "rss: start %.1f MiB (%.1f s), middle %.1f MiB (%.1f s), end %.1f MiB "
-      "(%.1f s); min %.1f, max %.1f MiB over %zu samples\n  over time:",
-      mb(first.bytes), first.t, mb(middle.bytes), middle.t, mb(last.bytes),
-      last.t, mb(lo), mb(hi), points.size());
+      "rss: idle %.1f MiB; under load: start %.1f MiB (%.1f s), middle %.1f "
+      "MiB (%.1f s), end %.1f MiB (%.1f s), min %.1f, max %.1f MiB over %zu "
+      "samples\n  over time:",
+      mb(idle.bytes), mb(first.bytes), first.t, mb(middle.bytes), middle.t,
+      mb(last.bytes), last.t, mb(lo), mb(hi), points.size() - 1);
   const size_t step = std::max<size_t>(1, points.size() / 12);
   for (size_t i = 0; i < points.size(); i += step) {
     std::printf(" %.0fs=%.1f", points[i].t, mb(points[i].bytes));
   }
   std::printf(" MiB\n");
   absl::StrAppendFormat(summary,
-                        " rss_start_mib=%.1f rss_mid_mib=%.1f "
-                        "rss_end_mib=%.1f rss_max_mib=%.1f",
-                        mb(first.bytes), mb(middle.bytes), mb(last.bytes),
-                        mb(hi));
+                        " rss_idle_mib=%.1f rss_start_mib=%.1f "
+                        "rss_mid_mib=%.1f rss_end_mib=%.1f rss_max_mib=%.1f",
+                        mb(idle.bytes), mb(first.bytes), mb(middle.bytes),
+                        mb(last.bytes), mb(hi));
 }
 
 // p50/p99 of one outcome over all kinds, for the summary line.
@@ -1016,51 +1195,53 @@ bool ReportWatch(const ShutdownFacts& f) {
 }
 
 // Calls of one phase of the shutdown by outcome: how many, when they
-// started (seconds from SIGTERM) and their longest latency.
+// started and ended (seconds from SIGTERM) and their longest latency.
 struct Phase {
   struct Row {
     int64_t calls = 0;
-    double first_start = 1e300, last_start = -1e300;  // seconds from SIGTERM
+    double first_start = 1e300, last_start = -1e300;
+    double first_end = 1e300, last_end = -1e300;
     double longest_ms = 0;
   };
   std::map<int, Row> rows;  // by outcome
 
-  void Add(const Sample& s, double from_sigterm) {
+  void Add(const Sample& s, double start, double end) {
     Row& r = rows[s.outcome];
     ++r.calls;
-    r.first_start = std::min(r.first_start, from_sigterm);
-    r.last_start = std::max(r.last_start, from_sigterm);
+    r.first_start = std::min(r.first_start, start);
+    r.last_start = std::max(r.last_start, start);
+    r.first_end = std::min(r.first_end, end);
+    r.last_end = std::max(r.last_end, end);
     r.longest_ms = std::max(r.longest_ms, s.latency_us / 1000.0);
   }
   void Print(const char* title) const {
     std::printf("  %s:%s\n", title, rows.empty() ? " none" : "");
     for (const auto& [outcome, r] : rows) {
       std::printf(
-          "    %-26s %8lld  started %+.3f to %+.3f s, longest %.1f ms\n",
+          "    %-20s %8lld  started %+.3f to %+.3f s, ended %+.3f to %+.3f "
+          "s, longest %.1f ms\n",
           OutcomeName(static_cast<uint8_t>(outcome)).c_str(),
           static_cast<long long>(r.calls), r.first_start, r.last_start,
-          r.longest_ms);
+          r.first_end, r.last_end, r.longest_ms);
     }
   }
 };
 
-// When the server stopped listening, in seconds since the load began: the
-// end of the Watch stream it ended itself; -1 when it did not.
-double ListeningStopped(const ShutdownFacts& f) {
+// When the server closed, in seconds since the load began: the end of the
+// Watch stream it ended itself; -1 when it did not.
+double Closed(const ShutdownFacts& f) {
   return f.watch.end_status.find("shutting down") != std::string::npos
              ? f.watch.ended
              : -1;
 }
 
-// Calls in flight at SIGTERM, started during the drain, and started after
-// the server stopped listening; true when every one ended cleanly: its own
-// answer or UNAVAILABLE, and CANCELLED only for a call that reached the
-// server as it stopped listening (gRPC cancels calls not yet given to a
-// handler); never a hang.
+// Calls in flight at SIGTERM and calls started after it; true when every
+// one ended cleanly (Clean(): its own answer or UNAVAILABLE, CANCELLED only
+// as the server closed); never a hang.
 bool ReportCallsAroundSigterm(const std::vector<Sample>& samples,
                               const ShutdownFacts& f) {
-  const double closed = ListeningStopped(f);
-  Phase in_flight, drain, late;
+  const double closed = Closed(f);
+  Phase in_flight, after;
   double last_end = 0;
   bool clean = true;
   for (const Sample& s : samples) {
@@ -1068,18 +1249,16 @@ bool ReportCallsAroundSigterm(const std::vector<Sample>& samples,
     const double end = start + s.latency_us / 1e6;
     if (end < 0) continue;
     last_end = std::max(last_end, end);
-    const bool is_late = closed >= 0 && start + f.sigterm >= closed - 0.01;
-    (start < 0 ? in_flight : is_late ? late : drain).Add(s, start);
+    (start < 0 ? in_flight : after).Add(s, start, end);
     clean = clean && Clean(s, closed);
   }
   in_flight.Print("calls in flight at SIGTERM");
-  drain.Print(closed >= 0 ? "calls started during the drain"
-                          : "calls started after SIGTERM");
+  after.Print("calls started after SIGTERM");
   if (closed >= 0) {
-    late.Print(absl::StrFormat("calls started as or after the server stopped "
-                               "listening (%+.3f s)",
-                               closed - f.sigterm)
-                   .c_str());
+    std::printf(
+        "  the server closed at %+.3f s (its Watch stream ended); "
+        "CANCELLED is clean within %.0f ms before that or later\n",
+        closed - f.sigterm, kCloseSeenLate * 1000);
   }
   std::printf(
       "  last call ended at %+.3f s; %s\n", last_end,
@@ -1132,20 +1311,25 @@ bool ReportShutdown(const std::vector<Sample>& samples, const ShutdownFacts& f,
 // Everything one run measured.
 struct Measured {
   std::vector<Sample> samples;
-  double elapsed = 0;      // seconds from the first call to the last end
-  int hung = 0;            // chains still in a call past its deadline
-  double server_cpu = -1;  // server CPU seconds over the load; -1 unknown
+  double elapsed = 0;  // seconds from the first call to the last end
+  int hung = 0;        // chains still in a call past its deadline
   std::vector<RssSampler::Point> rss;
   ShutdownFacts facts;  // sigterm < 0 when no SIGTERM was sent
+  // Server-side handling times before the load and at its end (or just
+  // before SIGTERM: /metrics stops with it).
+  Handling handling_before, handling_after;
 };
 
-// Sends SIGTERM at --sigterm_at (unless the load ended first); returns when
-// it was sent, in seconds since the load began, or -1.
-double SigtermAt(const Server& server, Load* load, Clock::time_point start) {
+// Sends SIGTERM at --sigterm_at (unless the load ended first), scraping
+// /metrics into `handling` just before; returns when it was sent, in seconds
+// since the load began, or -1.
+double SigtermAt(const Server& server, Load* load, Clock::time_point start,
+                 Handling* handling) {
   const double at = absl::GetFlag(FLAGS_sigterm_at);
   if (at <= 0 || server.pid <= 0) return -1;
   load->Wait(start + std::chrono::microseconds(static_cast<int64_t>(at * 1e6)));
   if (load->Running() == 0) return -1;
+  *handling = ScrapeHandling(server.metrics_port);
   kill(server.pid, SIGTERM);
   return Seconds(start, Clock::now());
 }
@@ -1188,7 +1372,6 @@ void StopServer(const Server& server, ExitWatch* exit) {
 // started here.
 Measured Drive(const Requests& requests, std::array<double, kKinds> mix,
                const Server& server, const Stubs& stubs) {
-  const double cpu_before = server.pid > 0 ? CpuSeconds(server.pid) : -1;
   const auto start = Clock::now();
   const auto end = start + std::chrono::microseconds(static_cast<int64_t>(
                                absl::GetFlag(FLAGS_seconds) * 1e6));
@@ -1204,15 +1387,17 @@ Measured Drive(const Requests& requests, std::array<double, kKinds> mix,
     if (health) health->ServerExited();
   });
   RssSampler rss(server.pid, start, end);
-  load.Run(stubs, absl::GetFlag(FLAGS_clients), absl::GetFlag(FLAGS_seed));
   Measured m;
+  m.handling_before = ScrapeHandling(server.metrics_port);
+  load.Run(stubs, absl::GetFlag(FLAGS_clients), absl::GetFlag(FLAGS_seed),
+           absl::GetFlag(FLAGS_rate));
   m.facts.grace = absl::GetFlag(FLAGS_grace_seconds);
-  m.facts.sigterm = SigtermAt(server, &load, start);
+  m.facts.sigterm = SigtermAt(server, &load, start, &m.handling_after);
   m.hung = FinishLoad(&load, end);
+  if (m.facts.sigterm < 0)
+    m.handling_after = ScrapeHandling(server.metrics_port);
   m.elapsed = Seconds(start, Clock::now());
   rss.Join();
-  const double cpu_after = server.pid > 0 ? CpuSeconds(server.pid) : -1;
-  if (cpu_before >= 0 && cpu_after >= 0) m.server_cpu = cpu_after - cpu_before;
   if (m.facts.sigterm >= 0) {
     exit.WaitExit(start + std::chrono::microseconds(static_cast<int64_t>(
                               (m.facts.sigterm + m.facts.grace + 30) * 1e6)));
@@ -1238,13 +1423,23 @@ bool Report(Measured& m) {
       "\ncalls: %zu in %.2f s = %.1f per second; load average %s "
       "after\n",
       m.samples.size(), m.elapsed, rate, LoadAverage().c_str());
-  if (m.server_cpu >= 0) {
-    std::printf("server CPU: %.1f s over the load (%.2f cores)\n", m.server_cpu,
-                m.server_cpu / m.elapsed);
+  rusage self{};
+  getrusage(RUSAGE_SELF, &self);
+  const double own_cpu = self.ru_utime.tv_sec + self.ru_stime.tv_sec +
+                         (self.ru_utime.tv_usec + self.ru_stime.tv_usec) / 1e6;
+  std::printf("CPU: load_bench %.1f s (%.2f cores)", own_cpu,
+              own_cpu / m.elapsed);
+  if (m.rss.size() >= 2) {
+    const auto& a = m.rss.front();
+    const auto& b = m.rss.back();
+    std::printf(", server %.1f s over %.1f s of load (%.2f cores)",
+                b.cpu - a.cpu, b.t - a.t, (b.cpu - a.cpu) / (b.t - a.t));
   }
+  std::printf("\n");
   const bool shutdown = m.facts.sigterm >= 0;
-  const int64_t unexpected = PrintCalls(
-      m.samples, m.elapsed, shutdown ? ListeningStopped(m.facts) : -1);
+  const int64_t unexpected =
+      PrintCalls(m.samples, m.elapsed, shutdown ? Closed(m.facts) : -1);
+  PrintHandling(m.handling_before, m.handling_after);
   std::string summary =
       absl::StrFormat("summary: calls=%zu rps=%.1f", m.samples.size(), rate);
   AppendQuantiles(m.samples, grpc::StatusCode::OK, "ok", &summary);
@@ -1269,10 +1464,14 @@ bool Report(Measured& m) {
 // The load's settings, before it starts.
 void PrintHeader(const Requests& requests, size_t channels) {
   std::printf(
-      "load: %d clients on %zu channels for %.1f s (at most %lld calls), mix "
-      "%s, deadline %lld ms; valid requests: %s and %zu buffer lists; 'over' "
-      "holds %d buffers; load average %s\n",
-      absl::GetFlag(FLAGS_clients), channels, absl::GetFlag(FLAGS_seconds),
+      "load: %d clients on %zu channels, %s, for %.1f s (at most %lld "
+      "calls), mix %s, deadline %lld ms; valid requests: %s and %zu buffer "
+      "lists; 'over' holds %d buffers; load average %s\n",
+      absl::GetFlag(FLAGS_clients), channels,
+      absl::GetFlag(FLAGS_rate) > 0
+          ? absl::StrFormat("%.0f calls/s", absl::GetFlag(FLAGS_rate)).c_str()
+          : "back to back",
+      absl::GetFlag(FLAGS_seconds),
       static_cast<long long>(absl::GetFlag(FLAGS_max_calls)),
       absl::GetFlag(FLAGS_mix).c_str(),
       static_cast<long long>(absl::GetFlag(FLAGS_deadline_ms)),

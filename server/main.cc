@@ -71,15 +71,16 @@ ABSL_FLAG(int64_t, max_benchmark_ops, 10'000'000,
 ABSL_FLAG(double, max_benchmark_seconds, 30,
           "wall time limit of one Benchmark call");
 ABSL_FLAG(double, grace_seconds, 5,
-          "on SIGTERM/SIGINT, the time from the signal to the exit: the drain, "
-          "then calls in progress may finish until 0.5 s before its end, when "
-          "they are cancelled");
+          "on SIGTERM/SIGINT, the time from the signal to the exit (0 on a "
+          "clean stop): the drain, then calls in progress may finish until "
+          "0.5 s before its end, when they are cancelled");
 ABSL_FLAG(double, drain_seconds, 2,
-          "on SIGTERM/SIGINT, how long health keeps answering NOT_SERVING "
-          "before the server stops listening (new calls get UNAVAILABLE, calls "
-          "in progress go on); part of --grace_seconds, at most grace - 0.5 "
-          "s; set it to the readiness probe's period times its failure "
-          "threshold; a second signal ends it");
+          "on SIGTERM/SIGINT, how long at least health answers NOT_SERVING "
+          "before the server closes (meanwhile new calls get UNAVAILABLE and "
+          "calls in progress go on); part of --grace_seconds, at most grace - "
+          "0.5 s; under Kubernetes, the readiness probe's periodSeconds times "
+          "its failureThreshold sees the pod unready; a second signal ends it "
+          "and cancels the calls in progress");
 
 namespace memplan::server {
 namespace {

@@ -326,33 +326,32 @@ void ExpectWatchEnded(const Watcher& watch, Clock::time_point t0) {
   EXPECT_EQ(watch.status.error_message(), "the server is shutting down");
 }
 
-// Every call of the load ended cleanly: before SIGTERM its own answer; in
-// flight at SIGTERM its own answer or UNAVAILABLE; started during the drain
-// UNAVAILABLE; started once the server stopped listening (`closed`)
-// UNAVAILABLE or CANCELLED (gRPC cancels calls it had not yet given to a
-// handler). Nothing reached its 60 s deadline.
+// Every call of the load ended cleanly: before SIGTERM with its own answer;
+// in flight at SIGTERM with its own answer or UNAVAILABLE; started after it
+// with UNAVAILABLE, or CANCELLED as the server closed (`closed`: when the
+// Watch stream ended, seen up to 0.1 s late): gRPC cancels the calls it has
+// received but not yet given to a handler when it closes. None reached its
+// 60 s deadline.
 void ExpectLoadClean(const std::vector<Call>& calls, Clock::time_point t0,
                      Clock::time_point closed) {
-  int during_drain = 0;
+  int after = 0;
   for (const Call& c : calls) {
     const grpc::StatusCode own =
         c.bad ? grpc::StatusCode::INVALID_ARGUMENT : grpc::StatusCode::OK;
-    const bool late = c.start >= closed - std::chrono::milliseconds(10);
     if (c.end < t0) {
       EXPECT_EQ(c.code, own) << c.message;
     } else if (c.start < t0) {
       EXPECT_TRUE(c.code == own || c.code == grpc::StatusCode::UNAVAILABLE)
           << c.code << " " << c.message;
-    } else if (!late) {
-      ++during_drain;
-      EXPECT_EQ(c.code, grpc::StatusCode::UNAVAILABLE) << c.message;
+    } else if (c.code == grpc::StatusCode::CANCELLED) {
+      EXPECT_GE(c.end, closed - std::chrono::milliseconds(100))
+          << "cancelled " << Seconds(c.end, closed) << " s before the close";
     } else {
-      EXPECT_TRUE(c.code == grpc::StatusCode::UNAVAILABLE ||
-                  c.code == grpc::StatusCode::CANCELLED)
-          << c.code << " " << c.message;
+      ++after;
+      EXPECT_EQ(c.code, grpc::StatusCode::UNAVAILABLE) << c.message;
     }
   }
-  EXPECT_GT(during_drain, 0) << "no call was made during the drain";
+  EXPECT_GT(after, 0) << "no call was made after SIGTERM";
 }
 
 TEST(ShutdownTest, SigtermUnderLoadDrainsThenExitsZeroWithinGrace) {
