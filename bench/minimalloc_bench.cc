@@ -6,18 +6,23 @@
 //     half-open [lower, upper)): SolveExact in capacity mode (or --minimize),
 //     one Markdown row per instance plus the total.
 //   minimalloc_bench zero_slack [--count=6] [--min_buffers=150]
-//       [--max_buffers=450] [--seed=1] [--time_limit=30] [--minimize] ...
+//       [--max_buffers=450] [--seed=1] [--cut=sweep|guillotine]
+//       [--time_limit=30] [--minimize] ...
 //     Generated zero-slack packings (planner/testing/zero_slack.h): a
-//     1 MiB x time rectangle cut into min..max buffers; the capacity is the
-//     rectangle's height, the optimum.
+//     1 MiB x time rectangle cut into min..max buffers (by a sweep over
+//     time, or by guillotine cuts); the capacity is the rectangle's height,
+//     the optimum.
 //   minimalloc_bench plan FILE... [--time_limit=10] [--effort=N] [--runs=1]
 //       [--threads=2]
 //     The whole planner (PlanBuffers, "auto" with optimize, time_budget =
 //     time_limit) on each CSV: arena / lower bound and wall time (reading
 //     excluded), with the stage times.
 //
+// --orderings=A,B,... replaces ExactOptions::orderings and
+// zero_slack_orderings (suite and zero_slack).
 // With --runs=R every instance is solved R times and the median time is
-// printed (the answers of repeated runs must agree unless time-bounded).
+// printed; plan marks rows whose runs gave different plans ("runs
+// differ": expected when a time budget, not --effort, ended the search).
 // Every answer is checked by planner::Verify before its row is printed;
 // exit status 1 if any is invalid or (suite, zero_slack) over capacity.
 #include <algorithm>
@@ -25,14 +30,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "formats/file_io.h"
+#include "formats/minimalloc_csv.h"
 #include "planner/cancel.h"
 #include "planner/exact_solver.h"
 #include "planner/planner.h"
@@ -62,6 +68,8 @@ struct Flags {
   int min_buffers = 150;          // zero_slack: buffers of the first
   int max_buffers = 450;          // zero_slack: buffers of the last
   uint32_t seed = 1;              // zero_slack: seed of the first
+  bool guillotine = false;        // zero_slack: guillotine cuts, not sweep
+  std::vector<std::string> orderings;  // overrides both ordering lists
 };
 
 // One instance to solve.
@@ -71,41 +79,20 @@ struct Instance {
   Bytes capacity = 0;  // from the file name, or the packing's height
 };
 
-// Splits one CSV line at commas.
-std::vector<std::string> SplitCsv(const std::string& line) {
-  std::vector<std::string> cells;
-  std::stringstream in(line);
-  std::string cell;
-  while (std::getline(in, cell, ',')) cells.push_back(cell);
-  return cells;
-}
-
-// Reads a MiniMalloc CSV; columns found by header name. Empty on error.
-// (To be replaced by the formats/ reader when it exists.)
+// Reads a MiniMalloc CSV with the one reader of formats/; the message goes
+// to stderr and the result is empty on error.
 std::optional<Problem> ReadCsv(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  if (!std::getline(in, line)) return std::nullopt;
-  const std::vector<std::string> header = SplitCsv(line);
-  auto column = [&](const std::string& name) {
-    return std::find(header.begin(), header.end(), name) - header.begin();
-  };
-  const size_t id = column("id"), lower = column("lower"),
-               upper = column("upper"), size = column("size");
-  if (std::max({id, lower, upper, size}) >= header.size()) return std::nullopt;
-  Problem problem;
-  while (std::getline(in, line)) {
-    if (line.empty() || line == "\r") continue;
-    const std::vector<std::string> cells = SplitCsv(line);
-    if (cells.size() < header.size()) return std::nullopt;
-    Buffer b;
-    b.name = cells[id];
-    b.start = std::stoll(cells[lower]);
-    b.end = std::stoll(cells[upper]);
-    b.size = std::stoll(cells[size]);
-    problem.buffers.push_back(b);
+  absl::StatusOr<std::string> text =
+      memplan::formats::ReadFile(path, memplan::formats::kDefaultMaxInputBytes);
+  absl::StatusOr<memplan::formats::MinimallocCsv> csv =
+      text.ok()
+          ? memplan::formats::ReadMinimallocCsv(*text, path)
+          : absl::StatusOr<memplan::formats::MinimallocCsv>(text.status());
+  if (!csv.ok()) {
+    std::fprintf(stderr, "%s\n", csv.status().ToString().c_str());
+    return std::nullopt;
   }
-  return problem;
+  return std::move(csv->problem);
 }
 
 // Parses argv; false on a usage error.
@@ -141,6 +128,11 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
       flags.max_buffers = std::stoi(*v);
     } else if (auto v = value("--seed")) {
       flags.seed = static_cast<uint32_t>(std::stoul(*v));
+    } else if (auto v = value("--orderings")) {
+      flags.orderings = absl::StrSplit(*v, ',');
+    } else if (auto v = value("--cut")) {
+      if (*v != "sweep" && *v != "guillotine") return false;
+      flags.guillotine = *v == "guillotine";
     } else if (arg == "--minimize") {
       flags.minimize = true;
     } else if (arg.rfind("--", 0) == 0) {
@@ -196,6 +188,9 @@ std::vector<Instance> ZeroSlackInstances(const Flags& flags) {
             : flags.min_buffers + (flags.max_buffers - flags.min_buffers) * k /
                                       (flags.count - 1);
     options.seed = flags.seed + static_cast<uint32_t>(k);
+    if (flags.guillotine) {
+      options.cut = memplan::planner::testing::ZeroSlackCut::kGuillotine;
+    }
     instances.push_back({"zs" + std::to_string(options.buffers) + "s" +
                              std::to_string(options.seed),
                          memplan::planner::testing::ZeroSlackProblem(options),
@@ -219,6 +214,10 @@ bool SolveOne(const Instance& instance, const Flags& flags, double& seconds) {
   options.capacity = flags.capacity.value_or(instance.capacity);
   options.threads = std::max(flags.threads, 1);
   options.max_nodes = flags.effort;
+  if (!flags.orderings.empty()) {
+    options.orderings = flags.orderings;
+    options.zero_slack_orderings = flags.orderings;
+  }
   std::vector<double> times;
   std::optional<memplan::planner::ExactResult> result;
   for (int run = 0; run < flags.runs; ++run) {
@@ -306,12 +305,16 @@ int PlanFiles(const Flags& flags) {
     options.effort = flags.effort;
     std::vector<double> times;
     absl::StatusOr<memplan::planner::PlanResult> plan;
+    std::vector<memplan::planner::Offset> first;  // the first run's plan
+    bool same = true;  // every run gave the first run's plan
     for (int run = 0; run < flags.runs; ++run) {
       const absl::Time start = absl::Now();
       plan =
           memplan::planner::PlanBuffers(*problem, options, &workers, nullptr);
       times.push_back(absl::ToDoubleSeconds(absl::Now() - start));
       if (!plan.ok()) break;
+      if (run == 0) first = plan->solution.offsets;
+      same = same && plan->solution.offsets == first;
     }
     if (!plan.ok()) {
       std::fprintf(stderr, "%s: %s\n", file.c_str(),
@@ -323,13 +326,14 @@ int PlanFiles(const Flags& flags) {
         memplan::planner::Verify(*problem, plan->solution);
     bad += valid.ok() ? 0 : 1;
     std::printf(
-        "| %s | %zu | %lld | %lld | %.6f | %s | %s | %.2f | %s |%s\n",
+        "| %s | %zu | %lld | %lld | %.6f | %s | %s | %.2f | %s%s |%s\n",
         std::filesystem::path(file).filename().c_str(), problem->buffers.size(),
         static_cast<long long>(plan->lower_bound),
         static_cast<long long>(plan->solution.arena_size),
         static_cast<double>(plan->solution.arena_size) / plan->lower_bound,
         plan->proven_optimal ? "yes" : "no", plan->strategy.c_str(),
-        Median(times), Stages(*plan).c_str(), valid.ok() ? "" : " INVALID");
+        Median(times), Stages(*plan).c_str(), same ? "" : " (runs differ)",
+        valid.ok() ? "" : " INVALID");
     std::fflush(stdout);
   }
   return bad == 0 ? 0 : 1;

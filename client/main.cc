@@ -184,6 +184,12 @@ std::string TextReport(const Planned& planned) {
                                     r.baseline().arena_size_bytes()),
         "x of it)\n");
   }
+  if (r.runtime_arena_bytes() > 0) {
+    absl::StrAppend(&out, "runtime:      give the runtime an arena of ",
+                    r.runtime_arena_bytes(),
+                    " bytes for this plan (TFLite Micro: besides its own "
+                    "persistent allocations)\n");
+  }
   return out;
 }
 

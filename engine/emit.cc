@@ -19,9 +19,16 @@ const std::vector<std::string>& EmitFormats() {
   return *formats;
 }
 
+std::string CanonicalEmitFormat(absl::string_view name) {
+  std::string canonical(name);
+  std::replace(canonical.begin(), canonical.end(), '-', '_');
+  return canonical;
+}
+
 absl::Status CheckEmit(const v1::PlanRequest& request) {
   const std::vector<std::string>& known = EmitFormats();
-  for (const std::string& name : request.emit()) {
+  for (const std::string& asked : request.emit()) {
+    const std::string name = CanonicalEmitFormat(asked);
     if (std::find(known.begin(), known.end(), name) == known.end()) {
       return absl::InvalidArgumentError(
           absl::StrCat("emit: unknown format '", api::Clip(name),
@@ -59,9 +66,10 @@ formats::PictureOptions PictureFor(const PlanOutcome& outcome,
 
 }  // namespace
 
-absl::StatusOr<std::string> Emit(absl::string_view format,
+absl::StatusOr<std::string> Emit(absl::string_view asked,
                                  const PlanOutcome& outcome,
                                  const v1::PlanRequest& request) {
+  const std::string format = CanonicalEmitFormat(asked);
   const formats::ImportedModel* model =
       outcome.model.has_value() ? &*outcome.model : nullptr;
   if (format == "tflite") {

@@ -19,8 +19,12 @@
 
 namespace memplan::engine {
 
-// Every format PlanRequest.emit may name, in a fixed order.
+// Every format PlanRequest.emit may name, in a fixed order. Names may also
+// be written with '-' for '_' ("c-header").
 const std::vector<std::string>& EmitFormats();
+
+// `name` with '-' written as '_'.
+std::string CanonicalEmitFormat(absl::string_view name);
 
 // INVALID_ARGUMENT when a request asks for a format that does not exist, or
 // one its input cannot give (a planned .tflite needs a TFLite model).

@@ -158,6 +158,12 @@ v1::PlanResponse ToResponse(const PlanOutcome& outcome) {
     out->set_format(f.format);
     out->set_data(f.data);
   }
+  if (outcome.model.has_value() &&
+      outcome.model->format == formats::Format::kTflite) {
+    const int64_t a = planner::kTflmAlignment;
+    response.set_runtime_arena_bytes(
+        (outcome.result.solution.arena_size + a - 1) / a * a);
+  }
   if (outcome.tflm_arena_bytes.has_value()) {
     response.mutable_baseline()->set_strategy("tflm_greedy");
     response.mutable_baseline()->set_arena_size_bytes(

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "formats/tflite_test_builder.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -233,6 +234,28 @@ TEST(PlanTest, BadMemoryPoolsAreInvalid) {
   absl::Status s = PlanToResponse(request).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("cannot be combined"));
+}
+
+TEST(PlanTest, TfliteModelsReportTheArenaTflmNeedsAndTheBaseline) {
+  v1::PlanRequest request;
+  request.mutable_model()->set_data(formats::testing::ChainModel().Build());
+  request.mutable_model()->set_name("chain.tflite");  // format detected
+  request.add_emit("c-header");                        // either spelling
+  absl::StatusOr<v1::PlanResponse> r = PlanToResponse(request);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GT(r->runtime_arena_bytes(), 0);
+  EXPECT_EQ(r->runtime_arena_bytes() % 16, 0);
+  EXPECT_GE(r->runtime_arena_bytes(), r->arena_size_bytes());
+  EXPECT_LT(r->runtime_arena_bytes(), r->arena_size_bytes() + 16);
+  EXPECT_EQ(r->baseline().strategy(), "tflm_greedy");
+  EXPECT_GE(r->baseline().arena_size_bytes(), r->lower_bound_bytes());
+  ASSERT_EQ(r->files_size(), 1);
+  EXPECT_EQ(r->files(0).format(), "c-header");
+  EXPECT_THAT(r->files(0).data(), HasSubstr("TFLM_ARENA_BYTES"));
+  // Other inputs need no rounding: the field stays 0.
+  absl::StatusOr<v1::PlanResponse> g = PlanToResponse(Parse(kGraphJson));
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->runtime_arena_bytes(), 0);
 }
 
 }  // namespace

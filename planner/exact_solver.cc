@@ -45,6 +45,9 @@ struct Model {
   std::vector<std::vector<int>> sections;   // live local buffers per section
   std::vector<std::vector<int>> neighbors;  // time-overlapping local buffers
   std::vector<std::vector<Obstacle>> obstacles;  // fixed ones, by offset
+  // The capacity at which every section is exactly full (zero slack: every
+  // section's live bytes are 0 or this), or -1 (also with fixed buffers).
+  Bytes full_at = -1;
 };
 
 // The outcome of one search (or sub-search).
@@ -108,6 +111,21 @@ void BuildNeighbors(Model& model) {
   }
 }
 
+// The one nonzero live total of every section, if they are all equal (a
+// zero-slack problem at that capacity), or -1.
+Bytes FullAt(const Problem& problem) {
+  const Sections sections = SweepSections(problem);
+  const std::vector<Bytes> totals =
+      SectionTotals(sections, [&](int i) { return problem.buffers[i].size; });
+  Bytes full = -1;
+  for (Bytes total : totals) {
+    if (total == 0) continue;
+    if (full >= 0 && total != full) return -1;
+    full = total;
+  }
+  return full;
+}
+
 // Builds the Model: searched buffers, sections, neighbours, obstacles.
 Model BuildModel(const Problem& problem) {
   Model model;
@@ -139,6 +157,7 @@ Model BuildModel(const Problem& problem) {
   }
   BuildSections(problem, model);
   BuildNeighbors(model);
+  if (fixed.empty()) model.full_at = FullAt(problem);
   return model;
 }
 
@@ -200,11 +219,19 @@ class Search {
   void RankPart(const Part& part);
   Outcome Dfs(const Part& part, Offset last_offset, int last_rank);
   size_t CollectCandidates(const Part& part, Offset last_offset, int last_rank);
-  Outcome TryCandidate(const Part& part, int b, bool* hatless);
+  Outcome TryCandidate(const Part& part, int b, bool forced, bool* hatless);
+  bool NarrowToHole(const Part& part, size_t base);
   bool Place(int b, Offset offset);
   void RaiseFloors(int b, Offset top);
   void Undo(int b, size_t offset_mark, size_t floor_mark);
-  bool Check(size_t floor_mark) const;
+  bool Check(size_t floor_mark);
+  bool Stackable(int s);
+  bool Coverable(const Part& part, int b, size_t offset_mark);
+  // Section s's unplaced buffers must fill all above its floor exactly.
+  bool TightHole(int s) const {
+    return total_[s] > 0 && floor_[s] + total_[s] == capacity_;
+  }
+  bool CoverLevel(const Part& part, Offset level);
   Outcome Decompose(const Part& part, int b, Offset offset, int rank);
   Offset Lift(int b, Offset offset) const;
 
@@ -212,7 +239,8 @@ class Search {
   const Bytes capacity_;
   const CancelToken* cancel_;
   int64_t* effort_left_;     // nodes the whole call may still try, or null
-  std::string ordering_;     // the static ordering of this run
+  std::string ordering_;     // the static ordering of this run (letters)
+  bool holes_ = false;       // hole branching at every tight hole (h)
   int64_t node_limit_ = 0;   // nodes allowed in this run
   int64_t nodes_ = 0;        // placements tried in this run
   int64_t total_nodes_ = 0;  // placements tried over all runs
@@ -230,6 +258,13 @@ class Search {
   std::vector<std::pair<int, Offset>> floor_log_;   // undo: floor_
   std::vector<int> touched_;     // sections to refresh after a placement
   std::vector<int> candidates_;  // a stack of per-node candidate lists
+  std::vector<std::pair<Offset, Bytes>> stack_;  // Stackable's scratch
+  std::vector<Offset> levels_;                   // Coverable's scratch
+  std::vector<Offset> holes_at_;                 // Coverable's scratch
+  std::vector<char> reach_;                      // CoverLevel's scratch
+  std::vector<std::vector<int>> starting_;       // CoverLevel's scratch
+  std::vector<int> covering_;                    // NarrowToHole's scratch
+  Offset lowest_hole_ = 0;  // CollectCandidates: lowest tight floor
 };
 
 // Clears the state for a fresh run.
@@ -256,7 +291,8 @@ void Search::Reset() {
 }
 
 Outcome Search::Run(const std::string& ordering, int64_t node_limit) {
-  ordering_ = ordering;
+  holes_ = !ordering.empty() && ordering.back() == 'h';
+  ordering_ = holes_ ? ordering.substr(0, ordering.size() - 1) : ordering;
   node_limit_ = node_limit;
   Reset();
   for (size_t s = 0; s < floor_.size(); ++s) {
@@ -357,8 +393,10 @@ size_t Search::CollectCandidates(const Part& part, Offset last_offset,
   // Whatever goes next at offset o, every section's unplaced bytes stack
   // above o: o + total(s) <= capacity for all s.
   Bytes max_total = 0;
+  lowest_hole_ = kInfinity;  // the lowest floor of a tight section
   for (int s = part.lo; s < part.hi; ++s) {
     max_total = std::max(max_total, total_[s]);
+    if (TightHole(s)) lowest_hole_ = std::min(lowest_hole_, floor_[s]);
   }
   const Offset limit = std::min(min_height, capacity_ - max_total + 1);
   const size_t base = candidates_.size();
@@ -383,20 +421,73 @@ Outcome Search::Dfs(const Part& part, Offset last_offset, int last_rank) {
   for (int b : part.buffers) done = done && placed_[b];
   if (done) return Outcome::kFound;
   const size_t base = CollectCandidates(part, last_offset, last_rank);
+  // Not after a canonical placement at this level (last_rank >= 0): those
+  // enumerate subsets in rank order, which hole branching would repeat.
+  const bool fresh = base == candidates_.size() ||
+                     min_offset_[candidates_[base]] > last_offset ||
+                     last_rank < 0;
+  const bool forced = fresh && NarrowToHole(part, base);
   Outcome outcome = Outcome::kNotFound;
   for (size_t i = base; i < candidates_.size(); ++i) {
     bool hatless = false;
-    outcome = TryCandidate(part, candidates_[i], &hatless);
-    if (outcome != Outcome::kNotFound || hatless) break;
+    outcome = TryCandidate(part, candidates_[i], forced, &hatless);
+    if (outcome != Outcome::kNotFound || (hatless && !forced)) break;
   }
   candidates_.resize(base);
   return outcome;
 }
 
+// A tight section (floor + unplaced bytes == capacity: its unplaced
+// buffers fill everything above its floor) whose floor is the lowest
+// candidate offset has exactly one buffer of any completion starting at its
+// floor, among the candidates there. Of those holes, takes the one with the
+// fewest candidates: none ends the node; one is a forced move; with hole
+// branching (ordering suffix 'h') its candidates are the only branches,
+// alternatives instead of a subset enumeration. Returns whether it narrowed
+// the candidates (their placements then start a new rank sequence).
+bool Search::NarrowToHole(const Part& part, size_t base) {
+  // A tight hole caps every candidate at its floor (the offset term of
+  // CollectCandidates): only the lowest one can be at the candidates' level.
+  if (base == candidates_.size() ||
+      min_offset_[candidates_[base]] != lowest_hole_) {
+    return false;
+  }
+  const Offset level = lowest_hole_;
+  size_t end = base;  // candidates at the level: [base, end)
+  while (end < candidates_.size() && min_offset_[candidates_[end]] == level) {
+    ++end;
+  }
+  covering_.assign(part.hi - part.lo + 1, 0);  // difference array
+  for (size_t i = base; i < end; ++i) {
+    ++covering_[model_.sec_lo[candidates_[i]] - part.lo];
+    --covering_[model_.sec_hi[candidates_[i]] - part.lo];
+  }
+  int best = -1, best_count = 0, count = 0;
+  for (int s = part.lo; s < part.hi; ++s) {
+    count += covering_[s - part.lo];
+    if (floor_[s] != level || !TightHole(s)) continue;
+    if (best < 0 || count < best_count) {
+      best = s;
+      best_count = count;
+    }
+  }
+  if (best < 0 || (best_count > 1 && !holes_)) return false;
+  size_t kept = base;
+  for (size_t i = base; i < end; ++i) {
+    const int c = candidates_[i];
+    if (model_.sec_lo[c] <= best && best < model_.sec_hi[c]) {
+      candidates_[kept++] = c;
+    }
+  }
+  candidates_.resize(kept);
+  return true;
+}
+
 // Places `b` at its canonical offset, checks the bounds, recurses, undoes.
 // `hatless` tells the caller that no unplaced buffer sits on `b`: then no
 // later sibling can succeed where this one failed.
-Outcome Search::TryCandidate(const Part& part, int b, bool* hatless) {
+Outcome Search::TryCandidate(const Part& part, int b, bool forced,
+                             bool* hatless) {
   if (++nodes_ >= node_limit_) return Outcome::kAborted;
   if (effort_left_ != nullptr && --*effort_left_ < 0) {
     *effort_left_ = 0;
@@ -412,7 +503,9 @@ Outcome Search::TryCandidate(const Part& part, int b, bool* hatless) {
   const size_t floor_mark = floor_log_.size();
   *hatless = !Place(b, offset);
   Outcome outcome = Outcome::kNotFound;
-  if (Check(floor_mark)) outcome = Decompose(part, b, offset, rank_[b]);
+  if (Check(floor_mark) && (!holes_ || Coverable(part, b, offset_mark))) {
+    outcome = Decompose(part, b, offset, forced ? -1 : rank_[b]);
+  }
   Undo(b, offset_mark, floor_mark);
   return outcome;
 }
@@ -494,12 +587,108 @@ void Search::Undo(int b, size_t offset_mark, size_t floor_mark) {
 // its floor. Only sections whose floor rose since `floor_mark` can newly
 // fail: the others kept floor + total <= capacity, and the offset term
 // offset + total <= capacity was ensured when the candidate was chosen.
-bool Search::Check(size_t floor_mark) const {
+bool Search::Check(size_t floor_mark) {
   for (size_t k = floor_mark; k < floor_log_.size(); ++k) {
     const int s = floor_log_[k].first;
     if (floor_[s] + total_[s] > capacity_) return false;
   }
+  if (!holes_) return true;  // the zero-slack bounds: only worth it there
+  for (int s : touched_) {
+    if (!Stackable(s)) return false;
+  }
   return true;
+}
+
+// The release-date bound (one machine, release dates, makespan): in
+// section s the unplaced buffers stack above their minimum offsets, so for
+// every offset o, o plus the sizes of those whose minimum offset is >= o
+// must fit in the capacity. Only sections where a minimum offset rose can
+// newly fail.
+bool Search::Stackable(int s) {
+  // Releases at or below the floor add nothing beyond floor + total, which
+  // Check tests first.
+  stack_.clear();
+  for (int n : model_.sections[s]) {
+    if (!placed_[n] && min_offset_[n] > floor_[s]) {
+      stack_.emplace_back(min_offset_[n], model_.size[n]);
+    }
+  }
+  if (stack_.empty()) return true;
+  // Every term is at most the highest release plus all the sizes.
+  Offset highest = 0;
+  Bytes sizes = 0;
+  for (const auto& [offset, size] : stack_) {
+    highest = std::max(highest, offset);
+    sizes += size;
+  }
+  if (highest + sizes <= capacity_) return true;
+  std::sort(stack_.begin(), stack_.end(),
+            [](const auto& x, const auto& y) { return x.first > y.first; });
+  Bytes above = 0;
+  for (const auto& [offset, size] : stack_) {
+    above += size;
+    if (offset + above > capacity_) return false;
+  }
+  return true;
+}
+
+// Zero-slack holes: in a section whose unplaced buffers must fill
+// everything above its floor (floor + total == capacity), some buffer
+// starts exactly at the floor, and its minimum offset is that floor
+// already (minimum offsets only rise). Buffers at one offset never overlap
+// in time, so at each level the tight sections whose floor is the level
+// must be covered by time-disjoint buffers whose minimum offset is the
+// level. Checked for the levels this placement changed: b's top, and the
+// old minimum offsets of the buffers it raised.
+bool Search::Coverable(const Part& part, int b, size_t offset_mark) {
+  levels_.clear();
+  levels_.push_back(solution_[b] + model_.size[b]);
+  for (size_t k = offset_mark; k < offset_log_.size(); ++k) {
+    levels_.push_back(offset_log_[k].second);
+  }
+  std::sort(levels_.begin(), levels_.end());
+  levels_.erase(std::unique(levels_.begin(), levels_.end()), levels_.end());
+  // A tight hole at one of these levels lies in b's sections (their floor
+  // is b's top) or in a raised buffer's (touched_).
+  holes_at_.clear();
+  const auto consider = [&](int s) {
+    if (TightHole(s) &&
+        std::binary_search(levels_.begin(), levels_.end(), floor_[s])) {
+      holes_at_.push_back(floor_[s]);
+    }
+  };
+  for (int s = model_.sec_lo[b]; s < model_.sec_hi[b]; ++s) consider(s);
+  for (int s : touched_) consider(s);
+  std::sort(holes_at_.begin(), holes_at_.end());
+  holes_at_.erase(std::unique(holes_at_.begin(), holes_at_.end()),
+                  holes_at_.end());
+  for (Offset level : holes_at_) {
+    if (!CoverLevel(part, level)) return false;
+  }
+  return true;
+}
+
+// One level of Coverable: an interval cover of the part's sections, left to
+// right (reach_[k]: the tight holes before section k can be covered).
+bool Search::CoverLevel(const Part& part, Offset level) {
+  const int n = part.hi - part.lo;
+  if (static_cast<int>(starting_.size()) < n) starting_.resize(n);
+  for (int k = 0; k < n; ++k) starting_[k].clear();
+  for (int x : part.buffers) {
+    if (!placed_[x] && min_offset_[x] == level) {
+      starting_[model_.sec_lo[x] - part.lo].push_back(model_.sec_hi[x] -
+                                                      part.lo);
+    }
+  }
+  reach_.assign(n + 1, 0);
+  reach_[0] = 1;
+  for (int k = 0; k < n; ++k) {
+    if (!reach_[k]) continue;
+    const int s = part.lo + k;
+    if (floor_[s] != level || !TightHole(s)) reach_[k + 1] = 1;
+    for (int end : starting_[k]) reach_[end] = 1;
+  }
+  return reach_[n] != 0;
 }
 
 // After placing `b`: continue in this part, or, if b was the last buffer
@@ -535,6 +724,14 @@ std::vector<Offset> FullOffsets(const Problem& problem, const Model& model,
   return offsets;
 }
 
+// The orderings for a capacity: the zero-slack ones where every section is
+// exactly full at it.
+const std::vector<std::string>& OrderingsFor(const Model& model, Bytes capacity,
+                                             const ExactOptions& options) {
+  return capacity == model.full_at ? options.zero_slack_orderings
+                                   : options.orderings;
+}
+
 // Round robin over orderings first, first + stride, ... with doubling node
 // limits up to `max_limit` (MiniMalloc's scheme): an easy ordering answers
 // early, and a run that proves infeasibility under any ordering settles the
@@ -546,10 +743,12 @@ CapacityAnswer RoundRobin(const Model& model, const Problem& problem,
   CapacityAnswer answer;
   answer.outcome = Outcome::kAborted;
   Search search(model, capacity, cancel, effort_left);
+  const std::vector<std::string>& orderings =
+      OrderingsFor(model, capacity, options);
   int64_t limit = std::max<int64_t>(1024, 2 * model.ids.size());
   while (limit <= max_limit) {
-    for (size_t k = first; k < options.orderings.size(); k += stride) {
-      const Outcome outcome = search.Run(options.orderings[k], limit);
+    for (size_t k = first; k < orderings.size(); k += stride) {
+      const Outcome outcome = search.Run(orderings[k], limit);
       answer.nodes = search.nodes();
       if (outcome == Outcome::kAborted) continue;
       answer.outcome = outcome;
@@ -574,7 +773,8 @@ CapacityAnswer SearchCapacity(const Model& model, const Problem& problem,
                               Bytes capacity, const ExactOptions& options,
                               const CancelToken* cancel, int64_t* effort_left,
                               int64_t max_limit) {
-  if (options.threads <= 1 || options.orderings.size() < 2) {
+  if (options.threads <= 1 ||
+      OrderingsFor(model, capacity, options).size() < 2) {
     return RoundRobin(model, problem, capacity, options, cancel, effort_left,
                       max_limit, 0, 1);
   }
@@ -729,6 +929,19 @@ absl::StatusOr<Solution> StartingPlan(const Problem& problem,
   return GreedySeed(problem);
 }
 
+// Non-empty, and each ordering letters of "WATZ" with an optional 'h'.
+bool ValidOrderings(const std::vector<std::string>& orderings) {
+  if (orderings.empty()) return false;
+  for (const std::string& o : orderings) {
+    const size_t letters =
+        !o.empty() && o.back() == 'h' ? o.size() - 1 : o.size();
+    if (letters == 0 || o.find_first_not_of("WATZ") < letters) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // The capacity kCapacity works against, or an error if none was given.
 absl::StatusOr<Bytes> CapacityOf(const Problem& problem,
                                  const ExactOptions& options) {
@@ -739,7 +952,18 @@ absl::StatusOr<Bytes> CapacityOf(const Problem& problem,
       "problem.capacity");
 }
 
-// Too many buffers to search: report on the starting plan as it is.
+// Small enough to search: at most max_buffers buffers and max_overlaps
+// overlapping pairs, which bound the model's memory and set-up time.
+bool Searchable(const Problem& problem, const ExactOptions& options) {
+  if (static_cast<int64_t>(problem.buffers.size()) > options.max_buffers) {
+    return false;
+  }
+  const std::vector<int64_t> conflicts = CountConflicts(problem);
+  return std::accumulate(conflicts.begin(), conflicts.end(), int64_t{0}) / 2 <=
+         options.max_overlaps;
+}
+
+// Too large to search: report on the starting plan as it is.
 ExactResult Unsearched(const ExactOptions& options, Bytes capacity,
                        ExactResult result) {
   result.proven_optimal = result.solution.arena_size == result.lower_bound;
@@ -761,9 +985,11 @@ absl::StatusOr<ExactResult> SolveExact(const Problem& problem,
                                        const ExactOptions& options,
                                        const SolveContext& ctx) {
   if (absl::Status s = ValidateBuffers(problem); !s.ok()) return s;
-  if (absl::Status s = CheckFixed(problem); !s.ok()) return s;
-  if (options.orderings.empty()) {
-    return absl::InvalidArgumentError("exact solver: no orderings");
+  if (!ValidOrderings(options.orderings) ||
+      !ValidOrderings(options.zero_slack_orderings)) {
+    return absl::InvalidArgumentError(
+        "exact solver: orderings must be non-empty lists of letters from "
+        "WATZ, each optionally followed by h");
   }
   Bytes capacity = 0;
   if (options.mode == ExactMode::kCapacity) {
@@ -776,9 +1002,10 @@ absl::StatusOr<ExactResult> SolveExact(const Problem& problem,
   ExactResult result;
   result.solution = *std::move(seed);
   result.lower_bound = StrongLowerBound(problem);
-  if (static_cast<int64_t>(problem.buffers.size()) > options.max_buffers) {
+  if (!Searchable(problem, options)) {
     return Unsearched(options, capacity, std::move(result));
   }
+  if (absl::Status s = CheckFixed(problem); !s.ok()) return s;
   const Model model = BuildModel(problem);
   int64_t effort_left = options.max_nodes;
   const Job job{problem, options, ctx, model,

@@ -58,12 +58,24 @@ struct ExactOptions {
   // Problems with more buffers are not searched: the seed (or the built-in
   // greedy plan) is returned as is. Default 4096.
   int64_t max_buffers = 4096;
+  // Nor are problems with more pairs of buffers live at the same time: the
+  // search keeps every buffer's overlapping buffers (memory and set-up
+  // grow with the pairs). Default 2^22.
+  int64_t max_overlaps = int64_t{1} << 22;
   // Static buffer orderings tried round robin with doubling node limits
   // (MiniMalloc's "preordering heuristics"); letters, each descending:
   // W lifetime width, A area (size x width), T largest section total,
-  // Z size; ties by buffer index. Default {"WAT", "TAW", "TWA"}.
-  // REQUIRES non-empty, letters from "WATZ".
+  // Z size; ties by buffer index. A trailing 'h' adds hole branching: at
+  // each level the search branches only on the buffers that can cover the
+  // tight section with the fewest of them (without it, only forced holes,
+  // with zero or one candidate, are narrowed). Default {"WAT", "TAW",
+  // "TWA"}. REQUIRES non-empty, letters from "WATZ", optional 'h'.
   std::vector<std::string> orderings = {"WAT", "TAW", "TWA"};
+  // The orderings used instead when the capacity searched leaves zero
+  // slack: every section's live bytes are 0 or exactly the capacity (a
+  // capacity x time rectangle cut into buffers). Default {"Zh", "TZh"}:
+  // largest first, with hole branching. REQUIRES as `orderings`.
+  std::vector<std::string> zero_slack_orderings = {"Zh", "TZh"};
   // Threads searching orderings at once (1 or 2); the first to answer wins.
   // Results do not depend on timing when 1. Default 1.
   int threads = 1;

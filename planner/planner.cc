@@ -99,8 +99,10 @@ absl::Status SearchExact(const PlanOptions& options, const CancelToken* budget,
     return absl::OkStatus();
   }
   const absl::Time start = absl::Now();
-  absl::Status verified = Verify(result->problem, found->solution);
+  absl::Status verified = Verify(result->problem, found->solution, budget);
   AddStageTime("verify", absl::Now() - start, result);
+  // Out of time before the better plan was proven: keep the verified one.
+  if (absl::IsDeadlineExceeded(verified)) return absl::OkStatus();
   if (!verified.ok()) {
     return absl::InternalError(absl::StrCat(
         "the exact solver produced an invalid plan: ", verified.message()));
@@ -126,8 +128,11 @@ absl::Status ComputeSharedObjects(const Problem& problem,
     return graph.status();
   }
   StageTimer timer("pools", stages);
-  *objects = graph.ok() ? ColorSharedObjects(problem, *graph)
-                        : ColorSharedObjects(problem);
+  absl::StatusOr<SharedObjects> colored =
+      graph.ok() ? ColorSharedObjects(problem, *graph, cancel)
+                 : ColorSharedObjects(problem, cancel);
+  if (!colored.ok()) return colored.status();
+  *objects = *std::move(colored);
   return absl::OkStatus();
 }
 
@@ -279,7 +284,7 @@ std::vector<InPlaceTensor> SelectBuffers(const Graph& graph,
 // lifetime, and no two tensors live together sharing memory except in-place
 // hand-overs.
 absl::Status VerifyTensors(const std::vector<InPlaceTensor>& aliases,
-                           PlanResult* result) {
+                           const CancelToken* cancel, PlanResult* result) {
   const absl::Time start = absl::Now();
   const size_t spaces = std::max<size_t>(1, result->memory_spaces.size());
   const auto space_of = [&](int buffer) {
@@ -312,17 +317,18 @@ absl::Status VerifyTensors(const std::vector<InPlaceTensor>& aliases,
         pairs.push_back({local[a.tensor], local[a.input]});
       }
     }
-    s = VerifyInPlace(per_tensor, plan, pairs);
+    s = VerifyInPlace(per_tensor, plan, pairs, cancel);
   }
   for (StageTime& stage : result->stages) {  // part of "verify"
     if (stage.stage == "verify") {
       stage.micros += absl::ToInt64Microseconds(absl::Now() - start);
     }
   }
-  if (!s.ok()) {
+  if (!s.ok() && !absl::IsDeadlineExceeded(s)) {
     return absl::InternalError(
         absl::StrCat("the in-place plan failed verification: ", s.message()));
   }
+  if (!s.ok()) return s;
   return absl::OkStatus();
 }
 
@@ -461,7 +467,9 @@ absl::StatusOr<PlanResult> PlanGraph(const Graph& graph,
   absl::StatusOr<PlanResult> planned =
       PlanProblem(std::move(result), options, workers, cancel, &budget);
   if (!planned.ok() || aliases.empty()) return planned;
-  if (absl::Status s = VerifyTensors(aliases, &*planned); !s.ok()) return s;
+  if (absl::Status s = VerifyTensors(aliases, cancel, &*planned); !s.ok()) {
+    return s;
+  }
   return planned;
 }
 

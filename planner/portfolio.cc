@@ -17,10 +17,12 @@ namespace {
 constexpr size_t kInlineBelow = 2000;
 
 // Verifies the plans from smallest arena up (ties in listed order) and
-// returns the first that passes: usually one verification in all.
+// returns the first that passes: usually one verification in all. The
+// verification stops when `cancel` (may be null) does.
 absl::StatusOr<PortfolioResult> FirstVerified(
     const Problem& problem, const std::vector<std::string>& strategies,
-    std::vector<absl::StatusOr<Solution>>& results) {
+    std::vector<absl::StatusOr<Solution>>& results,
+    const CancelToken* cancel) {
   std::vector<int> order;
   absl::Status first_error;
   for (int i = 0; i < static_cast<int>(results.size()); ++i) {
@@ -35,7 +37,8 @@ absl::StatusOr<PortfolioResult> FirstVerified(
   });
   for (int i : order) {
     const absl::Time start = absl::Now();
-    absl::Status s = Verify(problem, *results[i]);
+    absl::Status s = Verify(problem, *results[i], cancel);
+    if (absl::IsDeadlineExceeded(s)) return s;
     if (s.ok()) {
       return PortfolioResult{*std::move(results[i]), strategies[i],
                              absl::ToInt64Microseconds(absl::Now() - start)};
@@ -79,7 +82,10 @@ absl::StatusOr<PortfolioResult> RunPortfolio(
     if (pool == nullptr || !pool->TrySchedule(task)) task();
   }
   done.Wait();
-  return FirstVerified(problem, strategies, results);
+  // The first strategy is always one the request needs: its token is the
+  // call's.
+  return FirstVerified(problem, strategies, results,
+                       contexts.empty() ? nullptr : contexts[0]->cancel);
 }
 
 }  // namespace memplan::planner

@@ -1,8 +1,7 @@
 #include "planner/problem.h"
 
 #include <algorithm>
-#include <queue>
-#include <tuple>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -50,32 +49,22 @@ Bytes NaiveBytes(const Problem& problem) {
 
 namespace {
 
-// PaddedLowerBound at the steps whose smallest live alignment is `m`.
-// `events` are (step, 0 for an end / 1 for a start, buffer), sorted.
-Bytes PaddedBoundAt(const Problem& problem,
-                    const std::vector<std::tuple<Step, int, int>>& events,
-                    Bytes m) {
+// PaddedLowerBound at the sections whose smallest live alignment is `m`:
+// the live sizes rounded up to m, less the largest rounding.
+Bytes PaddedBoundAt(const Problem& problem, const Sections& sections, Bytes m) {
   const auto& b = problem.buffers;
-  Bytes live = 0;                 // sum of AlignUp(size, m) of live buffers
-  int64_t with_m = 0, below = 0;  // live buffers aligned to m, to less
-  std::vector<bool> alive(b.size(), false);
-  // Largest padding among live buffers: a heap with lazy deletion.
-  std::priority_queue<std::pair<Bytes, int>> padding;
+  const std::vector<Bytes> padded =
+      SectionTotals(sections, [&](int i) { return AlignUp(b[i].size, m); });
+  const std::vector<Bytes> with_m = SectionTotals(
+      sections, [&](int i) { return Bytes{b[i].alignment == m}; });
+  const std::vector<Bytes> below =
+      SectionTotals(sections, [&](int i) { return Bytes{b[i].alignment < m}; });
+  const std::vector<Bytes> rounding = SectionMaxima(
+      sections, [&](int i) { return AlignUp(b[i].size, m) - b[i].size; });
   Bytes best = 0;
-  for (size_t k = 0; k < events.size(); ++k) {
-    const auto [step, is_start, i] = events[k];
-    const Bytes padded = AlignUp(b[i].size, m);
-    const int sign = is_start ? 1 : -1;
-    live += sign * padded;
-    if (b[i].alignment == m) with_m += sign;
-    if (b[i].alignment < m) below += sign;
-    alive[i] = is_start;
-    if (is_start) padding.push({padded - b[i].size, i});
-    const bool last_at_step =
-        k + 1 == events.size() || std::get<0>(events[k + 1]) != step;
-    if (!last_at_step || with_m == 0 || below > 0) continue;
-    while (!alive[padding.top().second]) padding.pop();
-    best = std::max(best, live - padding.top().first);
+  for (int k = 0; k < sections.size(); ++k) {
+    if (with_m[k] == 0 || below[k] > 0) continue;
+    best = std::max(best, padded[k] - rounding[k]);
   }
   return best;
 }
@@ -83,24 +72,22 @@ Bytes PaddedBoundAt(const Problem& problem,
 }  // namespace
 
 Bytes PaddedLowerBound(const Problem& problem) {
+  // The distinct alignments: powers of two, so at most 64.
   std::vector<Bytes> alignments;
-  for (const Buffer& b : problem.buffers) alignments.push_back(b.alignment);
-  std::sort(alignments.begin(), alignments.end());
-  alignments.erase(std::unique(alignments.begin(), alignments.end()),
-                   alignments.end());
+  uint64_t seen = 0;
+  for (const Buffer& b : problem.buffers) {
+    const int bit = __builtin_ctzll(static_cast<uint64_t>(b.alignment));
+    if ((seen >> bit) & 1) continue;
+    seen |= uint64_t{1} << bit;
+    alignments.push_back(b.alignment);
+  }
   if (alignments.empty() || (alignments.size() == 1 && alignments[0] == 1)) {
     return LowerBound(problem);
   }
-  std::vector<std::tuple<Step, int, int>> events;
-  events.reserve(2 * problem.buffers.size());
-  for (int i = 0; i < static_cast<int>(problem.buffers.size()); ++i) {
-    events.emplace_back(problem.buffers[i].start, 1, i);
-    events.emplace_back(problem.buffers[i].end, 0, i);
-  }
-  std::sort(events.begin(), events.end());
+  const Sections sections = SweepSections(problem);
   Bytes best = 0;
   for (Bytes m : alignments) {
-    best = std::max(best, PaddedBoundAt(problem, events, m));
+    best = std::max(best, PaddedBoundAt(problem, sections, m));
   }
   return best;
 }

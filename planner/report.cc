@@ -122,8 +122,11 @@ void AppendPicture(const PlanResult& r, int rows, std::string* out) {
     const Offset lo = r.solution.offsets[i];
     const Offset hi = lo + b[i].size;
     for (int row = 0; row < rows; ++row) {
-      const Bytes row_lo = arena * row / rows,
-                  row_hi = arena * (row + 1) / rows;
+      // In 128 bits: arenas may be up to 2^62 bytes.
+      const Bytes row_lo = static_cast<Bytes>(static_cast<__int128>(arena) *
+                                              row / rows),
+                  row_hi = static_cast<Bytes>(static_cast<__int128>(arena) *
+                                              (row + 1) / rows);
       if (lo >= row_hi || hi <= row_lo) continue;
       for (Step s = b[i].start; s < b[i].end; ++s) grid[row][s] = kSymbols[i];
     }

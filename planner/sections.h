@@ -15,7 +15,9 @@
 #ifndef MEMPLAN_PLANNER_SECTIONS_H_
 #define MEMPLAN_PLANNER_SECTIONS_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -99,6 +101,33 @@ std::vector<Bytes> SectionTotals(const Sections& sections, WeightFn weight) {
   for (size_t k = 1; k < total.size(); ++k) total[k] += total[k - 1];
   total.pop_back();
   return total;
+}
+
+// Per section, the largest weight(i) (>= 0) among the buffers live in it
+// (0 where none is): buffers by decreasing weight paint the sections they cover
+// that no heavier buffer painted, skipping painted runs with a union-find, so
+// each section is painted once. O(n log n + sections).
+template <typename WeightFn>
+std::vector<Bytes> SectionMaxima(const Sections& sections, WeightFn weight) {
+  const int n = static_cast<int>(sections.first.size());
+  std::vector<std::pair<Bytes, int>> by_weight(n);
+  for (int i = 0; i < n; ++i) by_weight[i] = {-weight(i), i};
+  std::sort(by_weight.begin(), by_weight.end());
+  std::vector<Bytes> max(sections.size(), 0);
+  std::vector<int> next(sections.size() + 1);  // next unpainted section
+  for (size_t k = 0; k < next.size(); ++k) next[k] = static_cast<int>(k);
+  const auto find = [&](int k) {
+    while (next[k] != k) k = next[k] = next[next[k]];
+    return k;
+  };
+  for (const auto& [negative, i] : by_weight) {
+    for (int k = find(sections.first[i]); k < sections.last[i];
+         k = find(k + 1)) {
+      max[k] = -negative;
+      next[k] = k + 1;
+    }
+  }
+  return max;
 }
 
 }  // namespace memplan::planner

@@ -197,6 +197,22 @@ TEST(SectionsTest, ExtremeAndNegativeStepsNeedNoArithmetic) {
   EXPECT_EQ(LowerBound(p), 12);
 }
 
+TEST(SectionsTest, MaximaAreTheLargestLiveWeights) {
+  for (uint32_t seed = 0; seed < 200; ++seed) {
+    const Problem p = testing::RandomProblem(1 + seed % 60, seed);
+    SectionOptions options;
+    options.list_live = true;
+    const Sections s = SweepSections(p, options);
+    const auto weight = [&](int i) { return p.buffers[i].size % 97; };
+    const std::vector<Bytes> max = SectionMaxima(s, weight);
+    for (int k = 0; k < s.size(); ++k) {
+      Bytes want = 0;
+      for (int i : s.live[k]) want = std::max(want, weight(i));
+      ASSERT_EQ(max[k], want) << "seed " << seed << " section " << k;
+    }
+  }
+}
+
 TEST(SectionsTest, EmptyProblemHasNoSections) {
   const Sections s = SweepSections(Problem{});
   EXPECT_EQ(s.size(), 0);

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/btree_set.h"
+#include "absl/container/btree_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "planner/sort.h"
@@ -65,9 +65,12 @@ namespace {
 
 constexpr int kCancelStride = 1 << 16;  // events between polls
 
-// One end of a lifetime in the sweep.
+// One end of a lifetime in the sweep, with what the sweep needs of the
+// buffer: reading events in order then touches memory in sequence.
 struct Event {
   Step step;      // when
+  Offset offset;  // the buffer's offset
+  Offset top;     // offset + size
   int index = 0;  // the buffer
   bool start = false;
 };
@@ -75,14 +78,16 @@ struct Event {
 // The lifetime events ordered by (step, ends before starts, index): a
 // stable radix sort by step of the ends, then the starts, by index.
 absl::StatusOr<std::vector<Event>> SortedEvents(const Problem& problem,
+                                                const Solution& solution,
                                                 const std::vector<Step>& ends,
                                                 const CancelToken* cancel) {
   const int n = static_cast<int>(problem.buffers.size());
-  std::vector<Event> events;
-  events.reserve(2 * static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) events.push_back({ends[i], i, false});
+  std::vector<Event> events(2 * static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
-    events.push_back({problem.buffers[i].start, i, true});
+    const Buffer& b = problem.buffers[i];
+    const Offset offset = solution.offsets[i];
+    events[i] = {ends[i], offset, offset + b.size, i, false};
+    events[n + i] = {b.start, offset, offset + b.size, i, true};
   }
   if (!RadixSortOrCancel(
           &events, [](const Event& e) { return SignedKey(e.step); }, cancel)) {
@@ -97,34 +102,34 @@ absl::StatusOr<std::vector<Event>> SortedEvents(const Problem& problem,
 absl::Status Sweep(const Problem& problem, const Solution& solution,
                    const std::vector<Step>& ends, const CancelToken* cancel) {
   const auto& buffers = problem.buffers;
-  const auto& offsets = solution.offsets;
   absl::StatusOr<std::vector<Event>> events =
-      SortedEvents(problem, ends, cancel);
+      SortedEvents(problem, solution, ends, cancel);
   if (!events.ok()) return events.status();
-  absl::btree_set<std::pair<Offset, int>> live;
+  // Live buffers: offset -> (top, index).
+  absl::btree_map<Offset, std::pair<Offset, int>> live;
   int visited = 0;
   for (const Event& e : *events) {
     if (++visited % kCancelStride == 0 && cancel && cancel->Cancelled()) {
       return absl::DeadlineExceededError("verification cancelled");
     }
-    const int i = e.index;
     if (!e.start) {
-      live.erase({offsets[i], i});
+      auto it = live.find(e.offset);
+      if (it != live.end() && it->second.second == e.index) live.erase(it);
       continue;
     }
-    auto next = live.lower_bound({offsets[i], -1});
-    if (next != live.end() && next->first < offsets[i] + buffers[i].size) {
-      return Collision(buffers[i], offsets[i], buffers[next->second],
+    auto next = live.lower_bound(e.offset);
+    if (next != live.end() && next->first < e.top) {
+      return Collision(buffers[e.index], e.offset, buffers[next->second.second],
                        next->first);
     }
     if (next != live.begin()) {
       auto prev = std::prev(next);
-      if (prev->first + buffers[prev->second].size > offsets[i]) {
-        return Collision(buffers[prev->second], prev->first, buffers[i],
-                         offsets[i]);
+      if (prev->second.first > e.offset) {
+        return Collision(buffers[prev->second.second], prev->first,
+                         buffers[e.index], e.offset);
       }
     }
-    live.emplace_hint(next, offsets[i], i);
+    live.emplace_hint(next, e.offset, std::make_pair(e.top, e.index));
   }
   return absl::OkStatus();
 }

@@ -20,15 +20,12 @@ absl::Status Invalid(const Parts&... parts) {
   return absl::InvalidArgumentError(absl::StrCat(parts...));
 }
 
-// "auto", empty, or a strategy the planner knows; checked before any work.
+// "auto", empty, or a strategy the planner knows (the registry's check),
+// before any work.
 absl::Status CheckStrategy(const std::string& name) {
-  if (name.empty() || name == "auto") return absl::OkStatus();
-  const std::vector<std::string>& known = planner::StrategyNames();
-  if (std::find(known.begin(), known.end(), name) != known.end()) {
-    return absl::OkStatus();
-  }
-  return Invalid("options.strategy: unknown strategy '", Clip(name),
-                 "'; known: auto, ", absl::StrJoin(known, ", "));
+  absl::Status s = planner::CheckStrategyName(name);
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat("options.strategy: ", s.message()));
 }
 
 // The time budget a request asks for, within `budgets`.

@@ -47,11 +47,11 @@ TEST(ConvertTest, UnknownStrategyListsTheKnownOnesAndIsCut) {
   absl::Status s = OptionsFromProto(in, {}).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()),
-              HasSubstr("unknown strategy 'best_fit_sise'; known: auto, "
+              HasSubstr("unknown strategy 'best_fit_sise'; valid: auto, "
                         "best_fit_size"));
   in.set_strategy(std::string(100000, 'z'));
   s = OptionsFromProto(in, {}).status();
-  EXPECT_THAT(std::string(s.message()), HasSubstr("(100000 chars)"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("(100000 bytes)"));
   EXPECT_LT(s.message().size(), 2000u);
 }
 

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -24,8 +25,16 @@
 
 namespace memplan::planner::testing {
 
+// How the rectangle is cut.
+enum class ZeroSlackCut {
+  kSweep,       // over time: ended neighbours merged and re-cut (default)
+  kGuillotine,  // recursive straight cuts, across time or across memory
+};
+
 // Settings of ZeroSlackProblem.
 struct ZeroSlackOptions {
+  // Default kSweep.
+  ZeroSlackCut cut = ZeroSlackCut::kSweep;
   // Buffers to cut, about (the last step may add a few). Default 300.
   // REQUIRES >= 2.
   int buffers = 300;
@@ -69,22 +78,74 @@ inline std::vector<Piece> Cut(Offset offset, Bytes size, int parts, Step now,
 
 }  // namespace internal
 
-// A problem whose optimum arena is options.capacity with every step full.
-inline Problem ZeroSlackProblem(const ZeroSlackOptions& options) {
+// kGuillotine: cuts the piece of largest area (steps x grains; first on
+// ties) in two, across time or across memory at random, until there are
+// options.buffers pieces; a piece one step by one grain is never cut.
+inline void GuillotineCut(const ZeroSlackOptions& options, std::mt19937_64& rng,
+                          Problem* p, Solution* cut) {
+  struct Rect {
+    Step start, end;      // steps
+    Offset offset, size;  // grains
+  };
+  const Bytes height = options.capacity / options.grain;
+  std::vector<Rect> rects = {{0, options.buffers, 0, height}};
+  while (static_cast<int>(rects.size()) < options.buffers) {
+    size_t k = 0;
+    for (size_t i = 1; i < rects.size(); ++i) {
+      const Rect& a = rects[i];
+      const Rect& b = rects[k];
+      if ((a.end - a.start) * a.size > (b.end - b.start) * b.size) k = i;
+    }
+    const Rect r = rects[k];
+    const bool can_time = r.end - r.start > 1, can_memory = r.size > 1;
+    if (!can_time && !can_memory) break;
+    const bool across_time = can_time && (!can_memory || rng() % 2 == 0);
+    if (across_time) {
+      const Step at =
+          r.start + 1 + static_cast<Step>(rng() % (r.end - r.start - 1));
+      rects[k] = {r.start, at, r.offset, r.size};
+      rects.push_back({at, r.end, r.offset, r.size});
+    } else {
+      const Offset at = 1 + static_cast<Offset>(rng() % (r.size - 1));
+      rects[k] = {r.start, r.end, r.offset, at};
+      rects.push_back({r.start, r.end, r.offset + at, r.size - at});
+    }
+  }
+  for (const Rect& r : rects) {
+    Buffer b;
+    b.start = r.start;
+    b.end = r.end;
+    b.size = r.size * options.grain;
+    p->buffers.push_back(std::move(b));
+    cut->offsets.push_back(r.offset * options.grain);
+  }
+}
+
+// A problem whose optimum arena is options.capacity with every step full,
+// with the cut it was made from (a plan of arena options.capacity).
+inline std::pair<Problem, Solution> ZeroSlackPacking(
+    const ZeroSlackOptions& options) {
   std::mt19937_64 rng(options.seed);
   const Bytes height = options.capacity / options.grain;  // in grains
   std::vector<internal::Piece> live =
       internal::Cut(0, height, options.live, 0, rng);
   Problem p;
+  Solution cut;
   auto emit = [&](const internal::Piece& piece, Step end) {
     Buffer b;
     b.start = piece.start;
     b.end = end;
     b.size = piece.size * options.grain;
     p.buffers.push_back(std::move(b));
+    cut.offsets.push_back(piece.offset * options.grain);
   };
   int made = static_cast<int>(live.size());
   Step now = 0;
+  if (options.cut == ZeroSlackCut::kGuillotine) {
+    live.clear();
+    made = options.buffers;
+    GuillotineCut(options, rng, &p, &cut);
+  }
   while (made < options.buffers) {
     ++now;
     // End each live piece with probability 1 / (live / 2 + 1): a few per
@@ -119,12 +180,20 @@ inline Problem ZeroSlackProblem(const ZeroSlackOptions& options) {
   }
   for (const internal::Piece& piece : live) emit(piece, now + 1);
   for (size_t i = p.buffers.size(); i > 1; --i) {  // Fisher-Yates, portable
-    std::swap(p.buffers[i - 1], p.buffers[rng() % i]);
+    const size_t j = rng() % i;
+    std::swap(p.buffers[i - 1], p.buffers[j]);
+    std::swap(cut.offsets[i - 1], cut.offsets[j]);
   }
   for (size_t i = 0; i < p.buffers.size(); ++i) {
     p.buffers[i].name = absl::StrCat("z", i);
   }
-  return p;
+  cut.arena_size = options.capacity;
+  return {std::move(p), std::move(cut)};
+}
+
+// The problem of ZeroSlackPacking alone.
+inline Problem ZeroSlackProblem(const ZeroSlackOptions& options) {
+  return ZeroSlackPacking(options).first;
 }
 
 }  // namespace memplan::planner::testing
