@@ -1,8 +1,23 @@
 // memplan-server: serves memplan.v1.MemoryPlanner, grpc.health.v1 and server
-// reflection. SIGTERM/SIGINT: health turns NOT_SERVING, plans in progress
-// are cancelled, the server shuts down within --grace_seconds and exits 0.
+// reflection. SIGTERM/SIGINT start a shutdown that ends with exit 0 within
+// --grace_seconds of the signal:
+//   1. health turns NOT_SERVING for every service; new Plan/Benchmark calls
+//      get UNAVAILABLE; calls in progress go on; /metrics stops;
+//   2. for --drain_seconds the server keeps listening, so health Check keeps
+//      answering NOT_SERVING (readiness probes and load balancers see it);
+//   3. it waits for the calls in progress, still listening; 0.5 s before the
+//      grace ends, those still running are cancelled (they end with
+//      UNAVAILABLE, or the exact search with its best plan, within
+//      milliseconds);
+//   4. open health Watch streams end (UNAVAILABLE), the server stops
+//      listening and closes its connections (gRPC gives calls 0.1 s, then
+//      cancels them), and the process exits 0.
+// A second signal during the drain ends it and cancels the calls in progress.
+#include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,13 +30,14 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
-#include "grpcpp/health_check_service_interface.h"
 #include "memplan/version.h"
 #include "planner/worker_pool.h"
+#include "server/health.h"
 #include "server/metrics.h"
 #include "server/service.h"
 
@@ -55,7 +71,16 @@ ABSL_FLAG(int64_t, max_benchmark_ops, 10'000'000,
 ABSL_FLAG(double, max_benchmark_seconds, 30,
           "wall time limit of one Benchmark call");
 ABSL_FLAG(double, grace_seconds, 5,
-          "on SIGTERM/SIGINT, how long calls in progress may take to finish");
+          "on SIGTERM/SIGINT, the time from the signal to the exit (0 on a "
+          "clean stop): the drain, then calls in progress may finish until "
+          "0.5 s before its end, when they are cancelled");
+ABSL_FLAG(double, drain_seconds, 2,
+          "on SIGTERM/SIGINT, how long at least health answers NOT_SERVING "
+          "before the server closes (meanwhile new calls get UNAVAILABLE and "
+          "calls in progress go on); part of --grace_seconds, at most grace - "
+          "0.5 s; under Kubernetes, the readiness probe's periodSeconds times "
+          "its failureThreshold sees the pod unready; a second signal ends it "
+          "and cancels the calls in progress");
 
 namespace memplan::server {
 namespace {
@@ -81,22 +106,115 @@ ServiceOptions OptionsFromFlags() {
   return options;
 }
 
-// Waits for SIGTERM or SIGINT (blocked in every thread), then drains.
-void WaitForSignalThenShutdown(grpc::Server* server,
-                               planner::CancelToken* shutdown) {
+// What a shutdown acts on.
+struct Serving {
+  grpc::Server* server;
+  HealthService* health;
+  PlannerService* service;
+  planner::CancelToken* shutdown;  // cancels the calls in progress
+  Metrics* metrics;                // its /metrics stops at the signal
+};
+
+// The moments of a shutdown, from the signal and the flags.
+struct ShutdownTimes {
+  absl::Time drain_end;  // health has said NOT_SERVING long enough
+  absl::Time cancel;     // calls still in progress are cancelled
+  absl::Time close;      // the server closes, whatever is in progress
+};
+
+// Cancelled calls stop within milliseconds (engine's promise: 50 ms); half a
+// second leaves room for that and for the process's exit on a busy machine.
+constexpr absl::Duration kStopMargin = absl::Milliseconds(500);
+// What gRPC gives calls it did not hand us (health Check) when it closes.
+constexpr absl::Duration kCloseWait = absl::Milliseconds(100);
+
+ShutdownTimes TimesFrom(absl::Time signalled) {
+  const absl::Duration grace = std::max(
+      absl::ZeroDuration(), absl::Seconds(absl::GetFlag(FLAGS_grace_seconds)));
+  const absl::Duration stop = std::min(kStopMargin, grace);
+  const absl::Duration drain =
+      std::clamp(absl::Seconds(absl::GetFlag(FLAGS_drain_seconds)),
+                 absl::ZeroDuration(), grace - stop);
+  return {signalled + drain, signalled + grace - stop,
+          signalled + grace - stop / 2};
+}
+
+// SIGTERM and SIGINT, blocked in every thread and taken by sigwait.
+sigset_t ShutdownSignals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  return signals;
+}
+
+// Waits for a shutdown signal until `deadline`; true if one came.
+bool SignalBefore(absl::Time deadline) {
+  const sigset_t signals = ShutdownSignals();
+  for (absl::Duration left = deadline - absl::Now();
+       left > absl::ZeroDuration(); left = deadline - absl::Now()) {
+    const timespec timeout = absl::ToTimespec(left);
+    if (sigtimedwait(&signals, nullptr, &timeout) > 0) return true;
+    if (errno != EINTR && errno != EAGAIN) return false;
+  }
+  return false;
+}
+
+// Waits until no Plan/Benchmark call is in progress, or `until`; true when
+// none is.
+bool CallsEnded(const PlannerService& service, absl::Time until) {
+  while (service.in_flight() > 0 && absl::Now() < until) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return service.in_flight() == 0;
+}
+
+// One line on stderr, with the time since the signal.
+void Log(absl::Time signalled, const std::string& what) {
+  std::fprintf(stderr, "memplan-server: %+.3f s: %s\n",
+               absl::ToDoubleSeconds(absl::Now() - signalled), what.c_str());
+}
+
+// Step 3 of the file comment: calls in progress finish, or are cancelled at
+// `cancel` (at once after a second signal).
+void FinishCalls(const Serving& s, absl::Time signalled,
+                 const ShutdownTimes& times, bool second_signal) {
+  if (!second_signal && CallsEnded(*s.service, times.cancel)) return;
+  Log(signalled,
+      absl::StrCat(second_signal ? "second signal: " : "", "cancelling ",
+                   s.service->in_flight(), " calls in progress"));
+  s.shutdown->Cancel();
+  CallsEnded(*s.service, times.close);
+}
+
+// Steps 1 to 4 of the file comment, from the signal to the server's end.
+void ShutDown(const Serving& s, int signal_number) {
+  const absl::Time signalled = absl::Now();
+  const ShutdownTimes times = TimesFrom(signalled);
+  s.health->SetAllServing(false);
+  s.service->StopAdmitting();
+  std::thread metrics_stop([&] { s.metrics->StopServing(); });
+  Log(signalled,
+      absl::StrFormat("signal %d: health NOT_SERVING, new calls refused, %d "
+                      "in progress, draining for %.1f s",
+                      signal_number, s.service->in_flight(),
+                      absl::ToDoubleSeconds(times.drain_end - signalled)));
+  FinishCalls(s, signalled, times, SignalBefore(times.drain_end));
+  s.health->EndWatches();
+  Log(signalled, absl::StrCat("closing: health Watch streams ended, ",
+                              s.service->in_flight(), " calls in progress"));
+  s.server->Shutdown(absl::ToChronoTime(absl::Now() + kCloseWait));
+  s.shutdown->Cancel();  // nothing may outlive the server
+  Log(signalled, "closed");
+  metrics_stop.join();
+}
+
+// Waits for SIGTERM or SIGINT, then shuts the server down.
+void WaitForSignalThenShutdown(const Serving& serving) {
+  const sigset_t signals = ShutdownSignals();
   int signal_number = 0;
   sigwait(&signals, &signal_number);
-  std::fprintf(stderr, "memplan-server: signal %d, shutting down\n",
-               signal_number);
-  server->GetHealthCheckService()->SetServingStatus(false);
-  shutdown->Cancel();
-  const absl::Duration grace =
-      absl::Seconds(absl::GetFlag(FLAGS_grace_seconds));
-  server->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  ShutDown(serving, signal_number);
 }
 
 int Run() {
@@ -117,8 +235,8 @@ int Run() {
   planner::WorkerPool workers(threads, options.max_in_flight * 8);
   planner::CancelToken shutdown;
   PlannerService service(options, &workers, &shutdown, metrics->get());
+  HealthService health;  // outlives the server, which ends its calls
 
-  grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
@@ -127,6 +245,7 @@ int Run() {
   builder.SetMaxReceiveMessageSize(static_cast<int>(
       std::min<int64_t>(absl::GetFlag(FLAGS_max_request_bytes), INT32_MAX)));
   builder.RegisterService(&service);
+  builder.RegisterService(&health);
   builder.experimental().SetInterceptorCreators(
       (*metrics)->InterceptorFactories());
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
@@ -135,7 +254,7 @@ int Run() {
                  address.c_str());
     return 1;
   }
-  server->GetHealthCheckService()->SetServingStatus(kServiceName, true);
+  health.SetServing(kServiceName, true);
   const std::string host = address.substr(0, address.rfind(':'));
   std::string metrics_note = "metrics off";
   if ((*metrics)->port() > 0) {
@@ -148,7 +267,9 @@ int Run() {
               host.c_str(), port, threads, metrics_note.c_str());
   std::fflush(stdout);
 
-  std::thread signals(WaitForSignalThenShutdown, server.get(), &shutdown);
+  std::thread signals(
+      WaitForSignalThenShutdown,
+      Serving{server.get(), &health, &service, &shutdown, metrics->get()});
   server->Wait();
   signals.join();
   std::fprintf(stderr, "memplan-server: stopped\n");
@@ -220,10 +341,7 @@ int main(int argc, char** argv) {
   // paths of a server (a sixth of a BFC alloc+free).
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   // Block the shutdown signals in every thread; one thread waits for them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
+  const sigset_t signals = memplan::server::ShutdownSignals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   return memplan::server::Run();
 }

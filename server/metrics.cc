@@ -238,6 +238,8 @@ int Metrics::port() const {
   return ports.empty() ? 0 : ports.front();
 }
 
+void Metrics::StopServing() { exposer_.reset(); }
+
 std::vector<
     std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
 Metrics::InterceptorFactories() {

@@ -40,8 +40,13 @@ class Metrics {
   Metrics();
   ~Metrics();
 
-  // The port /metrics is served on; 0 when not served.
+  // The port /metrics is served on; 0 when not served. Not concurrent with
+  // StopServing().
   int port() const;
+  // Stops serving /metrics; the metrics are still collected. Takes up to
+  // about 2 s (civetweb polls its sockets in 2 s steps): a shutdown runs it
+  // on a thread of its own.
+  void StopServing();
 
   // Interceptor factories that count every RPC (for ServerBuilder).
   std::vector<

@@ -61,7 +61,7 @@ void PlannerService::Leave() {
 }
 
 grpc::Status PlannerService::CheckAdmission() {
-  if (shutdown_->Cancelled()) {
+  if (!admitting_ || shutdown_->Cancelled()) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                         "the server is shutting down");
   }

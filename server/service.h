@@ -51,6 +51,12 @@ class PlannerService final : public v1::MemoryPlanner::Service {
                          const v1::BenchmarkRequest* request,
                          v1::BenchmarkResponse* response) override;
 
+  // From now on new calls get UNAVAILABLE; calls in progress go on (the
+  // first step of a shutdown, before `shutdown` is cancelled).
+  void StopAdmitting() { admitting_ = false; }
+  // Calls admitted and not finished.
+  int in_flight() const { return in_flight_.load(); }
+
  private:
   // Takes a slot for one request (false when all are taken) and returns it.
   bool Admit();
@@ -70,6 +76,7 @@ class PlannerService final : public v1::MemoryPlanner::Service {
   const planner::CancelToken* const shutdown_;
   Metrics* const metrics_;
   std::atomic<int> in_flight_{0};
+  std::atomic<bool> admitting_{true};
 };
 
 }  // namespace memplan::server

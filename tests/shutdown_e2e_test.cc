@@ -1,0 +1,434 @@
+// Shutdown under load, end to end: a real memplan-server on 127.0.0.1:0 gets
+// SIGTERM while clients call it, a long and a medium plan are in progress,
+// health Check is polled and a health Watch stream is open. What a client
+// and an orchestrator see: health NOT_SERVING first and for the drain
+// period, new calls UNAVAILABLE, calls in progress finished or ended with a
+// clean status, the Watch stream ended by the server, exit 0 within
+// --grace_seconds. Times are asserted with margins of a second or more.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "memplan/v1/memplan.grpc.pb.h"
+#include "tests/testing/metrics.h"
+#include "tests/testing/process.h"
+
+namespace memplan {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using grpc::health::v1::Health;
+using grpc::health::v1::HealthCheckRequest;
+using grpc::health::v1::HealthCheckResponse;
+
+constexpr char kService[] = "memplan.v1.MemoryPlanner";
+constexpr double kGrace = 6;  // --grace_seconds
+constexpr double kDrain = 2;  // --drain_seconds
+
+double Seconds(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+std::shared_ptr<grpc::Channel> Channel(const std::string& address, int i) {
+  grpc::ChannelArguments args;
+  args.SetInt("memplan.test.channel", i);  // a connection of its own
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
+                                   args);
+}
+
+// A small valid graph x -> f -> y, or (bad) one whose op reads a tensor
+// nobody declared.
+v1::PlanRequest SmallGraph(bool bad) {
+  v1::PlanRequest r;
+  v1::Graph* g = r.mutable_graph();
+  g->set_name("small");
+  for (const char* name : {"x", "y"}) {
+    v1::Tensor* t = g->add_tensors();
+    t->set_name(name);
+    t->set_size_bytes(256);
+  }
+  v1::Op* f = g->add_ops();
+  f->set_name("f");
+  f->add_inputs(bad ? "nobody" : "x");
+  f->add_outputs("y");
+  g->add_inputs("x");
+  g->add_outputs("y");
+  return r;
+}
+
+// MiniMalloc's instance D under the exact search: it runs its whole time
+// budget (not proven optimal in 20 s).
+v1::PlanRequest ExactSearch(int64_t budget_ms) {
+  v1::PlanRequest r;
+  std::ifstream csv(std::string(MEMPLAN_SOURCE_DIR) +
+                    "/bench/data/minimalloc/D.1048576.csv");
+  std::string line;
+  std::getline(csv, line);  // id,lower,upper,size
+  while (std::getline(csv, line)) {
+    std::vector<std::string> f = absl::StrSplit(line, ',');
+    int64_t lower = 0, upper = 0, size = 0;
+    if (f.size() != 4 || !absl::SimpleAtoi(f[1], &lower) ||
+        !absl::SimpleAtoi(f[2], &upper) || !absl::SimpleAtoi(f[3], &size)) {
+      continue;
+    }
+    v1::Buffer* b = r.add_buffers();
+    b->set_id(f[0]);
+    b->set_start(lower);
+    b->set_end(upper);
+    b->set_size(size);
+  }
+  r.mutable_options()->set_strategy("exact");
+  r.mutable_options()->set_alignment(1);
+  r.mutable_options()->set_time_budget_ms(budget_ms);
+  return r;
+}
+
+// One finished call as the client saw it.
+struct Call {
+  Clock::time_point start, end;
+  grpc::StatusCode code = grpc::StatusCode::OK;
+  std::string message;
+  bool bad = false;  // an invalid request (INVALID_ARGUMENT expected)
+};
+
+Call PlanCall(v1::MemoryPlanner::Stub* stub, const v1::PlanRequest& request,
+              int deadline_s) {
+  Call call;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(deadline_s));
+  v1::PlanResponse response;
+  call.start = Clock::now();
+  const grpc::Status s = stub->Plan(&context, request, &response);
+  call.end = Clock::now();
+  call.code = s.error_code();
+  call.message = s.error_message();
+  return call;
+}
+
+// A few clients calling Plan back to back (a valid and an invalid request
+// in turn) until Stop(), at most 20,000 calls or 60 s each; a client that
+// gets UNAVAILABLE waits 5 ms, as a polite client would.
+class SmallLoad {
+ public:
+  SmallLoad(const std::string& address, int clients) {
+    for (int i = 0; i < clients; ++i) {
+      threads_.emplace_back([this, address, i] { Client(address, i); });
+    }
+  }
+  ~SmallLoad() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    for (std::thread& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+  std::vector<Call> calls() {
+    absl::MutexLock lock(&mu_);
+    return calls_;
+  }
+
+ private:
+  void Client(const std::string& address, int i) {
+    auto stub = v1::MemoryPlanner::NewStub(Channel(address, i));
+    const auto end = Clock::now() + std::chrono::seconds(60);
+    for (int n = 0; n < 20000 && !stop_ && Clock::now() < end; ++n) {
+      const bool bad = n % 2 == 1;
+      Call call = PlanCall(stub.get(), SmallGraph(bad), 60);
+      call.bad = bad;
+      if (call.code == grpc::StatusCode::UNAVAILABLE) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      absl::MutexLock lock(&mu_);
+      calls_.push_back(call);
+    }
+  }
+
+  std::atomic<bool> stop_{false};
+  absl::Mutex mu_;
+  std::vector<Call> calls_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> threads_;
+};
+
+// health Check every 20 ms on a connection of its own until Stop() (or
+// 60 s): each answer with its time.
+class CheckPoller {
+ public:
+  struct Answer {
+    Clock::time_point at;
+    std::string what;  // SERVING, NOT_SERVING, or "code N"
+  };
+  explicit CheckPoller(const std::string& address)
+      : thread_([this, address] { Poll(address); }) {}
+  ~CheckPoller() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  std::vector<Answer> answers() {
+    absl::MutexLock lock(&mu_);
+    return answers_;
+  }
+
+ private:
+  void Poll(const std::string& address) {
+    auto stub = Health::NewStub(Channel(address, 100));
+    const auto end = Clock::now() + std::chrono::seconds(60);
+    while (!stop_ && Clock::now() < end) {
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() +
+                           std::chrono::seconds(2));
+      HealthCheckRequest request;
+      request.set_service(kService);
+      HealthCheckResponse response;
+      const grpc::Status s = stub->Check(&context, request, &response);
+      Answer a{Clock::now(), s.ok() ? HealthCheckResponse::ServingStatus_Name(
+                                          response.status())
+                                    : "code " + std::to_string(s.error_code())};
+      {
+        absl::MutexLock lock(&mu_);
+        answers_.push_back(a);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
+  std::atomic<bool> stop_{false};
+  absl::Mutex mu_;
+  std::vector<Answer> answers_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;
+};
+
+// One health Watch stream, read on a thread of its own.
+class Watcher {
+ public:
+  explicit Watcher(const std::string& address)
+      : stub_(Health::NewStub(Channel(address, 200))),
+        thread_([this] { Read(); }) {}
+  ~Watcher() {
+    context_.TryCancel();
+    thread_.join();
+  }
+  // Waits (at most 20 s) for the first message.
+  bool Started() {
+    return first_.WaitForNotificationWithTimeout(absl::Seconds(20));
+  }
+  // Waits (at most `seconds`) for the stream to end.
+  bool Ended(double seconds) {
+    return ended_.WaitForNotificationWithTimeout(absl::Seconds(seconds));
+  }
+  // Messages (time, status) and how the stream ended; call after Ended().
+  std::vector<std::pair<Clock::time_point, std::string>> messages;
+  grpc::Status status;
+  Clock::time_point end_time;
+
+ private:
+  void Read() {
+    context_.set_deadline(std::chrono::system_clock::now() +
+                          std::chrono::seconds(120));
+    HealthCheckRequest request;
+    request.set_service(kService);
+    auto reader = stub_->Watch(&context_, request);
+    HealthCheckResponse response;
+    while (reader->Read(&response)) {
+      messages.emplace_back(
+          Clock::now(),
+          HealthCheckResponse::ServingStatus_Name(response.status()));
+      if (!first_.HasBeenNotified()) first_.Notify();
+    }
+    status = reader->Finish();
+    end_time = Clock::now();
+    if (!first_.HasBeenNotified()) first_.Notify();
+    ended_.Notify();
+  }
+
+  grpc::ClientContext context_;
+  std::unique_ptr<Health::Stub> stub_;
+  absl::Notification first_, ended_;
+  std::thread thread_;
+};
+
+// Calls admitted and running on the server (memplan_planner_queue_depth).
+double QueueDepth(int metrics_port) {
+  absl::StatusOr<std::string> text = testing::HttpGet(metrics_port, "/metrics");
+  if (!text.ok()) return -1;
+  return testing::SumOf(testing::ParseExposition(*text),
+                        "memplan_planner_queue_depth");
+}
+
+// Waits (at most 30 s) until `n` calls are running on the server.
+bool Running(int metrics_port, double n) {
+  const auto end = Clock::now() + std::chrono::seconds(30);
+  while (Clock::now() < end) {
+    if (QueueDepth(metrics_port) >= n) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+std::unique_ptr<testing::ServerProcess> StartServer(double drain) {
+  auto server = std::make_unique<testing::ServerProcess>(
+      MEMPLAN_SERVER_PATH,
+      std::vector<std::string>{"--address=127.0.0.1:0", "--worker_threads=2",
+                               "--grace_seconds=" + std::to_string(kGrace),
+                               "--drain_seconds=" + std::to_string(drain)});
+  return server;
+}
+
+// Health answers after SIGTERM (at `t0`): NOT_SERVING came before any failed
+// Check, and the last NOT_SERVING at least a second after SIGTERM (the drain
+// is 2 s).
+void ExpectChecksDrained(const std::vector<CheckPoller::Answer>& answers,
+                         Clock::time_point t0) {
+  bool failed = false;
+  double first_not_serving = -1, last_not_serving = -1;
+  for (const CheckPoller::Answer& a : answers) {
+    if (a.at < t0) {
+      EXPECT_EQ(a.what, "SERVING");
+      continue;
+    }
+    if (a.what == "NOT_SERVING") {
+      EXPECT_FALSE(failed) << "NOT_SERVING after a failed Check";
+      if (first_not_serving < 0) first_not_serving = Seconds(t0, a.at);
+      last_not_serving = Seconds(t0, a.at);
+    } else if (a.what != "SERVING") {
+      failed = true;
+      // Once the server stops listening: UNAVAILABLE (or CANCELLED for a
+      // Check that arrived just then).
+      EXPECT_TRUE(a.what == "code 14" || a.what == "code 1") << a.what;
+    }
+  }
+  EXPECT_GE(first_not_serving, 0) << "Check never answered NOT_SERVING";
+  EXPECT_GE(last_not_serving, kDrain - 1) << "the drain was cut short";
+}
+
+// The Watch stream: NOT_SERVING after SIGTERM, then ended by the server.
+void ExpectWatchEnded(const Watcher& watch, Clock::time_point t0) {
+  ASSERT_FALSE(watch.messages.empty());
+  EXPECT_EQ(watch.messages.front().second, "SERVING");
+  EXPECT_EQ(watch.messages.back().second, "NOT_SERVING");
+  EXPECT_GE(watch.messages.back().first, t0);
+  EXPECT_EQ(watch.status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(watch.status.error_message(), "the server is shutting down");
+}
+
+// Every call of the load ended cleanly: before SIGTERM with its own answer;
+// in flight at SIGTERM with its own answer or UNAVAILABLE; started after it
+// with UNAVAILABLE, or CANCELLED as the server closed (`closed`: when the
+// Watch stream ended, seen up to 0.1 s late): gRPC cancels the calls it has
+// received but not yet given to a handler when it closes. None reached its
+// 60 s deadline.
+void ExpectLoadClean(const std::vector<Call>& calls, Clock::time_point t0,
+                     Clock::time_point closed) {
+  int after = 0;
+  for (const Call& c : calls) {
+    const grpc::StatusCode own =
+        c.bad ? grpc::StatusCode::INVALID_ARGUMENT : grpc::StatusCode::OK;
+    if (c.end < t0) {
+      EXPECT_EQ(c.code, own) << c.message;
+    } else if (c.start < t0) {
+      EXPECT_TRUE(c.code == own || c.code == grpc::StatusCode::UNAVAILABLE)
+          << c.code << " " << c.message;
+    } else if (c.code == grpc::StatusCode::CANCELLED) {
+      EXPECT_GE(c.end, closed - std::chrono::milliseconds(100))
+          << "cancelled " << Seconds(c.end, closed) << " s before the close";
+    } else {
+      ++after;
+      EXPECT_EQ(c.code, grpc::StatusCode::UNAVAILABLE) << c.message;
+    }
+  }
+  EXPECT_GT(after, 0) << "no call was made after SIGTERM";
+}
+
+TEST(ShutdownTest, SigtermUnderLoadDrainsThenExitsZeroWithinGrace) {
+  auto server = StartServer(kDrain);
+  ASSERT_GT(server->port(), 0) << server->first_line();
+  const int metrics_port = testing::MetricsPort(server->first_line());
+  ASSERT_GT(metrics_port, 0) << server->first_line();
+  Watcher watch(server->address());
+  ASSERT_TRUE(watch.Started());
+  // In progress at SIGTERM: a plan that takes 4 s (it must finish), and one
+  // that would take a minute (cancelled before the grace ends).
+  Call medium, long_call;
+  std::thread medium_thread([&] {
+    auto stub = v1::MemoryPlanner::NewStub(Channel(server->address(), 300));
+    medium = PlanCall(stub.get(), ExactSearch(4000), 120);
+  });
+  std::thread long_thread([&] {
+    auto stub = v1::MemoryPlanner::NewStub(Channel(server->address(), 301));
+    long_call = PlanCall(stub.get(), ExactSearch(60000), 120);
+  });
+  ASSERT_TRUE(Running(metrics_port, 2));
+  CheckPoller checks(server->address());
+  SmallLoad load(server->address(), 3);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+
+  const auto t0 = Clock::now();
+  const int status = server->Stop(SIGTERM, kGrace + 20);
+  const double exited = Seconds(t0, Clock::now());
+  load.Stop();
+  checks.Stop();
+  medium_thread.join();
+  long_thread.join();
+
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_LT(exited, kGrace + 1) << "exit after the grace period";
+  EXPECT_GT(exited, kDrain - 0.5) << "exit before the drain ended";
+  ExpectChecksDrained(checks.answers(), t0);
+  ASSERT_TRUE(watch.Ended(30)) << "the Watch stream is still open";
+  ExpectWatchEnded(watch, t0);
+  ExpectLoadClean(load.calls(), t0, watch.end_time);
+  // The medium plan was in progress at SIGTERM and finished.
+  EXPECT_LT(medium.start, t0);
+  EXPECT_GT(medium.end, t0);
+  EXPECT_EQ(medium.code, grpc::StatusCode::OK) << medium.message;
+  // The long one went on through the drain, then ended cleanly: its best
+  // plan so far, or UNAVAILABLE.
+  EXPECT_GT(Seconds(t0, long_call.end), kDrain - 1);
+  EXPECT_TRUE(long_call.code == grpc::StatusCode::OK ||
+              long_call.code == grpc::StatusCode::UNAVAILABLE)
+      << long_call.code << " " << long_call.message;
+}
+
+TEST(ShutdownTest, SecondSignalEndsTheDrain) {
+  auto server = StartServer(/*drain=*/kGrace);  // capped at grace - 0.5 s
+  ASSERT_GT(server->port(), 0) << server->first_line();
+  auto stub = Health::NewStub(Channel(server->address(), 0));
+  kill(server->pid(), SIGTERM);
+  // Wait (at most 20 s) until health says NOT_SERVING.
+  std::string answer;
+  const auto end = Clock::now() + std::chrono::seconds(20);
+  while (answer != "NOT_SERVING" && Clock::now() < end) {
+    grpc::ClientContext context;
+    HealthCheckRequest request;
+    HealthCheckResponse response;
+    if (stub->Check(&context, request, &response).ok()) {
+      answer = HealthCheckResponse::ServingStatus_Name(response.status());
+    }
+  }
+  ASSERT_EQ(answer, "NOT_SERVING");
+  const auto t1 = Clock::now();
+  const int status = server->Stop(SIGINT, kGrace + 20);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  // Without the second signal it would drain for 5.5 s.
+  EXPECT_LT(Seconds(t1, Clock::now()), 4);
+}
+
+}  // namespace
+}  // namespace memplan
