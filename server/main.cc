@@ -191,8 +191,9 @@ void FinishCalls(const Serving& s, absl::Time signalled,
 void ShutDown(const Serving& s, int signal_number) {
   const absl::Time signalled = absl::Now();
   const ShutdownTimes times = TimesFrom(signalled);
-  s.health->SetAllServing(false);
+  // Refusing first: whoever sees NOT_SERVING will be refused.
   s.service->StopAdmitting();
+  s.health->SetAllServing(false);
   std::thread metrics_stop([&] { s.metrics->StopServing(); });
   Log(signalled,
       absl::StrFormat("signal %d: health NOT_SERVING, new calls refused, %d "

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -326,21 +327,38 @@ void ExpectWatchEnded(const Watcher& watch, Clock::time_point t0) {
   EXPECT_EQ(watch.status.error_message(), "the server is shutting down");
 }
 
+// When a client first saw health NOT_SERVING after SIGTERM (at `t0`): the
+// server refuses new calls before it says so. Until then a loaded server may
+// not have taken the signal yet.
+Clock::time_point FirstNotServing(
+    const std::vector<CheckPoller::Answer>& answers, const Watcher& watch,
+    Clock::time_point t0) {
+  Clock::time_point first = Clock::time_point::max();
+  for (const CheckPoller::Answer& a : answers) {
+    if (a.at >= t0 && a.what == "NOT_SERVING") first = std::min(first, a.at);
+  }
+  for (const auto& [at, what] : watch.messages) {
+    if (at >= t0 && what == "NOT_SERVING") first = std::min(first, at);
+  }
+  return first;
+}
+
 // Every call of the load ended cleanly: before SIGTERM with its own answer;
-// in flight at SIGTERM with its own answer or UNAVAILABLE; started after it
+// in flight at SIGTERM, or started before the server said NOT_SERVING
+// (`refusing`), with its own answer or UNAVAILABLE; started after that
 // with UNAVAILABLE, or CANCELLED as the server closed (`closed`: when the
 // Watch stream ended, seen up to 0.1 s late): gRPC cancels the calls it has
 // received but not yet given to a handler when it closes. None reached its
 // 60 s deadline.
 void ExpectLoadClean(const std::vector<Call>& calls, Clock::time_point t0,
-                     Clock::time_point closed) {
+                     Clock::time_point refusing, Clock::time_point closed) {
   int after = 0;
   for (const Call& c : calls) {
     const grpc::StatusCode own =
         c.bad ? grpc::StatusCode::INVALID_ARGUMENT : grpc::StatusCode::OK;
     if (c.end < t0) {
       EXPECT_EQ(c.code, own) << c.message;
-    } else if (c.start < t0) {
+    } else if (c.start < refusing) {
       EXPECT_TRUE(c.code == own || c.code == grpc::StatusCode::UNAVAILABLE)
           << c.code << " " << c.message;
     } else if (c.code == grpc::StatusCode::CANCELLED) {
@@ -392,7 +410,8 @@ TEST(ShutdownTest, SigtermUnderLoadDrainsThenExitsZeroWithinGrace) {
   ExpectChecksDrained(checks.answers(), t0);
   ASSERT_TRUE(watch.Ended(30)) << "the Watch stream is still open";
   ExpectWatchEnded(watch, t0);
-  ExpectLoadClean(load.calls(), t0, watch.end_time);
+  ExpectLoadClean(load.calls(), t0,
+                  FirstNotServing(checks.answers(), watch, t0), watch.end_time);
   // The medium plan was in progress at SIGTERM and finished.
   EXPECT_LT(medium.start, t0);
   EXPECT_GT(medium.end, t0);
