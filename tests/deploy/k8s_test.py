@@ -119,6 +119,17 @@ def check_deployment(objects, where):
     tgps = pod.get("terminationGracePeriodSeconds", 30)
     c.check(tgps > grace,
             f"{where}: terminationGracePeriodSeconds {tgps} > --grace_seconds {grace}")
+    # Health answers NOT_SERVING for --drain_seconds before the server
+    # closes: long enough for the readiness probe to fail and the pod to
+    # leave the endpoints, and within the grace period.
+    drain = float(flag_value(ct.get("args", []), "drain_seconds") or 2)
+    probe = ct.get("readinessProbe", {})
+    unready_after = probe.get("periodSeconds", 10) * probe.get("failureThreshold", 3)
+    c.check(drain >= unready_after,
+            f"{where}: --drain_seconds {drain} >= readiness periodSeconds x "
+            f"failureThreshold ({unready_after})")
+    c.check(drain < grace,
+            f"{where}: --drain_seconds {drain} < --grace_seconds {grace}")
     user = image.get("user", "")
     c.check(user.split(":")[0].isdigit() and int(user.split(":")[0]) != 0,
             f"Dockerfile USER {user!r} is numeric and not root (runAsNonRoot can verify it)")
