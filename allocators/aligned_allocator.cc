@@ -46,11 +46,7 @@ void* AlignedAllocator::Allocate(size_t size, size_t alignment) {
   }
   live_.emplace(p, size);
   const auto bytes = static_cast<int64_t>(size);
-  ++stats_.num_allocs;
-  stats_.bytes_in_use += bytes;
-  stats_.peak_bytes_in_use =
-      std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
-  stats_.largest_alloc_size = std::max(stats_.largest_alloc_size, bytes);
+  stats_.CountHandedOut(bytes);
   return p;
 }
 

@@ -49,6 +49,10 @@ struct AllocatorStats {
   // memory is one block (or nothing is free), near 1 when it is scattered.
   double fragmentation = 0.0;
 
+  // Counts a successful Allocate that handed out `bytes`: num_allocs,
+  // bytes_in_use and their peaks.
+  void CountHandedOut(int64_t bytes);
+
   // One line per field, for logs and test failures.
   std::string DebugString() const;
 };

@@ -192,11 +192,7 @@ void* BfcAllocator::FindChunkPtr(int bin_num, size_t rounded,
     chunk.requested_size = requested;
     chunk.allocation_id = next_allocation_id_++;
     const auto bytes = static_cast<int64_t>(chunk.size);
-    ++stats_.num_allocs;
-    stats_.bytes_in_use += bytes;
-    stats_.peak_bytes_in_use =
-        std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
-    stats_.largest_alloc_size = std::max(stats_.largest_alloc_size, bytes);
+    stats_.CountHandedOut(bytes);
     return chunk.ptr;
   }
   return nullptr;

@@ -104,11 +104,7 @@ void* BufferAllocator::HandOut(NodeHandle h) {
   const Node& n = nodes_[h];
   used_.emplace(n.ptr, h);
   const auto bytes = static_cast<int64_t>(n.size);
-  ++stats_.num_allocs;
-  stats_.bytes_in_use += bytes;
-  stats_.peak_bytes_in_use =
-      std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
-  stats_.largest_alloc_size = std::max(stats_.largest_alloc_size, bytes);
+  stats_.CountHandedOut(bytes);
   return n.ptr;
 }
 

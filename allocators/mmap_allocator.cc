@@ -141,11 +141,7 @@ void* MmapAllocator::Allocate(size_t size, size_t alignment) {
   const size_t bytes = internal::PageRounded(size);
   live_.emplace(p, bytes);
   const auto counted = static_cast<int64_t>(bytes);
-  ++stats_.num_allocs;
-  stats_.bytes_in_use += counted;
-  stats_.peak_bytes_in_use =
-      std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
-  stats_.largest_alloc_size = std::max(stats_.largest_alloc_size, counted);
+  stats_.CountHandedOut(counted);
   return p;
 }
 

@@ -128,11 +128,7 @@ class PoolCore {
   // Counts a block handed out.
   void OnHandedOut(size_t block) {
     const auto bytes = static_cast<int64_t>(block);
-    ++stats_.num_allocs;
-    stats_.bytes_in_use += bytes;
-    stats_.peak_bytes_in_use =
-        std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
-    stats_.largest_alloc_size = std::max(stats_.largest_alloc_size, bytes);
+    stats_.CountHandedOut(bytes);
     stats_.peak_bytes_reserved = std::max(stats_.peak_bytes_reserved,
                                           stats_.bytes_in_use + cached_bytes_);
   }

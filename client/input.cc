@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "formats/request_json.h"
+#include "proto/convert.h"
 
 namespace memplan::client {
 
@@ -18,19 +19,6 @@ absl::StatusOr<formats::ModelOptions> ModelOptionsFromFlags(
     if (auto s = formats::ParseShapeList(list, &options); !s.ok()) return s;
   }
   return options;
-}
-
-void SetBuffers(const planner::Problem& problem, v1::PlanRequest* request) {
-  request->clear_buffers();
-  for (const planner::Buffer& b : problem.buffers) {
-    v1::Buffer* out = request->add_buffers();
-    out->set_id(b.name);
-    out->set_start(b.start);
-    out->set_end(b.end);
-    out->set_size(b.size);
-    out->set_alignment(b.alignment);
-    if (b.fixed_offset.has_value()) out->set_fixed_offset(*b.fixed_offset);
-  }
 }
 
 namespace {
@@ -77,7 +65,7 @@ absl::StatusOr<Input> ReadInput(const std::string& path,
     absl::StatusOr<formats::MinimallocCsv> csv =
         formats::ReadMinimallocCsv(*bytes, name);
     if (!csv.ok()) return csv.status();
-    SetBuffers(csv->problem, &input.request);
+    api::BuffersToProto(csv->problem, input.request.mutable_buffers());
     input.csv = *std::move(csv);
     return input;
   }

@@ -51,9 +51,6 @@ struct Input {
     const std::vector<std::string>& dims,
     const std::vector<std::string>& shapes);
 
-// A buffer list as the request's buffers.
-void SetBuffers(const planner::Problem& problem, v1::PlanRequest* request);
-
 }  // namespace memplan::client
 
 #endif  // MEMPLAN_CLIENT_INPUT_H_

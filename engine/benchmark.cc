@@ -13,6 +13,7 @@
 #include "engine/trace_bridge.h"
 #include "formats/model.h"
 #include "planner/planner.h"
+#include "planner/status.h"
 #include "proto/convert.h"
 
 namespace memplan::engine {
@@ -23,11 +24,6 @@ constexpr int kDefaultWorkloadSize = 1000;
 constexpr int kMaxRepetitions = 100;
 constexpr int kMaxSeriesPoints = 4096;
 constexpr int kLarsonSlots = 64;
-
-template <typename... Parts>
-absl::Status Invalid(const Parts&... parts) {
-  return absl::InvalidArgumentError(absl::StrCat(parts...));
-}
 
 // The allocators to run, checked against the known names.
 absl::StatusOr<std::vector<std::string>> ChooseAllocators(

@@ -9,14 +9,10 @@
 #include "absl/strings/str_split.h"
 #include "formats/onnx_import.h"
 #include "formats/tflite_reader.h"
+#include "planner/status.h"
 
 namespace memplan::formats {
 namespace {
-
-template <typename... Parts>
-absl::Status Invalid(const Parts&... parts) {
-  return absl::InvalidArgumentError(absl::StrCat(parts...));
-}
 
 // Splits "a=b,c=d" into (name, value) pairs at the last '=' of each item.
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> SplitPairs(

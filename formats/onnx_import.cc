@@ -18,6 +18,7 @@
 #include "onnx/defs/schema.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/shape_inference/implementation.h"
+#include "planner/status.h"
 
 namespace memplan::formats {
 namespace {
@@ -34,11 +35,6 @@ constexpr size_t kMaxModelBytes = (size_t{1} << 31) - 1;
 constexpr int kStringType = 8;
 // Op types renamed while ONNX's inference runs (see HideChangedOps).
 constexpr char kHiddenPrefix[] = "memplan.hidden.";
-
-template <typename... Parts>
-absl::Status Invalid(const Parts&... parts) {
-  return absl::InvalidArgumentError(absl::StrCat(parts...));
-}
 
 // "a, b, c, and 4 more" from a sorted list.
 std::string ListSome(const std::vector<std::string>& names) {

@@ -13,16 +13,12 @@
 #include "formats/onnx_shape_rules.h"
 #include "onnx/defs/schema.h"
 #include "onnx/shape_inference/implementation.h"
+#include "planner/status.h"
 
 namespace memplan::formats {
 namespace {
 
 namespace onnx = ::ONNX_NAMESPACE;
-
-template <typename... Parts>
-absl::Status Invalid(const Parts&... parts) {
-  return absl::InvalidArgumentError(absl::StrCat(parts...));
-}
 
 // ONNX element types by TensorProto.DataType number: name and bits per
 // element (0: no fixed size). Numbers past BFLOAT16 (16) are newer than
@@ -638,9 +634,9 @@ class Evaluator {
     }
     for (const OnnxValue* v : c.in) {
       if (v != nullptr && !v->has_shape) {
-        return c.UnknownDim(absl::StrCat("its input '", v->name,
-                                         "' has no known shape"),
-                            false, {});
+        return c.UnknownDim(
+            absl::StrCat("its input '", v->name, "' has no known shape"), false,
+            {});
       }
     }
     std::set<AtomId> deps;

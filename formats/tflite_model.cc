@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "planner/status.h"
 
 namespace memplan::formats {
 namespace {
@@ -25,16 +26,6 @@ constexpr int32_t kWhile = tfl::BuiltinOperator_WHILE;
 constexpr int32_t kCallOnce = tfl::BuiltinOperator_CALL_ONCE;
 constexpr int32_t kStablehloWhile = tfl::BuiltinOperator_STABLEHLO_WHILE;
 constexpr int32_t kComposite = tfl::BuiltinOperator_STABLEHLO_COMPOSITE;
-
-template <typename... Parts>
-absl::Status Invalid(const Parts&... parts) {
-  return absl::InvalidArgumentError(absl::StrCat(parts...));
-}
-
-template <typename T>
-int Size(const flatbuffers::Vector<T>* v) {
-  return v == nullptr ? 0 : static_cast<int>(v->size());
-}
 
 // Length of the valid UTF-8 sequence starting at s[i], 0 if none.
 size_t Utf8Length(absl::string_view s, size_t i) {

@@ -25,6 +25,12 @@ namespace memplan::formats {
 
 namespace tfl = ::memplan::tflite_schema;
 
+// Elements of a flatbuffer vector; 0 when the field is absent.
+template <typename T>
+int Size(const flatbuffers::Vector<T>* v) {
+  return v == nullptr ? 0 : static_cast<int>(v->size());
+}
+
 // What one model may hold before an import refuses it
 // (RESOURCE_EXHAUSTED): flatbuffer vectors may alias one another, so a
 // small file could otherwise describe an enormous graph.

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "formats/tflite_model.h"
+#include "planner/status.h"
 #include "proto/convert.h"
 
 namespace memplan::formats {
@@ -22,16 +23,6 @@ constexpr int64_t kMaxTflmSteps = 100'000'000;  // TFLM's re-walks of calls
 constexpr int64_t kMaxBytes = int64_t{1} << 62;
 constexpr char kBatchDim[] = "batch";
 constexpr int kMaxListed = 8;  // tensors named in one message
-
-template <typename... Parts>
-absl::Status Invalid(const Parts&... parts) {
-  return absl::InvalidArgumentError(absl::StrCat(parts...));
-}
-
-template <typename T>
-int Size(const flatbuffers::Vector<T>* v) {
-  return v == nullptr ? 0 : static_cast<int>(v->size());
-}
 
 // Bits per element of each TFLite type; 0 for types without a fixed size.
 int ElementBits(int type) {

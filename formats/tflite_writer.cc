@@ -59,11 +59,6 @@ bool IsPlanEntry(const tfl::Metadata* m) {
              kOfflinePlanMetadata;
 }
 
-template <typename T>
-int Size(const flatbuffers::Vector<T>* v) {
-  return v == nullptr ? 0 : static_cast<int>(v->size());
-}
-
 // Where `p` (inside the model's bytes) sits in the file.
 size_t PosOf(const TfliteModel& m, const void* p) {
   return static_cast<size_t>(static_cast<const char*>(p) - m.bytes().data());

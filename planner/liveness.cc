@@ -6,16 +6,12 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "planner/status.h"
 
 namespace memplan::planner {
 namespace {
 
 constexpr int kNone = -1;
-
-template <typename... Parts>
-absl::Status Invalid(const Parts&... parts) {
-  return absl::InvalidArgumentError(absl::StrCat(parts...));
-}
 
 // Indexes tensors by name and checks each tensor alone.
 absl::StatusOr<absl::flat_hash_map<std::string, int>> IndexTensors(

@@ -10,14 +10,10 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "planner/status.h"
 
 namespace memplan::planner {
 namespace {
-
-template <typename... Parts>
-absl::Status Invalid(const Parts&... parts) {
-  return absl::InvalidArgumentError(absl::StrCat(parts...));
-}
 
 // A name as messages quote it: at most 64 characters of it.
 std::string Clip(absl::string_view name) {

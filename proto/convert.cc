@@ -10,22 +10,19 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "planner/liveness.h"
+#include "planner/status.h"
 #include "planner/strategy.h"
 
 namespace memplan::api {
 namespace {
-
-template <typename... Parts>
-absl::Status Invalid(const Parts&... parts) {
-  return absl::InvalidArgumentError(absl::StrCat(parts...));
-}
 
 // "auto", empty, or a strategy the planner knows (the registry's check),
 // before any work.
 absl::Status CheckStrategy(const std::string& name) {
   absl::Status s = planner::CheckStrategyName(name);
   if (s.ok()) return s;
-  return absl::Status(s.code(), absl::StrCat("options.strategy: ", s.message()));
+  return absl::Status(s.code(),
+                      absl::StrCat("options.strategy: ", s.message()));
 }
 
 // The time budget a request asks for, within `budgets`.
@@ -184,6 +181,21 @@ planner::Problem BuffersFromProto(
     problem.buffers.push_back(std::move(out));
   }
   return problem;
+}
+
+void BuffersToProto(const planner::Problem& problem,
+                    google::protobuf::RepeatedPtrField<v1::Buffer>* buffers) {
+  buffers->Clear();
+  buffers->Reserve(static_cast<int>(problem.buffers.size()));
+  for (const planner::Buffer& b : problem.buffers) {
+    v1::Buffer* out = buffers->Add();
+    out->set_id(b.name);
+    out->set_start(b.start);
+    out->set_end(b.end);
+    out->set_size(b.size);
+    out->set_alignment(b.alignment);
+    if (b.fixed_offset.has_value()) out->set_fixed_offset(*b.fixed_offset);
+  }
 }
 
 namespace {

@@ -55,6 +55,10 @@ planner::Problem BuffersFromProto(
     const google::protobuf::RepeatedPtrField<v1::Buffer>& buffers,
     int64_t default_alignment);
 
+// The inverse: every buffer with its alignment and pin, in order.
+void BuffersToProto(const planner::Problem& problem,
+                    google::protobuf::RepeatedPtrField<v1::Buffer>* buffers);
+
 // What ToProto leaves out.
 struct ResponseOptions {
   bool no_timings = false;  // no stage_micros (byte-identical responses)

@@ -38,6 +38,7 @@
 #include "memplan/v1/memplan.grpc.pb.h"
 #include "tests/testing/metrics.h"
 #include "tests/testing/process.h"
+#include "tests/testing/requests.h"
 
 namespace memplan {
 namespace {
@@ -56,22 +57,8 @@ std::string ReadFile(const fs::path& path) {
 // A small valid graph: x -> f -> h -> g -> y.
 v1::PlanRequest SmallGraph() {
   v1::PlanRequest r;
-  v1::Graph* g = r.mutable_graph();
-  g->set_name("small");
-  for (auto [name, size] : {std::pair{"x", 4096}, {"h", 8192}, {"y", 4096}}) {
-    v1::Tensor* t = g->add_tensors();
-    t->set_name(name);
-    t->set_size_bytes(size);
-  }
-  for (auto [name, in, out] :
-       {std::tuple{"f", "x", "h"}, std::tuple{"g", "h", "y"}}) {
-    v1::Op* op = g->add_ops();
-    op->set_name(name);
-    op->add_inputs(in);
-    op->add_outputs(out);
-  }
-  g->add_inputs("x");
-  g->add_outputs("y");
+  *r.mutable_graph() =
+      testing::ChainGraph({{"x", 4096}, {"h", 8192}, {"y", 4096}}, {"f", "g"});
   return r;
 }
 

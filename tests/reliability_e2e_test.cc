@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "memplan/v1/memplan.grpc.pb.h"
 #include "tests/testing/process.h"
+#include "tests/testing/requests.h"
 
 namespace memplan {
 namespace {
@@ -27,62 +28,10 @@ namespace {
 using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
 
-// A chain x -> t0 -> t1 -> ... -> y of `count` activations of `bytes` each:
-// two live at a time.
-v1::Graph Chain(int count, int64_t bytes) {
-  v1::Graph g;
-  g.set_name("chain");
-  auto tensor = [&](const std::string& name, int64_t size) {
-    v1::Tensor* t = g.add_tensors();
-    t->set_name(name);
-    t->set_size_bytes(size);
-  };
-  tensor("x", 64);
-  std::string last = "x";
-  for (int i = 0; i < count; ++i) {
-    const std::string name = absl::StrCat("t", i);
-    tensor(name, bytes);
-    v1::Op* op = g.add_ops();
-    op->set_name(absl::StrCat("op", i));
-    op->add_inputs(last);
-    op->add_outputs(name);
-    last = name;
-  }
-  tensor("y", 64);
-  v1::Op* out = g.add_ops();
-  out->set_name("out");
-  out->add_inputs(last);
-  out->add_outputs("y");
-  g.add_inputs("x");
-  g.add_outputs("y");
-  return g;
-}
-
 // MiniMalloc's instance D (213 buffers) with the search asked to minimize
 // for a minute: far more work than any test deadline allows.
 v1::PlanRequest LongSearch() {
-  v1::PlanRequest r;
-  std::ifstream in(std::string(MEMPLAN_SOURCE_DIR) +
-                   "/bench/data/minimalloc/D.1048576.csv");
-  std::string line;
-  std::getline(in, line);  // header: id,lower,upper,size
-  while (std::getline(in, line)) {
-    std::stringstream cells(line);
-    std::string id, lower, upper, size;
-    std::getline(cells, id, ',');
-    std::getline(cells, lower, ',');
-    std::getline(cells, upper, ',');
-    std::getline(cells, size, ',');
-    v1::Buffer* b = r.add_buffers();
-    b->set_id(id);
-    b->set_start(std::stoll(lower));
-    b->set_end(std::stoll(upper));
-    b->set_size(std::stoll(size));
-    b->set_alignment(1);
-  }
-  r.mutable_options()->set_strategy("exact");
-  r.mutable_options()->set_time_budget_ms(60000);
-  return r;
+  return testing::MinimallocSearch("D.1048576.csv", 60000);
 }
 
 class ReliabilityTest : public ::testing::Test {
@@ -267,11 +216,12 @@ TEST_F(ReliabilityTest, OverLimitWorkloadsAreRefusedBeforeAnyWork) {
 TEST_F(ReliabilityTest, MemoryIsGivenBackWhenABenchmarkEnds) {
   v1::PlanResponse warm;
   v1::PlanRequest small;
-  *small.mutable_graph() = Chain(2, 1024);
+  *small.mutable_graph() = testing::UniformChain(2, 1024);
   ASSERT_TRUE(Plan(small, &warm, 20000).ok());
   const int64_t baseline = testing::ProcessRssBytes(server_->pid());
   v1::BenchmarkRequest request;
-  *request.mutable_graph() = Chain(2, int64_t{256} << 20);  // 512 MiB live
+  *request.mutable_graph() =
+      testing::UniformChain(2, int64_t{256} << 20);  // 512 MiB live
   request.add_allocators("bfc");
   request.add_allocators("static_plan");
   v1::BenchmarkResponse response;
@@ -286,10 +236,10 @@ TEST_F(ReliabilityTest, MemoryIsGivenBackWhenABenchmarkEnds) {
 
 TEST_F(ReliabilityTest, ConcurrentBenchmarksEachGetTheirOwnArena) {
   v1::BenchmarkRequest big;
-  *big.mutable_graph() = Chain(4, int64_t{128} << 20);
+  *big.mutable_graph() = testing::UniformChain(4, int64_t{128} << 20);
   big.add_allocators("static_plan");
   v1::BenchmarkRequest small;
-  *small.mutable_graph() = Chain(3, 16384);
+  *small.mutable_graph() = testing::UniformChain(3, 16384);
   small.add_allocators("static_plan");
   grpc::Status big_status;
   std::thread first([&] {
@@ -336,7 +286,7 @@ TEST(ReliabilityLimitsTest, TheTimeLimitHoldsForStaticPlanReplays) {
       grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
   v1::BenchmarkRequest request;
   // Eight tensors of 128 MiB written and checked in turn: seconds of work.
-  *request.mutable_graph() = Chain(8, int64_t{128} << 20);
+  *request.mutable_graph() = testing::UniformChain(8, int64_t{128} << 20);
   request.add_allocators("static_plan");
   grpc::ClientContext context;
   v1::BenchmarkResponse response;

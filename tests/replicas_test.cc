@@ -20,6 +20,7 @@
 #include "memplan/v1/memplan.grpc.pb.h"
 #include "tests/testing/metrics.h"
 #include "tests/testing/process.h"
+#include "tests/testing/requests.h"
 
 namespace memplan {
 namespace {
@@ -49,25 +50,13 @@ struct Replica {
 
 // A chain x -> op0 -> t0 -> op1 -> ... -> y of `n` ops: valid and quick.
 v1::PlanRequest Chain(int n) {
-  v1::PlanRequest r;
-  v1::Graph* g = r.mutable_graph();
-  g->set_name("chain");
-  std::string prev = "x";
-  g->add_tensors()->set_name("x");
-  g->mutable_tensors(0)->set_size_bytes(1024);
+  std::vector<testing::ChainTensor> tensors = {{"x", 1024}};
   for (int i = 0; i < n; ++i) {
-    const std::string out = i + 1 == n ? "y" : absl::StrCat("t", i);
-    v1::Tensor* t = g->add_tensors();
-    t->set_name(out);
-    t->set_size_bytes(1024 * (1 + i % 7));
-    v1::Op* op = g->add_ops();
-    op->set_name(absl::StrCat("op", i));
-    op->add_inputs(prev);
-    op->add_outputs(out);
-    prev = out;
+    tensors.push_back(
+        {i + 1 == n ? "y" : absl::StrCat("t", i), 1024 * (1 + i % 7)});
   }
-  g->add_inputs("x");
-  g->add_outputs("y");
+  v1::PlanRequest r;
+  *r.mutable_graph() = testing::ChainGraph(tensors);
   return r;
 }
 

@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "memplan/v1/memplan.grpc.pb.h"
 #include "tests/testing/process.h"
+#include "tests/testing/requests.h"
 
 namespace memplan {
 namespace {
@@ -42,23 +43,9 @@ v1::PlanRequest Example(const std::string& name) {
 // A small valid graph: x -> f -> h -> g -> y.
 v1::PlanRequest SmallGraph() {
   v1::PlanRequest r;
-  v1::Graph* g = r.mutable_graph();
-  g->set_name("small");
-  for (auto [name, size] : {std::pair{"x", 64}, {"h", 128}, {"y", 64}}) {
-    v1::Tensor* t = g->add_tensors();
-    t->set_name(name);
-    t->set_size_bytes(size);
-  }
-  v1::Op* f = g->add_ops();
-  f->set_name("f");
-  f->add_inputs("x");
-  f->add_outputs("h");
-  v1::Op* op = g->add_ops();
-  op->set_name("g");
-  op->add_inputs("h");
-  op->add_outputs("y");
-  g->add_inputs("x");
-  g->add_outputs("y");
+  *r.mutable_graph() =
+      testing::ChainGraph({{"x", 64}, {"h", 128}, {"y", 64}}, {"f", "g"});
+  r.mutable_graph()->set_name("small");
   return r;
 }
 
@@ -370,24 +357,8 @@ TEST_F(ServerTest, PlanMovesThePlannerMetrics) {
 TEST_F(ServerTest, BenchmarkOverTheByteLimitIsResourceExhausted) {
   // One 200 MB activation: over this server's 150000000-byte limit.
   v1::BenchmarkRequest request;
-  v1::Graph* g = request.mutable_graph();
-  for (const auto& [name, size] : {std::pair<const char*, int64_t>{"x", 4},
-                                   {"big", 200'000'000},
-                                   {"y", 4}}) {
-    v1::Tensor* t = g->add_tensors();
-    t->set_name(name);
-    t->set_size_bytes(size);
-  }
-  v1::Op* f = g->add_ops();
-  f->set_name("f");
-  f->add_inputs("x");
-  f->add_outputs("big");
-  v1::Op* h = g->add_ops();
-  h->set_name("h");
-  h->add_inputs("big");
-  h->add_outputs("y");
-  g->add_inputs("x");
-  g->add_outputs("y");
+  *request.mutable_graph() = testing::ChainGraph(
+      {{"x", 4}, {"big", 200'000'000}, {"y", 4}}, {"f", "h"});
   auto stub = v1::MemoryPlanner::NewStub(*channel_);
   grpc::ClientContext context;
   v1::BenchmarkResponse response;

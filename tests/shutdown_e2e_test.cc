@@ -27,6 +27,7 @@
 #include "memplan/v1/memplan.grpc.pb.h"
 #include "tests/testing/metrics.h"
 #include "tests/testing/process.h"
+#include "tests/testing/requests.h"
 
 namespace memplan {
 namespace {
@@ -55,47 +56,15 @@ std::shared_ptr<grpc::Channel> Channel(const std::string& address, int i) {
 // nobody declared.
 v1::PlanRequest SmallGraph(bool bad) {
   v1::PlanRequest r;
-  v1::Graph* g = r.mutable_graph();
-  g->set_name("small");
-  for (const char* name : {"x", "y"}) {
-    v1::Tensor* t = g->add_tensors();
-    t->set_name(name);
-    t->set_size_bytes(256);
-  }
-  v1::Op* f = g->add_ops();
-  f->set_name("f");
-  f->add_inputs(bad ? "nobody" : "x");
-  f->add_outputs("y");
-  g->add_inputs("x");
-  g->add_outputs("y");
+  *r.mutable_graph() = testing::ChainGraph({{"x", 256}, {"y", 256}}, {"f"});
+  if (bad) r.mutable_graph()->mutable_ops(0)->set_inputs(0, "nobody");
   return r;
 }
 
 // MiniMalloc's instance D under the exact search: it runs its whole time
 // budget (not proven optimal in 20 s).
 v1::PlanRequest ExactSearch(int64_t budget_ms) {
-  v1::PlanRequest r;
-  std::ifstream csv(std::string(MEMPLAN_SOURCE_DIR) +
-                    "/bench/data/minimalloc/D.1048576.csv");
-  std::string line;
-  std::getline(csv, line);  // id,lower,upper,size
-  while (std::getline(csv, line)) {
-    std::vector<std::string> f = absl::StrSplit(line, ',');
-    int64_t lower = 0, upper = 0, size = 0;
-    if (f.size() != 4 || !absl::SimpleAtoi(f[1], &lower) ||
-        !absl::SimpleAtoi(f[2], &upper) || !absl::SimpleAtoi(f[3], &size)) {
-      continue;
-    }
-    v1::Buffer* b = r.add_buffers();
-    b->set_id(f[0]);
-    b->set_start(lower);
-    b->set_end(upper);
-    b->set_size(size);
-  }
-  r.mutable_options()->set_strategy("exact");
-  r.mutable_options()->set_alignment(1);
-  r.mutable_options()->set_time_budget_ms(budget_ms);
-  return r;
+  return testing::MinimallocSearch("D.1048576.csv", budget_ms);
 }
 
 // One finished call as the client saw it.
