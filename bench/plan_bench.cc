@@ -5,7 +5,7 @@
 //                                    (default 10000 100000 1000000), one
 //                                    core, median of 3 runs
 //   plan_bench traces [--threads=T] [FILE...]  every MiniMalloc CSV of
-//                                    ../shared/benchmarks/traces (or FILEs)
+//                                    bench/data/traces (or FILEs)
 //                                    planned by default: buffers, lower
 //                                    bound, arena ratio, median of 3 runs
 //   plan_bench dense [--threads=T] [--generator=NAME] [N...]  long-lifetime
@@ -253,7 +253,9 @@ std::vector<std::string> CsvFilesIn(const std::string& dir) {
 // Every trace planned by default ("auto": best and first fit by size),
 // median of 3 runs, on `threads` workers (0: one core).
 int Traces(std::vector<std::string> files, int threads) {
-  if (files.empty()) files = CsvFilesIn("../shared/benchmarks/traces");
+  if (files.empty()) {
+    files = CsvFilesIn(std::string(MEMPLAN_SOURCE_DIR) + "/bench/data/traces");
+  }
   std::unique_ptr<planner::WorkerPool> pool = MakeWorkers(threads);
   std::printf(
       "| trace | buffers | lower bound | arena / lower bound | median seconds "
