@@ -341,19 +341,23 @@ Outcome Search::SolveParts(const std::vector<Part>& parts) {
 }
 
 // Orders a part's buffers by the run's static ordering (descending keys).
+// Keys are long double: width x size needs more than 64 bits, and every
+// 64-bit value is exact in x86's 64-bit mantissa.
 void Search::RankPart(const Part& part) {
-  std::vector<std::pair<std::vector<int64_t>, int>> keyed;
+  std::vector<std::pair<std::vector<long double>, int>> keyed;
   for (int b : part.buffers) {
     Bytes section_total = 0;
     for (int s = model_.sec_lo[b]; s < model_.sec_hi[b]; ++s) {
       section_total = std::max(section_total, total_[s]);
     }
-    std::vector<int64_t> key;
+    const auto width = static_cast<long double>(model_.width[b]);
+    const auto size = static_cast<long double>(model_.size[b]);
+    std::vector<long double> key;
     for (char c : ordering_) {
-      if (c == 'W') key.push_back(-model_.width[b]);
-      if (c == 'A') key.push_back(-model_.width[b] * model_.size[b]);
-      if (c == 'T') key.push_back(-section_total);
-      if (c == 'Z') key.push_back(-model_.size[b]);
+      if (c == 'W') key.push_back(-width);
+      if (c == 'A') key.push_back(-width * size);
+      if (c == 'T') key.push_back(-static_cast<long double>(section_total));
+      if (c == 'Z') key.push_back(-size);
     }
     keyed.emplace_back(std::move(key), b);
   }

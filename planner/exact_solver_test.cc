@@ -14,9 +14,9 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "planner/testing/cpu_time.h"
 #include "planner/cancel.h"
 #include "planner/problem.h"
+#include "planner/testing/cpu_time.h"
 #include "planner/testing/random_problems.h"
 #include "planner/testing/zero_slack.h"
 #include "planner/verifier.h"
@@ -270,6 +270,21 @@ TEST(ExactSolverTest, MiniMallocExampleFitsCapacity) {
   const ExactResult r = MustSolve(p, Capacity(12));
   EXPECT_EQ(r.capacity_status, CapacityStatus::kFeasible);
   EXPECT_EQ(r.solution.arena_size, 12);
+  EXPECT_TRUE(r.proven_optimal);
+}
+
+// A lifetime of 2^60 steps times its size is past 64 bits: the search's
+// area ordering must not overflow (found by plan_request_fuzz under UBSan).
+TEST(ExactSolverTest, HugeLifetimeTimesSizeOrdersWithoutOverflow) {
+  Problem p = Build({{0, 2, 100}, {1, 3, 100}, {-(int64_t{1} << 60), 4, 50}});
+  p.buffers[1].alignment = 64;
+  p.buffers[1].fixed_offset = 128;
+  p.buffers[2].alignment = 64;
+  p.capacity = 4096;
+  const ExactResult r = MustSolve(p, ExactOptions{});
+  // b pinned at [128, 228): a and c do not both fit below it, so a takes
+  // [0, 100) and c the next multiple of 64 past b, [256, 306).
+  EXPECT_EQ(r.solution.arena_size, 306);
   EXPECT_TRUE(r.proven_optimal);
 }
 
