@@ -89,6 +89,21 @@ absl::Status PlanInput(const v1::PlanRequest& request, const Limits& limits,
   return absl::OkStatus();
 }
 
+// TFLite models: the main subgraph's inputs and outputs, planned as
+// activations with TFLM's lifetimes, are reported as inputs and outputs.
+void LabelModelIo(const formats::ImportedModel& model,
+                  planner::PlanResult* result) {
+  auto label = [&](const std::vector<int>& tensors, planner::TensorKind kind) {
+    for (int t : tensors) {
+      if (t < 0 || static_cast<size_t>(t) >= result->tensors.size()) continue;
+      planner::TensorPlacement& p = result->tensors[t];
+      if (p.kind == planner::TensorKind::kActivation) p.kind = kind;
+    }
+  };
+  label(model.main_inputs, planner::TensorKind::kInput);
+  label(model.main_outputs, planner::TensorKind::kOutput);
+}
+
 // TFLite models: the arena TFLite Micro's own planner would need for the
 // same tensors (the response's baseline). Its planner is quadratic, so very
 // large models go without.
@@ -139,6 +154,7 @@ absl::StatusOr<PlanOutcome> Plan(const v1::PlanRequest& request,
   }
   if (outcome.model.has_value() &&
       outcome.model->format == formats::Format::kTflite) {
+    LabelModelIo(*outcome.model, &outcome.result);
     SetTflmBaseline(request, &outcome);
   }
   for (const std::string& format : request.emit()) {

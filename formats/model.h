@@ -60,6 +60,11 @@ struct ImportedModel {
   // and the number of tensors over all subgraphs (the offline plan's N).
   std::vector<TfliteTensorRef> tflite_tensors;
   int64_t tflite_tensor_count = 0;
+  // TFLite: the graph tensors (indices) that are the main subgraph's inputs
+  // and outputs. They are planned with TFLM's lifetimes (from the first op,
+  // to the last), so the graph marks them as activations; the plan reports
+  // them as the inputs and outputs they are.
+  std::vector<int> main_inputs, main_outputs;
 };
 
 // One graph input or output of a model, as `memplan inspect` shows it.

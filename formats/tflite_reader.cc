@@ -525,10 +525,18 @@ absl::Status Importer::WalkAll() {
   // live until their last use, the outputs from their producer to the end.
   const tfl::SubGraph& main = m_.subgraph(0);
   ++op_serial_;
-  EmitOp("model/inputs", {}, Operands(0, main.inputs(), true));
+  const std::vector<int64_t> inputs = Operands(0, main.inputs(), true);
+  EmitOp("model/inputs", {}, inputs);
   if (auto st = Walk(0, 0); !st.ok()) return st;
   ++op_serial_;
-  EmitOp("model/outputs", Operands(0, main.outputs(), true), {});
+  const std::vector<int64_t> outputs = Operands(0, main.outputs(), true);
+  EmitOp("model/outputs", outputs, {});
+  if (emit_) {
+    for (int64_t g : inputs) out_.main_inputs.push_back(info_[g].graph_index);
+    for (int64_t g : outputs) {
+      out_.main_outputs.push_back(info_[g].graph_index);
+    }
+  }
   for (int s = 1; s < m_.subgraph_count(); ++s) {
     if (walked_[s]) continue;
     // Run by no operator (another signature's graph): after the others.

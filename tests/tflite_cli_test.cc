@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,16 @@ TEST_F(TfliteCliTest, PlansATfliteFileAgainstTflmsOwnPlanner) {
   EXPECT_EQ(response.baseline().strategy(), "tflm_greedy");
   EXPECT_GE(response.baseline().arena_size_bytes(),
             response.arena_size_bytes());
+  // The main graph's inputs and outputs are said to be what they are, while
+  // planned with TFLM's lifetimes like the activations.
+  std::map<std::string, std::string> kinds;
+  for (const v1::Assignment& a : response.assignments()) {
+    kinds[a.name()] = a.kind();
+  }
+  EXPECT_EQ(kinds["c"], "input");
+  EXPECT_EQ(kinds["x"], "input");
+  EXPECT_EQ(kinds["y"], "activation");
+  EXPECT_EQ(kinds["z"], "output");
 }
 
 // The same plan and byte-identical files whether the server imports the
