@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/emit.h"
 #include "formats/tflite_reader.h"
+#include "planner/status.h"
 #include "planner/tflm_greedy.h"
 
 namespace memplan::engine {
@@ -145,6 +146,11 @@ absl::StatusOr<PlanOutcome> Plan(const v1::PlanRequest& request,
     outcome.warnings = model->warnings;
     outcome.model = *std::move(model);
     const bool tflite = outcome.model->format == formats::Format::kTflite;
+    if (tflite && !outcome.options.io_in_arena) {
+      return Invalid(
+          "io 'exclude' does not apply to TFLite models: TFLite Micro keeps "
+          "a model's inputs and outputs in its arena (use io 'arena')");
+    }
     if (tflite && request.options().alignment() == 0) {
       outcome.options.alignment = planner::kTflmAlignment;  // TFLM's default
     }

@@ -123,6 +123,10 @@ TEST_F(TfliteCliTest, PlansATfliteFileAgainstTflmsOwnPlanner) {
   EXPECT_EQ(kinds["x"], "input");
   EXPECT_EQ(kinds["y"], "activation");
   EXPECT_EQ(kinds["z"], "output");
+  // They cannot be left to the caller: TFLM keeps them in its arena.
+  CommandResult io = Cli({"plan", "--io=exclude", Path("m2.tflite")});
+  EXPECT_EQ(io.exit_code, 65);
+  EXPECT_THAT(io.err, HasSubstr("io 'exclude' does not apply to TFLite"));
 }
 
 // The same plan and byte-identical files whether the server imports the
