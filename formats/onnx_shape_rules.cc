@@ -792,20 +792,34 @@ absl::Status ConstantOp(OnnxNodeContext& c) {
   return NodeError(c, "a Constant without a value");
 }
 
-// An output dim list from the integer elements of input `i` (a shape);
-// nullopt when its elements are unknown and its length too.
-std::optional<std::vector<SymDim>> ShapeFromInput(OnnxNodeContext& c,
-                                                  size_t i) {
-  if (const std::vector<SymDim>* v = c.Ints(i)) return *v;
+// An output dim list from the integer elements of input `i` (a shape), in
+// `out`; nullopt when its elements are unknown and its length too. A shape
+// of more than kMaxOnnxRank dims is an error.
+absl::Status ShapeFromInput(OnnxNodeContext& c, size_t i,
+                            std::optional<std::vector<SymDim>>* out) {
+  *out = std::nullopt;
   const OnnxValue* s = c.In(i);
-  if (!HasShape(s) || s->dims.size() != 1 || !s->dims[0].is_constant()) {
-    return std::nullopt;
+  const std::vector<SymDim>* v = c.Ints(i);
+  const bool length_known =
+      v != nullptr ||
+      (HasShape(s) && s->dims.size() == 1 && s->dims[0].is_constant());
+  if (!length_known) return absl::OkStatus();
+  const int64_t length =
+      v != nullptr ? static_cast<int64_t>(v->size()) : s->dims[0].constant();
+  if (length > kMaxOnnxRank) {
+    return NodeError(c, "makes a shape of ", length, " dims from '", s->name,
+                     "' (at most ", kMaxOnnxRank, ")");
+  }
+  if (v != nullptr) {
+    *out = *v;
+    return absl::OkStatus();
   }
   std::vector<SymDim> dims;
-  for (int64_t k = 0; k < s->dims[0].constant(); ++k) {
+  for (int64_t k = 0; k < length; ++k) {
     dims.push_back(c.FromUnknownElements(i));
   }
-  return dims;
+  *out = std::move(dims);
+  return absl::OkStatus();
 }
 
 absl::Status CheckNotNegative(const OnnxNodeContext& c,
@@ -819,7 +833,8 @@ absl::Status CheckNotNegative(const OnnxNodeContext& c,
 }
 
 absl::Status ConstantOfShapeOp(OnnxNodeContext& c) {
-  std::optional<std::vector<SymDim>> dims = ShapeFromInput(c, 0);
+  std::optional<std::vector<SymDim>> dims;
+  if (auto s = ShapeFromInput(c, 0, &dims); !s.ok()) return s;
   if (!dims) return FallBackToOnnx();
   if (auto s = CheckNotNegative(c, *dims); !s.ok()) return s;
   OnnxValue fill;
@@ -923,7 +938,8 @@ absl::Status ReshapeOp(OnnxNodeContext& c) {
     out = *t;
   } else {
     // The target's elements are unknown: its length gives the rank.
-    std::optional<std::vector<SymDim>> dims = ShapeFromInput(c, 1);
+    std::optional<std::vector<SymDim>> dims;
+    if (auto s = ShapeFromInput(c, 1, &dims); !s.ok()) return s;
     if (!dims) return FallBackToOnnx();
     SetOut(c, 0, x->elem_type, *dims);
     return absl::OkStatus();
@@ -1464,7 +1480,8 @@ void BroadcastElements(OnnxNodeContext& c, const std::vector<SymDim>& out) {
 absl::Status ExpandOp(OnnxNodeContext& c) {
   const OnnxValue* x = c.In(0);
   if (!HasShape(x)) return FallBackToOnnx();
-  std::optional<std::vector<SymDim>> shape = ShapeFromInput(c, 1);
+  std::optional<std::vector<SymDim>> shape;
+  if (auto s = ShapeFromInput(c, 1, &shape); !s.ok()) return s;
   if (!shape) return FallBackToOnnx();
   OnnxValue target;
   target.name = c.In(1)->name;
@@ -1480,7 +1497,8 @@ absl::Status ExpandOp(OnnxNodeContext& c) {
 absl::Status TileOp(OnnxNodeContext& c) {
   const OnnxValue* x = c.In(0);
   if (!HasShape(x)) return FallBackToOnnx();
-  std::optional<std::vector<SymDim>> repeats = ShapeFromInput(c, 1);
+  std::optional<std::vector<SymDim>> repeats;
+  if (auto s = ShapeFromInput(c, 1, &repeats); !s.ok()) return s;
   if (!repeats) return FallBackToOnnx();
   if (repeats->size() != x->dims.size()) {
     return NodeError(c, "has ", repeats->size(), " repeats for rank ",
@@ -1975,7 +1993,8 @@ absl::Status ResizeOp(OnnxNodeContext& c) {
       scales.assign(a->floats().begin(), a->floats().end());
     }
   } else if (scales_at != sizes_at && !empty(sizes_at)) {
-    std::optional<std::vector<SymDim>> sizes = ShapeFromInput(c, sizes_at);
+    std::optional<std::vector<SymDim>> sizes;
+    if (auto s = ShapeFromInput(c, sizes_at, &sizes); !s.ok()) return s;
     if (!sizes || sizes->size() != axes.size()) return FallBackToOnnx();
     const std::string policy = c.Str("keep_aspect_ratio_policy", "stretch");
     if (policy != "stretch") return FallBackToOnnx();

@@ -49,6 +49,8 @@ inline constexpr int64_t kMaxOnnxContent = 4096;
 inline constexpr int64_t kMaxOnnxValueBytes = int64_t{1} << 40;
 // Subgraphs nested deeper than this are an error.
 inline constexpr int kMaxOnnxNesting = 16;
+// A shape computed with more dims than this is an error naming its node.
+inline constexpr int64_t kMaxOnnxRank = 64;
 
 // The elements of a small tensor, row-major.
 struct OnnxContent {

@@ -116,6 +116,22 @@ TEST(OnnxShapesTest, TorchShapeGatherConcatReshape) {
   EXPECT_THAT(SymbolicDims(m, "target"), ElementsAre("4"));
 }
 
+// A target shape whose length is known but not its elements gives the
+// output's rank: a length past any real rank is an error naming the node,
+// not a billion unknown dims (found by onnx_import_fuzz: minutes and GBs).
+TEST(OnnxShapesTest, AShapeOfTooManyDimsIsAnError) {
+  OnnxTestModel m(13);
+  m.graph()
+      .Input("x", kFloat, {"4"})
+      .Input("target", kOnnxInt64, {"1000000000"})
+      .Add("Reshape", {"x", "target"}, {"y"}, "reshape")
+      .Output("y");
+  EXPECT_THAT(ImportError(m),
+              AllOf(HasSubstr("reshape"),
+                    HasSubstr("makes a shape of 1000000000 dims from "
+                              "'target' (at most 64)")));
+}
+
 // paddle2onnx: Reshape with 0 (copy) and -1 (infer) from a Constant.
 TEST(OnnxShapesTest, PaddleReshapeZeroAndMinusOne) {
   OnnxTestModel m(11);

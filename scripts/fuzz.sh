@@ -36,8 +36,12 @@ for target in "${TARGETS[@]}"; do
     regressions=("tests/fuzz/regressions/$target")
   fi
   echo "fuzz: $target for ${per_target}s"
+  # libFuzzer's own -timeout can deadlock when its alarm interrupts the
+  # allocator (its report allocates): `timeout` ends a target that overruns
+  # its time by a minute, and that counts as a finding (a slow input).
   if ! ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
        UBSAN_OPTIONS=print_stacktrace=1 \
+       timeout --kill-after=5 $(( per_target + 60 )) \
        "$BUILD/fuzz/$target" -max_total_time="$per_target" -timeout=10 \
          -rss_limit_mb=3072 -max_len=65536 -print_final_stats=1 \
          -artifact_prefix="$BUILD/artifacts/$target-" "$work" \
