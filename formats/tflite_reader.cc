@@ -657,7 +657,10 @@ absl::StatusOr<int64_t> TfliteTensorBytes(int type,
                      "elements");
     }
   }
-  return (count * bits + 7) / 8;
+  // count <= 2^58 and an element is at most 16 bytes: at most 2^62 bytes,
+  // computed in bytes (in bits it would pass 2^63).
+  if (bits < 8) return (count * bits + 7) / 8;
+  return count * (bits / 8);
 }
 
 absl::StatusOr<ImportedModel> ImportTflite(absl::string_view bytes,

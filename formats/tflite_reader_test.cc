@@ -102,6 +102,13 @@ TEST(TfliteReaderTest, TensorBytesForEveryType) {
   EXPECT_EQ(bytes(ts::TensorType_STRING, {2}), -1);
   EXPECT_EQ(bytes(ts::TensorType_VARIANT, {2}), -1);
   EXPECT_EQ(bytes(ts::TensorType_INT8, {1 << 30, 1 << 30, 1 << 30}), -1);
+  // Up to 2^58 elements of up to 16 bytes: counted in bytes, not bits,
+  // which would overflow (found by tflite_import_fuzz under UBSan).
+  const int64_t many = int64_t{162770356053245952};
+  EXPECT_EQ(bytes(ts::TensorType_FLOAT64, {many}), many * 8);
+  EXPECT_EQ(bytes(ts::TensorType_COMPLEX128, {int64_t{1} << 58}),
+            int64_t{1} << 62);
+  EXPECT_EQ(bytes(ts::TensorType_INT4, {int64_t{1} << 58}), int64_t{1} << 57);
 }
 
 TEST(TfliteReaderTest, Int4ActivationsTakeAByteAsInTflmWithAWarning) {
