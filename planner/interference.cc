@@ -11,8 +11,6 @@
 namespace memplan::planner {
 namespace {
 
-constexpr int kCancelStride = 4096;
-
 absl::Status Cancelled() {
   return absl::DeadlineExceededError("interference graph cancelled");
 }
@@ -99,12 +97,9 @@ absl::Status SweepPairs(const Problem& problem,
   // Buffers started so far that may still be live; starts only grow, so one
   // that has ended is dropped for good the next time the list is scanned.
   std::vector<std::pair<Step, int>> live;
-  int64_t work = 0;
+  WorkMeter meter(cancel);
   for (int i : by_start) {
-    if ((work += 16 + static_cast<int64_t>(live.size())) > (1 << 18)) {
-      work = 0;
-      if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
-    }
+    if (meter.Stop(16 + static_cast<int64_t>(live.size()))) return Cancelled();
     const Step start = b[i].start;
     size_t kept = 0;
     for (const auto& [end, j] : live) {
