@@ -240,7 +240,7 @@ TEST(PlanTest, TfliteModelsReportTheArenaTflmNeedsAndTheBaseline) {
   v1::PlanRequest request;
   request.mutable_model()->set_data(formats::testing::ChainModel().Build());
   request.mutable_model()->set_name("chain.tflite");  // format detected
-  request.add_emit("c-header");                        // either spelling
+  request.add_emit("c-header");                       // either spelling
   absl::StatusOr<v1::PlanResponse> r = PlanToResponse(request);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_GT(r->runtime_arena_bytes(), 0);

@@ -8,8 +8,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/liveness.h"
-#include "planner/testing/cpu_time.h"
 #include "planner/strategy.h"
+#include "planner/testing/cpu_time.h"
 #include "planner/testing/random_problems.h"
 #include "planner/verifier.h"
 

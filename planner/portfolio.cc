@@ -21,8 +21,7 @@ constexpr size_t kInlineBelow = 2000;
 // verification stops when `cancel` (may be null) does.
 absl::StatusOr<PortfolioResult> FirstVerified(
     const Problem& problem, const std::vector<std::string>& strategies,
-    std::vector<absl::StatusOr<Solution>>& results,
-    const CancelToken* cancel) {
+    std::vector<absl::StatusOr<Solution>>& results, const CancelToken* cancel) {
   std::vector<int> order;
   absl::Status first_error;
   for (int i = 0; i < static_cast<int>(results.size()); ++i) {
