@@ -21,6 +21,7 @@ namespace {
 
 namespace ts = ::memplan::tflite_schema;
 using testing::ChainModel;
+using testing::DynamicModel;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::TestSubgraph;
@@ -147,20 +148,6 @@ TEST(TfliteReaderTest, VariableTensorsArePersistentNotConstant) {
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->tensors[TensorIndex(*m, "state")].kind,
             planner::TensorKind::kVariable);
-}
-
-// A model with a dynamic batch and a dynamic length.
-TfliteBuilder DynamicModel() {
-  TfliteBuilder b;
-  TestSubgraph& g = b.Subgraph("main");
-  const int x = g.Tensor("x", {1, 1});
-  g.tensors[x].signature = {-1, -1};
-  const int y = g.Tensor("y", {1, 8});
-  g.tensors[y].signature = {-1, 8};
-  g.Op(ts::BuiltinOperator_FULLY_CONNECTED, {x}, {y});
-  g.inputs = {x};
-  g.outputs = {y};
-  return b;
 }
 
 TEST(TfliteReaderTest, DynamicDimsAreAnErrorListingEveryTensor) {

@@ -274,6 +274,21 @@ inline TfliteBuilder ChainModel() {
   return b;
 }
 
+// A model with a dynamic batch and a dynamic length:
+// x[-1,-1] -> FULLY_CONNECTED -> y[-1,8] (stored shapes [1,1] and [1,8]).
+inline TfliteBuilder DynamicModel() {
+  TfliteBuilder b;
+  TestSubgraph& g = b.Subgraph("main");
+  const int x = g.Tensor("x", {1, 1});
+  g.tensors[x].signature = {-1, -1};
+  const int y = g.Tensor("y", {1, 8});
+  g.tensors[y].signature = {-1, 8};
+  g.Op(ts::BuiltinOperator_FULLY_CONNECTED, {x}, {y});
+  g.inputs = {x};
+  g.outputs = {y};
+  return b;
+}
+
 // What TFLite Micro reads from a model's offline plan, read the way its
 // GetOfflinePlannedOffsets does: every metadata entry named exactly
 // "OfflineMemoryAllocation" (the last one wins), its buffer's data as

@@ -26,6 +26,7 @@ namespace {
 namespace ts = ::memplan::tflite_schema;
 using formats::testing::ChainModel;
 using formats::testing::DecodeOfflinePlan;
+using formats::testing::DynamicModel;
 using formats::testing::TestSubgraph;
 using formats::testing::TfliteBuilder;
 using ::testing::AllOf;
@@ -222,16 +223,7 @@ TEST_F(TfliteCliTest, AnOutputThatCannotBeWrittenIsExit73) {
 }
 
 TEST_F(TfliteCliTest, DynamicDimsNeedDimOrInputFlags) {
-  TfliteBuilder b;
-  TestSubgraph& g = b.Subgraph("main");
-  const int x = g.Tensor("x", {1, 1});
-  g.tensors[x].signature = {-1, -1};
-  const int y = g.Tensor("y", {1, 8});
-  g.tensors[y].signature = {-1, 8};
-  g.Op(ts::BuiltinOperator_FULLY_CONNECTED, {x}, {y});
-  g.inputs = {x};
-  g.outputs = {y};
-  const std::string model = Write("dyn.tflite", b.Build());
+  const std::string model = Write("dyn.tflite", DynamicModel().Build());
   CommandResult missing = Cli({"plan", model});
   EXPECT_EQ(missing.exit_code, 65);
   EXPECT_THAT(missing.err, AllOf(HasSubstr("'x'"), HasSubstr("'y'"),
