@@ -1,7 +1,5 @@
 #include "allocators/allocator.h"
 
-#include <algorithm>
-
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "allocators/aligned_allocator.h"
@@ -12,13 +10,6 @@
 #include "allocators/recurse_allocator.h"
 
 namespace memplan::allocators {
-
-void AllocatorStats::CountHandedOut(int64_t bytes) {
-  ++num_allocs;
-  bytes_in_use += bytes;
-  peak_bytes_in_use = std::max(peak_bytes_in_use, bytes_in_use);
-  largest_alloc_size = std::max(largest_alloc_size, bytes);
-}
 
 std::string AllocatorStats::DebugString() const {
   return absl::StrFormat(

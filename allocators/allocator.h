@@ -17,6 +17,7 @@
 #ifndef MEMPLAN_ALLOCATORS_ALLOCATOR_H_
 #define MEMPLAN_ALLOCATORS_ALLOCATOR_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -50,8 +51,13 @@ struct AllocatorStats {
   double fragmentation = 0.0;
 
   // Counts a successful Allocate that handed out `bytes`: num_allocs,
-  // bytes_in_use and their peaks.
-  void CountHandedOut(int64_t bytes);
+  // bytes_in_use and their peaks. Inline: every allocation calls it.
+  void CountHandedOut(int64_t bytes) {
+    ++num_allocs;
+    bytes_in_use += bytes;
+    peak_bytes_in_use = std::max(peak_bytes_in_use, bytes_in_use);
+    largest_alloc_size = std::max(largest_alloc_size, bytes);
+  }
 
   // One line per field, for logs and test failures.
   std::string DebugString() const;
