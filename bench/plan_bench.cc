@@ -10,7 +10,8 @@
 //                                    bound, arena ratio, median of 3 runs
 //   plan_bench dense [--threads=T] [--generator=NAME] [N...]  long-lifetime
 //                                    generators (LongDenseProblem,
-//                                    StaggeredProblem, or the one named) at
+//                                    StaggeredProblem, MixedLongProblem, or
+//                                    the one named) at
 //                                    N buffers (default 50000 100000 200000)
 //                                    planned by default, median of 3 runs
 //   plan_bench random [INSTANCES]    the random suite: INSTANCES (default
@@ -286,7 +287,8 @@ int Dense(std::vector<int> sizes, int threads, const std::string& only) {
   using Generator = planner::Problem (*)(int, uint32_t, planner::Bytes);
   const std::pair<const char*, Generator> generators[] = {
       {"LongDenseProblem", &planner::testing::LongDenseProblem},
-      {"StaggeredProblem", &planner::testing::StaggeredProblem}};
+      {"StaggeredProblem", &planner::testing::StaggeredProblem},
+      {"MixedLongProblem", &planner::testing::MixedLongProblem}};
   std::printf(
       "| generator | buffers | arena / lower bound | median seconds (3 runs) "
       "| median CPU seconds | median stages |\n|---|---|---|---|---|---|\n");

@@ -11,6 +11,7 @@
 #ifndef MEMPLAN_PLANNER_CANCEL_H_
 #define MEMPLAN_PLANNER_CANCEL_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -64,7 +65,9 @@ class CancelToken {
 
 // Counts units of work (a range read, a neighbour visited: about 0.1 us
 // each) and polls a token every kUnitsPerPoll of them: a few milliseconds
-// apart, whatever the loop's shape. Thread-compatible.
+// apart, whatever the loop's shape. With a cap, also stops once the work
+// passes it (capped() then says so): a bound that is the same on every
+// machine, unlike a deadline. Thread-compatible.
 //
 //   WorkMeter meter(cancel);
 //   for (...) { if (meter.Stop(units_done)) return Cancelled(); }
@@ -73,19 +76,44 @@ class WorkMeter {
   static constexpr int64_t kUnitsPerPoll = 1 << 16;
 
   explicit WorkMeter(const CancelToken* cancel) : cancel_(cancel) {}
-  // Adds `units`; true when the token (may be null) says stop.
+  // `cap` <= 0: no cap.
+  WorkMeter(const CancelToken* cancel, int64_t cap)
+      : cancel_(cancel),
+        cap_(cap > 0 ? cap : kNoCap),
+        next_poll_(std::min(kUnitsPerPoll, cap_ + 1)) {}
+
+  // Adds `units`; true when the token (may be null) says stop or the work
+  // passed the cap.
   bool Stop(int64_t units) {
     work_ += units;
     if (work_ < next_poll_) return false;
-    next_poll_ = work_ + kUnitsPerPoll;
+    if (work_ > cap_) return true;
+    next_poll_ = std::min(work_ + kUnitsPerPoll, cap_ + 1);
     return cancel_ != nullptr && cancel_->Cancelled();
   }
+  // True when Stop() stopped for the cap.
+  bool capped() const { return work_ > cap_; }
+  int64_t work() const { return work_; }
 
  private:
+  static constexpr int64_t kNoCap = INT64_MAX / 2;
   const CancelToken* cancel_;
+  int64_t cap_ = kNoCap;
   int64_t work_ = 0;
   int64_t next_poll_ = kUnitsPerPoll;
 };
+
+// The work a first heuristic (the plan every request gets) may do on n
+// buffers before it gives way to an O(n log n) one: 8 n log2 n units, and
+// never below 16 million (about a quarter of a second of gap search) so
+// small problems are never capped. Random graph-like buffer lists take
+// about 2 n log2 n, the real traces of bench/data/traces 5-16 n log2 n
+// (all under the floor); dense staggered lifetimes grow like n^2.
+inline int64_t FirstPlanWorkCap(int64_t n) {
+  int64_t log2n = 1;
+  while ((int64_t{1} << log2n) < n) ++log2n;
+  return std::max<int64_t>(int64_t{16'000'000}, 8 * n * log2n);
+}
 
 }  // namespace memplan::planner
 

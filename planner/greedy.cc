@@ -26,30 +26,10 @@ absl::Status Cancelled() {
   return absl::DeadlineExceededError("greedy placement cancelled");
 }
 
-// Buffers live over the whole schedule share memory with nothing, so they
-// are stacked at the arena's base, most aligned first, and the rest is
-// planned above them: this keeps graphs with many weights linear. Skipped
-// when any buffer is pinned (pins may lie anywhere). Returns the stack's top.
-Offset StackSpanningBuffers(const Problem& problem, Solution* solution) {
-  const auto& b = problem.buffers;
-  std::vector<int> spanning;
-  const auto span = ScheduleSpan(problem);
-  for (int i = 0; i < static_cast<int>(b.size()); ++i) {
-    if (b[i].fixed_offset.has_value()) return 0;
-    if (SpansAll(b[i], span)) spanning.push_back(i);
-  }
-  std::sort(spanning.begin(), spanning.end(), [&](int x, int y) {
-    if (b[x].alignment != b[y].alignment)
-      return b[x].alignment > b[y].alignment;
-    if (b[x].size != b[y].size) return b[x].size > b[y].size;
-    return x < y;
-  });
-  Offset top = 0;
-  for (int i : spanning) {
-    solution->offsets[i] = AlignUp(top, b[i].alignment);
-    top = solution->offsets[i] + b[i].size;
-  }
-  return top;
+absl::Status Stopped(const WorkMeter& meter) {
+  if (!meter.capped()) return Cancelled();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "greedy placement passed its work cap (", meter.work(), " units)"));
 }
 
 // A minimum over ranges of a fixed array: an iterative segment tree, 2m
@@ -303,7 +283,8 @@ absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
                                const std::vector<int>& order, FitPolicy fit,
                                std::optional<Bytes> capacity,
                                const CancelToken* cancel,
-                               OverlapSearch search = OverlapSearch::kAuto) {
+                               OverlapSearch search = OverlapSearch::kAuto,
+                               int64_t work_cap = 0) {
   const auto& buffers = problem.buffers;
   Solution solution;
   solution.offsets.assign(buffers.size(), -1);
@@ -315,12 +296,12 @@ absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
     placed.Insert(time.first[i], time.last[i],
                   {solution.offsets[i], solution.offsets[i] + buffers[i].size});
   }
-  WorkMeter meter(cancel);
+  WorkMeter meter(cancel, work_cap);
   for (const Request& r : Requests(problem, time, order, solution.offsets)) {
     placed.SetSmallestRequest(r.min_size, r.min_align);
     int64_t work = 0;
     const std::vector<TakenRange>& taken = placed.Taken(r.lo, r.hi, &work);
-    if (meter.Stop(kBufferWork + work)) return Cancelled();
+    if (meter.Stop(kBufferWork + work)) return Stopped(meter);
     const Offset offset = FindGap(taken, r.size, r.alignment, fit, base);
     if (capacity && offset + r.size > *capacity) continue;  // left out
     solution.offsets[r.index] = offset;
@@ -335,6 +316,28 @@ absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
 }
 
 }  // namespace
+
+Offset StackSpanningBuffers(const Problem& problem, Solution* solution) {
+  const auto& b = problem.buffers;
+  std::vector<int> spanning;
+  const auto span = ScheduleSpan(problem);
+  for (int i = 0; i < static_cast<int>(b.size()); ++i) {
+    if (b[i].fixed_offset.has_value()) return 0;
+    if (SpansAll(b[i], span)) spanning.push_back(i);
+  }
+  std::sort(spanning.begin(), spanning.end(), [&](int x, int y) {
+    if (b[x].alignment != b[y].alignment)
+      return b[x].alignment > b[y].alignment;
+    if (b[x].size != b[y].size) return b[x].size > b[y].size;
+    return x < y;
+  });
+  Offset top = 0;
+  for (int i : spanning) {
+    solution->offsets[i] = AlignUp(top, b[i].alignment);
+    top = solution->offsets[i] + b[i].size;
+  }
+  return top;
+}
 
 std::vector<int64_t> CountConflicts(const Problem& problem) {
   return OverlapCounts(*CompressTime(problem));
@@ -390,7 +393,8 @@ absl::StatusOr<Solution> GreedyStrategy::Solve(const Problem& problem,
       OrderOf(problem, *time, order_, ctx.cancel);
   if (!order.ok()) return order.status();
   absl::StatusOr<Solution> s =
-      Place(problem, *time, *order, fit_, std::nullopt, ctx.cancel);
+      Place(problem, *time, *order, fit_, std::nullopt, ctx.cancel,
+            OverlapSearch::kAuto, ctx.work_cap);
   if (s.ok()) UpdateBest(ctx.best_arena, s->arena_size);
   return s;
 }

@@ -87,6 +87,14 @@ enum class OverlapSearch {
     const Problem& problem, const std::vector<int>& order, Bytes capacity,
     const CancelToken* cancel);
 
+// Buffers live over the whole schedule share memory with nothing, so they
+// are stacked at the arena's base, most aligned first, then largest, and
+// the rest is planned above them: this keeps graphs with many weights
+// linear. Does nothing when any buffer is pinned (pins may lie anywhere).
+// Sets their offsets in `solution` (sized to the problem) and returns the
+// stack's top.
+Offset StackSpanningBuffers(const Problem& problem, Solution* solution);
+
 class GreedyStrategy : public OffsetStrategy {
  public:
   GreedyStrategy(GreedyOrder order, FitPolicy fit);

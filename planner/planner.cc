@@ -183,13 +183,27 @@ absl::Status AssignOffsets(const PlanOptions& options, WorkerPool* workers,
       ResolveStrategy(options.strategy, options.optimize);
   if (!choice.ok()) return choice.status();
   std::atomic<Bytes> best{std::numeric_limits<Bytes>::max()};
-  const SolveContext needed{cancel, &best, nullptr, options.effort};
+  // The needed heuristics share the cap: together they stop within it.
+  const int64_t needed_count =
+      std::count(choice->optional.begin(), choice->optional.end(), false);
+  const int64_t cap =
+      choice->capped
+          ? FirstPlanWorkCap(result->problem.buffers.size()) / needed_count
+          : 0;
+  const SolveContext needed{cancel, &best, nullptr, options.effort, cap};
   const SolveContext optional{budget, &best, nullptr, options.effort};
   std::vector<const SolveContext*> contexts;
   for (bool o : choice->optional) contexts.push_back(o ? &optional : &needed);
   const absl::Time start = absl::Now();
   absl::StatusOr<PortfolioResult> won =
       RunPortfolio(result->problem, choice->heuristics, contexts, workers);
+  if (!won.ok() && absl::IsResourceExhausted(won.status()) && cap > 0) {
+    // Every heuristic the request needs passed its work cap (a dense
+    // problem): the O(n log n) sweep gives the plan instead.
+    const SolveContext fallback{cancel, &best, nullptr, options.effort};
+    won = RunPortfolio(result->problem, {std::string(kFallbackStrategy)},
+                       fallback, workers);
+  }
   const absl::Duration elapsed = absl::Now() - start;
   if (!won.ok()) return won.status();
   AddStageTime("offsets", elapsed - absl::Microseconds(won->verify_micros),

@@ -8,10 +8,12 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "planner/gap.h"
 #include "planner/gap_index.h"
 #include "planner/sections.h"
 #include "planner/sort.h"
+#include "planner/sweep.h"
 #include "planner/time_index.h"
 
 namespace memplan::planner {
@@ -21,8 +23,19 @@ namespace {
 // colored counts.
 constexpr int64_t kBufferWork = 16;
 
+// The coloring's work cap, in FirstPlanWorkCap's: a unit here (an array
+// slot marked, a merged range read) costs a third to a tenth of a
+// placement's (a range merged and searched for a gap).
+constexpr int64_t kCapScale = 2;
+
 absl::Status Cancelled() {
   return absl::DeadlineExceededError("shared object coloring cancelled");
+}
+
+absl::Status Stopped(const WorkMeter& meter) {
+  if (!meter.capped()) return Cancelled();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "shared object coloring passed its work cap (", meter.work(), " units)"));
 }
 
 // Buffers largest first, ties by index; packed keys sort in cache.
@@ -56,7 +69,7 @@ struct Request {
 template <typename LowestFreeFn, typename ColoredFn>
 absl::StatusOr<SharedObjects> Color(const Problem& problem,
                                     const Sections& time,
-                                    const CancelToken* cancel,
+                                    const CancelToken* cancel, int64_t work_cap,
                                     LowestFreeFn lowest_free,
                                     ColoredFn colored) {
   const auto& b = problem.buffers;
@@ -71,10 +84,10 @@ absl::StatusOr<SharedObjects> Color(const Problem& problem,
   }
   SharedObjects objects;
   objects.object_of.assign(b.size(), -1);
-  WorkMeter meter(cancel);
+  WorkMeter meter(cancel, work_cap);
   for (const Request& r : requests) {
     const auto [object, units] = lowest_free(r, objects.object_of);
-    if (meter.Stop(kBufferWork + units)) return Cancelled();
+    if (meter.Stop(kBufferWork + units)) return Stopped(meter);
     if (object == static_cast<int>(objects.size.size())) {
       objects.size.push_back(b[r.index].size);  // largest member: by size
     }
@@ -182,7 +195,7 @@ absl::StatusOr<SharedObjects> ColorSharedObjects(const Problem& problem,
   none.last.assign(problem.buffers.size(), 1);
   std::vector<int> taken_by;  // one entry per object
   return Color(
-      problem, none, cancel,
+      problem, none, cancel, /*work_cap=*/0,
       [&](const Request& r, const std::vector<int>& object_of) {
         return LowestUnmarked(r.index, &taken_by, [&](int q, auto mark) {
           for (int j : graph.Neighbours(q)) {
@@ -197,12 +210,18 @@ absl::StatusOr<SharedObjects> ColorSharedObjects(const Problem& problem,
 
 absl::StatusOr<SharedObjects> ColorSharedObjects(const Problem& problem,
                                                  const CancelToken* cancel) {
-  return ColorSharedObjects(problem, cancel, OverlapSearch::kAuto);
+  absl::StatusOr<SharedObjects> colored = ColorSharedObjects(
+      problem, cancel, OverlapSearch::kAuto,
+      kCapScale *
+          FirstPlanWorkCap(static_cast<int64_t>(problem.buffers.size())));
+  if (!absl::IsResourceExhausted(colored.status())) return colored;
+  return SweepSharedObjects(problem, cancel);
 }
 
 absl::StatusOr<SharedObjects> ColorSharedObjects(const Problem& problem,
                                                  const CancelToken* cancel,
-                                                 OverlapSearch search) {
+                                                 OverlapSearch search,
+                                                 int64_t work_cap) {
   absl::StatusOr<Sections> time = CompressTime(problem, cancel);
   if (!time.ok()) return time.status();
   const bool merged = search == OverlapSearch::kAuto
@@ -210,7 +229,7 @@ absl::StatusOr<SharedObjects> ColorSharedObjects(const Problem& problem,
                           : search == OverlapSearch::kMerged;
   ObjectFinder finder(*time, merged, search == OverlapSearch::kAuto);
   return Color(
-      problem, *time, cancel,
+      problem, *time, cancel, work_cap,
       [&](const Request& r, const std::vector<int>&) {
         return finder.LowestFree(r);
       },

@@ -11,6 +11,7 @@
 #ifndef MEMPLAN_PLANNER_SHARED_OBJECTS_H_
 #define MEMPLAN_PLANNER_SHARED_OBJECTS_H_
 
+#include <cstdint>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -41,7 +42,10 @@ SharedObjects ColorSharedObjects(const Problem& problem,
 // many, the lowest free object is a first fit in a GapIndex holding each
 // colored buffer as a one-slot range of object numbers (cost: O(log^2 n)
 // plus the merged ranges read), so an all-overlapping problem is not
-// quadratic. O(n) memory, compressed time.
+// quadratic. Where neither is cheap (lifetimes staggered across the
+// schedule: the busy objects form no runs), the coloring stops at
+// FirstPlanWorkCap (cancel.h) and the objects come from the O(n log n)
+// time-order coloring of sweep.h instead. O(n) memory, compressed time.
 SharedObjects ColorSharedObjects(const Problem& problem);
 
 // Both, polling `cancel` (may be null) every few milliseconds of work,
@@ -53,9 +57,11 @@ SharedObjects ColorSharedObjects(const Problem& problem);
     const Problem& problem, const CancelToken* cancel);
 
 // The graphless coloring with the search chosen (tests and benchmarks):
-// every choice gives the same objects.
+// every choice gives the same objects. With `work_cap` > 0, gives up with
+// RESOURCE_EXHAUSTED once its work (WorkMeter units) passes the cap.
 [[nodiscard]] absl::StatusOr<SharedObjects> ColorSharedObjects(
-    const Problem& problem, const CancelToken* cancel, OverlapSearch search);
+    const Problem& problem, const CancelToken* cancel, OverlapSearch search,
+    int64_t work_cap = 0);
 
 }  // namespace memplan::planner
 

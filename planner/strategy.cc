@@ -8,6 +8,7 @@
 #include "planner/exact_solver.h"
 #include "planner/greedy.h"
 #include "planner/hill_climb.h"
+#include "planner/sweep.h"
 
 namespace memplan::planner {
 namespace {
@@ -34,6 +35,9 @@ std::unique_ptr<OffsetStrategy> MakeGreedy(const Entry& e) {
 }
 std::unique_ptr<OffsetStrategy> MakeHillClimb(const Entry&) {
   return std::make_unique<HillClimbStrategy>();
+}
+std::unique_ptr<OffsetStrategy> MakeSweep(const Entry&) {
+  return std::make_unique<SweepStrategy>();
 }
 std::unique_ptr<OffsetStrategy> MakeExact(const Entry&) {
   return std::make_unique<ExactSolver>();
@@ -63,6 +67,7 @@ constexpr Entry kRegistry[] = {
      MakeGreedy},
     {"first_fit_breadth", Role::kHeuristic, GreedyOrder::kBreadth, kFirst,
      MakeGreedy},
+    {"sweep_best_fit", Role::kHeuristic, kSize, kBest, MakeSweep},
     {"hill_climb", Role::kHeuristic, kSize, kBest, MakeHillClimb},
     {"exact", Role::kSearch, kSize, kBest, MakeExact},
 };
@@ -142,12 +147,14 @@ absl::StatusOr<StrategyChoice> ResolveStrategy(std::string_view name,
         optimize ? SearchWhen::kAlways : SearchWhen::kCapacityMissed;
     choice.optional.assign(choice.heuristics.size(), optimize);
     choice.optional[0] = false;  // the plan every request gets
+    choice.capped = true;
     return choice;
   }
   const Entry* entry = Find(name);
   if (entry->role == Role::kSearch) {
     choice.heuristics = {HeuristicNames()[0]};  // the search's seed
     choice.search = SearchWhen::kAlways;
+    choice.capped = true;
   } else {
     choice.heuristics = {std::string(name)};
   }

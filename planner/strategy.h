@@ -42,6 +42,11 @@ struct SolveContext {
   // instead of by the clock, so the plan does not depend on the machine.
   // Default 0: the strategy's own defaults, cut by `cancel`.
   int64_t effort = 0;
+  // When > 0, the work (WorkMeter units) a greedy heuristic may do before
+  // it gives up with RESOURCE_EXHAUSTED: set for the first plan of a
+  // request (FirstPlanWorkCap), whose fallback is the O(n log n)
+  // "sweep_best_fit".
+  int64_t work_cap = 0;
 };
 
 // Lowers `best` to `value` if `value` is smaller (atomic fetch-min).
@@ -104,7 +109,15 @@ struct StrategyChoice {
   std::vector<bool> optional;
   // When the exact search follows.
   SearchWhen search = SearchWhen::kNever;
+  // Whether the heuristics a request needs run under FirstPlanWorkCap
+  // (cancel.h), with kFallbackStrategy's plan when all of them pass it:
+  // "auto" and "exact". A heuristic asked for by name runs to its end.
+  bool capped = false;
 };
+
+// The O(n log n) plan a request gets when its first heuristics pass their
+// work cap (sweep.h).
+inline constexpr std::string_view kFallbackStrategy = "sweep_best_fit";
 
 // The one interpretation of "auto", "exact" and optimize. INVALID_ARGUMENT
 // as CheckStrategyName.

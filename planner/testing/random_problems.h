@@ -115,6 +115,33 @@ inline Problem StaggeredProblem(int n, uint32_t seed, Bytes alignment = 64) {
   return p;
 }
 
+// Mixed lifetimes like the IOPDDL-derived traces: `n` buffers over n
+// steps; 70% live one to a few dozen steps (activations), 30% live 10% to
+// 100% of the schedule from a random start (cut at its end: saved
+// activations, optimizer state). The long ones overlap one another densely
+// but at staggered addresses, so the ranges taken during a lifetime do not
+// merge: the hardest case for gap search.
+inline Problem MixedLongProblem(int n, uint32_t seed, Bytes alignment = 64) {
+  std::mt19937_64 rng(seed);
+  const Step steps = std::max<Step>(10, n);
+  Problem p;
+  p.buffers.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    Buffer b;
+    b.name = absl::StrCat("m", i);
+    b.start = static_cast<Step>(rng() % steps);
+    const Step length =
+        rng() % 10 < 3
+            ? steps / 10 + static_cast<Step>(rng() % (steps * 9 / 10))
+            : 1 + static_cast<Step>(rng() % 40);
+    b.end = std::min<Step>(steps, b.start + length);
+    b.size = GraphLikeSize(rng);
+    b.alignment = alignment;
+    p.buffers.push_back(std::move(b));
+  }
+  return p;
+}
+
 // A random DAG in execution order: each op reads 1-3 earlier tensors (or
 // graph inputs/weights) and writes 1-2 new ones.
 inline Graph RandomGraph(int ops, uint32_t seed) {
