@@ -387,13 +387,15 @@ GreedyStrategy::GreedyStrategy(GreedyOrder order, FitPolicy fit)
 
 absl::StatusOr<Solution> GreedyStrategy::Solve(const Problem& problem,
                                                const SolveContext& ctx) const {
-  absl::StatusOr<Sections> time = CompressTime(problem, ctx.cancel);
+  Sections own;
+  absl::StatusOr<const Sections*> time =
+      CompressedTime(problem, ctx.time, &own, ctx.cancel);
   if (!time.ok()) return time.status();
   absl::StatusOr<std::vector<int>> order =
-      OrderOf(problem, *time, order_, ctx.cancel);
+      OrderOf(problem, **time, order_, ctx.cancel);
   if (!order.ok()) return order.status();
   absl::StatusOr<Solution> s =
-      Place(problem, *time, *order, fit_, std::nullopt, ctx.cancel,
+      Place(problem, **time, *order, fit_, std::nullopt, ctx.cancel,
             OverlapSearch::kAuto, ctx.work_cap);
   if (s.ok()) UpdateBest(ctx.best_arena, s->arena_size);
   return s;

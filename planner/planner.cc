@@ -15,6 +15,7 @@
 #include "planner/interference.h"
 #include "planner/liveness.h"
 #include "planner/portfolio.h"
+#include "planner/sections.h"
 #include "planner/strategy.h"
 #include "planner/verifier.h"
 
@@ -116,6 +117,7 @@ absl::Status SearchExact(const PlanOptions& options, const CancelToken* budget,
 // graph would be over its edge limit.
 absl::Status ComputeSharedObjects(const Problem& problem,
                                   const PlanOptions& options,
+                                  const Sections* time,
                                   const CancelToken* cancel,
                                   SharedObjects* objects,
                                   std::vector<StageTime>* stages) {
@@ -130,7 +132,7 @@ absl::Status ComputeSharedObjects(const Problem& problem,
   StageTimer timer("pools", stages);
   absl::StatusOr<SharedObjects> colored =
       graph.ok() ? ColorSharedObjects(problem, *graph, cancel)
-                 : ColorSharedObjects(problem, cancel);
+                 : ColorSharedObjects(problem, cancel, time);
   if (!colored.ok()) return colored.status();
   *objects = *std::move(colored);
   return absl::OkStatus();
@@ -141,10 +143,11 @@ absl::Status ComputeSharedObjects(const Problem& problem,
 class SharedObjectsStage {
  public:
   SharedObjectsStage(const PlanOptions& options, WorkerPool* workers,
-                     const CancelToken* cancel, PlanResult* result)
+                     const Sections* time, const CancelToken* cancel,
+                     PlanResult* result)
       : result_(result) {
-    auto task = [this, &options, cancel] {
-      status_ = ComputeSharedObjects(result_->problem, options, cancel,
+    auto task = [this, &options, time, cancel] {
+      status_ = ComputeSharedObjects(result_->problem, options, time, cancel,
                                      &objects_, &stages_);
       done_.Notify();
     };
@@ -178,7 +181,7 @@ class SharedObjectsStage {
 // time_budget from the start of planning, within `cancel`).
 absl::Status AssignOffsets(const PlanOptions& options, WorkerPool* workers,
                            const CancelToken* cancel, const CancelToken* budget,
-                           PlanResult* result) {
+                           const Sections* time, PlanResult* result) {
   absl::StatusOr<StrategyChoice> choice =
       ResolveStrategy(options.strategy, options.optimize);
   if (!choice.ok()) return choice.status();
@@ -190,17 +193,19 @@ absl::Status AssignOffsets(const PlanOptions& options, WorkerPool* workers,
       choice->capped
           ? FirstPlanWorkCap(result->problem.buffers.size()) / needed_count
           : 0;
-  const SolveContext needed{cancel, &best, nullptr, options.effort, cap};
-  const SolveContext optional{budget, &best, nullptr, options.effort};
+  const SolveContext needed{cancel, &best, nullptr, options.effort, cap, time};
+  const SolveContext optional{budget, &best, nullptr, options.effort, 0, time};
   std::vector<const SolveContext*> contexts;
   for (bool o : choice->optional) contexts.push_back(o ? &optional : &needed);
   const absl::Time start = absl::Now();
   absl::StatusOr<PortfolioResult> won =
-      RunPortfolio(result->problem, choice->heuristics, contexts, workers);
+      RunPortfolio(result->problem, choice->heuristics, contexts, workers,
+                   result->lower_bound);
   if (!won.ok() && absl::IsResourceExhausted(won.status()) && cap > 0) {
     // Every heuristic the request needs passed its work cap (a dense
     // problem): the O(n log n) sweep gives the plan instead.
-    const SolveContext fallback{cancel, &best, nullptr, options.effort};
+    const SolveContext fallback{cancel, &best, nullptr, options.effort, 0,
+                                time};
     won = RunPortfolio(result->problem, {std::string(kFallbackStrategy)},
                        fallback, workers);
   }
@@ -364,7 +369,8 @@ absl::StatusOr<MemorySpacePlan> PlanShare(
   sub.problem = SubProblem(problem, share->buffers);
   sub.lower_bound = PaddedLowerBound(sub.problem);
   plan.lower_bound = sub.lower_bound;
-  if (auto s = AssignOffsets(options, workers, cancel, budget, &sub); !s.ok()) {
+  if (auto s = AssignOffsets(options, workers, cancel, budget, nullptr, &sub);
+      !s.ok()) {
     return s;
   }
   const bool fits =
@@ -424,8 +430,9 @@ absl::Status AssignMemorySpaces(const PlanOptions& options, WorkerPool* workers,
 // The figures every plan reports: bounds and the naive sum, on the sizes
 // and alignments the plan uses.
 void SetBounds(PlanResult* result) {
-  result->lower_bound = PaddedLowerBound(result->problem);
-  result->unaligned_lower_bound = LowerBound(result->problem);
+  const Sections sections = SweepSections(result->problem);
+  result->lower_bound = PaddedLowerBound(result->problem, sections);
+  result->unaligned_lower_bound = LowerBound(result->problem, sections);
   result->naive_bytes = 0;
   for (const Buffer& b : result->problem.buffers) {
     result->naive_bytes += AlignUp(b.size, b.alignment);
@@ -444,12 +451,15 @@ absl::StatusOr<PlanResult> PlanProblem(PlanResult result,
     result.proven_optimal = true;
     return result;
   }
-  SharedObjectsStage objects_stage(options, workers, cancel, &result);
+  // Compressed time, swept once for the stages that work on it.
+  absl::StatusOr<Sections> time = CompressTime(result.problem, cancel);
+  if (!time.ok()) return time.status();
+  SharedObjectsStage objects_stage(options, workers, &*time, cancel, &result);
   // The offsets below never read result.shared_objects: the two stages are
   // independent, and on large problems they run at the same time.
   absl::Status offsets =
       options.memory_spaces.empty()
-          ? AssignOffsets(options, workers, cancel, budget, &result)
+          ? AssignOffsets(options, workers, cancel, budget, &*time, &result)
           : AssignMemorySpaces(options, workers, cancel, budget, &result);
   if (absl::Status s = objects_stage.Wait(); !s.ok()) return s;
   if (!offsets.ok()) return offsets;

@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/liveness.h"
+#include "planner/portfolio.h"
 #include "planner/strategy.h"
 #include "planner/testing/cpu_time.h"
 #include "planner/testing/random_problems.h"
@@ -39,6 +40,28 @@ TEST(PlannerTest, GraphPlanIsVerifiedAndReportsEveryStage) {
               ::testing::UnorderedElementsAre("liveness", "interference",
                                               "pools", "offsets", "verify"));
   EXPECT_EQ(r->shared_objects.object_of.size(), g.tensors.size() - 1);
+}
+
+TEST(PlannerTest, StrategiesAfterOneAtTheLowerBoundAreSkipped) {
+  // Two buffers live together and one after: best fit stacks them at the
+  // bound (48), so first fit and the climb could at best tie.
+  Problem p;
+  p.buffers = {{"a", 0, 2, 32}, {"b", 1, 3, 16}, {"c", 2, 4, 32}};
+  const std::vector<std::string> names = {"best_fit_size", "first_fit_size",
+                                          "hill_climb"};
+  const SolveContext ctx;
+  const std::vector<const SolveContext*> contexts(names.size(), &ctx);
+  absl::StatusOr<PortfolioResult> r =
+      RunPortfolio(p, names, contexts, nullptr, LowerBound(p));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->solution.arena_size, 48);
+  EXPECT_EQ(r->strategy, "best_fit_size");
+  EXPECT_EQ(r->skipped, 2);
+  // Without a bound every strategy runs, and the winner is the same.
+  r = RunPortfolio(p, names, contexts, nullptr);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->strategy, "best_fit_size");
+  EXPECT_EQ(r->skipped, 0);
 }
 
 TEST(PlannerTest, AutoPicksTheSmallestArenaOfAllStrategies) {

@@ -1,6 +1,8 @@
 #include "planner/portfolio.h"
 
 #include <algorithm>
+#include <atomic>
+#include <limits>
 #include <cassert>
 #include <memory>
 
@@ -62,7 +64,8 @@ absl::StatusOr<PortfolioResult> RunPortfolio(
 
 absl::StatusOr<PortfolioResult> RunPortfolio(
     const Problem& problem, const std::vector<std::string>& strategies,
-    const std::vector<const SolveContext*>& contexts, WorkerPool* pool) {
+    const std::vector<const SolveContext*>& contexts, WorkerPool* pool,
+    Bytes lower_bound) {
   assert(contexts.size() == strategies.size());
   std::vector<absl::StatusOr<Solution>> results(
       strategies.size(), absl::UnknownError("strategy did not run"));
@@ -70,12 +73,30 @@ absl::StatusOr<PortfolioResult> RunPortfolio(
   // than it saves, and the caller is one of many concurrent requests.
   if (problem.buffers.size() < kInlineBelow) pool = nullptr;
   absl::BlockingCounter done(static_cast<int>(strategies.size()));
+  // The first strategy (in list order) whose plan reached lower_bound.
+  std::atomic<int> first_at_bound{std::numeric_limits<int>::max()};
+  std::atomic<int> skipped{0};
   for (size_t i = 0; i < strategies.size(); ++i) {
     auto task = [&, i] {
+      const int at = static_cast<int>(i);
+      if (first_at_bound.load(std::memory_order_acquire) < at) {
+        results[i] = absl::CancelledError(
+            "skipped: a strategy listed before it reached the lower bound");
+        skipped.fetch_add(1);
+        done.DecrementCount();
+        return;
+      }
       absl::StatusOr<std::unique_ptr<OffsetStrategy>> strategy =
           MakeStrategy(strategies[i]);
       results[i] = strategy.ok() ? (*strategy)->Solve(problem, *contexts[i])
                                  : strategy.status();
+      if (lower_bound > 0 && results[i].ok() &&
+          results[i]->arena_size <= lower_bound) {
+        int seen = first_at_bound.load(std::memory_order_relaxed);
+        while (at < seen && !first_at_bound.compare_exchange_weak(
+                                seen, at, std::memory_order_acq_rel)) {
+        }
+      }
       done.DecrementCount();
     };
     if (pool == nullptr || !pool->TrySchedule(task)) task();
@@ -83,8 +104,11 @@ absl::StatusOr<PortfolioResult> RunPortfolio(
   done.Wait();
   // The first strategy is always one the request needs: its token is the
   // call's.
-  return FirstVerified(problem, strategies, results,
-                       contexts.empty() ? nullptr : contexts[0]->cancel);
+  absl::StatusOr<PortfolioResult> won = FirstVerified(
+      problem, strategies, results,
+      contexts.empty() ? nullptr : contexts[0]->cancel);
+  if (won.ok()) won->skipped = skipped.load();
+  return won;
 }
 
 }  // namespace memplan::planner

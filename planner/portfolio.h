@@ -21,6 +21,9 @@ struct PortfolioResult {
   Solution solution;          // the winner's plan, verified
   std::string strategy;       // the winner's name
   int64_t verify_micros = 0;  // time the verifier took on the winner
+  // Strategies not run because one listed before them reached the lower
+  // bound.
+  int skipped = 0;
 };
 
 // Runs `strategies` (names for MakeStrategy) on `pool` (or inline where the
@@ -34,10 +37,14 @@ struct PortfolioResult {
 
 // The same with a context per strategy (contexts[i] for strategies[i], not
 // null): e.g. the heuristics a request needs under the caller's token, the
-// optional ones under the time budget. REQUIRES equal sizes.
+// optional ones under the time budget. With `lower_bound` (> 0: no plan is
+// smaller), a strategy is skipped once one listed before it has reached
+// the bound: it could at best tie, and ties go to the earlier one, so the
+// winner is the same as if all had run. REQUIRES equal sizes.
 [[nodiscard]] absl::StatusOr<PortfolioResult> RunPortfolio(
     const Problem& problem, const std::vector<std::string>& strategies,
-    const std::vector<const SolveContext*>& contexts, WorkerPool* pool);
+    const std::vector<const SolveContext*>& contexts, WorkerPool* pool,
+    Bytes lower_bound = 0);
 
 }  // namespace memplan::planner
 

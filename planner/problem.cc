@@ -13,8 +13,8 @@ namespace {
 
 // The peak over sections of the sum of size_of(buffer) for live buffers.
 template <typename SizeFn>
-Bytes PeakLive(const Problem& problem, SizeFn size_of) {
-  const Sections sections = SweepSections(problem);
+Bytes PeakLive(const Problem& problem, const Sections& sections,
+               SizeFn size_of) {
   const std::vector<Bytes> live = SectionTotals(
       sections, [&](int i) { return size_of(problem.buffers[i]); });
   return live.empty() ? 0 : *std::max_element(live.begin(), live.end());
@@ -23,11 +23,15 @@ Bytes PeakLive(const Problem& problem, SizeFn size_of) {
 }  // namespace
 
 Bytes LowerBound(const Problem& problem) {
-  return PeakLive(problem, [](const Buffer& b) { return b.size; });
+  return LowerBound(problem, SweepSections(problem));
+}
+
+Bytes LowerBound(const Problem& problem, const Sections& sections) {
+  return PeakLive(problem, sections, [](const Buffer& b) { return b.size; });
 }
 
 Bytes AlignedLowerBound(const Problem& problem) {
-  return PeakLive(problem,
+  return PeakLive(problem, SweepSections(problem),
                   [](const Buffer& b) { return AlignUp(b.size, b.alignment); });
 }
 
@@ -72,6 +76,10 @@ Bytes PaddedBoundAt(const Problem& problem, const Sections& sections, Bytes m) {
 }  // namespace
 
 Bytes PaddedLowerBound(const Problem& problem) {
+  return PaddedLowerBound(problem, SweepSections(problem));
+}
+
+Bytes PaddedLowerBound(const Problem& problem, const Sections& sections) {
   // The distinct alignments: powers of two, so at most 64.
   std::vector<Bytes> alignments;
   uint64_t seen = 0;
@@ -82,9 +90,8 @@ Bytes PaddedLowerBound(const Problem& problem) {
     alignments.push_back(b.alignment);
   }
   if (alignments.empty() || (alignments.size() == 1 && alignments[0] == 1)) {
-    return LowerBound(problem);
+    return LowerBound(problem, sections);
   }
-  const Sections sections = SweepSections(problem);
   Bytes best = 0;
   for (Bytes m : alignments) {
     best = std::max(best, PaddedBoundAt(problem, sections, m));

@@ -72,6 +72,13 @@ Bytes AlignedLowerBound(const Problem& problem);
 // O(n log n) per distinct alignment.
 Bytes PaddedLowerBound(const Problem& problem);
 
+struct Sections;  // sections.h
+
+// LowerBound and PaddedLowerBound from the problem's sections already swept
+// (SweepSections, kind kAll): both bounds from one sweep.
+Bytes LowerBound(const Problem& problem, const Sections& sections);
+Bytes PaddedLowerBound(const Problem& problem, const Sections& sections);
+
 // The sum of all sizes: what a plan without any reuse would take.
 Bytes NaiveBytes(const Problem& problem);
 

@@ -88,6 +88,18 @@ Sections SweepSections(const Problem& problem,
 [[nodiscard]] absl::StatusOr<Sections> CompressTime(
     const Problem& problem, const CancelToken* cancel = nullptr);
 
+// `given` (the problem's compressed time, computed once by the caller for
+// several stages) when not null, else CompressTime into `*own`.
+[[nodiscard]] inline absl::StatusOr<const Sections*> CompressedTime(
+    const Problem& problem, const Sections* given, Sections* own,
+    const CancelToken* cancel) {
+  if (given != nullptr) return given;
+  absl::StatusOr<Sections> time = CompressTime(problem, cancel);
+  if (!time.ok()) return time.status();
+  *own = *std::move(time);
+  return own;
+}
+
 // Per buffer, how many other buffers overlap it: those starting before it
 // ends, less those ended by its start, less itself. O(n + sections), no
 // sort.

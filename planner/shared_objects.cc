@@ -210,20 +210,31 @@ absl::StatusOr<SharedObjects> ColorSharedObjects(const Problem& problem,
 
 absl::StatusOr<SharedObjects> ColorSharedObjects(const Problem& problem,
                                                  const CancelToken* cancel) {
+  return ColorSharedObjects(problem, cancel, nullptr);
+}
+
+absl::StatusOr<SharedObjects> ColorSharedObjects(const Problem& problem,
+                                                 const CancelToken* cancel,
+                                                 const Sections* time) {
   absl::StatusOr<SharedObjects> colored = ColorSharedObjects(
       problem, cancel, OverlapSearch::kAuto,
       kCapScale *
-          FirstPlanWorkCap(static_cast<int64_t>(problem.buffers.size())));
+          FirstPlanWorkCap(static_cast<int64_t>(problem.buffers.size())),
+      time);
   if (!absl::IsResourceExhausted(colored.status())) return colored;
-  return SweepSharedObjects(problem, cancel);
+  return SweepSharedObjects(problem, cancel, time);
 }
 
 absl::StatusOr<SharedObjects> ColorSharedObjects(const Problem& problem,
                                                  const CancelToken* cancel,
                                                  OverlapSearch search,
-                                                 int64_t work_cap) {
-  absl::StatusOr<Sections> time = CompressTime(problem, cancel);
-  if (!time.ok()) return time.status();
+                                                 int64_t work_cap,
+                                                 const Sections* given) {
+  Sections own;
+  absl::StatusOr<const Sections*> compressed =
+      CompressedTime(problem, given, &own, cancel);
+  if (!compressed.ok()) return compressed.status();
+  const Sections* time = *compressed;
   const bool merged = search == OverlapSearch::kAuto
                           ? MostlyOverlapping(*time)
                           : search == OverlapSearch::kMerged;

@@ -55,13 +55,17 @@ SharedObjects ColorSharedObjects(const Problem& problem);
     const CancelToken* cancel);
 [[nodiscard]] absl::StatusOr<SharedObjects> ColorSharedObjects(
     const Problem& problem, const CancelToken* cancel);
+// The graphless one with the problem's compressed time at hand (may be
+// null: computed).
+[[nodiscard]] absl::StatusOr<SharedObjects> ColorSharedObjects(
+    const Problem& problem, const CancelToken* cancel, const Sections* time);
 
 // The graphless coloring with the search chosen (tests and benchmarks):
 // every choice gives the same objects. With `work_cap` > 0, gives up with
 // RESOURCE_EXHAUSTED once its work (WorkMeter units) passes the cap.
 [[nodiscard]] absl::StatusOr<SharedObjects> ColorSharedObjects(
     const Problem& problem, const CancelToken* cancel, OverlapSearch search,
-    int64_t work_cap = 0);
+    int64_t work_cap = 0, const Sections* time = nullptr);
 
 }  // namespace memplan::planner
 

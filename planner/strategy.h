@@ -47,6 +47,9 @@ struct SolveContext {
   // request (FirstPlanWorkCap), whose fallback is the O(n log n)
   // "sweep_best_fit".
   int64_t work_cap = 0;
+  // The problem's compressed time (CompressTime), when the caller computed
+  // it for several stages; null: the strategy computes its own.
+  const Sections* time = nullptr;
 };
 
 // Lowers `best` to `value` if `value` is smaller (atomic fetch-min).

@@ -175,9 +175,12 @@ class FreeList {
 }  // namespace
 
 absl::StatusOr<Solution> SweepOffsets(const Problem& problem,
-                                      const CancelToken* cancel) {
+                                      const CancelToken* cancel,
+                                      const Sections* given) {
   const auto& b = problem.buffers;
-  absl::StatusOr<Sections> time = CompressTime(problem, cancel);
+  Sections own;
+  absl::StatusOr<const Sections*> time =
+      CompressedTime(problem, given, &own, cancel);
   if (!time.ok()) return time.status();
   Solution solution;
   solution.offsets.assign(b.size(), -1);
@@ -191,11 +194,11 @@ absl::StatusOr<Solution> SweepOffsets(const Problem& problem,
   for (int i = 0; i < static_cast<int>(b.size()); ++i) {
     if (solution.offsets[i] < 0) rest.push_back(i);
   }
-  absl::StatusOr<SweepOrder> order = OrderFor(problem, *time, rest, cancel);
+  absl::StatusOr<SweepOrder> order = OrderFor(problem, **time, rest, cancel);
   if (!order.ok()) return order.status();
   FreeList free(base);
   const bool done = Sweep(
-      *time, *order, cancel,
+      **time, *order, cancel,
       [&](int i) { free.Give(solution.offsets[i], b[i].size); },
       [&](int i) {
         solution.offsets[i] = free.Take(b[i].size, b[i].alignment);
@@ -210,22 +213,25 @@ absl::StatusOr<Solution> SweepOffsets(const Problem& problem,
 }
 
 absl::StatusOr<SharedObjects> SweepSharedObjects(const Problem& problem,
-                                                 const CancelToken* cancel) {
+                                                 const CancelToken* cancel,
+                                                 const Sections* given) {
   const auto& b = problem.buffers;
-  absl::StatusOr<Sections> time = CompressTime(problem, cancel);
+  Sections own;
+  absl::StatusOr<const Sections*> time =
+      CompressedTime(problem, given, &own, cancel);
   if (!time.ok()) return time.status();
   const auto span = ScheduleSpan(problem);
   std::vector<int> shared;
   for (int i = 0; i < static_cast<int>(b.size()); ++i) {
     if (!SpansAll(b[i], span)) shared.push_back(i);
   }
-  absl::StatusOr<SweepOrder> order = OrderFor(problem, *time, shared, cancel);
+  absl::StatusOr<SweepOrder> order = OrderFor(problem, **time, shared, cancel);
   if (!order.ok()) return order.status();
   SharedObjects objects;
   objects.object_of.assign(b.size(), -1);
   absl::btree_set<std::pair<Bytes, int>> free;  // (size, object)
   const bool done = Sweep(
-      *time, *order, cancel,
+      **time, *order, cancel,
       [&](int i) {
         const int object = objects.object_of[i];
         free.insert({objects.size[object], object});
@@ -260,7 +266,7 @@ absl::StatusOr<SharedObjects> SweepSharedObjects(const Problem& problem,
 
 absl::StatusOr<Solution> SweepStrategy::Solve(const Problem& problem,
                                               const SolveContext& ctx) const {
-  absl::StatusOr<Solution> s = SweepOffsets(problem, ctx.cancel);
+  absl::StatusOr<Solution> s = SweepOffsets(problem, ctx.cancel, ctx.time);
   if (s.ok()) UpdateBest(ctx.best_arena, s->arena_size);
   return s;
 }

@@ -32,8 +32,10 @@ namespace memplan::planner {
 // rest is planned above the highest of them; buffers spanning the schedule
 // are stacked at the base (as greedy.h does). DEADLINE_EXCEEDED when
 // `cancel` (may be null) fires.
-[[nodiscard]] absl::StatusOr<Solution> SweepOffsets(const Problem& problem,
-                                                    const CancelToken* cancel);
+// `time`: the problem's compressed time if at hand (else computed).
+[[nodiscard]] absl::StatusOr<Solution> SweepOffsets(
+    const Problem& problem, const CancelToken* cancel,
+    const Sections* time = nullptr);
 
 // Shared objects in time order (TFLite GPU's "greedy in order"): a
 // starting buffer takes the smallest free object at least its size, else
@@ -41,7 +43,8 @@ namespace memplan::planner {
 // an object is free again when its buffer ends. Buffers spanning the
 // schedule get objects of their own. DEADLINE_EXCEEDED when cancelled.
 [[nodiscard]] absl::StatusOr<SharedObjects> SweepSharedObjects(
-    const Problem& problem, const CancelToken* cancel);
+    const Problem& problem, const CancelToken* cancel,
+    const Sections* time = nullptr);
 
 class SweepStrategy : public OffsetStrategy {
  public:
