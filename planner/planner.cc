@@ -204,8 +204,8 @@ absl::Status AssignOffsets(const PlanOptions& options, WorkerPool* workers,
   if (!won.ok() && absl::IsResourceExhausted(won.status()) && cap > 0) {
     // Every heuristic the request needs passed its work cap (a dense
     // problem): the O(n log n) sweep gives the plan instead.
-    const SolveContext fallback{cancel, &best, nullptr, options.effort, 0,
-                                time};
+    const SolveContext fallback{cancel,         &best, nullptr,
+                                options.effort, 0,     time};
     won = RunPortfolio(result->problem, {std::string(kFallbackStrategy)},
                        fallback, workers);
   }

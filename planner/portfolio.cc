@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <limits>
 #include <cassert>
+#include <limits>
 #include <memory>
 
 #include "absl/status/status.h"
@@ -104,9 +104,9 @@ absl::StatusOr<PortfolioResult> RunPortfolio(
   done.Wait();
   // The first strategy is always one the request needs: its token is the
   // call's.
-  absl::StatusOr<PortfolioResult> won = FirstVerified(
-      problem, strategies, results,
-      contexts.empty() ? nullptr : contexts[0]->cancel);
+  absl::StatusOr<PortfolioResult> won =
+      FirstVerified(problem, strategies, results,
+                    contexts.empty() ? nullptr : contexts[0]->cancel);
   if (won.ok()) won->skipped = skipped.load();
   return won;
 }
