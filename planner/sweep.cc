@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "planner/greedy.h"
 #include "planner/sections.h"
 #include "planner/sort.h"
+#include "planner/validate.h"
 
 namespace memplan::planner {
 namespace {
@@ -106,11 +108,18 @@ class FreeList {
     it = by_size_.lower_bound({size + alignment - 1, 0});
     if (it != by_size_.end()) return TakeFrom(*it, size, alignment);
     const Offset at = AlignUp(top_, alignment);
+    if (at > kHighest - size) {  // pins near 2^62 below sums near 2^62
+      overflowed_ = true;
+      return 0;
+    }
     if (at > top_) Add(top_, at);
     top_ = at + size;
     high_ = std::max(high_, top_);
     return at;
   }
+
+  // Whether a block would have ended past kHighest (its offset is then 0).
+  bool overflowed() const { return overflowed_; }
 
   // Gives [offset, offset + size) back, merged with free neighbours.
   void Give(Offset offset, Bytes size) {
@@ -142,6 +151,10 @@ class FreeList {
  private:
   using BySize = std::pair<Bytes, Offset>;  // (size, start)
 
+  // The highest top: room above it for any alignment's rounding.
+  static constexpr Offset kHighest =
+      std::numeric_limits<Offset>::max() - kMaxAlignment;
+
   static bool Holds(const BySize& range, Bytes size, Bytes alignment) {
     return AlignUp(range.second, alignment) + size <=
            range.second + range.first;
@@ -170,6 +183,7 @@ class FreeList {
   absl::btree_set<BySize> by_size_;
   Offset top_;
   Offset high_;
+  bool overflowed_ = false;
 };
 
 }  // namespace
@@ -204,6 +218,11 @@ absl::StatusOr<Solution> SweepOffsets(const Problem& problem,
         solution.offsets[i] = free.Take(b[i].size, b[i].alignment);
       });
   if (!done) return Cancelled("offset assignment");
+  if (free.overflowed()) {
+    return absl::InvalidArgumentError(
+        "the plan's arena would pass 2^63 bytes: buffers pinned near 2^62 "
+        "with the rest planned above them");
+  }
   solution.arena_size = free.high();
   for (size_t i = 0; i < b.size(); ++i) {
     solution.arena_size =

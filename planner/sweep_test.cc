@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/cancel.h"
 #include "planner/planner.h"
@@ -67,6 +68,21 @@ TEST(SweepTest, AlignmentPinsAndSpanningBuffersAreKept) {
   EXPECT_EQ(s->offsets[0], 0);  // stacked at the base
   EXPECT_EQ(s->arena_size, 160);
   EXPECT_TRUE(VerifyAllPairs(spanning, *s).ok());
+}
+
+TEST(SweepTest, AnArenaPast63BitsIsAnErrorNotAnOverflow) {
+  // A pin ending near 2^62 and 2^62 bytes more planned above it.
+  const Bytes quarter = Bytes{1} << 60;
+  Problem p;
+  p.buffers = {{"pinned", 0, 4, 16, 1, (Bytes{1} << 62) - 16}};
+  for (int i = 0; i < 3; ++i) {
+    p.buffers.push_back({"q" + std::to_string(i), 0, 4, quarter, 1});
+  }
+  p.buffers.push_back({"last", 0, 4, quarter - 64, 1});
+  absl::StatusOr<Solution> s = SweepOffsets(p, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(s.status())) << s.status();
+  EXPECT_THAT(std::string(s.status().message()), ::testing::HasSubstr("2^63"));
 }
 
 TEST(SweepTest, RandomProblemsGiveValidPlansAndObjects) {

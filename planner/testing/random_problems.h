@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "planner/graph.h"
@@ -70,76 +72,68 @@ inline Bytes GraphLikeSize(std::mt19937_64& rng) {
   return (Bytes{64} << shift) / (1 + static_cast<Bytes>(rng() % 4));
 }
 
-// Long dense lifetimes: `n` buffers over n steps, each starting in the
-// first tenth of the schedule and ending in the last tenth, so all of them
-// are live across the middle 80% at once (long-lived activations, KV
-// caches, optimizer state); sizes as in RandomProblem. Every buffer
-// overlaps every other: a scan of overlaps is quadratic here.
+// `n` buffers over n steps (at least 10) named prefix + index, sizes as in
+// RandomProblem; lifetime(rng, steps) draws each one's {start, end}, before
+// its size.
+template <typename LifetimeFn>
+Problem LongLifetimes(int n, uint32_t seed, Bytes alignment, const char* prefix,
+                      LifetimeFn lifetime) {
+  std::mt19937_64 rng(seed);
+  const Step steps = std::max<Step>(10, n);
+  Problem p;
+  p.buffers.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    Buffer b;
+    b.name = absl::StrCat(prefix, i);
+    std::tie(b.start, b.end) = lifetime(rng, steps);
+    b.size = GraphLikeSize(rng);
+    b.alignment = alignment;
+    p.buffers.push_back(std::move(b));
+  }
+  return p;
+}
+
+// Long dense lifetimes: each buffer starts in the first tenth of the
+// schedule and ends in the last tenth, so all of them are live across the
+// middle 80% at once (long-lived activations, KV caches, optimizer state).
+// Every buffer overlaps every other: a scan of overlaps is quadratic here.
 inline Problem LongDenseProblem(int n, uint32_t seed, Bytes alignment = 64) {
-  std::mt19937_64 rng(seed);
-  const Step steps = std::max<Step>(10, n);
-  Problem p;
-  p.buffers.reserve(n);
-  for (int i = 0; i < n; ++i) {
-    Buffer b;
-    b.name = absl::StrCat("l", i);
-    b.start = static_cast<Step>(rng() % (steps / 10));
-    b.end = steps - static_cast<Step>(rng() % (steps / 10));
-    b.size = GraphLikeSize(rng);
-    b.alignment = alignment;
-    p.buffers.push_back(std::move(b));
-  }
-  return p;
+  return LongLifetimes(n, seed, alignment, "l", [](auto& rng, Step steps) {
+    const Step start = static_cast<Step>(rng() % (steps / 10));
+    const Step end = steps - static_cast<Step>(rng() % (steps / 10));
+    return std::make_pair(start, end);
+  });
 }
 
-// Long staggered lifetimes, harder: `n` buffers over n steps, starting
-// anywhere in the first 60% and living 40% to 100% of the schedule (cut at
-// its end), so starts and ends interleave and the set of live buffers
-// changes at almost every step while most buffers overlap most others.
+// Long staggered lifetimes, harder: starting anywhere in the first 60% and
+// living 40% to 100% of the schedule (cut at its end), so starts and ends
+// interleave and the set of live buffers changes at almost every step
+// while most buffers overlap most others.
 inline Problem StaggeredProblem(int n, uint32_t seed, Bytes alignment = 64) {
-  std::mt19937_64 rng(seed);
-  const Step steps = std::max<Step>(10, n);
-  Problem p;
-  p.buffers.reserve(n);
-  for (int i = 0; i < n; ++i) {
-    Buffer b;
-    b.name = absl::StrCat("s", i);
-    b.start = static_cast<Step>(rng() % (steps * 6 / 10));
-    b.end =
-        std::min<Step>(steps, b.start + steps * 4 / 10 +
+  return LongLifetimes(n, seed, alignment, "s", [](auto& rng, Step steps) {
+    const Step start = static_cast<Step>(rng() % (steps * 6 / 10));
+    const Step end =
+        std::min<Step>(steps, start + steps * 4 / 10 +
                                   static_cast<Step>(rng() % (steps * 6 / 10)));
-    b.size = GraphLikeSize(rng);
-    b.alignment = alignment;
-    p.buffers.push_back(std::move(b));
-  }
-  return p;
+    return std::make_pair(start, end);
+  });
 }
 
-// Mixed lifetimes like the IOPDDL-derived traces: `n` buffers over n
-// steps; 70% live one to a few dozen steps (activations), 30% live 10% to
-// 100% of the schedule from a random start (cut at its end: saved
-// activations, optimizer state). The long ones overlap one another densely
-// but at staggered addresses, so the ranges taken during a lifetime do not
-// merge: the hardest case for gap search.
+// Mixed lifetimes like the IOPDDL-derived traces: 70% live one to a few
+// dozen steps (activations), 30% live 10% to 100% of the schedule from a
+// random start (cut at its end: saved activations, optimizer state). The
+// long ones overlap one another densely but at staggered addresses, so the
+// ranges taken during a lifetime do not merge: the hardest case for gap
+// search.
 inline Problem MixedLongProblem(int n, uint32_t seed, Bytes alignment = 64) {
-  std::mt19937_64 rng(seed);
-  const Step steps = std::max<Step>(10, n);
-  Problem p;
-  p.buffers.reserve(n);
-  for (int i = 0; i < n; ++i) {
-    Buffer b;
-    b.name = absl::StrCat("m", i);
-    b.start = static_cast<Step>(rng() % steps);
+  return LongLifetimes(n, seed, alignment, "m", [](auto& rng, Step steps) {
+    const Step start = static_cast<Step>(rng() % steps);
     const Step length =
         rng() % 10 < 3
             ? steps / 10 + static_cast<Step>(rng() % (steps * 9 / 10))
             : 1 + static_cast<Step>(rng() % 40);
-    b.end = std::min<Step>(steps, b.start + length);
-    b.size = GraphLikeSize(rng);
-    b.alignment = alignment;
-    p.buffers.push_back(std::move(b));
-  }
-  return p;
+    return std::make_pair(start, std::min<Step>(steps, start + length));
+  });
 }
 
 // A random DAG in execution order: each op reads 1-3 earlier tensors (or
