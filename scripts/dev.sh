@@ -53,6 +53,8 @@ case "${1:-}" in
   serve)
     shift
     build
+    # Large plans: malloc on transparent huge pages (README, "How it plans").
+    export GLIBC_TUNABLES="${GLIBC_TUNABLES:-glibc.malloc.hugetlb=1}"
     exec build/bin/memplan-server --address=127.0.0.1:50051 "$@"
     ;;
   test)

@@ -48,7 +48,12 @@ section() {
        "$BIN"/minimalloc_bench zero_slack --time_limit=30 ;;
     3) "$BIN"/plan_bench scale 10000 100000 1000000
        GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296 \
-         "$BIN"/plan_bench scale 10000 100000 1000000 ;;
+         "$BIN"/plan_bench scale 10000 100000 1000000
+       for pair in 1 2 3; do
+         "$BIN"/plan_bench scale 1000000 | tail -1
+         GLIBC_TUNABLES=glibc.malloc.hugetlb=1 \
+           "$BIN"/plan_bench scale 1000000 | tail -1
+       done ;;
     4) "$BIN"/rps_bench 2 4 3 best_fit_size
        "$BIN"/rps_bench 2 4 3 auto ;;
     5) "$BIN"/allocator_bench --benchmark_min_time=0.05 \
