@@ -23,10 +23,13 @@ namespace {
 // colored counts.
 constexpr int64_t kBufferWork = 16;
 
-// The coloring's work cap, in FirstPlanWorkCap's: a unit here (an array
-// slot marked, a merged range read) costs a third to a tenth of a
-// placement's (a range merged and searched for a gap).
-constexpr int64_t kCapScale = 2;
+// The coloring's work cap, in FirstPlanWorkCap's. A unit here (an array
+// slot marked; a merged range read counts kMergedReadCost) costs 3-7 ns, a
+// quarter to a third of a placement's, and the time-order coloring it falls
+// back to is much worse on real traces than on dense ones (S_1: 1.74 x the
+// lower bound against 1.49; pangu: 4.1 against 1.27), so the cap is
+// generous: S_1 colors in 44M units, under the 64M floor.
+constexpr int64_t kCapScale = 4;
 
 absl::Status Cancelled() {
   return absl::DeadlineExceededError("shared object coloring cancelled");
@@ -152,7 +155,7 @@ class ObjectFinder {
     const int64_t read = merged_->ranges_read();
     const std::vector<TakenRange>& taken = merged_->Taken(r.lo, r.hi);
     const Offset object = FindGap(taken, 1, 1, FitPolicy::kFirstFit, 0);
-    const int64_t work = merged_->ranges_read() - read;
+    const int64_t work = kMergedReadCost * (merged_->ranges_read() - read);
     // A scan would visit the colored neighbours: about this many (the
     // colored share of its overlapping buffers).
     scan_estimate_ += overlaps_[r.index] * done_ / requests_;

@@ -136,11 +136,16 @@ TEST(SweepTest, DenseProblemsFallBackToTheSweepAtTheWorkCap) {
 }
 
 TEST(SweepTest, TypicalProblemsKeepTheirFirstHeuristics) {
-  // Graph-like buffer lists stay far under the cap at any size.
+  // Graph-like buffer lists stay far under the cap at any size: the plan
+  // and the shared objects are those of the uncapped passes.
   const Problem p = testing::RandomProblem(100000, 3, 64);
   absl::StatusOr<PlanResult> r = PlanBuffers(p, {}, nullptr, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_NE(r->strategy, "sweep_best_fit");
+  absl::StatusOr<SharedObjects> uncapped = ColorSharedObjects(
+      r->problem, nullptr, OverlapSearch::kAuto, /*work_cap=*/0);
+  ASSERT_TRUE(uncapped.ok());
+  EXPECT_EQ(r->shared_objects.object_of, uncapped->object_of);
 }
 
 TEST(SweepTest, TheCapIsNLogNWithAFloor) {
