@@ -2,8 +2,12 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
+#include "absl/status/status.h"
 #include "absl/time/clock.h"
+#include "planner/sweep.h"
+#include "planner/verifier.h"
 
 namespace memplan::fuzz {
 namespace {
@@ -56,11 +60,54 @@ void CheckPlan(const planner::PlanResult& r) {
   }
 }
 
+// The O(n log n) fallbacks (sweep.h) on the same buffers, which the plan
+// itself reaches only past its work cap (millions of units): the offsets
+// checked pair by pair, every object shared only by buffers live apart.
+void CheckSweeps(const planner::Problem& problem) {
+  absl::StatusOr<planner::Solution> offsets =
+      planner::SweepOffsets(problem, nullptr);
+  if (offsets.ok()) {
+    if (absl::Status s = planner::VerifyAllPairs(problem, *offsets); !s.ok()) {
+      std::fprintf(stderr, "invalid sweep plan: %s\n",
+                   std::string(s.message()).c_str());
+      std::abort();
+    }
+  } else if (!absl::IsInvalidArgument(offsets.status())) {
+    std::fprintf(stderr, "sweep failed: %s\n",
+                 offsets.status().ToString().c_str());
+    std::abort();
+  }
+  absl::StatusOr<planner::SharedObjects> objects =
+      planner::SweepSharedObjects(problem, nullptr);
+  if (!objects.ok()) std::abort();
+  const auto& b = problem.buffers;
+  for (size_t i = 0; i < b.size(); ++i) {
+    const int o = objects->object_of[i];
+    if (o < 0 || o >= static_cast<int>(objects->size.size()) ||
+        objects->size[o] < b[i].size) {
+      std::fprintf(stderr, "buffer '%s' in a missing or small object\n",
+                   b[i].name.c_str());
+      std::abort();
+    }
+    for (size_t j = i + 1; j < b.size(); ++j) {
+      if (objects->object_of[j] == o && planner::LifetimesOverlap(b[i], b[j])) {
+        std::fprintf(stderr, "'%s' and '%s' share an object while live\n",
+                     b[i].name.c_str(), b[j].name.c_str());
+        std::abort();
+      }
+    }
+  }
+}
+
 void PlanAndCheck(const v1::PlanRequest& request) {
   planner::CancelToken cancel(absl::Now() + absl::Seconds(2));
   absl::StatusOr<engine::PlanOutcome> outcome =
       engine::Plan(request, SmallLimits(), nullptr, &cancel);
-  if (outcome.ok()) CheckPlan(outcome->result);
+  if (!outcome.ok()) return;
+  CheckPlan(outcome->result);
+  if (outcome->result.memory_spaces.empty()) {
+    CheckSweeps(outcome->result.problem);
+  }
 }
 
 }  // namespace memplan::fuzz
