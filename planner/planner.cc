@@ -446,14 +446,16 @@ absl::StatusOr<PlanResult> PlanProblem(PlanResult result,
                                        WorkerPool* workers,
                                        const CancelToken* cancel,
                                        const CancelToken* budget) {
+  const absl::Time start = absl::Now();
   SetBounds(&result);
+  // Compressed time, swept once for the stages that work on it.
+  absl::StatusOr<Sections> time = CompressTime(result.problem, cancel);
+  AddStageTime("prepare", absl::Now() - start, &result);
+  if (!time.ok()) return time.status();
   if (result.problem.buffers.empty()) {  // e.g. a graph of weights alone
     result.proven_optimal = true;
     return result;
   }
-  // Compressed time, swept once for the stages that work on it.
-  absl::StatusOr<Sections> time = CompressTime(result.problem, cancel);
-  if (!time.ok()) return time.status();
   SharedObjectsStage objects_stage(options, workers, &*time, cancel, &result);
   // The offsets below never read result.shared_objects: the two stages are
   // independent, and on large problems they run at the same time.
@@ -502,7 +504,8 @@ absl::StatusOr<PlanResult> PlanBuffers(Problem problem,
                                        WorkerPool* workers,
                                        const CancelToken* cancel) {
   if (absl::Status s = CheckStrategyName(options.strategy); !s.ok()) return s;
-  const CancelToken budget(cancel, absl::Now() + options.time_budget);
+  const absl::Time start = absl::Now();
+  const CancelToken budget(cancel, start + options.time_budget);
   problem.capacity = options.capacity;  // pins are checked against it
   if (absl::Status s = ValidateProblem(problem); !s.ok()) return s;
   PlanResult result;
@@ -514,6 +517,7 @@ absl::StatusOr<PlanResult> PlanBuffers(Problem problem,
   }
   result.problem = std::move(problem);
   result.problem.capacity = options.capacity;
+  AddStageTime("prepare", absl::Now() - start, &result);
   return PlanProblem(std::move(result), options, workers, cancel, &budget);
 }
 

@@ -91,8 +91,8 @@ struct PlanOptions {
 
 // How long one stage took.
 struct StageTime {
-  // "liveness", "interference", "pools" (shared objects), "offsets" (the
-  // heuristics),
+  // "liveness", "prepare" (validation, bounds, compressed time),
+  // "interference", "pools" (shared objects), "offsets" (the heuristics),
   // "search" (the exact search, when it ran), "verify" (every verification).
   // The stages do not overlap, except that on large problems "interference"
   // and "pools" run beside "offsets": otherwise they add up to the call.

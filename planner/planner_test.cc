@@ -36,9 +36,9 @@ TEST(PlannerTest, GraphPlanIsVerifiedAndReportsEveryStage) {
   for (Offset o : r->solution.offsets) EXPECT_EQ(o % 64, 0);
   std::vector<std::string> stages;
   for (const StageTime& s : r->stages) stages.push_back(s.stage);
-  EXPECT_THAT(stages,
-              ::testing::UnorderedElementsAre("liveness", "interference",
-                                              "pools", "offsets", "verify"));
+  EXPECT_THAT(stages, ::testing::UnorderedElementsAre("liveness", "prepare",
+                                                      "interference", "pools",
+                                                      "offsets", "verify"));
   EXPECT_EQ(r->shared_objects.object_of.size(), g.tensors.size() - 1);
 }
 
@@ -241,8 +241,9 @@ TEST(PlannerTest, LargeProblemsColorPoolsBesideOffsetsWithTheSameResult) {
   EXPECT_EQ(parallel->shared_objects.size, serial->shared_objects.size);
   std::vector<std::string> stages;
   for (const StageTime& s : parallel->stages) stages.push_back(s.stage);
-  EXPECT_THAT(stages, ::testing::UnorderedElementsAre("interference", "pools",
-                                                      "offsets", "verify"));
+  EXPECT_THAT(stages,
+              ::testing::UnorderedElementsAre("prepare", "interference",
+                                              "pools", "offsets", "verify"));
 }
 
 TEST(PlannerTest, UnknownStrategyIsInvalidArgument) {

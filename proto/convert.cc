@@ -357,8 +357,8 @@ planner::PlanResult ResultFromProto(const v1::PlanResponse& response) {
     r.shared_objects.size.push_back(p.size_bytes());
   }
   ReadMemorySpaces(response, &r);
-  for (const char* stage :
-       {"liveness", "interference", "pools", "offsets", "verify"}) {
+  for (const char* stage : {"liveness", "prepare", "interference", "pools",
+                            "offsets", "search", "verify"}) {
     auto it = response.stage_micros().find(stage);
     if (it != response.stage_micros().end()) {
       r.stages.push_back({stage, it->second});
