@@ -429,10 +429,10 @@ absl::Status AssignMemorySpaces(const PlanOptions& options, WorkerPool* workers,
 
 // The figures every plan reports: bounds and the naive sum, on the sizes
 // and alignments the plan uses.
-void SetBounds(PlanResult* result) {
-  const Sections sections = SweepSections(result->problem);
-  result->lower_bound = PaddedLowerBound(result->problem, sections);
-  result->unaligned_lower_bound = LowerBound(result->problem, sections);
+void SetBounds(const Sections& time, PlanResult* result) {
+  const LowerBounds bounds = BoundsFromCompressedTime(result->problem, time);
+  result->lower_bound = bounds.padded;
+  result->unaligned_lower_bound = bounds.unaligned;
   result->naive_bytes = 0;
   for (const Buffer& b : result->problem.buffers) {
     result->naive_bytes += AlignUp(b.size, b.alignment);
@@ -447,9 +447,9 @@ absl::StatusOr<PlanResult> PlanProblem(PlanResult result,
                                        const CancelToken* cancel,
                                        const CancelToken* budget) {
   const absl::Time start = absl::Now();
-  SetBounds(&result);
-  // Compressed time, swept once for the stages that work on it.
+  // Compressed time, swept once for the bounds and the stages.
   absl::StatusOr<Sections> time = CompressTime(result.problem, cancel);
+  if (time.ok()) SetBounds(*time, &result);
   AddStageTime("prepare", absl::Now() - start, &result);
   if (!time.ok()) return time.status();
   if (result.problem.buffers.empty()) {  // e.g. a graph of weights alone

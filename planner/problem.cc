@@ -79,6 +79,20 @@ Bytes PaddedLowerBound(const Problem& problem) {
   return PaddedLowerBound(problem, SweepSections(problem));
 }
 
+LowerBounds BoundsFromCompressedTime(const Problem& problem,
+                                     const Sections& maximal) {
+  const auto& b = problem.buffers;
+  const bool one_alignment =
+      std::all_of(b.begin(), b.end(), [&](const Buffer& x) {
+        return x.alignment == b.front().alignment;
+      });
+  LowerBounds bounds;
+  bounds.unaligned = LowerBound(problem, maximal);
+  bounds.padded = one_alignment ? PaddedLowerBound(problem, maximal)
+                                : PaddedLowerBound(problem);
+  return bounds;
+}
+
 Bytes PaddedLowerBound(const Problem& problem, const Sections& sections) {
   // The distinct alignments: powers of two, so at most 64.
   std::vector<Bytes> alignments;

@@ -75,9 +75,20 @@ Bytes PaddedLowerBound(const Problem& problem);
 struct Sections;  // sections.h
 
 // LowerBound and PaddedLowerBound from the problem's sections already swept
-// (SweepSections, kind kAll): both bounds from one sweep.
+// (SweepSections, kind kAll). The maximal sections (CompressTime) give the
+// same LowerBound (every step's live set lies within a maximal section's),
+// and the same PaddedLowerBound when every buffer has one alignment.
 Bytes LowerBound(const Problem& problem, const Sections& sections);
 Bytes PaddedLowerBound(const Problem& problem, const Sections& sections);
+
+// Both bounds from the problem's compressed time (CompressTime); the
+// padded one sweeps all sections itself only when alignments differ.
+struct LowerBounds {
+  Bytes unaligned = 0;  // LowerBound
+  Bytes padded = 0;     // PaddedLowerBound
+};
+LowerBounds BoundsFromCompressedTime(const Problem& problem,
+                                     const Sections& maximal);
 
 // The sum of all sizes: what a plan without any reuse would take.
 Bytes NaiveBytes(const Problem& problem);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "planner/sections.h"
 #include "planner/testing/random_problems.h"
 
 namespace memplan::planner {
@@ -70,6 +71,31 @@ TEST(ProblemTest, PaddedLowerBoundOfTwoSmallAlignedBuffers) {
   EXPECT_EQ(LowerBound(p), 8);
   p.buffers[0].alignment = p.buffers[1].alignment = 1;
   EXPECT_EQ(PaddedLowerBound(p), 8);
+}
+
+}  // namespace
+}  // namespace memplan::planner
+
+namespace memplan::planner {
+namespace {
+
+TEST(ProblemTest, BoundsFromCompressedTimeAreTheSweptOnes) {
+  for (uint32_t seed = 1; seed <= 60; ++seed) {
+    // One alignment everywhere (the maximal sections suffice), then mixed
+    // alignments (the padded bound sweeps every section).
+    Problem p = seed % 3 == 0 ? testing::DenseProblem(200, seed, 64)
+                              : testing::RandomProblem(200, seed, 16);
+    if (seed % 2 == 0) {
+      for (size_t i = 0; i < p.buffers.size(); i += 3) {
+        p.buffers[i].alignment = Bytes{1} << (i % 8);
+      }
+    }
+    absl::StatusOr<Sections> time = CompressTime(p);
+    ASSERT_TRUE(time.ok());
+    const LowerBounds bounds = BoundsFromCompressedTime(p, *time);
+    EXPECT_EQ(bounds.unaligned, LowerBound(p)) << "seed " << seed;
+    EXPECT_EQ(bounds.padded, PaddedLowerBound(p)) << "seed " << seed;
+  }
 }
 
 }  // namespace
