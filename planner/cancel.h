@@ -103,12 +103,15 @@ class WorkMeter {
   int64_t next_poll_ = kUnitsPerPoll;
 };
 
-// The work a first heuristic (the plan every request gets) may do on n
-// buffers before it gives way to an O(n log n) one: 8 n log2 n units, and
-// never below 16 million (about a quarter of a second of gap search) so
-// small problems are never capped. Random graph-like buffer lists take
-// about 2 n log2 n, the real traces of bench/data/traces 5-16 n log2 n
-// (all under the floor); dense staggered lifetimes grow like n^2.
+// The work the first heuristics (the plan every request gets) may do on n
+// buffers, together, before they give way to an O(n log n) one: 8 n log2 n
+// units, and never below 16 million (about a quarter of a second of gap
+// search). `auto` shares it between its two heuristics (8 million each at
+// least). Random graph-like buffer lists take about 2 n log2 n per
+// heuristic, the real traces of bench/data/traces 5-16 n log2 n (S_1, the
+// densest, 6.5 million: under the share); dense staggered lifetimes grow
+// like n^2. Shared-object coloring gets four times this (its units are
+// cheaper).
 inline int64_t FirstPlanWorkCap(int64_t n) {
   int64_t log2n = 1;
   while ((int64_t{1} << log2n) < n) ++log2n;

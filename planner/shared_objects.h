@@ -36,7 +36,8 @@ SharedObjects ColorSharedObjects(const Problem& problem,
                                  const InterferenceGraph& graph);
 
 // The same coloring without a materialized graph, for problems whose
-// interference graph is too large to build; gives the same objects. When
+// interference graph is too large to build; gives the same objects (up to
+// the work cap below). When
 // buffers overlap few others, neighbours come from a TimeIndex of the
 // buffers colored so far (cost: the colored neighbours); when they overlap
 // many, the lowest free object is a first fit in a GapIndex holding each
@@ -44,8 +45,9 @@ SharedObjects ColorSharedObjects(const Problem& problem,
 // plus the merged ranges read), so an all-overlapping problem is not
 // quadratic. Where neither is cheap (lifetimes staggered across the
 // schedule: the busy objects form no runs), the coloring stops at
-// FirstPlanWorkCap (cancel.h) and the objects come from the O(n log n)
-// time-order coloring of sweep.h instead. O(n) memory, compressed time.
+// four times FirstPlanWorkCap (cancel.h) and the objects come from the
+// O(n log n) time-order coloring of sweep.h instead (poorer objects, so
+// the cap sits above what real traces need). O(n) memory, compressed time.
 SharedObjects ColorSharedObjects(const Problem& problem);
 
 // Both, polling `cancel` (may be null) every few milliseconds of work,

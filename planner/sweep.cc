@@ -11,6 +11,7 @@
 #include "absl/container/btree_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "planner/gap.h"
 #include "planner/greedy.h"
 #include "planner/sections.h"
 #include "planner/sort.h"
@@ -95,7 +96,17 @@ bool Sweep(const Sections& time, const SweepOrder& order,
 // Everything from top() up is free too.
 class FreeList {
  public:
-  explicit FreeList(Offset base) : top_(base), high_(base) {}
+  // Free from `base` up, and between `floor` and base except `taken`
+  // (ranges sorted by offset, which may overlap; all below base).
+  FreeList(Offset floor, Offset base, const std::vector<TakenRange>& taken)
+      : top_(base), high_(base) {
+    Offset cursor = floor;
+    for (const TakenRange& t : taken) {
+      if (t.offset > cursor) Add(cursor, t.offset);
+      cursor = std::max(cursor, t.top);
+    }
+    if (cursor < base) Add(cursor, base);
+  }
 
   // Where a block of `size` at `alignment` goes: the smallest free range
   // that holds it, else the top.
@@ -198,19 +209,25 @@ absl::StatusOr<Solution> SweepOffsets(const Problem& problem,
   if (!time.ok()) return time.status();
   Solution solution;
   solution.offsets.assign(b.size(), -1);
-  Offset base = StackSpanningBuffers(problem, &solution);
+  // Pinned buffers keep their ranges for the whole schedule (a plan that
+  // is valid whatever their lifetimes); the room between them is free.
+  const Offset stacked = StackSpanningBuffers(problem, &solution);
+  Offset base = stacked;
+  std::vector<TakenRange> pinned;
   for (size_t i = 0; i < b.size(); ++i) {
     if (!b[i].fixed_offset.has_value()) continue;
     solution.offsets[i] = *b[i].fixed_offset;
-    base = std::max(base, *b[i].fixed_offset + b[i].size);
+    pinned.push_back({*b[i].fixed_offset, *b[i].fixed_offset + b[i].size});
+    base = std::max(base, pinned.back().top);
   }
+  std::sort(pinned.begin(), pinned.end());
   std::vector<int> rest;
   for (int i = 0; i < static_cast<int>(b.size()); ++i) {
     if (solution.offsets[i] < 0) rest.push_back(i);
   }
   absl::StatusOr<SweepOrder> order = OrderFor(problem, **time, rest, cancel);
   if (!order.ok()) return order.status();
-  FreeList free(base);
+  FreeList free(stacked, base, pinned);
   const bool done = Sweep(
       **time, *order, cancel,
       [&](int i) { free.Give(solution.offsets[i], b[i].size); },

@@ -28,10 +28,11 @@ namespace memplan::planner {
 // Offsets from a best-fit free list replayed over time (TensorFlow's BFC
 // and glibc serve requests online the same way; here the order within a
 // step is largest first). Free ranges are coalesced; a request no free
-// range holds goes at the top. Pinned buffers keep their offsets and the
-// rest is planned above the highest of them; buffers spanning the schedule
-// are stacked at the base (as greedy.h does). DEADLINE_EXCEEDED when
-// `cancel` (may be null) fires.
+// range holds goes at the top. Pinned buffers keep their offsets and their
+// ranges for the whole schedule (the room between and below them is
+// free); buffers spanning the schedule are stacked at the base (as
+// greedy.h does). DEADLINE_EXCEEDED when `cancel` (may be null) fires;
+// INVALID_ARGUMENT when the arena would pass 2^63 bytes.
 // `time`: the problem's compressed time if at hand (else computed).
 [[nodiscard]] absl::StatusOr<Solution> SweepOffsets(
     const Problem& problem, const CancelToken* cancel,

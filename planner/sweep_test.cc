@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "planner/cancel.h"
 #include "planner/planner.h"
+#include "planner/sections.h"
 #include "planner/testing/random_problems.h"
 #include "planner/verifier.h"
 
@@ -36,15 +37,24 @@ void ExpectValidObjects(const Problem& p, const SharedObjects& o) {
 }
 
 TEST(SweepTest, FreedMemoryIsReusedBestFitAndCoalesced) {
-  Problem p;
-  // a and b end at 2; c (48 bytes) then fits only in their merged room.
-  p.buffers = {
-      {"a", 0, 2, 32}, {"b", 0, 2, 32}, {"keep", 0, 4, 16}, {"c", 2, 4, 48}};
-  absl::StatusOr<Solution> s = SweepOffsets(p, nullptr);
-  ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_TRUE(VerifyAllPairs(p, *s).ok());
-  EXPECT_EQ(s->arena_size, 80);  // the lower bound: 32 + 32 + 16
-  EXPECT_LT(s->offsets[3], 64);  // c went into a and b's room
+  // a and b (largest first: a at 0, b at 33) end before c starts while
+  // keep (above them, from step 1) lives on; c (48 bytes) fits only in
+  // their room merged back into one range, whichever is given back first.
+  for (bool a_first : {true, false}) {
+    Problem p;
+    p.buffers = {{"a", 0, a_first ? 2 : 3, 33},
+                 {"b", 0, a_first ? 3 : 2, 31},
+                 {"keep", 1, 5, 16},
+                 {"c", 3, 5, 48},
+                 {"small", 3, 4, 8}};
+    absl::StatusOr<Solution> s = SweepOffsets(p, nullptr);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_TRUE(VerifyAllPairs(p, *s).ok());
+    EXPECT_EQ(s->offsets[2], 64);  // keep above a and b
+    EXPECT_EQ(s->offsets[3], 0);   // c in the merged room below keep
+    EXPECT_EQ(s->offsets[4], 48);  // small: the best fit of what is left
+    EXPECT_EQ(s->arena_size, 80);  // the lower bound: 33 + 31 + 16
+  }
 }
 
 TEST(SweepTest, AlignmentPinsAndSpanningBuffersAreKept) {
@@ -71,18 +81,32 @@ TEST(SweepTest, AlignmentPinsAndSpanningBuffersAreKept) {
 }
 
 TEST(SweepTest, AnArenaPast63BitsIsAnErrorNotAnOverflow) {
-  // A pin ending near 2^62 and 2^62 bytes more planned above it.
-  const Bytes quarter = Bytes{1} << 60;
+  // Past what validation lets through (sizes sum below 2^62): the sweep
+  // still says so rather than wrapping around.
   Problem p;
-  p.buffers = {{"pinned", 0, 4, 16, 1, (Bytes{1} << 62) - 16}};
-  for (int i = 0; i < 3; ++i) {
-    p.buffers.push_back({"q" + std::to_string(i), 0, 4, quarter, 1});
-  }
-  p.buffers.push_back({"last", 0, 4, quarter - 64, 1});
+  p.buffers = {{"a", 0, 4, Bytes{1} << 62},
+               {"b", 0, 4, Bytes{1} << 62},
+               {"later", 4, 5, 1}};
   absl::StatusOr<Solution> s = SweepOffsets(p, nullptr);
   ASSERT_FALSE(s.ok());
   EXPECT_TRUE(absl::IsInvalidArgument(s.status())) << s.status();
   EXPECT_THAT(std::string(s.status().message()), ::testing::HasSubstr("2^63"));
+}
+
+TEST(SweepTest, TheRoomBelowAndBetweenPinsIsUsed) {
+  Problem p;
+  p.buffers = {{"high_pin", 2, 3, 16, 1, Offset{1000}},
+               {"mid_pin", 0, 1, 8, 1, Offset{500}},
+               {"x", 0, 4, 400},
+               {"y", 0, 4, 300},
+               {"z", 1, 4, 200}};
+  absl::StatusOr<Solution> s = SweepOffsets(p, nullptr);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->offsets[0], 1000);
+  EXPECT_EQ(s->offsets[1], 500);
+  EXPECT_TRUE(VerifyAllPairs(p, *s).ok());
+  // x below the middle pin, y and z between the pins: nothing above them.
+  EXPECT_EQ(s->arena_size, 1016);
 }
 
 TEST(SweepTest, RandomProblemsGiveValidPlansAndObjects) {
@@ -101,11 +125,15 @@ TEST(SweepTest, RandomProblemsGiveValidPlansAndObjects) {
 
 TEST(SweepTest, ACancelledSweepSaysSo) {
   const Problem p = testing::StaggeredProblem(50000, 2);
+  // Compressed time at hand, so the sweeps themselves see the token.
+  absl::StatusOr<Sections> time = CompressTime(p);
+  ASSERT_TRUE(time.ok());
   CancelToken cancel;
   cancel.Cancel();
-  EXPECT_TRUE(absl::IsDeadlineExceeded(SweepOffsets(p, &cancel).status()));
   EXPECT_TRUE(
-      absl::IsDeadlineExceeded(SweepSharedObjects(p, &cancel).status()));
+      absl::IsDeadlineExceeded(SweepOffsets(p, &cancel, &*time).status()));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(
+      SweepSharedObjects(p, &cancel, &*time).status()));
 }
 
 // Staggered long lifetimes: the gap search of best fit grows like n^2
@@ -142,10 +170,15 @@ TEST(SweepTest, TypicalProblemsKeepTheirFirstHeuristics) {
   absl::StatusOr<PlanResult> r = PlanBuffers(p, {}, nullptr, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_NE(r->strategy, "sweep_best_fit");
+  // The graphless coloring (what a graph over its edge limit gets) stays
+  // under its cap: the same objects as without one.
+  absl::StatusOr<SharedObjects> capped =
+      ColorSharedObjects(r->problem, nullptr, nullptr);
   absl::StatusOr<SharedObjects> uncapped = ColorSharedObjects(
       r->problem, nullptr, OverlapSearch::kAuto, /*work_cap=*/0);
+  ASSERT_TRUE(capped.ok());
   ASSERT_TRUE(uncapped.ok());
-  EXPECT_EQ(r->shared_objects.object_of, uncapped->object_of);
+  EXPECT_EQ(capped->object_of, uncapped->object_of);
 }
 
 TEST(SweepTest, TheCapIsNLogNWithAFloor) {
