@@ -60,7 +60,7 @@ RUN apt-get update -qq \
       --home-dir /nonexistent --shell /usr/sbin/nologin memplan
 COPY --from=build /out/memplan-server /out/memplan /usr/local/bin/
 # Large plans touch hundreds of MB of fresh arrays: malloc backs its large
-# blocks with transparent huge pages (1M buffers: 2.4 s instead of 4.3 s,
+# blocks with transparent huge pages (1M buffers: 2.4 s instead of 3.75 s,
 # BENCHMARKS.md section 3). Ignored where THP is off.
 ENV GLIBC_TUNABLES=glibc.malloc.hugetlb=1
 # Numeric, so Kubernetes' runAsNonRoot can verify it.
