@@ -17,6 +17,9 @@
 #include <functional>
 #include <utility>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
@@ -93,6 +96,14 @@ class WorkMeter {
   }
   // True when Stop() stopped for the cap.
   bool capped() const { return work_ > cap_; }
+  // Why Stop() stopped, for a loop doing `what`: RESOURCE_EXHAUSTED past
+  // the cap, else DEADLINE_EXCEEDED ("`what` cancelled").
+  absl::Status StopStatus(absl::string_view what) const {
+    if (!capped())
+      return absl::DeadlineExceededError(absl::StrCat(what, " cancelled"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(what, " passed its work cap (", work_, " units)"));
+  }
   int64_t work() const { return work_; }
 
  private:

@@ -26,12 +26,6 @@ absl::Status Cancelled() {
   return absl::DeadlineExceededError("greedy placement cancelled");
 }
 
-absl::Status Stopped(const WorkMeter& meter) {
-  if (!meter.capped()) return Cancelled();
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "greedy placement passed its work cap (", meter.work(), " units)"));
-}
-
 // A minimum over ranges of a fixed array: an iterative segment tree, 2m
 // ints (a sparse table would need m log m, too much at a million buffers).
 class RangeMin {
@@ -301,7 +295,8 @@ absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
     placed.SetSmallestRequest(r.min_size, r.min_align);
     int64_t work = 0;
     const std::vector<TakenRange>& taken = placed.Taken(r.lo, r.hi, &work);
-    if (meter.Stop(kBufferWork + work)) return Stopped(meter);
+    if (meter.Stop(kBufferWork + work))
+      return meter.StopStatus("greedy placement");
     const Offset offset = FindGap(taken, r.size, r.alignment, fit, base);
     if (capacity && offset + r.size > *capacity) continue;  // left out
     solution.offsets[r.index] = offset;

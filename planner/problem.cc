@@ -73,28 +73,9 @@ Bytes PaddedBoundAt(const Problem& problem, const Sections& sections, Bytes m) {
   return best;
 }
 
-}  // namespace
-
-Bytes PaddedLowerBound(const Problem& problem) {
-  return PaddedLowerBound(problem, SweepSections(problem));
-}
-
-LowerBounds BoundsFromCompressedTime(const Problem& problem,
-                                     const Sections& maximal) {
-  const auto& b = problem.buffers;
-  const bool one_alignment =
-      std::all_of(b.begin(), b.end(), [&](const Buffer& x) {
-        return x.alignment == b.front().alignment;
-      });
-  LowerBounds bounds;
-  bounds.unaligned = LowerBound(problem, maximal);
-  bounds.padded = one_alignment ? PaddedLowerBound(problem, maximal)
-                                : PaddedLowerBound(problem);
-  return bounds;
-}
-
-Bytes PaddedLowerBound(const Problem& problem, const Sections& sections) {
-  // The distinct alignments: powers of two, so at most 64.
+// The distinct alignments in order of first use: powers of two, so at
+// most 64.
+std::vector<Bytes> DistinctAlignments(const Problem& problem) {
   std::vector<Bytes> alignments;
   uint64_t seen = 0;
   for (const Buffer& b : problem.buffers) {
@@ -103,6 +84,27 @@ Bytes PaddedLowerBound(const Problem& problem, const Sections& sections) {
     seen |= uint64_t{1} << bit;
     alignments.push_back(b.alignment);
   }
+  return alignments;
+}
+
+}  // namespace
+
+Bytes PaddedLowerBound(const Problem& problem) {
+  return PaddedLowerBound(problem, SweepSections(problem));
+}
+
+LowerBounds BoundsFromCompressedTime(const Problem& problem,
+                                     const Sections& maximal) {
+  LowerBounds bounds;
+  bounds.unaligned = LowerBound(problem, maximal);
+  bounds.padded = DistinctAlignments(problem).size() <= 1
+                      ? PaddedLowerBound(problem, maximal)
+                      : PaddedLowerBound(problem);
+  return bounds;
+}
+
+Bytes PaddedLowerBound(const Problem& problem, const Sections& sections) {
+  const std::vector<Bytes> alignments = DistinctAlignments(problem);
   if (alignments.empty() || (alignments.size() == 1 && alignments[0] == 1)) {
     return LowerBound(problem, sections);
   }

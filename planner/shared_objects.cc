@@ -35,12 +35,6 @@ absl::Status Cancelled() {
   return absl::DeadlineExceededError("shared object coloring cancelled");
 }
 
-absl::Status Stopped(const WorkMeter& meter) {
-  if (!meter.capped()) return Cancelled();
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "shared object coloring passed its work cap (", meter.work(), " units)"));
-}
-
 // Buffers largest first, ties by index; packed keys sort in cache.
 absl::StatusOr<std::vector<int>> BySize(const Problem& problem,
                                         const CancelToken* cancel) {
@@ -90,7 +84,8 @@ absl::StatusOr<SharedObjects> Color(const Problem& problem,
   WorkMeter meter(cancel, work_cap);
   for (const Request& r : requests) {
     const auto [object, units] = lowest_free(r, objects.object_of);
-    if (meter.Stop(kBufferWork + units)) return Stopped(meter);
+    if (meter.Stop(kBufferWork + units))
+      return meter.StopStatus("shared object coloring");
     if (object == static_cast<int>(objects.size.size())) {
       objects.size.push_back(b[r.index].size);  // largest member: by size
     }
