@@ -3,7 +3,7 @@
 //                                    file (JSON graph or MiniMalloc CSV)
 //   plan_bench scale [--threads=T] [N...]  planning time of random buffer lists
 //                                    (default 10000 100000 1000000), one
-//                                    core, median of 3 runs
+//                                    core, median of 3 runs (or --runs=R)
 //   plan_bench traces [--threads=T] [FILE...]  every MiniMalloc CSV of
 //                                    bench/data/traces (or FILEs)
 //                                    planned by default: buffers, lower
@@ -14,6 +14,9 @@
 //                                    the one named) at
 //                                    N buffers (default 50000 100000 200000)
 //                                    planned by default, median of 3 runs
+//   --keep_freed_memory=0: glibc's malloc as it comes (default 1: freed
+//                                    memory kept for reuse, as `memplan
+//                                    plan` runs; engine/process_memory.h)
 //   plan_bench random [INSTANCES]    the random suite: INSTANCES (default
 //                                    50) fixed-seed problems per generator
 //                                    (RandomProblem, DenseProblem) and size
@@ -33,6 +36,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "engine/process_memory.h"
 #include "formats/file_io.h"
 #include "formats/format.h"
 #include "formats/minimalloc_csv.h"
@@ -209,21 +213,22 @@ std::unique_ptr<planner::WorkerPool> MakeWorkers(int threads) {
   return std::make_unique<planner::WorkerPool>(threads, 64);
 }
 
-int Scale(const std::vector<int>& sizes, int threads) {
+int Scale(const std::vector<int>& sizes, int threads, int runs) {
   // threads == 0: one core, no worker pool; else the stages that can run at
   // once (pool coloring beside offsets) do, on a pool of `threads`.
   std::unique_ptr<planner::WorkerPool> pool = MakeWorkers(threads);
   std::printf(
-      "| buffers | median seconds (3 runs) | median CPU seconds | arena / "
+      "| buffers | median seconds (%d runs) | median CPU seconds | arena / "
       "lower bound | time ratio to previous | n log n ratio | median stages "
-      "|\n|---|---|---|---|---|---|---|\n");
+      "|\n|---|---|---|---|---|---|---|\n",
+      runs);
   double previous = 0;
   int previous_n = 0;
   planner::PlanOptions options;
   options.strategy = "best_fit_size";
   for (int n : sizes) {
     const planner::Problem problem = planner::testing::RandomProblem(n, 42, 64);
-    const Timing t = TimePlans(problem, options, pool.get(), 3);
+    const Timing t = TimePlans(problem, options, pool.get(), runs);
     std::string ratio = "-", nlogn = "-";
     if (previous > 0) {
       ratio = absl::StrFormat("%.1fx", t.seconds / previous);
@@ -394,9 +399,17 @@ int main(int argc, char** argv) {
   std::vector<std::string> args;
   int threads = 0;
   std::string generator;  // dense: only this generator
+  bool keep_freed_memory = true;
+  int runs = 3;  // scale: runs per size
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg.rfind("--threads=", 0) == 0) {
+    if (arg.rfind("--runs=", 0) == 0) {
+      runs = std::max(1, std::atoi(arg.c_str() + 7));
+      continue;
+    }
+    if (arg.rfind("--keep_freed_memory=", 0) == 0) {
+      keep_freed_memory = arg != "--keep_freed_memory=0";
+    } else if (arg.rfind("--threads=", 0) == 0) {
       threads = std::atoi(arg.c_str() + 10);
     } else if (arg.rfind("--generator=", 0) == 0) {
       generator = arg.substr(12);
@@ -404,11 +417,12 @@ int main(int argc, char** argv) {
       args.push_back(arg);
     }
   }
+  if (keep_freed_memory) memplan::engine::KeepFreedMemory();
   std::vector<int> sizes;
   for (const std::string& a : args) sizes.push_back(std::atoi(a.c_str()));
   if (mode == "scale") {
     if (sizes.empty()) sizes = {10000, 100000, 1000000};
-    return memplan::Scale(sizes, threads);
+    return memplan::Scale(sizes, threads, runs);
   }
   if (mode == "traces") return memplan::Traces(args, threads);
   if (mode == "dense") return memplan::Dense(sizes, threads, generator);
@@ -417,10 +431,13 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "usage: plan_bench quality FILE...\n"
-               "       plan_bench scale [--threads=T] [N...]\n"
+               "       plan_bench scale [--threads=T] [--runs=R] [N...]\n"
                "       plan_bench traces [--threads=T] [FILE...]\n"
                "       plan_bench dense [--threads=T] [--generator=NAME] "
                "[N...]\n"
-               "       plan_bench random [INSTANCES]\n");
+               "       plan_bench random [INSTANCES]\n"
+               "scale, traces, dense: --keep_freed_memory=0 runs glibc's "
+               "malloc as it\ncomes (default 1: freed memory kept, as "
+               "`memplan plan` runs)\n");
   return 64;
 }

@@ -1,0 +1,15 @@
+#include "engine/process_memory.h"
+
+#include <malloc.h>
+
+namespace memplan::engine {
+
+bool KeepFreedMemory() {
+  // mallopt returns 1 on success. M_MMAP_MAX 0: large blocks come from the
+  // heap too; M_TRIM_THRESHOLD at its largest: the heap never shrinks.
+  const bool no_mmap = mallopt(M_MMAP_MAX, 0) == 1;
+  const bool no_trim = mallopt(M_TRIM_THRESHOLD, -1) == 1;
+  return no_mmap && no_trim;
+}
+
+}  // namespace memplan::engine

@@ -1,0 +1,32 @@
+// How a process that plans once and exits (the CLI, the benchmarks) asks
+// glibc's malloc to keep the memory it frees for its next allocations.
+//
+// By default glibc gives every allocation above its mmap threshold (128 KiB,
+// growing to 32 MiB) pages of its own and hands them back on free, and trims
+// the heap's top past 128 KiB. A plan of a million buffers allocates and
+// frees arrays of tens of megabytes stage after stage (the tensor list, the
+// compressed time, the placement's index, the verifier's events, the JSON
+// printer's strings), so every stage faults its pages in again, 4 KiB at a
+// time: about a third of the 1M-buffer pipeline's time on this machine kind
+// (BENCHMARKS.md §3). Kept, freed memory is reused without a fault.
+//
+//   int main(int argc, char** argv) {
+//     memplan::engine::KeepFreedMemory();  // first, before any allocation
+//     ...
+//
+// Not for a long-running server: memory a process keeps is not returned
+// until it exits (the server's image runs malloc on transparent huge pages
+// instead, see README).
+#ifndef MEMPLAN_ENGINE_PROCESS_MEMORY_H_
+#define MEMPLAN_ENGINE_PROCESS_MEMORY_H_
+
+namespace memplan::engine {
+
+// Turns off mmap for large allocations and the heap's trimming. False when
+// the malloc in use does not take the settings (e.g. under AddressSanitizer,
+// whose allocator replaces glibc's).
+bool KeepFreedMemory();
+
+}  // namespace memplan::engine
+
+#endif  // MEMPLAN_ENGINE_PROCESS_MEMORY_H_
