@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 
 namespace memplan::formats {
@@ -72,6 +73,35 @@ TEST(RequestJsonTest, ToJsonIsStableWithSortedMapsAndEveryField) {
   EXPECT_THAT(json, HasSubstr("\"arena_size_bytes\": \"0\""));
   EXPECT_EQ(json, ToJson(response));
   EXPECT_EQ(json.back(), '\n');
+}
+
+TEST(RequestJsonTest, LongListsPrintAsProtobufPrintsTheWholeMessage) {
+  // Lists longer than 64 are printed element by element and spliced in:
+  // the bytes must be protobuf's own for the whole message.
+  v1::PlanResponse response;
+  response.set_arena_size_bytes(1 << 20);
+  for (int i = 0; i < 200; ++i) {
+    v1::Assignment* a = response.add_assignments();
+    a->set_name(absl::StrCat("t\"", i, "\n"));
+    a->set_offset(64 * i);
+    a->set_size(64);
+  }
+  for (int i = 0; i < 70; ++i) response.add_pools()->set_size_bytes(i);
+  response.add_memory_pools();  // short: printed with the rest
+  (*response.mutable_stage_micros())["offsets"] = 7;
+  response.add_warnings("assignments: []");
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string whole;
+  ASSERT_TRUE(
+      google::protobuf::util::MessageToJsonString(response, &whole, options)
+          .ok());
+  if (whole.back() != '\n') whole += "\n";
+  const std::string json = ToJson(response);
+  EXPECT_EQ(json, whole);
+  EXPECT_THAT(json, HasSubstr("\"name\": \"t\\\"199\\n\""));
 }
 
 }  // namespace
