@@ -17,6 +17,9 @@
 //   --keep_freed_memory=0: glibc's malloc as it comes (default 1: freed
 //                                    memory kept for reuse, as `memplan
 //                                    plan` runs; engine/process_memory.h)
+//   plan_bench csv --generator=NAME N  the dense generator's problem of N
+//                                    buffers (seed 1, alignment 1) as
+//                                    MiniMalloc CSV on stdout
 //   plan_bench random [INSTANCES]    the random suite: INSTANCES (default
 //                                    50) fixed-seed problems per generator
 //                                    (RandomProblem, DenseProblem) and size
@@ -286,18 +289,35 @@ int Traces(std::vector<std::string> files, int threads) {
 }
 
 // The long-lifetime generators planned by default, median of 3 runs.
+using Generator = planner::Problem (*)(int, uint32_t, planner::Bytes);
+constexpr std::pair<const char*, Generator> kDenseGenerators[] = {
+    {"LongDenseProblem", &planner::testing::LongDenseProblem},
+    {"StaggeredProblem", &planner::testing::StaggeredProblem},
+    {"MixedLongProblem", &planner::testing::MixedLongProblem}};
+
+// Writes the named dense generator's problem of n buffers (seed 1,
+// alignment 1) to stdout as MiniMalloc CSV, for the CLI's figures.
+int WriteCsv(const std::string& name, int n) {
+  for (const auto& [generator, generate] : kDenseGenerators) {
+    if (name != generator) continue;
+    std::fputs(formats::WriteMinimallocCsv(generate(n, 1, 1), nullptr,
+                                           /*with_alignment=*/false)
+                   .c_str(),
+               stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "plan_bench csv: unknown generator '%s'\n",
+               name.c_str());
+  return 64;
+}
+
 int Dense(std::vector<int> sizes, int threads, const std::string& only) {
   if (sizes.empty()) sizes = {50000, 100000, 200000};
   std::unique_ptr<planner::WorkerPool> pool = MakeWorkers(threads);
-  using Generator = planner::Problem (*)(int, uint32_t, planner::Bytes);
-  const std::pair<const char*, Generator> generators[] = {
-      {"LongDenseProblem", &planner::testing::LongDenseProblem},
-      {"StaggeredProblem", &planner::testing::StaggeredProblem},
-      {"MixedLongProblem", &planner::testing::MixedLongProblem}};
   std::printf(
       "| generator | buffers | arena / lower bound | median seconds (3 runs) "
       "| median CPU seconds | median stages |\n|---|---|---|---|---|---|\n");
-  for (const auto& [name, generate] : generators) {
+  for (const auto& [name, generate] : kDenseGenerators) {
     if (!only.empty() && only != name) continue;
     for (int n : sizes) {
       const planner::Problem problem = generate(n, 1, 64);
@@ -426,6 +446,9 @@ int main(int argc, char** argv) {
   }
   if (mode == "traces") return memplan::Traces(args, threads);
   if (mode == "dense") return memplan::Dense(sizes, threads, generator);
+  if (mode == "csv" && sizes.size() == 1) {
+    return memplan::WriteCsv(generator, sizes[0]);
+  }
   if (mode == "random") {
     return memplan::RandomSuite(argc > 2 ? std::atoi(argv[2]) : 50);
   }
@@ -436,6 +459,8 @@ int main(int argc, char** argv) {
                "       plan_bench dense [--threads=T] [--generator=NAME] "
                "[N...]\n"
                "       plan_bench random [INSTANCES]\n"
+               "       plan_bench csv --generator=NAME N  (a dense "
+               "generator's problem as CSV)\n"
                "scale, traces, dense: --keep_freed_memory=0 runs glibc's "
                "malloc as it\ncomes (default 1: freed memory kept, as "
                "`memplan plan` runs)\n");

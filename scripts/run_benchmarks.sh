@@ -46,13 +46,16 @@ section() {
        "$BIN"/minimalloc_bench zero_slack --cut=guillotine --time_limit=30 \
          --runs=3
        "$BIN"/minimalloc_bench zero_slack --time_limit=30 ;;
-    3) "$BIN"/plan_bench scale 10000 100000 1000000
-       GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296 \
-         "$BIN"/plan_bench scale 10000 100000 1000000
-       for pair in 1 2 3; do
-         "$BIN"/plan_bench scale 1000000 | tail -1
+    3) "$BIN"/plan_bench scale --keep_freed_memory=0 10000 100000 1000000
+       "$BIN"/plan_bench scale 10000 100000 1000000
+       for round in 1 2 3 4 5; do
+         "$BIN"/plan_bench scale --runs=1 --keep_freed_memory=0 1000000 |
+           tail -1
+         "$BIN"/plan_bench scale --runs=1 1000000 | tail -1
+         GLIBC_TUNABLES=glibc.malloc.hugetlb=1 "$BIN"/plan_bench scale \
+           --runs=1 --keep_freed_memory=0 1000000 | tail -1
          GLIBC_TUNABLES=glibc.malloc.hugetlb=1 \
-           "$BIN"/plan_bench scale 1000000 | tail -1
+           "$BIN"/plan_bench scale --runs=1 1000000 | tail -1
        done ;;
     4) "$BIN"/rps_bench 2 4 3 best_fit_size
        "$BIN"/rps_bench 2 4 3 auto ;;
@@ -75,8 +78,20 @@ section() {
          build/models/@mediapipe_selfie_segmentation@0.1.1675465747/package/*.tflite ;;
     10) "$BIN"/plan_bench traces
         "$BIN"/plan_bench traces --threads=2
-        "$BIN"/plan_bench dense --generator=LongDenseProblem 50000 100000 200000
-        "$BIN"/plan_bench dense --generator=StaggeredProblem 20000 50000 ;;
+        "$BIN"/plan_bench dense 50000 100000 200000
+        "$BIN"/plan_bench dense --threads=2 50000 100000 200000
+        "$BIN"/plan_bench csv --generator=MixedLongProblem 62000 \
+          > build/mixed62k.csv
+        /usr/bin/time -f "default, json out: %e s wall" \
+          "$BIN"/memplan plan build/mixed62k.csv --format json > /dev/null
+        /usr/bin/time -f "best_fit_size, json out: %e s wall" \
+          "$BIN"/memplan plan build/mixed62k.csv --strategy best_fit_size \
+          --format json > /dev/null
+        for format in json csv; do
+          /usr/bin/time -f "optimize, $format out: %e s wall" \
+            "$BIN"/memplan plan build/mixed62k.csv --optimize \
+            --time_budget_ms 10000 --format "$format" > /dev/null
+        done ;;
     11) local traces=(bench/data/traces/{resnet50,G_1,bert_base,pangu_2.6B,S_1}.csv)
         "$BIN"/minimalloc_bench plan "${traces[@]}" --time_limit=10 --runs=3
         "$BIN"/minimalloc_bench plan "${traces[@]}" --time_limit=60 \
