@@ -19,7 +19,8 @@
 //     excluded), with the stage times.
 //
 // --orderings=A,B,... replaces ExactOptions::orderings and
-// zero_slack_orderings (suite and zero_slack).
+// zero_slack_orderings (suite and zero_slack); --remember_failures=0 turns
+// off ExactOptions::remember_failures (zero-slack searches).
 // With --runs=R every instance is solved R times and the median time is
 // printed; plan marks rows whose runs gave different plans ("runs
 // differ": expected when a time budget, not --effort, ended the search).
@@ -70,6 +71,7 @@ struct Flags {
   uint32_t seed = 1;              // zero_slack: seed of the first
   bool guillotine = false;        // zero_slack: guillotine cuts, not sweep
   std::vector<std::string> orderings;  // overrides both ordering lists
+  bool remember_failures = true;       // ExactOptions::remember_failures
 };
 
 // One instance to solve.
@@ -128,6 +130,9 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
       flags.max_buffers = std::stoi(*v);
     } else if (auto v = value("--seed")) {
       flags.seed = static_cast<uint32_t>(std::stoul(*v));
+    } else if (auto v = value("--remember_failures")) {
+      if (*v != "0" && *v != "1") return false;
+      flags.remember_failures = *v == "1";
     } else if (auto v = value("--orderings")) {
       flags.orderings = absl::StrSplit(*v, ',');
     } else if (auto v = value("--cut")) {
@@ -214,6 +219,7 @@ bool SolveOne(const Instance& instance, const Flags& flags, double& seconds) {
   options.capacity = flags.capacity.value_or(instance.capacity);
   options.threads = std::max(flags.threads, 1);
   options.max_nodes = flags.effort;
+  options.remember_failures = flags.remember_failures;
   if (!flags.orderings.empty()) {
     options.orderings = flags.orderings;
     options.zero_slack_orderings = flags.orderings;

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -27,6 +29,37 @@ constexpr Offset kInfinity = std::numeric_limits<Offset>::max() / 4;
 constexpr int64_t kCancelStride = 256;    // nodes between deadline checks
 constexpr int64_t kBoundProbeWeight = 4;  // budget of the lower-bound probe,
                                           // in per-probe budgets
+
+// Failed zero-slack states remembered per search thread: 7/8 of 2^21, the
+// most a table of 2^21 slots holds (about 36 MB: 16-byte keys and a control
+// byte per slot).
+constexpr size_t kMaxFailedStates = (size_t{1} << 21) / 8 * 7;
+
+// SplitMix64's finalizer: a well-mixed 64-bit value of x.
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// A 128-bit hash: two independent 64-bit ones, so that a collision (which
+// would prune a live subtree) is out of reach in any search.
+struct Hash128 {
+  uint64_t a = 0, b = 0;
+  void Toggle(uint64_t x) {
+    a ^= Mix(2 * x);
+    b ^= Mix(2 * x + 1);
+  }
+  Hash128 With(uint64_t x) const {
+    return {Mix(a ^ Mix(2 * x)), Mix(b ^ Mix(2 * x + 1))};
+  }
+  bool operator==(const Hash128& o) const { return a == o.a && b == o.b; }
+  template <typename H>
+  friend H AbslHashValue(H h, const Hash128& k) {
+    return H::combine(std::move(h), k.a, k.b);
+  }
+};
 
 // A fixed buffer seen as an obstacle by a searched buffer.
 struct Obstacle {
@@ -196,12 +229,14 @@ class Search {
  public:
   // `effort_left`, when not null, counts down one per node; at zero the
   // search stops as if cancelled (ExactOptions::max_nodes).
+  // `remember_failures`: ExactOptions::remember_failures.
   Search(const Model& model, Bytes capacity, const CancelToken* cancel,
-         int64_t* effort_left)
+         int64_t* effort_left, bool remember_failures)
       : model_(model),
         capacity_(capacity),
         cancel_(cancel),
-        effort_left_(effort_left) {}
+        effort_left_(effort_left),
+        remember_(remember_failures && capacity == model.full_at) {}
 
   // Searches with one static ordering until found, proven absent, out of
   // `node_limit` nodes (kAborted) or cancelled.
@@ -234,6 +269,7 @@ class Search {
   bool CoverLevel(const Part& part, Offset level);
   Outcome Decompose(const Part& part, int b, Offset offset, int rank);
   Offset Lift(int b, Offset offset) const;
+  Hash128 NodeKey(const Part& part, Offset last_offset, int last_rank) const;
 
   const Model& model_;
   const Bytes capacity_;
@@ -265,6 +301,15 @@ class Search {
   std::vector<std::vector<int>> starting_;       // CoverLevel's scratch
   std::vector<int> covering_;                    // NarrowToHole's scratch
   Offset lowest_hole_ = 0;  // CollectCandidates: lowest tight floor
+
+  // Failed states (zero slack only; see Dfs). Kept across runs, so a
+  // restart with a larger node limit skips what the last one finished;
+  // keys name the ordering.
+  const bool remember_ = false;
+  Hash128 placed_set_;  // of the placed buffers
+  Hash128 part_key_;    // the part being searched: its ranks and sections
+  uint64_t ordering_key_ = 0;
+  absl::flat_hash_set<Hash128> failed_;
 };
 
 // Clears the state for a fresh run.
@@ -272,6 +317,8 @@ void Search::Reset() {
   const int m = static_cast<int>(model_.ids.size());
   const int s = static_cast<int>(model_.sections.size());
   placed_.assign(m, 0);
+  placed_set_ = {};
+  part_key_ = {};
   rank_.assign(m, 0);
   solution_.assign(m, -1);
   min_offset_.resize(m);
@@ -293,6 +340,7 @@ void Search::Reset() {
 Outcome Search::Run(const std::string& ordering, int64_t node_limit) {
   holes_ = !ordering.empty() && ordering.back() == 'h';
   ordering_ = holes_ ? ordering.substr(0, ordering.size() - 1) : ordering;
+  ordering_key_ = absl::HashOf(ordering);
   node_limit_ = node_limit;
   Reset();
   for (size_t s = 0; s < floor_.size(); ++s) {
@@ -375,7 +423,14 @@ Outcome Search::SubSolve(const Part& part) {
     saved[i] = rank_[part.buffers[i]];
   }
   RankPart(part);
+  // The ranks follow from the part's sections and the placed set (RankPart
+  // reads the unplaced bytes per section), under this run's ordering.
+  const Hash128 saved_key = part_key_;
+  part_key_ = placed_set_.With(ordering_key_)
+                  .With(static_cast<uint64_t>(part.lo))
+                  .With(static_cast<uint64_t>(part.hi));
   const Outcome outcome = Dfs(part, 0, -1);
+  part_key_ = saved_key;
   for (size_t i = 0; i < part.buffers.size(); ++i) {
     rank_[part.buffers[i]] = saved[i];
   }
@@ -424,6 +479,17 @@ Outcome Search::Dfs(const Part& part, Offset last_offset, int last_rank) {
   bool done = true;
   for (int b : part.buffers) done = done && placed_[b];
   if (done) return Outcome::kFound;
+  // At zero slack every surviving node packs its sections without a gap, so
+  // its floors and minimum offsets follow from the placed SET, whatever the
+  // offsets: a node that failed fails again when another order of
+  // placements reaches the same set in the same part with the same
+  // restriction. The restarts of the round robin walk again what the last
+  // run finished, and hole branching reaches some sets twice.
+  Hash128 key;
+  if (remember_) {
+    key = NodeKey(part, last_offset, last_rank);
+    if (failed_.contains(key)) return Outcome::kNotFound;
+  }
   const size_t base = CollectCandidates(part, last_offset, last_rank);
   // Not after a canonical placement at this level (last_rank >= 0): those
   // enumerate subsets in rank order, which hole branching would repeat.
@@ -438,7 +504,29 @@ Outcome Search::Dfs(const Part& part, Offset last_offset, int last_rank) {
     if (outcome != Outcome::kNotFound || (hatless && !forced)) break;
   }
   candidates_.resize(base);
+  if (remember_ && outcome == Outcome::kNotFound &&
+      failed_.size() < kMaxFailedStates) {
+    failed_.insert(key);
+  }
   return outcome;
+}
+
+Hash128 Search::NodeKey(const Part& part, Offset last_offset,
+                        int last_rank) const {
+  Hash128 key = placed_set_;
+  key.a ^= part_key_.a;
+  key.b ^= part_key_.b;
+  // Every section is tight at zero slack, so the candidates all sit at the
+  // lowest floor of the part's sections with unplaced bytes. Above the
+  // last offset (or after a reset, last_rank < 0) the restriction admits
+  // all of them: the node is the same whatever (last_offset, last_rank).
+  Offset lowest = kInfinity;
+  for (int s = part.lo; s < part.hi; ++s) {
+    if (total_[s] > 0) lowest = std::min(lowest, floor_[s]);
+  }
+  if (last_rank < 0 || lowest > last_offset) return key.With(~uint64_t{0});
+  return key.With(static_cast<uint64_t>(last_offset))
+      .With(static_cast<uint64_t>(static_cast<int64_t>(last_rank)));
 }
 
 // A tight section (floor + unplaced bytes == capacity: its unplaced
@@ -529,6 +617,7 @@ Offset Search::Lift(int b, Offset offset) const {
 // floors. Returns whether some unplaced neighbour exists.
 bool Search::Place(int b, Offset offset) {
   placed_[b] = 1;
+  placed_set_.Toggle(static_cast<uint64_t>(b));
   solution_[b] = offset;
   const Offset top = offset + model_.size[b];
   bool has_hat = false;
@@ -585,6 +674,7 @@ void Search::Undo(int b, size_t offset_mark, size_t floor_mark) {
     total_[s] += model_.size[b];
   }
   placed_[b] = 0;
+  placed_set_.Toggle(static_cast<uint64_t>(b));
 }
 
 // The cross-section bound: in every section the unplaced buffers stack above
@@ -746,7 +836,8 @@ CapacityAnswer RoundRobin(const Model& model, const Problem& problem,
                           int64_t max_limit, size_t first, size_t stride) {
   CapacityAnswer answer;
   answer.outcome = Outcome::kAborted;
-  Search search(model, capacity, cancel, effort_left);
+  Search search(model, capacity, cancel, effort_left,
+                options.remember_failures);
   const std::vector<std::string>& orderings =
       OrderingsFor(model, capacity, options);
   int64_t limit = std::max<int64_t>(1024, 2 * model.ids.size());
