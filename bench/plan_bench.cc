@@ -14,9 +14,6 @@
 //                                    the one named) at
 //                                    N buffers (default 50000 100000 200000)
 //                                    planned by default, median of 3 runs
-//   --keep_freed_memory=0: glibc's malloc as it comes (default 1: freed
-//                                    memory kept for reuse, as `memplan
-//                                    plan` runs; engine/process_memory.h)
 //   plan_bench csv --generator=NAME N  the dense generator's problem of N
 //                                    buffers (seed 1, alignment 1) as
 //                                    MiniMalloc CSV on stdout
@@ -25,6 +22,9 @@
 //                                    (RandomProblem, DenseProblem) and size
 //                                    (100, 1000); per strategy the mean and
 //                                    worst arena / lower bound
+// Every mode but quality takes --keep_freed_memory=0|1: 0 runs
+// glibc's malloc as it comes; 1, the default, keeps freed memory for reuse
+// as `memplan plan` does (engine/process_memory.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -425,14 +425,16 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg.rfind("--runs=", 0) == 0) {
       runs = std::max(1, std::atoi(arg.c_str() + 7));
-      continue;
-    }
-    if (arg.rfind("--keep_freed_memory=", 0) == 0) {
-      keep_freed_memory = arg != "--keep_freed_memory=0";
+    } else if (arg == "--keep_freed_memory=0" ||
+               arg == "--keep_freed_memory=1") {
+      keep_freed_memory = arg.back() == '1';
     } else if (arg.rfind("--threads=", 0) == 0) {
       threads = std::atoi(arg.c_str() + 10);
     } else if (arg.rfind("--generator=", 0) == 0) {
       generator = arg.substr(12);
+    } else if (arg.rfind("--", 0) == 0) {
+      std::fprintf(stderr, "plan_bench: unknown flag %s\n", arg.c_str());
+      return 64;
     } else {
       args.push_back(arg);
     }
@@ -461,8 +463,8 @@ int main(int argc, char** argv) {
                "       plan_bench random [INSTANCES]\n"
                "       plan_bench csv --generator=NAME N  (a dense "
                "generator's problem as CSV)\n"
-               "scale, traces, dense: --keep_freed_memory=0 runs glibc's "
-               "malloc as it\ncomes (default 1: freed memory kept, as "
-               "`memplan plan` runs)\n");
+               "all but quality: --keep_freed_memory=0 runs "
+               "glibc's malloc as it\ncomes (default 1: freed memory kept, "
+               "as `memplan plan` runs)\n");
   return 64;
 }

@@ -11,7 +11,7 @@
 // (BENCHMARKS.md §3). Kept, freed memory is reused without a fault.
 //
 //   int main(int argc, char** argv) {
-//     memplan::engine::KeepFreedMemory();  // first, before any allocation
+//     memplan::engine::KeepFreedMemory();  // applies to later allocations
 //     ...
 //
 // Not for a long-running server: memory a process keeps is not returned
@@ -22,9 +22,22 @@
 
 namespace memplan::engine {
 
+// Whether malloc is a sanitizer's own (address, thread, memory), which
+// glibc's settings do not reach (ASan's mallopt does nothing; under TSan
+// glibc takes them but TSan does not allocate from it).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSanitizerAllocator = true;
+#elif defined(__has_feature)
+inline constexpr bool kSanitizerAllocator =
+    __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||
+    __has_feature(memory_sanitizer) || __has_feature(hwaddress_sanitizer);
+#else
+inline constexpr bool kSanitizerAllocator = false;
+#endif
+
 // Turns off mmap for large allocations and the heap's trimming. False when
-// the malloc in use does not take the settings (e.g. under AddressSanitizer,
-// whose allocator replaces glibc's).
+// the malloc in use does not take the settings: under a sanitizer with an
+// allocator of its own (address, thread, memory), or if glibc refuses.
 bool KeepFreedMemory();
 
 }  // namespace memplan::engine

@@ -46,13 +46,14 @@ uint64_t Mix(uint64_t x) {
 // A 128-bit hash: two independent 64-bit ones, so that a collision (which
 // would prune a live subtree) is out of reach in any search.
 struct Hash128 {
+  static constexpr uint64_t kSecond = 0x632be59bd9b4e019ULL;  // odd
   uint64_t a = 0, b = 0;
   void Toggle(uint64_t x) {
-    a ^= Mix(2 * x);
-    b ^= Mix(2 * x + 1);
+    a ^= Mix(x);
+    b ^= Mix(x + kSecond);
   }
   Hash128 With(uint64_t x) const {
-    return {Mix(a ^ Mix(2 * x)), Mix(b ^ Mix(2 * x + 1))};
+    return {Mix(a ^ Mix(x)), Mix(b ^ Mix(x + kSecond))};
   }
   bool operator==(const Hash128& o) const { return a == o.a && b == o.b; }
   template <typename H>
