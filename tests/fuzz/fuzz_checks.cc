@@ -1,11 +1,14 @@
 #include "tests/fuzz/fuzz_checks.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
+#include "planner/exact_solver.h"
 #include "planner/sweep.h"
 #include "planner/verifier.h"
 
@@ -60,6 +63,8 @@ void CheckPlan(const planner::PlanResult& r) {
   }
 }
 
+namespace {
+
 // The O(n log n) fallbacks (sweep.h) on the same buffers, which the plan
 // itself reaches only past its work cap (millions of units): the offsets
 // checked pair by pair, every object shared only by buffers live apart.
@@ -99,6 +104,74 @@ void CheckSweeps(const planner::Problem& problem) {
   }
 }
 
+// The exact search at zero slack, where it remembers failed states: the
+// buffers (a few, unpinned) topped up to the highest live total by a filler
+// in every stretch of time below it, so every stretch is exactly full. With
+// and without remembered failures the search must reach the same verdict
+// (when both finish), the remembering one in no more nodes.
+void CheckZeroSlackSearch(const planner::Problem& problem) {
+  const auto& b = problem.buffers;
+  if (b.empty() || b.size() > 16) return;
+  std::map<planner::Step, planner::Bytes> change;  // live bytes, as deltas
+  for (const planner::Buffer& buffer : b) {
+    if (buffer.fixed_offset.has_value()) return;
+    change[buffer.start] += buffer.size;
+    change[buffer.end] -= buffer.size;
+  }
+  planner::Problem full = problem;
+  full.capacity.reset();
+  planner::Bytes live = 0, height = 0;
+  for (const auto& [step, delta] : change) {
+    live += delta;
+    height = std::max(height, live);
+  }
+  live = 0;
+  for (auto it = change.begin(); std::next(it) != change.end(); ++it) {
+    live += it->second;
+    if (live == height) continue;
+    planner::Buffer filler;
+    filler.name = "filler@" + std::to_string(it->first);
+    filler.start = it->first;
+    filler.end = std::next(it)->first;
+    filler.size = height - live;
+    full.buffers.push_back(filler);
+  }
+  planner::ExactOptions options;
+  options.mode = planner::ExactMode::kCapacity;
+  options.capacity = height;
+  options.max_nodes = 2'000;
+  absl::StatusOr<planner::ExactResult> with =
+      planner::SolveExact(full, options, {});
+  options.remember_failures = false;
+  absl::StatusOr<planner::ExactResult> without =
+      planner::SolveExact(full, options, {});
+  if (!with.ok() || !without.ok()) {
+    if (with.ok() != without.ok()) std::abort();
+    return;
+  }
+  const bool both_finished =
+      with->capacity_status != planner::CapacityStatus::kUnknown &&
+      without->capacity_status != planner::CapacityStatus::kUnknown;
+  if ((both_finished && with->capacity_status != without->capacity_status) ||
+      with->nodes > without->nodes) {
+    std::fprintf(stderr,
+                 "zero-slack search: remembering failures changed the "
+                 "verdict or cost nodes (%d/%lld against %d/%lld)\n",
+                 static_cast<int>(with->capacity_status),
+                 static_cast<long long>(with->nodes),
+                 static_cast<int>(without->capacity_status),
+                 static_cast<long long>(without->nodes));
+    std::abort();
+  }
+}
+
+}  // namespace
+
+void CheckOtherPaths(const planner::Problem& problem) {
+  CheckSweeps(problem);
+  CheckZeroSlackSearch(problem);
+}
+
 void PlanAndCheck(const v1::PlanRequest& request) {
   planner::CancelToken cancel(absl::Now() + absl::Seconds(2));
   absl::StatusOr<engine::PlanOutcome> outcome =
@@ -106,7 +179,7 @@ void PlanAndCheck(const v1::PlanRequest& request) {
   if (!outcome.ok()) return;
   CheckPlan(outcome->result);
   if (outcome->result.memory_spaces.empty()) {
-    CheckSweeps(outcome->result.problem);
+    CheckOtherPaths(outcome->result.problem);
   }
 }
 

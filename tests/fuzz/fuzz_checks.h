@@ -18,6 +18,12 @@ engine::Limits SmallLimits();
 // memory space (except in-place hand-overs). O(n^2): inputs are small.
 void CheckPlan(const planner::PlanResult& result);
 
+// The same buffers through other paths, each checked (aborts on a fault):
+// the O(n log n) fallbacks of planner/sweep.h, pair by pair; and, for a
+// few unpinned buffers topped up to a zero-slack packing, the exact search
+// with and without remembered failures (same verdict, never more nodes).
+void CheckOtherPaths(const planner::Problem& problem);
+
 // Plans `request` under SmallLimits and a 2 s deadline; checks the plan
 // when there is one. Errors are fine (bad input is bad input).
 void PlanAndCheck(const v1::PlanRequest& request);

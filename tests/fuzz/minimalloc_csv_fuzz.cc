@@ -53,5 +53,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!planner::VerifyAllPairs(plan->problem, plan->solution).ok())
     std::abort();
   fuzz::CheckPlan(*plan);
+  fuzz::CheckOtherPaths(plan->problem);
   return 0;
 }
