@@ -270,7 +270,8 @@ class Search {
   bool CoverLevel(const Part& part, Offset level);
   Outcome Decompose(const Part& part, int b, Offset offset, int rank);
   Offset Lift(int b, Offset offset) const;
-  Hash128 NodeKey(const Part& part, Offset last_offset, int last_rank) const;
+  // After CollectCandidates (reads lowest_hole_).
+  Hash128 NodeKey(Offset last_offset, int last_rank) const;
 
   const Model& model_;
   const Bytes capacity_;
@@ -486,12 +487,15 @@ Outcome Search::Dfs(const Part& part, Offset last_offset, int last_rank) {
   // placements reaches the same set in the same part with the same
   // restriction. The restarts of the round robin walk again what the last
   // run finished, and hole branching reaches some sets twice.
+  const size_t base = CollectCandidates(part, last_offset, last_rank);
   Hash128 key;
   if (remember_) {
-    key = NodeKey(part, last_offset, last_rank);
-    if (failed_.contains(key)) return Outcome::kNotFound;
+    key = NodeKey(last_offset, last_rank);
+    if (failed_.contains(key)) {
+      candidates_.resize(base);
+      return Outcome::kNotFound;
+    }
   }
-  const size_t base = CollectCandidates(part, last_offset, last_rank);
   // Not after a canonical placement at this level (last_rank >= 0): those
   // enumerate subsets in rank order, which hole branching would repeat.
   const bool fresh = base == candidates_.size() ||
@@ -512,20 +516,18 @@ Outcome Search::Dfs(const Part& part, Offset last_offset, int last_rank) {
   return outcome;
 }
 
-Hash128 Search::NodeKey(const Part& part, Offset last_offset,
-                        int last_rank) const {
+Hash128 Search::NodeKey(Offset last_offset, int last_rank) const {
   Hash128 key = placed_set_;
   key.a ^= part_key_.a;
   key.b ^= part_key_.b;
-  // Every section is tight at zero slack, so the candidates all sit at the
-  // lowest floor of the part's sections with unplaced bytes. Above the
-  // last offset (or after a reset, last_rank < 0) the restriction admits
-  // all of them: the node is the same whatever (last_offset, last_rank).
-  Offset lowest = kInfinity;
-  for (int s = part.lo; s < part.hi; ++s) {
-    if (total_[s] > 0) lowest = std::min(lowest, floor_[s]);
+  // Every section with unplaced bytes is tight at zero slack, so the
+  // candidates all sit at the lowest of their floors (lowest_hole_, from
+  // CollectCandidates). Above the last offset (or after a reset, last_rank
+  // < 0) the restriction admits all of them: the node is the same
+  // whatever (last_offset, last_rank).
+  if (last_rank < 0 || lowest_hole_ > last_offset) {
+    return key.With(~uint64_t{0});
   }
-  if (last_rank < 0 || lowest > last_offset) return key.With(~uint64_t{0});
   return key.With(static_cast<uint64_t>(last_offset))
       .With(static_cast<uint64_t>(static_cast<int64_t>(last_rank)));
 }

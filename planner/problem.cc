@@ -87,6 +87,21 @@ std::vector<Bytes> DistinctAlignments(const Problem& problem) {
   return alignments;
 }
 
+// Padding adds nothing to the bound when every buffer has alignment 1.
+bool AllUnaligned(const std::vector<Bytes>& alignments) {
+  return alignments.empty() || (alignments.size() == 1 && alignments[0] == 1);
+}
+
+// The padded bound on `sections` over the problem's distinct alignments.
+Bytes PaddedBoundOver(const Problem& problem, const Sections& sections,
+                      const std::vector<Bytes>& alignments) {
+  Bytes best = 0;
+  for (Bytes m : alignments) {
+    best = std::max(best, PaddedBoundAt(problem, sections, m));
+  }
+  return best;
+}
+
 }  // namespace
 
 Bytes PaddedLowerBound(const Problem& problem) {
@@ -95,24 +110,24 @@ Bytes PaddedLowerBound(const Problem& problem) {
 
 LowerBounds BoundsFromCompressedTime(const Problem& problem,
                                      const Sections& maximal) {
+  const std::vector<Bytes> alignments = DistinctAlignments(problem);
   LowerBounds bounds;
   bounds.unaligned = LowerBound(problem, maximal);
-  bounds.padded = DistinctAlignments(problem).size() <= 1
-                      ? PaddedLowerBound(problem, maximal)
-                      : PaddedLowerBound(problem);
+  if (AllUnaligned(alignments)) {
+    bounds.padded = bounds.unaligned;
+  } else if (alignments.size() == 1) {
+    bounds.padded = PaddedBoundOver(problem, maximal, alignments);
+  } else {  // mixed alignments need every section, not the maximal ones
+    bounds.padded =
+        PaddedBoundOver(problem, SweepSections(problem), alignments);
+  }
   return bounds;
 }
 
 Bytes PaddedLowerBound(const Problem& problem, const Sections& sections) {
   const std::vector<Bytes> alignments = DistinctAlignments(problem);
-  if (alignments.empty() || (alignments.size() == 1 && alignments[0] == 1)) {
-    return LowerBound(problem, sections);
-  }
-  Bytes best = 0;
-  for (Bytes m : alignments) {
-    best = std::max(best, PaddedBoundAt(problem, sections, m));
-  }
-  return best;
+  if (AllUnaligned(alignments)) return LowerBound(problem, sections);
+  return PaddedBoundOver(problem, sections, alignments);
 }
 
 }  // namespace memplan::planner

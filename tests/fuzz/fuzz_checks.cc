@@ -3,12 +3,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
 #include "planner/exact_solver.h"
+#include "planner/sections.h"
 #include "planner/sweep.h"
 #include "planner/verifier.h"
 
@@ -112,28 +113,22 @@ void CheckSweeps(const planner::Problem& problem) {
 void CheckZeroSlackSearch(const planner::Problem& problem) {
   const auto& b = problem.buffers;
   if (b.empty() || b.size() > 16) return;
-  std::map<planner::Step, planner::Bytes> change;  // live bytes, as deltas
   for (const planner::Buffer& buffer : b) {
     if (buffer.fixed_offset.has_value()) return;
-    change[buffer.start] += buffer.size;
-    change[buffer.end] -= buffer.size;
   }
+  const planner::Sections time = planner::SweepSections(problem);
+  const std::vector<planner::Bytes> live =
+      planner::SectionTotals(time, [&](int i) { return b[i].size; });
+  const planner::Bytes height = *std::max_element(live.begin(), live.end());
   planner::Problem full = problem;
   full.capacity.reset();
-  planner::Bytes live = 0, height = 0;
-  for (const auto& [step, delta] : change) {
-    live += delta;
-    height = std::max(height, live);
-  }
-  live = 0;
-  for (auto it = change.begin(); std::next(it) != change.end(); ++it) {
-    live += it->second;
-    if (live == height) continue;
+  for (int k = 0; k < time.size(); ++k) {
+    if (live[k] == height) continue;
     planner::Buffer filler;
-    filler.name = "filler@" + std::to_string(it->first);
-    filler.start = it->first;
-    filler.end = std::next(it)->first;
-    filler.size = height - live;
+    filler.name = "filler@" + std::to_string(time.begin[k]);
+    filler.start = time.begin[k];
+    filler.end = time.end[k];
+    filler.size = height - live[k];
     full.buffers.push_back(filler);
   }
   planner::ExactOptions options;
