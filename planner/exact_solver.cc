@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "planner/cancel.h"
 #include "planner/greedy.h"
+#include "planner/hole_groups.h"
 #include "planner/sections.h"
 #include "planner/validate.h"
 
@@ -79,6 +80,10 @@ struct Model {
   std::vector<std::vector<int>> sections;   // live local buffers per section
   std::vector<std::vector<int>> neighbors;  // time-overlapping local buffers
   std::vector<std::vector<Obstacle>> obstacles;  // fixed ones, by offset
+  // Zero slack only (hole_groups.h at full_at): buffers that lie within
+  // one span in every plan, and per local buffer the groups it is in.
+  std::vector<HoleGroup> groups;
+  std::vector<std::vector<int>> groups_of;
   // The capacity at which every section is exactly full (zero slack: every
   // section's live bytes are 0 or this), or -1 (also with fixed buffers).
   Bytes full_at = -1;
@@ -192,6 +197,16 @@ Model BuildModel(const Problem& problem) {
   BuildSections(problem, model);
   BuildNeighbors(model);
   if (fixed.empty()) model.full_at = FullAt(problem);
+  if (model.full_at > 0) {
+    // No fixed buffers: local indices are the problem's.
+    model.groups = FindHoleGroups(problem, model.full_at).groups;
+    if (!model.groups.empty()) model.groups_of.resize(m);
+    for (size_t g = 0; g < model.groups.size(); ++g) {
+      for (int b : model.groups[g].members) {
+        model.groups_of[b].push_back(static_cast<int>(g));
+      }
+    }
+  }
   return model;
 }
 
@@ -237,7 +252,8 @@ class Search {
         capacity_(capacity),
         cancel_(cancel),
         effort_left_(effort_left),
-        remember_(remember_failures && capacity == model.full_at) {}
+        remember_(remember_failures && capacity == model.full_at),
+        groups_(capacity == model.full_at && !model.groups_of.empty()) {}
 
   // Searches with one static ordering until found, proven absent, out of
   // `node_limit` nodes (kAborted) or cancelled.
@@ -256,6 +272,8 @@ class Search {
   Outcome Dfs(const Part& part, Offset last_offset, int last_rank);
   size_t CollectCandidates(const Part& part, Offset last_offset, int last_rank);
   Outcome TryCandidate(const Part& part, int b, bool forced, bool* hatless);
+  bool GroupsHold(int b, size_t offset_mark) const;
+  bool GroupFits(int g) const;
   bool NarrowToHole(const Part& part, size_t base);
   bool Place(int b, Offset offset);
   void RaiseFloors(int b, Offset top);
@@ -308,6 +326,8 @@ class Search {
   // restart with a larger node limit skips what the last one finished;
   // keys name the ordering.
   const bool remember_ = false;
+  // Hole groups are checked (zero slack, some found).
+  const bool groups_ = false;
   Hash128 placed_set_;  // of the placed buffers
   Hash128 part_key_;    // the part being searched: its ranks and sections
   uint64_t ordering_key_ = 0;
@@ -598,11 +618,49 @@ Outcome Search::TryCandidate(const Part& part, int b, bool forced,
   const size_t floor_mark = floor_log_.size();
   *hatless = !Place(b, offset);
   Outcome outcome = Outcome::kNotFound;
-  if (Check(floor_mark) && (!holes_ || Coverable(part, b, offset_mark))) {
+  if (Check(floor_mark) && GroupsHold(b, offset_mark) &&
+      (!holes_ || Coverable(part, b, offset_mark))) {
     outcome = Decompose(part, b, offset, forced ? -1 : rank_[b]);
   }
   Undo(b, offset_mark, floor_mark);
   return outcome;
+}
+
+// At zero slack, after placing b: its hole groups, and those of every
+// buffer whose minimum offset the placement raised, can still lie within
+// their spans.
+bool Search::GroupsHold(int b, size_t offset_mark) const {
+  if (!groups_) return true;
+  for (int g : model_.groups_of[b]) {
+    if (!GroupFits(g)) return false;
+  }
+  for (size_t k = offset_mark; k < offset_log_.size(); ++k) {
+    for (int g : model_.groups_of[offset_log_[k].first]) {
+      if (!GroupFits(g)) return false;
+    }
+  }
+  return true;
+}
+
+// Whether group g's placed buffers lie within its span and each unplaced
+// one can still be placed inside it (it goes to its minimum offset or
+// higher).
+bool Search::GroupFits(int g) const {
+  const HoleGroup& group = model_.groups[g];
+  Offset lo = kInfinity, hi = -1;
+  for (int b : group.members) {
+    if (!placed_[b]) continue;
+    lo = std::min(lo, solution_[b]);
+    hi = std::max(hi, solution_[b] + model_.size[b]);
+  }
+  if (hi < 0) return true;
+  if (hi - lo > group.span) return false;
+  for (int b : group.members) {
+    if (!placed_[b] && min_offset_[b] + model_.size[b] > lo + group.span) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // The lowest offset >= `offset` (aligned) clear of b's fixed obstacles.
