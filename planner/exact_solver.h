@@ -74,7 +74,9 @@ struct ExactOptions {
   // The orderings used instead when the capacity searched leaves zero
   // slack: every section's live bytes are 0 or exactly the capacity (a
   // capacity x time rectangle cut into buffers). Default {"Zh", "TZh"}:
-  // largest first, with hole branching. REQUIRES as `orderings`.
+  // largest first, with hole branching. REQUIRES as `orderings`. At zero
+  // slack the search also keeps the buffers of each hole group
+  // (planner/hole_groups.h) within its span.
   std::vector<std::string> zero_slack_orderings = {"Zh", "TZh"};
   // At zero slack (the capacity searched equals every section's live
   // bytes), remember the search states that failed and prune them when
