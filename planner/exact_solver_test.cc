@@ -24,20 +24,6 @@
 namespace memplan::planner {
 namespace {
 
-// (start, end half-open, size) triples to a Problem.
-Problem Build(const std::vector<std::tuple<Step, Step, Bytes>>& rows) {
-  Problem problem;
-  for (const auto& [start, end, size] : rows) {
-    Buffer b;
-    b.name = "b" + std::to_string(problem.buffers.size());
-    b.start = start;
-    b.end = end;
-    b.size = size;
-    problem.buffers.push_back(b);
-  }
-  return problem;
-}
-
 // The lowest aligned offset for `b` clear of the placed buffers.
 Offset LowestFit(const Problem& p, const std::vector<Offset>& offsets, int b) {
   const Buffer& buf = p.buffers[b];
@@ -341,14 +327,14 @@ TEST(ExactSolverTest, HoleGroupsFindAGuillotinePackingInFewNodes) {
 // "Efficient Memory Management for Deep Neural Net Inference": the 8-tensor
 // example (first, last inclusive) packs into 124 bytes, the lower bound.
 TEST(ExactSolverTest, PaperExampleReachesLowerBound) {
-  const Problem p = Build({{0, 2, 32},
-                           {1, 5, 28},
-                           {2, 6, 36},
-                           {3, 6, 16},
-                           {4, 6, 8},
-                           {5, 8, 64},
-                           {6, 9, 10},
-                           {7, 9, 40}});
+  const Problem p = testing::ProblemOf({{0, 2, 32},
+                                        {1, 5, 28},
+                                        {2, 6, 36},
+                                        {3, 6, 16},
+                                        {4, 6, 8},
+                                        {5, 8, 64},
+                                        {6, 9, 10},
+                                        {7, 9, 40}});
   const ExactResult r = MustSolve(p, ExactOptions{});
   EXPECT_EQ(r.lower_bound, 124);
   EXPECT_EQ(r.solution.arena_size, 124);
@@ -357,8 +343,8 @@ TEST(ExactSolverTest, PaperExampleReachesLowerBound) {
 
 // MiniMalloc's example.input.12.csv: fits its capacity of 12 exactly.
 TEST(ExactSolverTest, MiniMallocExampleFitsCapacity) {
-  const Problem p =
-      Build({{0, 3, 4}, {3, 9, 4}, {0, 9, 4}, {9, 21, 4}, {0, 21, 4}});
+  const Problem p = testing::ProblemOf(
+      {{0, 3, 4}, {3, 9, 4}, {0, 9, 4}, {9, 21, 4}, {0, 21, 4}});
   const ExactResult r = MustSolve(p, Capacity(12));
   EXPECT_EQ(r.capacity_status, CapacityStatus::kFeasible);
   EXPECT_EQ(r.solution.arena_size, 12);
@@ -368,7 +354,8 @@ TEST(ExactSolverTest, MiniMallocExampleFitsCapacity) {
 // A lifetime of 2^60 steps times its size is past 64 bits: the search's
 // area ordering must not overflow (found by plan_request_fuzz under UBSan).
 TEST(ExactSolverTest, HugeLifetimeTimesSizeOrdersWithoutOverflow) {
-  Problem p = Build({{0, 2, 100}, {1, 3, 100}, {-(int64_t{1} << 60), 4, 50}});
+  Problem p = testing::ProblemOf(
+      {{0, 2, 100}, {1, 3, 100}, {-(int64_t{1} << 60), 4, 50}});
   p.buffers[1].alignment = 64;
   p.buffers[1].fixed_offset = 128;
   p.buffers[2].alignment = 64;
@@ -381,7 +368,7 @@ TEST(ExactSolverTest, HugeLifetimeTimesSizeOrdersWithoutOverflow) {
 }
 
 TEST(ExactSolverTest, InfeasibleWhenLowerBoundExceedsCapacity) {
-  const Problem p = Build({{0, 2, 8}, {1, 3, 8}});
+  const Problem p = testing::ProblemOf({{0, 2, 8}, {1, 3, 8}});
   const ExactResult r = MustSolve(p, Capacity(15));
   EXPECT_EQ(r.capacity_status, CapacityStatus::kInfeasible);
   EXPECT_FALSE(r.feasible);
@@ -390,7 +377,7 @@ TEST(ExactSolverTest, InfeasibleWhenLowerBoundExceedsCapacity) {
 }
 
 TEST(ExactSolverTest, CapacityFromProblemWhenOptionUnset) {
-  Problem p = Build({{0, 2, 8}, {1, 3, 8}});
+  Problem p = testing::ProblemOf({{0, 2, 8}, {1, 3, 8}});
   p.capacity = 16;
   ExactOptions options;
   options.mode = ExactMode::kCapacity;
@@ -400,18 +387,18 @@ TEST(ExactSolverTest, CapacityFromProblemWhenOptionUnset) {
 TEST(ExactSolverTest, CapacityModeWithoutCapacityIsInvalid) {
   ExactOptions options;
   options.mode = ExactMode::kCapacity;
-  const auto r = SolveExact(Build({{0, 1, 4}}), options, {});
+  const auto r = SolveExact(testing::ProblemOf({{0, 1, 4}}), options, {});
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ExactSolverTest, MalformedBuffersAreInvalid) {
-  Problem p = Build({{0, 1, 4}, {2, 1, 4}});
+  Problem p = testing::ProblemOf({{0, 1, 4}, {2, 1, 4}});
   EXPECT_EQ(SolveExact(p, {}, {}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  p = Build({{0, 1, 0}});
+  p = testing::ProblemOf({{0, 1, 0}});
   EXPECT_EQ(SolveExact(p, {}, {}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  p = Build({{0, 1, 4}});
+  p = testing::ProblemOf({{0, 1, 4}});
   p.buffers[0].alignment = 3;
   EXPECT_EQ(SolveExact(p, {}, {}).status().code(),
             absl::StatusCode::kInvalidArgument);
@@ -424,7 +411,8 @@ TEST(ExactSolverTest, EmptyProblemIsTriviallyOptimal) {
 }
 
 TEST(ExactSolverTest, FixedOffsetsAndAlignmentRespected) {
-  Problem p = Build({{0, 4, 16}, {0, 4, 10}, {1, 3, 8}, {2, 6, 24}});
+  Problem p =
+      testing::ProblemOf({{0, 4, 16}, {0, 4, 10}, {1, 3, 8}, {2, 6, 24}});
   p.buffers[0].fixed_offset = 32;  // pinned in the middle
   p.buffers[1].alignment = 16;
   p.buffers[2].alignment = 8;
@@ -439,7 +427,7 @@ TEST(ExactSolverTest, FixedOffsetsAndAlignmentRespected) {
 }
 
 TEST(ExactSolverTest, CollidingFixedBuffersAreInvalid) {
-  Problem p = Build({{0, 4, 16}, {1, 2, 16}});
+  Problem p = testing::ProblemOf({{0, 4, 16}, {1, 2, 16}});
   p.buffers[0].fixed_offset = 0;
   p.buffers[1].fixed_offset = 8;
   EXPECT_EQ(SolveExact(p, {}, {}).status().code(),
@@ -514,7 +502,7 @@ TEST(ExactSolverTest, Deterministic) {
 }
 
 TEST(ExactSolverTest, UsesSeedAndLowersSharedIncumbent) {
-  const Problem p = Build({{0, 2, 32}, {1, 3, 28}, {2, 4, 36}});
+  const Problem p = testing::ProblemOf({{0, 2, 32}, {1, 3, 28}, {2, 4, 36}});
   Solution seed{{0, 100, 200}, 236};
   std::atomic<Bytes> best{seed.arena_size};
   SolveContext ctx;
@@ -529,7 +517,7 @@ TEST(ExactSolverTest, UsesSeedAndLowersSharedIncumbent) {
 TEST(ExactSolverTest, StrategyInterface) {
   const ExactSolver solver;
   EXPECT_EQ(solver.name(), "exact");
-  const Problem p = Build({{0, 2, 32}, {1, 3, 28}, {2, 4, 36}});
+  const Problem p = testing::ProblemOf({{0, 2, 32}, {1, 3, 28}, {2, 4, 36}});
   absl::StatusOr<Solution> s = solver.Solve(p, {});
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_TRUE(Verify(p, *s).ok());
@@ -558,7 +546,7 @@ TEST(ExactSolverTest, TooManyOverlapsAreNotSearched) {
 TEST(ExactSolverTest, TooManyBuffersWithoutSeedIsInvalid) {
   ExactOptions options;
   options.max_buffers = 2;
-  const Problem p = Build({{0, 2, 1}, {0, 2, 1}, {0, 2, 1}});
+  const Problem p = testing::ProblemOf({{0, 2, 1}, {0, 2, 1}, {0, 2, 1}});
   EXPECT_EQ(SolveExact(p, options, {}).status().code(),
             absl::StatusCode::kInvalidArgument);
   Solution seed{{0, 1, 2}, 3};

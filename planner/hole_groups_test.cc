@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/problem.h"
+#include "planner/testing/random_problems.h"
 #include "planner/testing/zero_slack.h"
 
 namespace memplan::planner {
@@ -16,24 +17,11 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
-// (start, end half-open, size) triples to a Problem.
-Problem Build(const std::vector<std::tuple<Step, Step, Bytes>>& rows) {
-  Problem problem;
-  for (const auto& [start, end, size] : rows) {
-    Buffer b;
-    b.name = "b" + std::to_string(problem.buffers.size());
-    b.start = start;
-    b.end = end;
-    b.size = size;
-    problem.buffers.push_back(b);
-  }
-  return problem;
-}
-
 // b1 (3) and b2 (4) end at 2 while b0 stays; the one buffer starting then
 // (7) must fill the hole they leave, so they touch in every plan of 10.
 TEST(HoleGroupsTest, BuffersEndingIntoOneStartTouch) {
-  const Problem p = Build({{0, 3, 3}, {0, 2, 3}, {0, 2, 4}, {2, 3, 7}});
+  const Problem p =
+      testing::ProblemOf({{0, 3, 3}, {0, 2, 3}, {0, 2, 4}, {2, 3, 7}});
   const HoleGroups at10 = FindHoleGroups(p, 10);
   EXPECT_TRUE(at10.zero_slack);
   ASSERT_EQ(at10.groups.size(), 1u);
@@ -44,8 +32,8 @@ TEST(HoleGroupsTest, BuffersEndingIntoOneStartTouch) {
 // Two starting buffers (3 + 4) can fill the two ended ones' holes apart:
 // nothing is forced.
 TEST(HoleGroupsTest, HolesThatCanStayApartGiveNoGroup) {
-  const Problem p =
-      Build({{0, 3, 3}, {0, 2, 3}, {0, 2, 4}, {2, 3, 3}, {2, 3, 4}});
+  const Problem p = testing::ProblemOf(
+      {{0, 3, 3}, {0, 2, 3}, {0, 2, 4}, {2, 3, 3}, {2, 3, 4}});
   const HoleGroups groups = FindHoleGroups(p, 10);
   EXPECT_TRUE(groups.zero_slack);
   EXPECT_THAT(groups.groups, IsEmpty());
@@ -54,11 +42,12 @@ TEST(HoleGroupsTest, HolesThatCanStayApartGiveNoGroup) {
 // With a byte to spare, or when everything ends at once (the whole arena is
 // free then), nothing is concluded.
 TEST(HoleGroupsTest, SlackOrAClearedArenaGivesNoGroup) {
-  const Problem p = Build({{0, 3, 3}, {0, 2, 3}, {0, 2, 4}, {2, 3, 7}});
+  const Problem p =
+      testing::ProblemOf({{0, 3, 3}, {0, 2, 3}, {0, 2, 4}, {2, 3, 7}});
   const HoleGroups at11 = FindHoleGroups(p, 11);
   EXPECT_FALSE(at11.zero_slack);
   EXPECT_THAT(at11.groups, IsEmpty());
-  const Problem cleared = Build({{0, 2, 3}, {0, 2, 4}, {2, 3, 7}});
+  const Problem cleared = testing::ProblemOf({{0, 2, 3}, {0, 2, 4}, {2, 3, 7}});
   const HoleGroups at7 = FindHoleGroups(cleared, 7);
   EXPECT_TRUE(at7.zero_slack);
   EXPECT_THAT(at7.groups, IsEmpty());

@@ -10,12 +10,29 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "planner/graph.h"
 #include "planner/problem.h"
 
 namespace memplan::planner::testing {
+
+// A hand-written problem: one buffer "b<i>" per (start, end half-open,
+// size) row.
+inline Problem ProblemOf(
+    const std::vector<std::tuple<Step, Step, Bytes>>& rows) {
+  Problem problem;
+  for (const auto& [start, end, size] : rows) {
+    Buffer b;
+    b.name = absl::StrCat("b", problem.buffers.size());
+    b.start = start;
+    b.end = end;
+    b.size = size;
+    problem.buffers.push_back(std::move(b));
+  }
+  return problem;
+}
 
 // `n` buffers over about n/2 steps; most live a few steps, one in 50 lives
 // long (up to 1000 steps, like a skip connection or a cached activation);
