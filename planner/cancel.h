@@ -77,6 +77,8 @@ class CancelToken {
 class WorkMeter {
  public:
   static constexpr int64_t kUnitsPerPoll = 1 << 16;
+  // Items a loop must be through before Stop(units, done, total) forecasts.
+  static constexpr int64_t kMinForecast = 4096;
 
   explicit WorkMeter(const CancelToken* cancel) : cancel_(cancel) {}
   // `cap` <= 0: no cap.
@@ -94,13 +96,35 @@ class WorkMeter {
     next_poll_ = std::min(work_ + kUnitsPerPoll, cap_ + 1);
     return cancel_ != nullptr && cancel_->Cancelled();
   }
-  // True when Stop() stopped for the cap.
-  bool capped() const { return work_ > cap_; }
+  // Stop(units) for a loop over `total` items of which `done` are through;
+  // with a cap, also stops (capped() then true) once at least a sixteenth
+  // (and kMinForecast) are through and the work so far, scaled to all the
+  // items, passes the cap: a loop whose items cost no less later than
+  // earlier (a greedy pass: each item meets more of the items before it)
+  // would pass it anyway, so its fallback is reached without that work.
+  // Checked when the token is polled, so it too depends on the work only.
+  bool Stop(int64_t units, int64_t done, int64_t total) {
+    work_ += units;
+    if (work_ < next_poll_) return false;
+    if (cap_ < kNoCap && done >= kMinForecast && done * 16 >= total &&
+        work_ / done * total > cap_) {
+      forecast_ = true;
+      return true;
+    }
+    return Stop(0);
+  }
+  // True when Stop() stopped for the cap (passed, or forecast to be).
+  bool capped() const { return work_ > cap_ || forecast_; }
   // Why Stop() stopped, for a loop doing `what`: RESOURCE_EXHAUSTED past
   // the cap, else DEADLINE_EXCEEDED ("`what` cancelled").
   absl::Status StopStatus(absl::string_view what) const {
     if (!capped())
       return absl::DeadlineExceededError(absl::StrCat(what, " cancelled"));
+    if (work_ <= cap_) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(what, " is on course to pass its work cap (", cap_,
+                       " units; ", work_, " so far)"));
+    }
     return absl::ResourceExhaustedError(
         absl::StrCat(what, " passed its work cap (", work_, " units)"));
   }
@@ -112,6 +136,7 @@ class WorkMeter {
   int64_t cap_ = kNoCap;
   int64_t work_ = 0;
   int64_t next_poll_ = kUnitsPerPoll;
+  bool forecast_ = false;  // stopped by Stop(units, done, total)
 };
 
 // The work the first heuristics (the plan every request gets) may do on n

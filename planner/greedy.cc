@@ -296,11 +296,15 @@ absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
                   {solution.offsets[i], solution.offsets[i] + buffers[i].size});
   }
   WorkMeter meter(cancel, work_cap);
-  for (const Request& r : Requests(problem, time, order, solution.offsets)) {
+  const std::vector<Request> requests =
+      Requests(problem, time, order, solution.offsets);
+  const int64_t total = static_cast<int64_t>(requests.size());
+  int64_t done = 0;
+  for (const Request& r : requests) {
     placed.SetSmallestRequest(r.min_size, r.min_align);
     int64_t work = 0;
     const std::vector<TakenRange>& taken = placed.Taken(r.lo, r.hi, &work);
-    if (meter.Stop(kBufferWork + work))
+    if (meter.Stop(kBufferWork + work, ++done, total))
       return meter.StopStatus("greedy placement");
     const Offset offset = FindGap(taken, r.size, r.alignment, fit, base);
     if (capacity && offset + r.size > *capacity) continue;  // left out

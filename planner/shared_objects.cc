@@ -82,9 +82,11 @@ absl::StatusOr<SharedObjects> Color(const Problem& problem,
   SharedObjects objects;
   objects.object_of.assign(b.size(), -1);
   WorkMeter meter(cancel, work_cap);
+  const int64_t total = static_cast<int64_t>(requests.size());
+  int64_t done = 0;
   for (const Request& r : requests) {
     const auto [object, units] = lowest_free(r, objects.object_of);
-    if (meter.Stop(kBufferWork + units))
+    if (meter.Stop(kBufferWork + units, ++done, total))
       return meter.StopStatus("shared object coloring");
     if (object == static_cast<int>(objects.size.size())) {
       objects.size.push_back(b[r.index].size);  // largest member: by size

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/cancel.h"
@@ -189,6 +190,33 @@ TEST(SweepTest, TheCapIsNLogNWithAFloor) {
   EXPECT_FALSE(meter.capped());
   EXPECT_TRUE(meter.Stop(1));
   EXPECT_TRUE(meter.capped());
+}
+
+// A loop whose items cost the same throughout is stopped once a sixteenth
+// is through if the rest would take it past the cap; one that would stay
+// under it, or has too few items to judge, runs on.
+TEST(SweepTest, TheCapIsForecastFromTheWorkSoFar) {
+  const int64_t total = 100000;
+  WorkMeter over(nullptr, 1'000'000);  // 100 units an item: 10M in all
+  int64_t done = 0;
+  while (done < total && !over.Stop(100, done + 1, total)) ++done;
+  EXPECT_TRUE(over.capped());
+  EXPECT_GE(done + 1, total / 16);
+  EXPECT_LT(done, total / 8);
+  EXPECT_LE(over.work(), 1'000'000);
+  const absl::Status why = over.StopStatus("greedy placement");
+  EXPECT_TRUE(absl::IsResourceExhausted(why)) << why;
+  EXPECT_THAT(why.message(), ::testing::HasSubstr("on course to pass"));
+
+  WorkMeter under(nullptr, 1'000'000);  // 9 units an item: 900k in all
+  for (done = 0; done < total; ++done) {
+    ASSERT_FALSE(under.Stop(9, done + 1, total)) << done;
+  }
+  WorkMeter few(nullptr, 1'000'000);  // too few items: only the cap stops
+  for (done = 0; done < 4000; ++done) {
+    ASSERT_FALSE(few.Stop(250, done + 1, 4000)) << done;
+  }
+  EXPECT_TRUE(few.Stop(1, 4000, 4000));
 }
 
 }  // namespace
