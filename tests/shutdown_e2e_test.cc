@@ -349,17 +349,25 @@ TEST(ShutdownTest, SigtermUnderLoadDrainsThenExitsZeroWithinGrace) {
   Watcher watch(server->address());
   ASSERT_TRUE(watch.Started());
   // In progress at SIGTERM: a plan that takes 4 s (it must finish), and one
-  // that would take a minute (cancelled before the grace ends).
+  // that would take a minute (cancelled before the grace ends). The long
+  // one is running before the 4 s one starts, so a loaded machine cannot
+  // let the short one end before the other has begun.
   Call medium, long_call;
-  std::thread medium_thread([&] {
-    auto stub = v1::MemoryPlanner::NewStub(Channel(server->address(), 300));
-    medium = PlanCall(stub.get(), ExactSearch(4000), 120);
-  });
   std::thread long_thread([&] {
     auto stub = v1::MemoryPlanner::NewStub(Channel(server->address(), 301));
     long_call = PlanCall(stub.get(), ExactSearch(60000), 120);
   });
-  ASSERT_TRUE(Running(metrics_port, 2));
+  const bool long_running = Running(metrics_port, 1);
+  std::thread medium_thread([&] {
+    auto stub = v1::MemoryPlanner::NewStub(Channel(server->address(), 300));
+    medium = PlanCall(stub.get(), ExactSearch(4000), 120);
+  });
+  if (!long_running || !Running(metrics_port, 2)) {
+    server->Stop(SIGKILL, 10);  // ends both calls, so the threads can join
+    medium_thread.join();
+    long_thread.join();
+    FAIL() << "the two plans were not seen running together";
+  }
   CheckPoller checks(server->address());
   SmallLoad load(server->address(), 3);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
