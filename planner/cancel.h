@@ -99,15 +99,18 @@ class WorkMeter {
   // Stop(units) for a loop over `total` items of which `done` are through;
   // with a cap, also stops (capped() then true) once at least a sixteenth
   // (and kMinForecast) are through and the work so far, scaled to all the
-  // items, passes the cap: a loop whose items cost no less later than
-  // earlier (a greedy pass: each item meets more of the items before it)
-  // would pass it anyway, so its fallback is reached without that work.
-  // Checked when the token is polled, so it too depends on the work only.
+  // items, passes twice the cap: a greedy pass's items cost no less later
+  // than earlier on the whole (each meets more of the items before it), so
+  // such a pass would pass the cap anyway, and its fallback is reached
+  // without that work. An input whose first items cost far more than the
+  // rest can be cut short by it: it then gets the fallback's plan (valid,
+  // usually larger). Checked when the token is polled: depends on the work
+  // only.
   bool Stop(int64_t units, int64_t done, int64_t total) {
     work_ += units;
     if (work_ < next_poll_) return false;
     if (cap_ < kNoCap && done >= kMinForecast && done * 16 >= total &&
-        work_ / done * total > cap_) {
+        work_ / done * total > 2 * cap_) {
       forecast_ = true;
       return true;
     }

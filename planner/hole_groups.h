@@ -41,7 +41,7 @@ struct HoleGroups {
 };
 
 // The groups of `problem` at `capacity`; ending (and starting) sets of more
-// than 12 buffers, or with more than 12 starting (ending) sizes to sum, are
+// than 10 buffers, or with more than 10 starting (ending) sizes to sum, are
 // not split. REQUIRES sizes > 0 and start < end; fixed offsets are ignored.
 HoleGroups FindHoleGroups(const Problem& problem, Bytes capacity);
 
