@@ -323,13 +323,14 @@ class Search {
   Offset lowest_hole_ = 0;  // CollectCandidates: lowest tight floor
 
   // Failed states (zero slack only; see Dfs). Kept across runs, so a
-  // restart with a larger node limit skips what the last one finished;
-  // keys name the ordering.
+  // restart with a larger node limit, or with the other ordering, skips
+  // what the last one finished; only rank-restricted keys name the
+  // ordering.
   const bool remember_ = false;
   // Hole groups are checked (zero slack, some found).
   const bool groups_ = false;
   Hash128 placed_set_;  // of the placed buffers
-  Hash128 part_key_;    // the part being searched: its ranks and sections
+  Hash128 part_key_;    // the part being searched: its sections
   uint64_t ordering_key_ = 0;
   absl::flat_hash_set<Hash128> failed_;
 };
@@ -445,11 +446,10 @@ Outcome Search::SubSolve(const Part& part) {
     saved[i] = rank_[part.buffers[i]];
   }
   RankPart(part);
-  // The ranks follow from the part's sections and the placed set (RankPart
-  // reads the unplaced bytes per section), under this run's ordering.
+  // The part follows from its sections and the placed set; its key leaves
+  // the ordering out (NodeKey adds it where the ranks matter).
   const Hash128 saved_key = part_key_;
-  part_key_ = placed_set_.With(ordering_key_)
-                  .With(static_cast<uint64_t>(part.lo))
+  part_key_ = placed_set_.With(static_cast<uint64_t>(part.lo))
                   .With(static_cast<uint64_t>(part.hi));
   const Outcome outcome = Dfs(part, 0, -1);
   part_key_ = saved_key;
@@ -506,7 +506,10 @@ Outcome Search::Dfs(const Part& part, Offset last_offset, int last_rank) {
   // offsets: a node that failed fails again when another order of
   // placements reaches the same set in the same part with the same
   // restriction. The restarts of the round robin walk again what the last
-  // run finished, and hole branching reaches some sets twice.
+  // run finished, and hole branching reaches some sets twice. A node
+  // without a rank restriction is searched completely under any ordering
+  // (the orderings only change which child comes first), so its failure is
+  // a fact about the set and is shared by all orderings.
   const size_t base = CollectCandidates(part, last_offset, last_rank);
   Hash128 key;
   if (remember_) {
@@ -544,11 +547,13 @@ Hash128 Search::NodeKey(Offset last_offset, int last_rank) const {
   // candidates all sit at the lowest of their floors (lowest_hole_, from
   // CollectCandidates). Above the last offset (or after a reset, last_rank
   // < 0) the restriction admits all of them: the node is the same
-  // whatever (last_offset, last_rank).
+  // whatever (last_offset, last_rank), and whatever the ordering.
   if (last_rank < 0 || lowest_hole_ > last_offset) {
     return key.With(~uint64_t{0});
   }
-  return key.With(static_cast<uint64_t>(last_offset))
+  // The ranks, and so the restriction, depend on the ordering.
+  return key.With(ordering_key_)
+      .With(static_cast<uint64_t>(last_offset))
       .With(static_cast<uint64_t>(static_cast<int64_t>(last_rank)));
 }
 

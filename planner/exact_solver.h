@@ -81,9 +81,9 @@ struct ExactOptions {
   // At zero slack (the capacity searched equals every section's live
   // bytes), remember the search states that failed and prune them when
   // another order of placements reaches them again, also across the
-  // restarts of the round robin; at most about 36 MB per search thread
-  // (kMinimize: per probe). The verdict is the same, reached (threads == 1)
-  // in at most as many nodes. Default true.
+  // restarts and orderings of the round robin; at most about 36 MB per
+  // search thread (kMinimize: per probe). The verdict is the same, reached
+  // (threads == 1) in at most as many nodes. Default true.
   bool remember_failures = true;
   // Threads searching orderings at once (1 or 2); the first to answer wins.
   // Results do not depend on timing when 1. Default 1.
