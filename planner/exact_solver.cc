@@ -274,7 +274,10 @@ class Search {
   Outcome TryCandidate(const Part& part, int b, bool forced, bool* hatless);
   bool GroupsHold(int b, size_t offset_mark) const;
   bool GroupFits(int g) const;
+  void ToggleGroups(int b, Offset offset, int unplaced_delta);
+  uint64_t OpenTerm(int g) const;
   bool NarrowToHole(const Part& part, size_t base);
+  void FlushFirst(const Part& part, size_t base, Offset level);
   bool Place(int b, Offset offset);
   void RaiseFloors(int b, Offset top);
   void Undo(int b, size_t offset_mark, size_t floor_mark);
@@ -320,6 +323,7 @@ class Search {
   std::vector<char> reach_;                      // CoverLevel's scratch
   std::vector<std::vector<int>> starting_;       // CoverLevel's scratch
   std::vector<int> covering_;                    // NarrowToHole's scratch
+  std::vector<std::pair<int, int>> flush_;       // FlushFirst's scratch
   Offset lowest_hole_ = 0;  // CollectCandidates: lowest tight floor
 
   // Failed states (zero slack only; see Dfs). Kept across runs, so a
@@ -329,6 +333,12 @@ class Search {
   const bool remember_ = false;
   // Hole groups are checked (zero slack, some found).
   const bool groups_ = false;
+  // Per group: members not placed, and a hash of the placed ones' offsets.
+  std::vector<int> group_unplaced_;
+  std::vector<uint64_t> group_hash_;
+  // Of the groups with members both placed and not: what GroupFits will
+  // read besides floors and minimum offsets (part of the failure keys).
+  uint64_t open_groups_ = 0;
   Hash128 placed_set_;  // of the placed buffers
   Hash128 part_key_;    // the part being searched: its sections
   uint64_t ordering_key_ = 0;
@@ -350,6 +360,14 @@ void Search::Reset() {
   total_.assign(s, 0);
   stamp_.assign(s, 0);
   cuts_.assign(std::max(s - 1, 0), 0);
+  if (groups_) {
+    group_unplaced_.resize(model_.groups.size());
+    for (size_t g = 0; g < model_.groups.size(); ++g) {
+      group_unplaced_[g] = static_cast<int>(model_.groups[g].members.size());
+    }
+    group_hash_.assign(model_.groups.size(), 0);
+    open_groups_ = 0;
+  }
   for (int b = 0; b < m; ++b) {
     for (int x = model_.sec_lo[b]; x < model_.sec_hi[b]; ++x) {
       total_[x] += model_.size[b];
@@ -543,6 +561,10 @@ Hash128 Search::NodeKey(Offset last_offset, int last_rank) const {
   Hash128 key = placed_set_;
   key.a ^= part_key_.a;
   key.b ^= part_key_.b;
+  // The floors and minimum offsets follow from the placed set, but hole
+  // groups read the offsets of placed members, and two orders of the same
+  // placements can leave those at different offsets.
+  if (groups_) key = key.With(open_groups_);
   // Every section with unplaced bytes is tight at zero slack, so the
   // candidates all sit at the lowest of their floors (lowest_hole_, from
   // CollectCandidates). Above the last offset (or after a reset, last_rank
@@ -600,7 +622,30 @@ bool Search::NarrowToHole(const Part& part, size_t base) {
     }
   }
   candidates_.resize(kept);
+  if (holes_) FlushFirst(part, base, level);
   return true;
+}
+
+// Hole branching's order among the alternatives: first those whose top
+// meets the floor just before or just after their lifetime (the skyline
+// stays flat there, as in a cut of the rectangle), then by rank.
+void Search::FlushFirst(const Part& part, size_t base, Offset level) {
+  flush_.clear();
+  for (size_t i = base; i < candidates_.size(); ++i) {
+    const int c = candidates_[i];
+    const Offset top = level + model_.size[c];
+    const int before = model_.sec_lo[c] - 1, after = model_.sec_hi[c];
+    const int meets = (before >= part.lo && floor_[before] == top ? 1 : 0) +
+                      (after < part.hi && floor_[after] == top ? 1 : 0);
+    flush_.emplace_back(-meets, c);
+  }
+  // Stable: the candidates are in rank order already.
+  std::stable_sort(
+      flush_.begin(), flush_.end(),
+      [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (size_t i = 0; i < flush_.size(); ++i) {
+    candidates_[base + i] = flush_[i].second;
+  }
 }
 
 // Places `b` at its canonical offset, checks the bounds, recurses, undoes.
@@ -668,6 +713,30 @@ bool Search::GroupFits(int g) const {
   return true;
 }
 
+// Group g's part of open_groups_: a hash of its placed members' offsets
+// while some members are placed and some not, else nothing (GroupFits reads
+// a group only when one of its members is placed or raised).
+uint64_t Search::OpenTerm(int g) const {
+  const int unplaced = group_unplaced_[g];
+  if (unplaced == 0 ||
+      unplaced == static_cast<int>(model_.groups[g].members.size())) {
+    return 0;
+  }
+  return Mix(group_hash_[g] ^ Mix(static_cast<uint64_t>(g)));
+}
+
+// Places (unplaced_delta -1) or removes (+1) b at `offset` in its groups.
+void Search::ToggleGroups(int b, Offset offset, int unplaced_delta) {
+  if (!groups_) return;
+  for (int g : model_.groups_of[b]) {
+    open_groups_ ^= OpenTerm(g);
+    group_hash_[g] ^= Mix(static_cast<uint64_t>(b) * Hash128::kSecond +
+                          static_cast<uint64_t>(offset));
+    group_unplaced_[g] += unplaced_delta;
+    open_groups_ ^= OpenTerm(g);
+  }
+}
+
 // The lowest offset >= `offset` (aligned) clear of b's fixed obstacles.
 Offset Search::Lift(int b, Offset offset) const {
   const Bytes size = model_.size[b];
@@ -685,6 +754,7 @@ bool Search::Place(int b, Offset offset) {
   placed_[b] = 1;
   placed_set_.Toggle(static_cast<uint64_t>(b));
   solution_[b] = offset;
+  ToggleGroups(b, offset, -1);
   const Offset top = offset + model_.size[b];
   bool has_hat = false;
   ++stamp_now_;
@@ -741,6 +811,7 @@ void Search::Undo(int b, size_t offset_mark, size_t floor_mark) {
   }
   placed_[b] = 0;
   placed_set_.Toggle(static_cast<uint64_t>(b));
+  ToggleGroups(b, solution_[b], +1);
 }
 
 // The cross-section bound: in every section the unplaced buffers stack above
