@@ -67,9 +67,11 @@ struct ExactOptions {
   // W lifetime width, A area (size x width), T largest section total,
   // Z size; ties by buffer index. A trailing 'h' adds hole branching: at
   // each level the search branches only on the buffers that can cover the
-  // tight section with the fewest of them (without it, only forced holes,
-  // with zero or one candidate, are narrowed). Default {"WAT", "TAW",
-  // "TWA"}. REQUIRES non-empty, letters from "WATZ", optional 'h'.
+  // tight section with the fewest of them, those whose top meets the floor
+  // just before or after their lifetime first, then in the ordering's
+  // order (without it, only forced holes, with zero or one candidate, are
+  // narrowed). Default {"WAT", "TAW", "TWA"}. REQUIRES non-empty, letters
+  // from "WATZ", optional 'h'.
   std::vector<std::string> orderings = {"WAT", "TAW", "TWA"};
   // The orderings used instead when the capacity searched leaves zero
   // slack: every section's live bytes are 0 or exactly the capacity (a
