@@ -297,6 +297,19 @@ TEST(ExactSolverTest, RememberedFailuresKeepVerdictsInFewerNodes) {
   EXPECT_GT(fewer, 100);
 }
 
+// Capacity mode at a zero-slack packing's height finds a plan within it in
+// at most `max_nodes` nodes.
+void ExpectPackedWithin(const testing::ZeroSlackOptions& cut,
+                        int64_t max_nodes) {
+  const Problem p = testing::ZeroSlackProblem(cut);
+  ExactOptions options = Capacity(cut.capacity);
+  options.max_nodes = max_nodes;
+  const ExactResult r = MustSolve(p, options);
+  EXPECT_EQ(r.capacity_status, CapacityStatus::kFeasible)
+      << r.nodes << " nodes";
+  EXPECT_LE(r.solution.arena_size, cut.capacity);
+}
+
 // A 100-buffer packing cut by a sweep over time: remembering the failed
 // states finds it in a third of the nodes (6,249 against 19,318).
 TEST(ExactSolverTest, RememberedFailuresFindASweepCutPackingSooner) {
@@ -316,12 +329,7 @@ TEST(ExactSolverTest, RememberedFailuresFindASweepCutPackingSooner) {
 // refuted: this 140-buffer sweep cut is found in 29,857 nodes (44,993 when
 // each ordering kept its own failures).
 TEST(ExactSolverTest, OrderingsShareTheStatesTheyRefuted) {
-  const Problem p = testing::ZeroSlackProblem({.buffers = 140, .seed = 601});
-  ExactOptions options = Capacity(1 << 20);
-  options.max_nodes = 36000;
-  const ExactResult r = MustSolve(p, options);
-  EXPECT_EQ(r.capacity_status, CapacityStatus::kFeasible) << r.nodes;
-  EXPECT_LE(r.solution.arena_size, 1 << 20);
+  ExpectPackedWithin({.buffers = 140, .seed = 601}, 36000);
 }
 
 // Small zero-slack packings of both cuts, many live at once or few: the
@@ -356,25 +364,16 @@ TEST(ExactSolverTest, SmallZeroSlackPackingsAreNeverRefuted) {
 // next to their lifetime: this 200-buffer sweep cut is found in 5,287
 // nodes (221,260 in rank order alone).
 TEST(ExactSolverTest, FlushAlternativesFirstFindASweepCutInFewNodes) {
-  const Problem p = testing::ZeroSlackProblem({.buffers = 200, .seed = 106});
-  ExactOptions options = Capacity(1 << 20);
-  options.max_nodes = 20000;
-  const ExactResult r = MustSolve(p, options);
-  EXPECT_EQ(r.capacity_status, CapacityStatus::kFeasible) << r.nodes;
-  EXPECT_LE(r.solution.arena_size, 1 << 20);
+  ExpectPackedWithin({.buffers = 200, .seed = 106}, 20000);
 }
 
 // The buffers that must share a hole when they end or start (hole_groups.h)
 // keep the search from placing them apart: this guillotine cut of 330
 // buffers took 1.29M nodes without them.
 TEST(ExactSolverTest, HoleGroupsFindAGuillotinePackingInFewNodes) {
-  const Problem p = testing::ZeroSlackProblem(
-      {.cut = testing::ZeroSlackCut::kGuillotine, .buffers = 330, .seed = 4});
-  ExactOptions options = Capacity(1 << 20);
-  options.max_nodes = 200000;
-  const ExactResult r = MustSolve(p, options);
-  EXPECT_EQ(r.capacity_status, CapacityStatus::kFeasible) << r.nodes;
-  EXPECT_LE(r.solution.arena_size, 1 << 20);
+  ExpectPackedWithin(
+      {.cut = testing::ZeroSlackCut::kGuillotine, .buffers = 330, .seed = 4},
+      200000);
 }
 
 // "Efficient Memory Management for Deep Neural Net Inference": the 8-tensor
