@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -10,6 +11,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -371,10 +374,13 @@ TEST_F(ServerTest, BenchmarkOverTheByteLimitIsResourceExhausted) {
 
 // Separate servers with small limits.
 TEST(ServerLimitsTest, BusyServerAnswersResourceExhaustedAtOnce) {
-  testing::ServerProcess server(MEMPLAN_SERVER_PATH,
-                                {"--address=127.0.0.1:0", "--metrics_address=",
-                                 "--max_in_flight=1", "--max_tensors=2000000"});
+  testing::ServerProcess server(
+      MEMPLAN_SERVER_PATH,
+      {"--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
+       "--max_in_flight=1", "--max_tensors=2000000"});
   ASSERT_GT(server.port(), 0);
+  const int metrics_port = testing::MetricsPort(server.first_line());
+  ASSERT_GT(metrics_port, 0) << server.first_line();
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);  // the big plan is ~10 MB
   auto channel = grpc::CreateCustomChannel(
@@ -389,6 +395,7 @@ TEST(ServerLimitsTest, BusyServerAnswersResourceExhaustedAtOnce) {
     b->set_size(64 + (int64_t{i} * 7919) % 100000);
   }
   grpc::Status big_status;
+  std::atomic<bool> big_done{false};
   std::thread slow([&] {
     auto stub = v1::MemoryPlanner::NewStub(channel);
     grpc::ClientContext context;
@@ -396,22 +403,39 @@ TEST(ServerLimitsTest, BusyServerAnswersResourceExhaustedAtOnce) {
                          std::chrono::seconds(120));
     v1::PlanResponse response;
     big_status = stub->Plan(&context, big, &response);
+    big_done = true;
   });
-  // While it runs, a small request is refused at once (bounded retries in
-  // case the big one has not reached the server yet).
+  // The small request goes only once the big one holds the slot (the
+  // server's queue depth shows it), so it cannot take the slot first; the
+  // wait is bounded in count and time.
+  bool big_admitted = false;
+  const absl::Time until = absl::Now() + absl::Seconds(60);
+  while (!big_done && absl::Now() < until) {
+    if (Sample(Scrape(metrics_port), "memplan_planner_queue_depth") >= 1) {
+      big_admitted = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   grpc::Status small_status;
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (big_admitted) {
     auto stub = v1::MemoryPlanner::NewStub(channel);
     grpc::ClientContext context;
     v1::PlanResponse response;
     small_status = stub->Plan(&context, SmallGraph(), &response);
-    if (small_status.error_code() == grpc::RESOURCE_EXHAUSTED) break;
   }
   slow.join();
-  EXPECT_EQ(small_status.error_code(), grpc::RESOURCE_EXHAUSTED);
+  ASSERT_TRUE(big_admitted) << "the big request never showed in the queue";
+  EXPECT_EQ(small_status.error_code(), grpc::RESOURCE_EXHAUSTED)
+      << small_status.error_message();
   EXPECT_THAT(small_status.error_message(), HasSubstr("busy"));
   EXPECT_TRUE(big_status.ok()) << big_status.error_message();
+  // Once the slot is free again, the server takes work.
+  v1::PlanResponse response;
+  grpc::ClientContext context;
+  EXPECT_TRUE(v1::MemoryPlanner::NewStub(channel)
+                  ->Plan(&context, SmallGraph(), &response)
+                  .ok());
   EXPECT_TRUE(WIFEXITED(server.Stop(SIGTERM, 10)));
 }
 
