@@ -15,8 +15,9 @@
 //                                    N buffers (default 50000 100000 200000)
 //                                    planned by default, median of 3 runs
 //   plan_bench csv --generator=NAME N  the dense generator's problem of N
-//                                    buffers (seed 1, alignment 1) as
-//                                    MiniMalloc CSV on stdout
+//                                    buffers (seed 1, alignment 1), or
+//                                    with RandomProblem the scale
+//                                    benchmark's, as MiniMalloc CSV on stdout
 //   plan_bench random [INSTANCES]    the random suite: INSTANCES (default
 //                                    50) fixed-seed problems per generator
 //                                    (RandomProblem, DenseProblem) and size
@@ -296,8 +297,17 @@ constexpr std::pair<const char*, Generator> kDenseGenerators[] = {
     {"MixedLongProblem", &planner::testing::MixedLongProblem}};
 
 // Writes the named dense generator's problem of n buffers (seed 1,
-// alignment 1) to stdout as MiniMalloc CSV, for the CLI's figures.
+// alignment 1), or the scale benchmark's (RandomProblem, seed 42, alignment
+// 64), to stdout as MiniMalloc CSV, for the CLI's and the server's figures.
 int WriteCsv(const std::string& name, int n) {
+  if (name == "RandomProblem") {  // the scale benchmark's problem, seed 42
+    std::fputs(formats::WriteMinimallocCsv(
+                   planner::testing::RandomProblem(n, 42, 64), nullptr,
+                   /*with_alignment=*/true)
+                   .c_str(),
+               stdout);
+    return 0;
+  }
   for (const auto& [generator, generate] : kDenseGenerators) {
     if (name != generator) continue;
     std::fputs(formats::WriteMinimallocCsv(generate(n, 1, 1), nullptr,
@@ -462,7 +472,7 @@ int main(int argc, char** argv) {
                "[N...]\n"
                "       plan_bench random [INSTANCES]\n"
                "       plan_bench csv --generator=NAME N  (a dense "
-               "generator's problem as CSV)\n"
+               "generator's or RandomProblem's problem as CSV)\n"
                "all but quality: --keep_freed_memory=0 runs "
                "glibc's malloc as it\ncomes (default 1: freed memory kept, "
                "as `memplan plan` runs)\n");

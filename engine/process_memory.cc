@@ -2,6 +2,12 @@
 
 #include <malloc.h>
 
+// A sanitizer's allocator takes no glibc settings but can be purged (the
+// sanitizers' common allocator interface; GCC ships no header for it).
+#ifdef MEMPLAN_SANITIZER_ALLOCATOR
+extern "C" void __sanitizer_purge_allocator();
+#endif
+
 namespace memplan::engine {
 
 bool KeepFreedMemory() {
@@ -11,6 +17,14 @@ bool KeepFreedMemory() {
   const bool no_mmap = mallopt(M_MMAP_MAX, 0) == 1;
   const bool no_trim = mallopt(M_TRIM_THRESHOLD, -1) == 1;
   return no_mmap && no_trim;
+}
+
+void ReturnFreedMemory() {
+#ifdef MEMPLAN_SANITIZER_ALLOCATOR
+  __sanitizer_purge_allocator();
+#else
+  malloc_trim(0);
+#endif
 }
 
 }  // namespace memplan::engine

@@ -15,8 +15,10 @@
 //     ...
 //
 // Not for a long-running server: memory a process keeps is not returned
-// until it exits (the server's image runs malloc on transparent huge pages
-// instead, see README).
+// until it exits or calls ReturnFreedMemory(). (Kept memory did not make
+// the server's plans faster: its stages run on different threads, whose
+// arenas do not share freed blocks. The server only returns what its calls
+// freed once it is idle, server/idle_memory.h.)
 #ifndef MEMPLAN_ENGINE_PROCESS_MEMORY_H_
 #define MEMPLAN_ENGINE_PROCESS_MEMORY_H_
 
@@ -26,11 +28,15 @@ namespace memplan::engine {
 // glibc's settings do not reach (ASan's mallopt does nothing; under TSan
 // glibc takes them but TSan does not allocate from it).
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-inline constexpr bool kSanitizerAllocator = true;
+#define MEMPLAN_SANITIZER_ALLOCATOR 1
 #elif defined(__has_feature)
-inline constexpr bool kSanitizerAllocator =
-    __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||
-    __has_feature(memory_sanitizer) || __has_feature(hwaddress_sanitizer);
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer) || __has_feature(hwaddress_sanitizer)
+#define MEMPLAN_SANITIZER_ALLOCATOR 1
+#endif
+#endif
+#ifdef MEMPLAN_SANITIZER_ALLOCATOR
+inline constexpr bool kSanitizerAllocator = true;
 #else
 inline constexpr bool kSanitizerAllocator = false;
 #endif
@@ -39,6 +45,14 @@ inline constexpr bool kSanitizerAllocator = false;
 // the malloc in use does not take the settings: under a sanitizer with an
 // allocator of its own (address, thread, memory), or if glibc refuses.
 bool KeepFreedMemory();
+
+// Gives the free memory of every malloc arena back to the system
+// (malloc_trim(0): the heap's free top is released and free pages inside
+// are discarded), whether or not KeepFreedMemory() was called; under a
+// sanitizer, its allocator's free memory (__sanitizer_purge_allocator; what
+// sits in ASan's quarantine stays). Thread-safe; costs a walk over the free
+// blocks, microseconds for a small heap.
+void ReturnFreedMemory();
 
 }  // namespace memplan::engine
 

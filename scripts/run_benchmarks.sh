@@ -56,7 +56,8 @@ section() {
            --runs=1 --keep_freed_memory=0 1000000 | tail -1
          GLIBC_TUNABLES=glibc.malloc.hugetlb=1 \
            "$BIN"/plan_bench scale --runs=1 1000000 | tail -1
-       done ;;
+       done
+       bench/server_idle_memory.sh "$BIN" ;;
     4) "$BIN"/rps_bench 2 4 3 best_fit_size
        "$BIN"/rps_bench 2 4 3 auto ;;
     5) "$BIN"/allocator_bench --benchmark_min_time=0.05 \

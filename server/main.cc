@@ -20,6 +20,7 @@
 #include <ctime>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -38,6 +39,7 @@
 #include "memplan/version.h"
 #include "planner/worker_pool.h"
 #include "server/health.h"
+#include "server/idle_memory.h"
 #include "server/metrics.h"
 #include "server/service.h"
 
@@ -70,6 +72,11 @@ ABSL_FLAG(int64_t, max_benchmark_ops, 10'000'000,
           "most allocation events one Benchmark call may replay");
 ABSL_FLAG(double, max_benchmark_seconds, 30,
           "wall time limit of one Benchmark call");
+ABSL_FLAG(bool, return_memory_when_idle, true,
+          "0.5 s after the last call in progress ends, and again 5 s after, "
+          "give the memory calls freed back to the system (malloc_trim); "
+          "false: glibc keeps what it keeps (a worker thread's arena shrinks "
+          "only from its top)");
 ABSL_FLAG(double, grace_seconds, 5,
           "on SIGTERM/SIGINT, the time from the signal to the exit (0 on a "
           "clean stop): the drain, then calls in progress may finish until "
@@ -125,6 +132,10 @@ struct ShutdownTimes {
 // Cancelled calls stop within milliseconds (engine's promise: 50 ms); half a
 // second leaves room for that and for the process's exit on a busy machine.
 constexpr absl::Duration kStopMargin = absl::Milliseconds(500);
+// How long no call must be in progress before freed memory goes back to the
+// system: long enough for gRPC to send the last response and free it, short
+// enough that an idle server's resident size drops before anyone looks.
+constexpr absl::Duration kIdleBeforeReturn = absl::Milliseconds(500);
 // What gRPC gives calls it did not hand us (health Check) when it closes.
 constexpr absl::Duration kCloseWait = absl::Milliseconds(100);
 
@@ -233,9 +244,14 @@ int Run() {
                  std::string(metrics.status().message()).c_str());
     return 1;
   }
+  std::optional<IdleMemoryReturner> idle_memory;
+  if (absl::GetFlag(FLAGS_return_memory_when_idle)) {
+    idle_memory.emplace(kIdleBeforeReturn);
+  }
   planner::WorkerPool workers(threads, options.max_in_flight * 8);
   planner::CancelToken shutdown;
-  PlannerService service(options, &workers, &shutdown, metrics->get());
+  PlannerService service(options, &workers, &shutdown, metrics->get(),
+                         idle_memory ? &*idle_memory : nullptr);
   HealthService health;  // outlives the server, which ends its calls
 
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

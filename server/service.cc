@@ -38,17 +38,22 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 PlannerService::PlannerService(const ServiceOptions& options,
                                planner::WorkerPool* workers,
                                const planner::CancelToken* shutdown,
-                               Metrics* metrics)
+                               Metrics* metrics, IdleMemoryReturner* memory)
     : options_(options),
       workers_(workers),
       shutdown_(shutdown),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      memory_(memory) {}
 
 bool PlannerService::Admit() {
   int current = in_flight_.load();
   while (current < options_.max_in_flight) {
     if (in_flight_.compare_exchange_weak(current, current + 1)) {
       metrics_->SetQueueDepth(current + 1 + workers_->queue_depth());
+      // (A call that leaves the last slot at this moment may tell the
+      // returner after this: memory is then returned during this call,
+      // which costs it page faults, nothing more.)
+      if (current == 0 && memory_ != nullptr) memory_->CallStarted();
       return true;
     }
   }
@@ -58,6 +63,7 @@ bool PlannerService::Admit() {
 void PlannerService::Leave() {
   const int now = in_flight_.fetch_sub(1) - 1;
   metrics_->SetQueueDepth(now + workers_->queue_depth());
+  if (now == 0 && memory_ != nullptr) memory_->CallsEnded();
 }
 
 grpc::Status PlannerService::CheckAdmission() {

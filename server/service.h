@@ -20,6 +20,7 @@
 #include "memplan/v1/memplan.grpc.pb.h"
 #include "planner/cancel.h"
 #include "planner/worker_pool.h"
+#include "server/idle_memory.h"
 #include "server/metrics.h"
 
 namespace memplan::server {
@@ -39,10 +40,12 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 
 class PlannerService final : public v1::MemoryPlanner::Service {
  public:
-  // `workers`, `shutdown` and `metrics` must outlive the service;
-  // cancelling `shutdown` stops every call in progress.
+  // `workers`, `shutdown`, `metrics` and `memory` (if not null) must
+  // outlive the service; cancelling `shutdown` stops every call in
+  // progress; `memory` hears when the server turns busy and idle.
   PlannerService(const ServiceOptions& options, planner::WorkerPool* workers,
-                 const planner::CancelToken* shutdown, Metrics* metrics);
+                 const planner::CancelToken* shutdown, Metrics* metrics,
+                 IdleMemoryReturner* memory = nullptr);
 
   grpc::Status Plan(grpc::ServerContext* context,
                     const v1::PlanRequest* request,
@@ -75,6 +78,7 @@ class PlannerService final : public v1::MemoryPlanner::Service {
   planner::WorkerPool* const workers_;
   const planner::CancelToken* const shutdown_;
   Metrics* const metrics_;
+  IdleMemoryReturner* const memory_;
   std::atomic<int> in_flight_{0};
   std::atomic<bool> admitting_{true};
 };

@@ -1,0 +1,61 @@
+#include "server/idle_memory.h"
+
+#include "engine/process_memory.h"
+
+namespace memplan::server {
+
+IdleMemoryReturner::IdleMemoryReturner(absl::Duration quiet)
+    : quiet_(quiet), thread_([this] { Run(); }) {}
+
+IdleMemoryReturner::~IdleMemoryReturner() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  thread_.join();
+}
+
+void IdleMemoryReturner::CallStarted() {
+  absl::MutexLock lock(&mu_);
+  pending_ = 0;
+  ++changes_;
+}
+
+void IdleMemoryReturner::CallsEnded() {
+  absl::MutexLock lock(&mu_);
+  pending_ = 2;
+  idle_since_ = absl::Now();
+  ++changes_;
+}
+
+int64_t IdleMemoryReturner::returns() const {
+  absl::MutexLock lock(&mu_);
+  return returns_;
+}
+
+void IdleMemoryReturner::Run() {
+  absl::MutexLock lock(&mu_);
+  while (true) {
+    mu_.Await(absl::Condition(this, &IdleMemoryReturner::StoppingOrIdle));
+    if (stopping_) return;
+    // Quiet since the last call ended? A call that starts meanwhile clears
+    // pending_; one that also ends moves idle_since_. The second return
+    // comes ten quiet times later, for what gRPC freed after the first
+    // (a large response still being sent to a slow reader).
+    const int after = pending_;
+    const absl::Time due = idle_since_ + (after == 2 ? quiet_ : 10 * quiet_);
+    if (absl::Now() < due) {
+      watched_changes_ = changes_;
+      mu_.AwaitWithDeadline(
+          absl::Condition(this, &IdleMemoryReturner::StoppingOrChanged), due);
+      continue;  // re-check: stopping, busy again, ended again, or due
+    }
+    --pending_;
+    mu_.Unlock();
+    engine::ReturnFreedMemory();
+    mu_.Lock();
+    ++returns_;
+  }
+}
+
+}  // namespace memplan::server
