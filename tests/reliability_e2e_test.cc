@@ -254,14 +254,7 @@ TEST_F(ReliabilityTest, MemoryIsGivenBackOnceTheServerIsIdle) {
   // 400,000 buffers: a plan whose stages hold a few hundred MB; glibc alone
   // kept most of it resident after the call (worker arenas shrink only from
   // the top).
-  v1::PlanRequest big;
-  for (int i = 0; i < 400000; ++i) {
-    v1::Buffer* b = big.add_buffers();
-    b->set_id(absl::StrCat(i));
-    b->set_start(i / 2);
-    b->set_end(i / 2 + 1 + i % 7);
-    b->set_size(64 + (int64_t{i} * 7919) % 100000);
-  }
+  v1::PlanRequest big = testing::LargeBufferList(400000);
   const int64_t baseline = testing::ProcessRssBytes(server_->pid());
   v1::PlanResponse response;
   ASSERT_TRUE(Plan(big, &response, /*deadline_ms=*/120000).ok());

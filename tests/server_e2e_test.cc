@@ -386,14 +386,7 @@ TEST(ServerLimitsTest, BusyServerAnswersResourceExhaustedAtOnce) {
   auto channel = grpc::CreateCustomChannel(
       server.address(), grpc::InsecureChannelCredentials(), args);
   // A large request that keeps the only slot busy for a second or more.
-  v1::PlanRequest big;
-  for (int i = 0; i < 400000; ++i) {
-    v1::Buffer* b = big.add_buffers();
-    b->set_id(absl::StrCat(i));
-    b->set_start(i / 2);
-    b->set_end(i / 2 + 1 + i % 7);
-    b->set_size(64 + (int64_t{i} * 7919) % 100000);
-  }
+  v1::PlanRequest big = testing::LargeBufferList(400000);
   grpc::Status big_status;
   std::atomic<bool> big_done{false};
   std::thread slow([&] {

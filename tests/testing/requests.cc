@@ -58,4 +58,16 @@ v1::PlanRequest MinimallocSearch(const std::string& file, int64_t budget_ms) {
   return r;
 }
 
+v1::PlanRequest LargeBufferList(int count) {
+  v1::PlanRequest r;
+  for (int i = 0; i < count; ++i) {
+    v1::Buffer* b = r.add_buffers();
+    b->set_id(absl::StrCat(i));
+    b->set_start(i / 2);
+    b->set_end(i / 2 + 1 + i % 7);
+    b->set_size(64 + (int64_t{i} * 7919) % 100000);
+  }
+  return r;
+}
+
 }  // namespace memplan::testing

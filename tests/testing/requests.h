@@ -32,6 +32,11 @@ v1::Graph UniformChain(int count, int64_t bytes);
 // Fails the calling test when the file cannot be read.
 v1::PlanRequest MinimallocSearch(const std::string& file, int64_t budget_ms);
 
+// `count` buffers, two starting per step, each living 1-7 steps, 64 B to
+// 100 KB: a request whose plan takes the server a second or more and a few
+// hundred MB at 400,000 buffers (its response is ~10 MB).
+v1::PlanRequest LargeBufferList(int count);
+
 }  // namespace memplan::testing
 
 #endif  // MEMPLAN_TESTS_TESTING_REQUESTS_H_
