@@ -300,25 +300,24 @@ constexpr std::pair<const char*, Generator> kDenseGenerators[] = {
 // alignment 1), or the scale benchmark's (RandomProblem, seed 42, alignment
 // 64), to stdout as MiniMalloc CSV, for the CLI's and the server's figures.
 int WriteCsv(const std::string& name, int n) {
-  if (name == "RandomProblem") {  // the scale benchmark's problem, seed 42
-    std::fputs(formats::WriteMinimallocCsv(
-                   planner::testing::RandomProblem(n, 42, 64), nullptr,
-                   /*with_alignment=*/true)
-                   .c_str(),
-               stdout);
-    return 0;
+  std::optional<planner::Problem> problem;
+  if (name == "RandomProblem") {
+    problem = planner::testing::RandomProblem(n, 42, 64);
   }
   for (const auto& [generator, generate] : kDenseGenerators) {
-    if (name != generator) continue;
-    std::fputs(formats::WriteMinimallocCsv(generate(n, 1, 1), nullptr,
-                                           /*with_alignment=*/false)
-                   .c_str(),
-               stdout);
-    return 0;
+    if (name == generator) problem = generate(n, 1, 1);
   }
-  std::fprintf(stderr, "plan_bench csv: unknown generator '%s'\n",
-               name.c_str());
-  return 64;
+  if (!problem.has_value()) {
+    std::fprintf(stderr, "plan_bench csv: unknown generator '%s'\n",
+                 name.c_str());
+    return 64;
+  }
+  // Alignment 1 needs no column; RandomProblem's 64 does.
+  std::fputs(formats::WriteMinimallocCsv(
+                 *problem, nullptr, /*with_alignment=*/name == "RandomProblem")
+                 .c_str(),
+             stdout);
+  return 0;
 }
 
 int Dense(std::vector<int> sizes, int threads, const std::string& only) {

@@ -18,14 +18,12 @@ IdleMemoryReturner::~IdleMemoryReturner() {
 void IdleMemoryReturner::CallStarted() {
   absl::MutexLock lock(&mu_);
   pending_ = 0;
-  ++changes_;
 }
 
 void IdleMemoryReturner::CallsEnded() {
   absl::MutexLock lock(&mu_);
   pending_ = 2;
   idle_since_ = absl::Now();
-  ++changes_;
 }
 
 int64_t IdleMemoryReturner::returns() const {
@@ -38,17 +36,15 @@ void IdleMemoryReturner::Run() {
   while (true) {
     mu_.Await(absl::Condition(this, &IdleMemoryReturner::StoppingOrIdle));
     if (stopping_) return;
-    // Quiet since the last call ended? A call that starts meanwhile clears
-    // pending_; one that also ends moves idle_since_. The second return
-    // comes ten quiet times later, for what gRPC freed after the first
-    // (a large response still being sent to a slow reader).
-    const int after = pending_;
-    const absl::Time due = idle_since_ + (after == 2 ? quiet_ : 10 * quiet_);
+    // Due yet? Waking at the due time re-reads the state: a call that
+    // started meanwhile cleared pending_, one that also ended moved
+    // idle_since_. The second return comes ten quiet times later, for what
+    // gRPC freed after the first (a large response still being sent to a
+    // slow reader).
+    const absl::Time due = idle_since_ + (pending_ == 2 ? quiet_ : 10 * quiet_);
     if (absl::Now() < due) {
-      watched_changes_ = changes_;
-      mu_.AwaitWithDeadline(
-          absl::Condition(this, &IdleMemoryReturner::StoppingOrChanged), due);
-      continue;  // re-check: stopping, busy again, ended again, or due
+      mu_.AwaitWithDeadline(absl::Condition(&stopping_), due);
+      continue;
     }
     --pending_;
     mu_.Unlock();

@@ -48,9 +48,6 @@ class IdleMemoryReturner {
   bool StoppingOrIdle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return stopping_ || pending_ > 0;
   }
-  bool StoppingOrChanged() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return stopping_ || changes_ != watched_changes_;
-  }
 
   const absl::Duration quiet_;
   mutable absl::Mutex mu_;
@@ -58,8 +55,6 @@ class IdleMemoryReturner {
   // `idle_since_`: at `quiet_` and at 10 x `quiet_`.
   int pending_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time idle_since_ ABSL_GUARDED_BY(mu_);
-  int64_t changes_ ABSL_GUARDED_BY(mu_) = 0;  // calls started and ended
-  int64_t watched_changes_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int64_t returns_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread thread_;  // last: starts once the fields above are set
