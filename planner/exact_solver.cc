@@ -77,8 +77,10 @@ struct Model {
   std::vector<Step> width;   // end - start, per local buffer
   std::vector<int> sec_lo;   // first section a buffer is live in
   std::vector<int> sec_hi;   // one past its last section
-  std::vector<std::vector<int>> sections;   // live local buffers per section
-  std::vector<std::vector<int>> neighbors;  // time-overlapping local buffers
+  std::vector<std::vector<int>> sections;  // live local buffers per section
+  // Per local buffer, the local buffers it overlaps in time, by first
+  // section (sec_lo, non-decreasing).
+  std::vector<std::vector<int>> neighbors;
   std::vector<std::vector<Obstacle>> obstacles;  // fixed ones, by offset
   // Zero slack only (hole_groups.h at full_at): buffers that lie within
   // one span in every plan, and per local buffer the groups it is in.
@@ -133,6 +135,7 @@ void BuildSections(const Problem& problem, Model& model) {
 }
 
 // Two local buffers overlap in time exactly when their section spans meet.
+// Pairs are found in order of sec_lo, so each list is sorted by it.
 void BuildNeighbors(Model& model) {
   const int m = static_cast<int>(model.ids.size());
   std::vector<int> by_lo(m);
@@ -772,8 +775,8 @@ bool Search::Place(int b, Offset offset) {
     raised_spans_.emplace_back(model_.sec_lo[n], model_.sec_hi[n]);
   }
   // The sections of the raised buffers, each once: the union of their
-  // section spans (long-lived neighbours share most of theirs).
-  std::sort(raised_spans_.begin(), raised_spans_.end());
+  // section spans (long-lived neighbours share most of theirs), ascending
+  // as the spans come in order of their first section (Model::neighbors).
   touched_.clear();
   int next = 0;  // sections below it are in touched_ already
   for (const auto& [lo, hi] : raised_spans_) {
