@@ -20,6 +20,7 @@
 #include "planner/cancel.h"
 #include "planner/greedy.h"
 #include "planner/hole_groups.h"
+#include "planner/pq_sweep.h"
 #include "planner/sections.h"
 #include "planner/validate.h"
 
@@ -93,15 +94,6 @@ struct Model {
 
 // The outcome of one search (or sub-search).
 enum class Outcome { kFound, kNotFound, kAborted, kCancelled };
-
-// The largest offset + size of a plan.
-Bytes ArenaOf(const Problem& problem, const std::vector<Offset>& offsets) {
-  Bytes arena = 0;
-  for (size_t i = 0; i < offsets.size(); ++i) {
-    arena = std::max(arena, offsets[i] + problem.buffers[i].size);
-  }
-  return arena;
-}
 
 // A bound no plan can beat: peak live bytes, any fixed top, any one size.
 Bytes StrongLowerBound(const Problem& problem) {
@@ -997,6 +989,46 @@ const std::vector<std::string>& OrderingsFor(const Model& model, Bytes capacity,
 // limits up to `max_limit` (MiniMalloc's scheme): an easy ordering answers
 // early, and a run that proves infeasibility under any ordering settles the
 // question. kAborted when every run hit `max_limit`.
+// Found or proven absent (not out of nodes or time).
+bool Conclusive(Outcome outcome) {
+  return outcome == Outcome::kFound || outcome == Outcome::kNotFound;
+}
+
+// The PQ-tree sweep's nodes per round of the round robin, in units of the
+// round's node limit: its nodes cost about half an ordering's, and on cuts
+// over time it decides what the orderings do not.
+constexpr int64_t kSweepShare = 4;
+
+// Continues the PQ-tree sweep (pq_sweep.h) for `limit` nodes within the
+// effort left; its nodes are added to `answer`, and its plan put there when
+// found. kAborted: out of nodes; nothing when the sweep does not apply.
+std::optional<Outcome> ContinueSweep(PqSweeper& sweeper, int64_t limit,
+                                     const CancelToken* cancel,
+                                     int64_t* effort_left,
+                                     CapacityAnswer& answer) {
+  if (effort_left != nullptr) limit = std::min(limit, *effort_left);
+  if (limit <= 0) return Outcome::kCancelled;
+  PqSweepAnswer swept = sweeper.Continue(limit, cancel);
+  answer.nodes += swept.nodes;
+  if (effort_left != nullptr) *effort_left -= swept.nodes;
+  switch (swept.outcome) {
+    case PqSweepOutcome::kFound:
+      answer.offsets = std::move(swept.offsets);
+      return Outcome::kFound;
+    case PqSweepOutcome::kInfeasible:
+      return Outcome::kNotFound;
+    case PqSweepOutcome::kStopped:
+      if ((cancel != nullptr && cancel->Cancelled()) ||
+          (effort_left != nullptr && *effort_left <= 0)) {
+        return Outcome::kCancelled;
+      }
+      return Outcome::kAborted;
+    case PqSweepOutcome::kNotApplicable:
+      break;
+  }
+  return std::nullopt;
+}
+
 CapacityAnswer RoundRobin(const Model& model, const Problem& problem,
                           Bytes capacity, const ExactOptions& options,
                           const CancelToken* cancel, int64_t* effort_left,
@@ -1007,11 +1039,32 @@ CapacityAnswer RoundRobin(const Model& model, const Problem& problem,
                 options.remember_failures);
   const std::vector<std::string>& orderings =
       OrderingsFor(model, capacity, options);
+  // At zero slack the PQ-tree sweep goes first in every round, continued
+  // where the previous round left it.
+  std::optional<PqSweeper> sweeper;
+  if (options.pq_sweep && first == 0 && capacity == model.full_at) {
+    sweeper.emplace(problem, capacity, PqSweepOptions{});
+  }
+  int64_t sweep_nodes = 0;
   int64_t limit = std::max<int64_t>(1024, 2 * model.ids.size());
   while (limit <= max_limit) {
+    if (sweeper) {
+      const std::optional<Outcome> outcome = ContinueSweep(
+          *sweeper, kSweepShare * limit, cancel, effort_left, answer);
+      sweep_nodes = answer.nodes;
+      if (outcome == Outcome::kCancelled) {
+        answer.outcome = Outcome::kCancelled;
+        return answer;
+      }
+      if (outcome && Conclusive(*outcome)) {
+        answer.outcome = *outcome;
+        return answer;
+      }
+      if (!outcome) sweeper.reset();
+    }
     for (size_t k = first; k < orderings.size(); k += stride) {
       const Outcome outcome = search.Run(orderings[k], limit);
-      answer.nodes = search.nodes();
+      answer.nodes = sweep_nodes + search.nodes();
       if (outcome == Outcome::kAborted) continue;
       answer.outcome = outcome;
       if (outcome == Outcome::kFound) {
@@ -1022,11 +1075,6 @@ CapacityAnswer RoundRobin(const Model& model, const Problem& problem,
     limit *= 2;
   }
   return answer;
-}
-
-// Found or proven absent (not out of nodes or time).
-bool Conclusive(Outcome outcome) {
-  return outcome == Outcome::kFound || outcome == Outcome::kNotFound;
 }
 
 // Runs the round robin on one or two threads (orderings split between them);

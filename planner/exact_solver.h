@@ -87,6 +87,12 @@ struct ExactOptions {
   // search thread (kMinimize: per probe). The verdict is the same, reached
   // (threads == 1) in at most as many nodes. Default true.
   bool remember_failures = true;
+  // At zero slack, run the PQ-tree sweep (planner/pq_sweep.h) before the
+  // orderings in every round of the round robin, with the round's node
+  // limit: it keeps every memory order still possible instead of placing
+  // buffers one by one, and decides most such problems in a few hundred
+  // nodes. Default true.
+  bool pq_sweep = true;
   // Threads searching orderings at once (1 or 2); the first to answer wins.
   // Results do not depend on timing when 1. Default 1.
   int threads = 1;

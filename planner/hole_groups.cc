@@ -34,23 +34,16 @@ std::vector<Bytes> SubsetSums(const std::vector<Bytes>& sizes) {
   return sums;
 }
 
-// Per distinct start time: the buffers that start then and the ones that
-// end by then; `cleared` marks the times when nothing stays live (the whole
-// arena is one hole then, whatever the ended buffers' places).
-struct Events {
-  std::vector<std::vector<int>> starting, ending;
-  std::vector<char> cleared;
-};
-
-// The events of `lives`, or nothing when the capacity leaves slack
-// somewhere.
-std::optional<Events> SweepEvents(const std::vector<Life>& lives,
-                                  Bytes capacity) {
+// The events of `lives` (ZeroSlackEvents), or nothing when the capacity
+// leaves slack somewhere.
+std::optional<ZeroSlackEvents> SweepEvents(const std::vector<Life>& lives,
+                                           Bytes capacity) {
   std::vector<Step> times;
   for (const Life& l : lives) times.push_back(l.start);
   std::sort(times.begin(), times.end());
   times.erase(std::unique(times.begin(), times.end()), times.end());
-  Events events;
+  ZeroSlackEvents events;
+  events.times = times;
   events.starting.resize(times.size());
   events.ending.resize(times.size());
   events.cleared.resize(times.size());
@@ -133,7 +126,7 @@ void SplitEnds(const std::vector<Life>& lives, const std::vector<int>& ends,
 // FindHoleGroups in one direction of time.
 bool AddGroups(const std::vector<Life>& lives, Bytes capacity,
                std::set<std::pair<std::vector<int>, Bytes>>& groups) {
-  const std::optional<Events> events = SweepEvents(lives, capacity);
+  const std::optional<ZeroSlackEvents> events = SweepEvents(lives, capacity);
   if (!events) return false;
   for (size_t e = 0; e < events->ending.size(); ++e) {
     const std::vector<int>& ends = events->ending[e];
@@ -166,6 +159,15 @@ HoleGroups FindHoleGroups(const Problem& problem, Bytes capacity) {
     result.groups.push_back({members, span});
   }
   return result;
+}
+
+std::optional<ZeroSlackEvents> FindZeroSlackEvents(const Problem& problem,
+                                                   Bytes capacity) {
+  std::vector<Life> lives;
+  for (const Buffer& b : problem.buffers) {
+    lives.push_back({b.start, b.end, b.size});
+  }
+  return SweepEvents(lives, capacity);
 }
 
 }  // namespace memplan::planner

@@ -18,6 +18,7 @@
 #ifndef MEMPLAN_PLANNER_HOLE_GROUPS_H_
 #define MEMPLAN_PLANNER_HOLE_GROUPS_H_
 
+#include <optional>
 #include <vector>
 
 #include "planner/problem.h"
@@ -44,6 +45,23 @@ struct HoleGroups {
 // than 10 buffers, or with more than 10 starting (ending) sizes to sum, are
 // not split. REQUIRES sizes > 0 and start < end; fixed offsets are ignored.
 HoleGroups FindHoleGroups(const Problem& problem, Bytes capacity);
+
+// A zero-slack problem's timeline, per distinct start time (ascending): the
+// buffers that start then, and the ones that end after the previous start
+// time and by this one. `cleared` marks the times when nothing stays live
+// across (the whole arena is free then, whatever the ended buffers' places).
+struct ZeroSlackEvents {
+  std::vector<Step> times;
+  std::vector<std::vector<int>> starting, ending;
+  std::vector<char> cleared;
+};
+
+// The events of `problem` at `capacity`, or nothing when the capacity
+// leaves slack somewhere (a step whose live bytes are neither 0 nor the
+// capacity, or buffers ending between start times while others stay).
+// REQUIRES sizes > 0 and start < end.
+std::optional<ZeroSlackEvents> FindZeroSlackEvents(const Problem& problem,
+                                                   Bytes capacity);
 
 }  // namespace memplan::planner
 

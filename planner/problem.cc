@@ -51,6 +51,14 @@ Bytes NaiveBytes(const Problem& problem) {
   return total;
 }
 
+Bytes ArenaOf(const Problem& problem, const std::vector<Offset>& offsets) {
+  Bytes arena = 0;
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    arena = std::max(arena, offsets[i] + problem.buffers[i].size);
+  }
+  return arena;
+}
+
 namespace {
 
 // PaddedLowerBound at the sections whose smallest live alignment is `m`:

@@ -93,6 +93,10 @@ LowerBounds BoundsFromCompressedTime(const Problem& problem,
 // The sum of all sizes: what a plan without any reuse would take.
 Bytes NaiveBytes(const Problem& problem);
 
+// The arena of a plan: the largest offset + size (0 when empty).
+// REQUIRES offsets.size() == problem.buffers.size().
+Bytes ArenaOf(const Problem& problem, const std::vector<Offset>& offsets);
+
 // The steps a problem spans: [min start, max end); {0, 0} when empty.
 std::pair<Step, Step> ScheduleSpan(const Problem& problem);
 

@@ -196,6 +196,17 @@ inline Problem ZeroSlackProblem(const ZeroSlackOptions& options) {
   return ZeroSlackPacking(options).first;
 }
 
+// ZeroSlackProblem with its first buffer one grain larger: the steps that
+// buffer lives need one grain more than the others, so no plan is free of
+// gaps (planner/pq_sweep.h does not apply) and the exact search neither
+// proves an arena nor gets near the lower bound in seconds: a hard problem
+// for tests of deadlines and effort.
+inline Problem NearZeroSlackProblem(const ZeroSlackOptions& options) {
+  Problem p = ZeroSlackProblem(options);
+  p.buffers[0].size += options.grain;
+  return p;
+}
+
 }  // namespace memplan::planner::testing
 
 #endif  // MEMPLAN_PLANNER_TESTING_ZERO_SLACK_H_
