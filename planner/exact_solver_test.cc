@@ -390,7 +390,7 @@ TEST(ExactSolverTest, PqSweepMatchesBruteForce) {
 // without a plan.
 TEST(ExactSolverTest, PqSweepAgreesWithTheSearch) {
   std::mt19937 rng(79);
-  int found = 0, refuted = 0;
+  int found = 0, refuted = 0, unconcluded = 0;
   for (int trial = 0; trial < 300; ++trial) {
     const Problem p = ToppedUp(rng, 20, 10, 32);
     ExactOptions options = Capacity(32);
@@ -410,9 +410,24 @@ TEST(ExactSolverTest, PqSweepAgreesWithTheSearch) {
       ASSERT_LE(ArenaOf(p, a.offsets), 32) << "trial " << trial;
     }
     (a.outcome == PqSweepOutcome::kFound ? found : refuted) += 1;
+    // With at most two splits kept per start time: plans still valid, and
+    // a refutation only where the splits kept were all there were.
+    const PqSweepAnswer cut = PqSweep(p, 32, {.max_splits = 2}, nullptr);
+    if (cut.outcome == PqSweepOutcome::kFound) {
+      ASSERT_TRUE(
+          VerifyAllPairs(p, Solution{cut.offsets, ArenaOf(p, cut.offsets)})
+              .ok())
+          << "trial " << trial;
+      ASSERT_LE(ArenaOf(p, cut.offsets), 32) << "trial " << trial;
+    } else if (cut.outcome == PqSweepOutcome::kInfeasible) {
+      ASSERT_EQ(search.capacity_status, CapacityStatus::kInfeasible)
+          << "trial " << trial;
+    }
+    unconcluded += cut.outcome == PqSweepOutcome::kNotApplicable;
   }
   EXPECT_GT(found, 100);
   EXPECT_GT(refuted, 10);
+  EXPECT_GT(unconcluded, 0);  // some start times had more than two splits
 }
 
 // Capacity mode at a zero-slack packing's height finds a plan within it in

@@ -393,13 +393,15 @@ bool ApplyHole(Tree& t, const Hole& hole, std::vector<char>& mark, Fill& fill) {
 // The splits of one start time, finest first: every partition of `ended`
 // into holes paired with a partition of `starting` of equal sums; among
 // identical buffers (same size, start and end) only the first free ones are
-// taken. Nothing when there are more than `max_splits`.
+// taken.
 class SplitFinder {
  public:
   SplitFinder(const Problem& p, const std::vector<int>& ended,
               const std::vector<int>& starting, int64_t max_splits)
       : p_(p), ended_(ended), starting_(starting), max_splits_(max_splits) {}
 
+  // Nothing when there are too many buffers to split. Past `max_splits`,
+  // the finer ones found so far (truncated() then says so).
   std::optional<std::vector<Split>> Find() {
     if (ended_.size() > kMaxEnded || starting_.size() > kMaxStarting) {
       return std::nullopt;
@@ -412,12 +414,14 @@ class SplitFinder {
     }
     std::sort(fills_.begin(), fills_.end());
     Split current;
-    if (!Recurse(0, 0, current)) return std::nullopt;
+    truncated_ = !Recurse(0, 0, current);
     std::stable_sort(
         splits_.begin(), splits_.end(),
         [](const Split& a, const Split& b) { return a.size() > b.size(); });
     return std::move(splits_);
   }
+
+  bool truncated() const { return truncated_; }
 
  private:
   // Per position, the previous identical buffer's position, or -1.
@@ -479,8 +483,9 @@ class SplitFinder {
     const uint32_t ended_free = all_ended & ~ended_taken & ~lowest;
     const uint32_t starting_free = all_starting & ~starting_taken;
     // The hole holding the lowest free ended buffer: `lowest` plus any
-    // subset of the other free ended ones.
-    for (uint32_t rest = ended_free;; rest = (rest - 1) & ended_free) {
+    // subset of the other free ended ones, smallest first (so that, cut
+    // short, the splits kept are the finer ones).
+    for (uint32_t rest = 0;; rest = (rest - ended_free) & ended_free) {
       const uint32_t hole = lowest | rest;
       if (Canonical(hole, ended_taken, ended_twin_)) {
         const Bytes size = Sum(hole, ended_);
@@ -499,7 +504,7 @@ class SplitFinder {
           if (!ok) return false;
         }
       }
-      if (rest == 0) break;
+      if (rest == ended_free) break;
     }
     return true;
   }
@@ -511,6 +516,7 @@ class SplitFinder {
   std::vector<int> ended_twin_, starting_twin_;
   std::vector<std::pair<Bytes, uint32_t>> fills_;  // (sum, mask), sorted
   std::vector<Split> splits_;
+  bool truncated_ = false;
 };
 
 // Reads a plan back from the fills of the path found (`trees[e]`: the tree
@@ -572,6 +578,9 @@ struct Prepared {
   size_t count = 0;  // start times
   std::vector<std::vector<Split>> splits;  // per start time, finest first
   std::vector<std::vector<std::vector<int>>> early;  // per start time
+  // False when some start time had more splits than max_splits: the
+  // search may still find a plan, but cannot refute one.
+  bool complete = true;
 };
 
 // What Prepare found: the prepared sweep, or an outcome without search.
@@ -594,10 +603,11 @@ Preparation Prepare(Problem problem, Bytes capacity, int64_t max_splits) {
       p.splits[e] = {{Hole{{}, events->starting[e]}}};
       continue;
     }
-    std::optional<std::vector<Split>> found =
-        SplitFinder(problem, events->ending[e], events->starting[e], max_splits)
-            .Find();
+    SplitFinder finder(problem, events->ending[e], events->starting[e],
+                       max_splits);
+    std::optional<std::vector<Split>> found = finder.Find();
     if (!found) return result;
+    if (finder.truncated()) p.complete = false;
     if (found->empty()) {  // no split at all: the sizes cannot match
       result.outcome = PqSweepOutcome::kInfeasible;
       return result;
@@ -644,6 +654,7 @@ Preparation Prepare(Problem problem, Bytes capacity, int64_t max_splits) {
 // One direction of time, prepared.
 struct PqSweeper::Direction {
   Prepared prepared;
+  bool exhausted = false;  // incomplete, and searched through
 };
 
 // One depth-first search of a prepared direction, resumable: each start
@@ -778,10 +789,10 @@ PqSweeper::PqSweeper(const Problem& problem, Bytes capacity,
     outcome_ = backward.outcome;
     return;
   }
-  directions_[0] =
-      std::make_unique<Direction>(Direction{*std::move(forward.prepared)});
-  directions_[1] =
-      std::make_unique<Direction>(Direction{*std::move(backward.prepared)});
+  directions_[0] = std::make_unique<Direction>(
+      Direction{*std::move(forward.prepared), false});
+  directions_[1] = std::make_unique<Direction>(
+      Direction{*std::move(backward.prepared), false});
   outcome_ = PqSweepOutcome::kStopped;
 }
 
@@ -800,15 +811,29 @@ PqSweepAnswer PqSweeper::Continue(int64_t max_nodes,
     if (run_ == nullptr || run_->Spent()) {
       ++runs_;
       const int64_t length = runs_ <= 2 ? unit : unit * Luby((runs_ + 1) / 2);
-      run_ =
-          std::make_unique<Run>(directions_[runs_ % 2 == 1 ? 0 : 1]->prepared,
-                                runs_ <= 2 ? 0 : runs_, length);
+      int d = runs_ % 2 == 1 ? 0 : 1;
+      if (directions_[d]->exhausted) d = 1 - d;
+      run_ = std::make_unique<Run>(directions_[d]->prepared,
+                                   runs_ <= 2 ? 0 : runs_, length);
+      run_direction_ = d;
     }
     const int64_t budget = max_nodes <= 0 ? std::numeric_limits<int64_t>::max()
                                           : max_nodes - answer.nodes;
     const PqSweepOutcome outcome =
         run_->Step(budget, cancel, answer.nodes, answer.offsets);
     if (outcome == PqSweepOutcome::kStopped) continue;
+    if (outcome == PqSweepOutcome::kInfeasible &&
+        !directions_[run_direction_]->prepared.complete) {
+      // Every split kept failed, but some were not kept: this direction
+      // has nothing more to find (in any order); the other may.
+      directions_[run_direction_]->exhausted = true;
+      run_.reset();
+      if (directions_[0]->exhausted && directions_[1]->exhausted) {
+        answer.outcome = PqSweepOutcome::kNotApplicable;
+        break;
+      }
+      continue;
+    }
     answer.outcome = outcome;
     break;
   }

@@ -39,9 +39,9 @@ enum class PqSweepOutcome {
   kFound,          // a plan within the capacity (offsets)
   kInfeasible,     // proven: no plan within the capacity
   kNotApplicable,  // the capacity leaves slack, fixed offsets, a gap-free
-                   // plan found but misaligned, or a start time with more
-                   // than 12 ended or 16 starting buffers or too many ways
-                   // to split them: nothing concluded
+                   // plan found but misaligned, a start time with more
+                   // than 12 ended or 16 starting buffers, or none found
+                   // among the splits kept (max_splits): nothing concluded
   kStopped,        // out of nodes, or cancelled: nothing concluded
 };
 
@@ -50,9 +50,10 @@ struct PqSweepOptions {
   // Splits tried (search nodes) at most; <= 0: no limit but the token.
   // Default 0.
   int64_t max_nodes = 0;
-  // A start time whose ended and starting buffers split into holes in more
-  // ways than this (after identical buffers are taken as one) makes the
-  // problem kNotApplicable. Default 4096.
+  // A start time's ways to split its ended and starting buffers into holes
+  // kept at most (identical buffers taken as one), the finer ones: a plan
+  // may still be found, but without all of them none is refuted.
+  // Default 4096.
   int64_t max_splits = 4096;
   // The search restarts after 1, 1, 2, 1, 1, 2, 4, ... times this many
   // nodes (the Luby sequence), alternating forward and backward in time,
@@ -97,7 +98,8 @@ class PqSweeper {
   PqSweepOutcome outcome_ = PqSweepOutcome::kNotApplicable;
   std::unique_ptr<Direction> directions_[2];  // forward, backward in time
   std::unique_ptr<Run> run_;                  // the run in progress
-  int64_t runs_ = 0;                          // runs started
+  int run_direction_ = 0;  // its direction: 0 forward, 1 backward
+  int64_t runs_ = 0;       // runs started
 };
 
 // Searches a plan of `problem` within `capacity` when that capacity leaves
