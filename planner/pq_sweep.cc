@@ -606,7 +606,14 @@ Preparation Prepare(Problem problem, Bytes capacity, int64_t max_splits) {
     SplitFinder finder(problem, events->ending[e], events->starting[e],
                        max_splits);
     std::optional<std::vector<Split>> found = finder.Find();
-    if (!found) return result;
+    if (!found) {
+      // Too many to split: only the coarsest, one hole of all the ended
+      // buffers filled by all the starting ones (a cut across time). A
+      // plan may still be found; none is refuted.
+      found.emplace();
+      found->push_back({Hole{events->ending[e], events->starting[e]}});
+      p.complete = false;
+    }
     if (finder.truncated()) p.complete = false;
     if (found->empty()) {  // no split at all: the sizes cannot match
       result.outcome = PqSweepOutcome::kInfeasible;
@@ -661,7 +668,8 @@ struct PqSweeper::Direction {
 // time's splits of equal fineness in an order shuffled by a seed (0: as
 // found).
 struct PqSweeper::Run {
-  Run(const Prepared& prepared, uint64_t seed, int64_t length)
+  Run(const Prepared& prepared, uint64_t seed, bool coarse_first,
+      int64_t length)
       : p(prepared),
         length(length),
         order(p.count),
@@ -687,6 +695,9 @@ struct PqSweeper::Run {
         }
         lo = hi;
       }
+    }
+    if (coarse_first) {
+      for (std::vector<int>& o : order) std::reverse(o.begin(), o.end());
     }
   }
 
@@ -778,22 +789,27 @@ PqSweeper::PqSweeper(const Problem& problem, Bytes capacity,
     b.start = -b.end;
     b.end = -start;
   }
-  Preparation forward = Prepare(problem, capacity, options.max_splits);
-  if (!forward.prepared) {
-    outcome_ = forward.outcome;
-    return;
+  // One direction may have a start time with too many buffers to split
+  // (many start together where few end): the other is searched alone.
+  Preparation prepared[2] = {
+      Prepare(problem, capacity, options.max_splits),
+      Prepare(std::move(reversed), capacity, options.max_splits)};
+  for (int d = 0; d < 2; ++d) {
+    if (prepared[d].outcome == PqSweepOutcome::kInfeasible) {
+      outcome_ = PqSweepOutcome::kInfeasible;  // sizes cannot match
+      return;
+    }
+    if (prepared[d].prepared) {
+      directions_[d] = std::make_unique<Direction>(
+          Direction{*std::move(prepared[d].prepared), false});
+      outcome_ = PqSweepOutcome::kStopped;
+    }
   }
-  Preparation backward =
-      Prepare(std::move(reversed), capacity, options.max_splits);
-  if (!backward.prepared) {
-    outcome_ = backward.outcome;
-    return;
-  }
-  directions_[0] = std::make_unique<Direction>(
-      Direction{*std::move(forward.prepared), false});
-  directions_[1] = std::make_unique<Direction>(
-      Direction{*std::move(backward.prepared), false});
-  outcome_ = PqSweepOutcome::kStopped;
+}
+
+bool PqSweeper::Searchable(int direction) const {
+  return directions_[direction] != nullptr &&
+         !directions_[direction]->exhausted;
 }
 
 PqSweeper::~PqSweeper() = default;
@@ -811,10 +827,14 @@ PqSweepAnswer PqSweeper::Continue(int64_t max_nodes,
     if (run_ == nullptr || run_->Spent()) {
       ++runs_;
       const int64_t length = runs_ <= 2 ? unit : unit * Luby((runs_ + 1) / 2);
-      int d = runs_ % 2 == 1 ? 0 : 1;
-      if (directions_[d]->exhausted) d = 1 - d;
+      const int turn = runs_ % 2 == 1 ? 0 : 1;
+      const int d = Searchable(turn) ? turn : 1 - turn;
+      // Runs 1-4 keep the splits as found, finest first (1, 2) and then
+      // coarsest first (3, 4); later ones shuffle, alternating the two.
+      const bool coarse_first = (runs_ - 1) / 2 % 2 == 1;
       run_ = std::make_unique<Run>(directions_[d]->prepared,
-                                   runs_ <= 2 ? 0 : runs_, length);
+                                   runs_ <= 4 && d == turn ? 0 : runs_,
+                                   coarse_first, length);
       run_direction_ = d;
     }
     const int64_t budget = max_nodes <= 0 ? std::numeric_limits<int64_t>::max()
@@ -828,7 +848,7 @@ PqSweepAnswer PqSweeper::Continue(int64_t max_nodes,
       // has nothing more to find (in any order); the other may.
       directions_[run_direction_]->exhausted = true;
       run_.reset();
-      if (directions_[0]->exhausted && directions_[1]->exhausted) {
+      if (!Searchable(0) && !Searchable(1)) {
         answer.outcome = PqSweepOutcome::kNotApplicable;
         break;
       }

@@ -93,6 +93,8 @@ class PqSweeper {
  private:
   struct Direction;
   struct Run;
+  // Direction 0 (forward in time) or 1: prepared and not searched through.
+  bool Searchable(int direction) const;
   const Problem& problem_;
   const PqSweepOptions options_;
   PqSweepOutcome outcome_ = PqSweepOutcome::kNotApplicable;
