@@ -141,7 +141,7 @@ class Reduction {
       span = {root, -1, -1};
       return true;
     }
-    const int reduced = ReduceRoot(root, span);
+    const int reduced = ReduceRoot(root);
     if (reduced < 0) return false;
     t_ = Compact(t_, root, reduced);
     // Compaction renumbers: find the span's node again by its leaves.
@@ -227,9 +227,7 @@ class Reduction {
   }
 
   // The pertinent root rebuilt with the set consecutive; -1 if impossible.
-  // `span` gets the set's place (node ids of t_ before compaction: the
-  // caller locates it again).
-  int ReduceRoot(int n, Span& span) {
+  int ReduceRoot(int n) {
     const std::vector<int> children = Children(n);
     std::vector<int> sequence;
     if (t_.nodes[n].kind == Kind::kP) {
