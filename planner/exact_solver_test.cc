@@ -274,14 +274,21 @@ Problem ToppedUp(std::mt19937& rng, int buffers, Step steps, Bytes height) {
 // checked against brute force by ExactRandomTest), in at most as many nodes
 // (the search order is the same; only subtrees known to fail are skipped),
 // and in fewer on some. A found plan is verified by MustSolve.
+// The branch and bound alone (no PQ-tree sweep) at ToppedUp's height of 32,
+// stopped after 400,000 nodes.
+ExactOptions BranchAndBoundAt32() {
+  ExactOptions options = Capacity(32);
+  options.max_nodes = 400'000;
+  options.pq_sweep = false;
+  return options;
+}
+
 TEST(ExactSolverTest, RememberedFailuresKeepVerdictsInFewerNodes) {
   std::mt19937 rng(78);
   int found = 0, refuted = 0, fewer = 0;
   for (int trial = 0; trial < 400; ++trial) {
     const Problem p = ToppedUp(rng, 20, 10, 32);
-    ExactOptions options = Capacity(32);
-    options.max_nodes = 400'000;
-    options.pq_sweep = false;  // the branch and bound's own devices
+    ExactOptions options = BranchAndBoundAt32();
     options.remember_failures = false;
     const ExactResult plain = MustSolve(p, options);
     options.remember_failures = true;
@@ -393,10 +400,7 @@ TEST(ExactSolverTest, PqSweepAgreesWithTheSearch) {
   int found = 0, refuted = 0, unconcluded = 0;
   for (int trial = 0; trial < 300; ++trial) {
     const Problem p = ToppedUp(rng, 20, 10, 32);
-    ExactOptions options = Capacity(32);
-    options.max_nodes = 400'000;
-    options.pq_sweep = false;
-    const ExactResult search = MustSolve(p, options);
+    const ExactResult search = MustSolve(p, BranchAndBoundAt32());
     if (search.capacity_status == CapacityStatus::kUnknown) continue;
     const PqSweepAnswer a = PqSweep(p, 32, {}, nullptr);
     ASSERT_NE(a.outcome, PqSweepOutcome::kNotApplicable) << "trial " << trial;
