@@ -334,8 +334,6 @@ struct Fill {
   bool reference_before = false;
 };
 
-// Applies one hole: the ended buffers made consecutive, then replaced by a
-// P-node of the starting ones. False when they cannot be consecutive.
 // Makes `buffers` (live, two or more) consecutive in `t`; `span` gets
 // where they lie. False when no frontier has them consecutive. `mark` is
 // all zero before and after.
@@ -348,6 +346,8 @@ bool Consecutive(Tree& t, const std::vector<int>& buffers,
   return ok;
 }
 
+// Applies one hole: the ended buffers made consecutive, then replaced by a
+// P-node of the starting ones. False when they cannot be consecutive.
 bool ApplyHole(Tree& t, const Hole& hole, std::vector<char>& mark, Fill& fill) {
   fill.starting = hole.starting;
   Span span;
@@ -390,8 +390,11 @@ bool ApplyHole(Tree& t, const Hole& hole, std::vector<char>& mark, Fill& fill) {
 
 // The splits of one start time, finest first: every partition of `ended`
 // into holes paired with a partition of `starting` of equal sums; among
-// identical buffers (same size, start and end) only the first free ones are
-// taken.
+// identical starting buffers (same size, start and end) the first free ones
+// are taken first. (Only starting ones: nothing has told them apart yet,
+// so a plan with two of them swapped is a plan of the same search state.
+// Ended ones have been placed differently by then; breaking their symmetry
+// too could exclude a plan and its mirror image both.)
 class SplitFinder {
  public:
   SplitFinder(const Problem& p, const std::vector<int>& ended,
@@ -404,7 +407,6 @@ class SplitFinder {
     if (ended_.size() > kMaxEnded || starting_.size() > kMaxStarting) {
       return std::nullopt;
     }
-    ended_twin_ = Twins(ended_);
     starting_twin_ = Twins(starting_);
     const uint32_t all = (uint32_t{1} << starting_.size()) - 1;
     for (uint32_t fill = 1; fill <= all; ++fill) {
@@ -485,22 +487,20 @@ class SplitFinder {
     // short, the splits kept are the finer ones).
     for (uint32_t rest = 0;; rest = (rest - ended_free) & ended_free) {
       const uint32_t hole = lowest | rest;
-      if (Canonical(hole, ended_taken, ended_twin_)) {
-        const Bytes size = Sum(hole, ended_);
-        for (auto it = std::lower_bound(fills_.begin(), fills_.end(),
-                                        std::pair<Bytes, uint32_t>{size, 0});
-             it != fills_.end() && it->first == size; ++it) {
-          const uint32_t fill = it->second;
-          if ((fill & ~starting_free) != 0 ||
-              !Canonical(fill, starting_taken, starting_twin_)) {
-            continue;
-          }
-          current.push_back({Members(hole, ended_), Members(fill, starting_)});
-          const bool ok =
-              Recurse(ended_taken | hole, starting_taken | fill, current);
-          current.pop_back();
-          if (!ok) return false;
+      const Bytes size = Sum(hole, ended_);
+      for (auto it = std::lower_bound(fills_.begin(), fills_.end(),
+                                      std::pair<Bytes, uint32_t>{size, 0});
+           it != fills_.end() && it->first == size; ++it) {
+        const uint32_t fill = it->second;
+        if ((fill & ~starting_free) != 0 ||
+            !Canonical(fill, starting_taken, starting_twin_)) {
+          continue;
         }
+        current.push_back({Members(hole, ended_), Members(fill, starting_)});
+        const bool ok =
+            Recurse(ended_taken | hole, starting_taken | fill, current);
+        current.pop_back();
+        if (!ok) return false;
       }
       if (rest == ended_free) break;
     }
@@ -511,7 +511,7 @@ class SplitFinder {
   const std::vector<int>& ended_;
   const std::vector<int>& starting_;
   const int64_t max_splits_;
-  std::vector<int> ended_twin_, starting_twin_;
+  std::vector<int> starting_twin_;
   std::vector<std::pair<Bytes, uint32_t>> fills_;  // (sum, mask), sorted
   std::vector<Split> splits_;
   bool truncated_ = false;

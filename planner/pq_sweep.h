@@ -51,9 +51,9 @@ struct PqSweepOptions {
   // Default 0.
   int64_t max_nodes = 0;
   // A start time's ways to split its ended and starting buffers into holes
-  // kept at most (identical buffers taken as one), the finer ones: a plan
-  // may still be found, but without all of them none is refuted.
-  // Default 4096.
+  // kept at most (identical starting buffers taken as one), the finer ones: a
+  // plan may still be found, but without all of them none is refuted. Default
+  // 4096.
   int64_t max_splits = 4096;
   // The search restarts after 1, 1, 2, 1, 1, 2, 4, ... times this many
   // nodes (the Luby sequence), alternating forward and backward in time,
