@@ -1032,7 +1032,8 @@ std::optional<Outcome> ContinueSweep(PqSweeper& sweeper, int64_t limit,
 CapacityAnswer RoundRobin(const Model& model, const Problem& problem,
                           Bytes capacity, const ExactOptions& options,
                           const CancelToken* cancel, int64_t* effort_left,
-                          int64_t max_limit, size_t first, size_t stride) {
+                          int64_t max_limit, size_t first, size_t stride,
+                          PqSweeper* sweeper) {
   CapacityAnswer answer;
   answer.outcome = Outcome::kAborted;
   Search search(model, capacity, cancel, effort_left,
@@ -1040,15 +1041,12 @@ CapacityAnswer RoundRobin(const Model& model, const Problem& problem,
   const std::vector<std::string>& orderings =
       OrderingsFor(model, capacity, options);
   // At zero slack the PQ-tree sweep goes first in every round, continued
-  // where the previous round left it.
-  std::optional<PqSweeper> sweeper;
-  if (options.pq_sweep && first == 0 && capacity == model.full_at) {
-    sweeper.emplace(problem, capacity, PqSweepOptions{});
-  }
+  // where the previous round (or probe) left it.
+  bool sweeping = sweeper != nullptr && first == 0 && capacity == model.full_at;
   int64_t sweep_nodes = 0;
   int64_t limit = std::max<int64_t>(1024, 2 * model.ids.size());
   while (limit <= max_limit) {
-    if (sweeper) {
+    if (sweeping) {
       const std::optional<Outcome> outcome = ContinueSweep(
           *sweeper, kSweepShare * limit, cancel, effort_left, answer);
       sweep_nodes = answer.nodes;
@@ -1060,7 +1058,7 @@ CapacityAnswer RoundRobin(const Model& model, const Problem& problem,
         answer.outcome = *outcome;
         return answer;
       }
-      if (!outcome) sweeper.reset();
+      sweeping = outcome.has_value();
     }
     for (size_t k = first; k < orderings.size(); k += stride) {
       const Outcome outcome = search.Run(orderings[k], limit);
@@ -1082,11 +1080,11 @@ CapacityAnswer RoundRobin(const Model& model, const Problem& problem,
 CapacityAnswer SearchCapacity(const Model& model, const Problem& problem,
                               Bytes capacity, const ExactOptions& options,
                               const CancelToken* cancel, int64_t* effort_left,
-                              int64_t max_limit) {
+                              int64_t max_limit, PqSweeper* sweeper) {
   if (options.threads <= 1 ||
       OrderingsFor(model, capacity, options).size() < 2) {
     return RoundRobin(model, problem, capacity, options, cancel, effort_left,
-                      max_limit, 0, 1);
+                      max_limit, 0, 1, sweeper);
   }
   CancelToken stop(cancel, absl::InfiniteFuture());
   CapacityAnswer answers[2];
@@ -1096,7 +1094,7 @@ CapacityAnswer SearchCapacity(const Model& model, const Problem& problem,
     int64_t* effort =
         first == 0 || effort_left == nullptr ? effort_left : &helper_effort;
     answers[first] = RoundRobin(model, problem, capacity, options, &stop,
-                                effort, max_limit, first, 2);
+                                effort, max_limit, first, 2, sweeper);
     if (Conclusive(answers[first].outcome)) stop.Cancel();
   };
   std::thread helper(run, 1);
@@ -1115,6 +1113,9 @@ struct Job {
   const SolveContext& ctx;      // cancel token, shared incumbent
   const Model& model;           // the searched buffers
   int64_t* effort_left;         // nodes left under max_nodes, or null
+  // The PQ-tree sweep at model.full_at, shared by every probe there (its
+  // restarts go on where the last probe stopped), or null.
+  PqSweeper* sweeper;
 };
 
 // kCapacity: is there a plan within `capacity`?
@@ -1126,7 +1127,7 @@ ExactResult SolveCapacity(const Job& job, Bytes capacity, ExactResult result) {
   } else {
     CapacityAnswer answer = SearchCapacity(
         job.model, job.problem, capacity, job.options, job.ctx.cancel,
-        job.effort_left, std::numeric_limits<int64_t>::max() / 4);
+        job.effort_left, std::numeric_limits<int64_t>::max() / 4, job.sweeper);
     result.nodes += answer.nodes;
     if (answer.outcome == Outcome::kFound) {
       result.solution.arena_size = ArenaOf(job.problem, answer.offsets);
@@ -1148,7 +1149,7 @@ Outcome Probe(const Job& job, Bytes capacity, int64_t budget,
               ExactResult& result) {
   CapacityAnswer answer =
       SearchCapacity(job.model, job.problem, capacity, job.options,
-                     job.ctx.cancel, job.effort_left, budget);
+                     job.ctx.cancel, job.effort_left, budget, job.sweeper);
   result.nodes += answer.nodes;
   if (answer.outcome == Outcome::kFound) {
     result.solution.arena_size = ArenaOf(job.problem, answer.offsets);
@@ -1318,8 +1319,17 @@ absl::StatusOr<ExactResult> SolveExact(const Problem& problem,
   if (absl::Status s = CheckFixed(problem); !s.ok()) return s;
   const Model model = BuildModel(problem);
   int64_t effort_left = options.max_nodes;
-  const Job job{problem, options, ctx, model,
-                options.max_nodes > 0 ? &effort_left : nullptr};
+  std::optional<PqSweeper> sweeper;
+  if (options.pq_sweep && model.full_at > 0 &&
+      (options.mode == ExactMode::kMinimize || capacity == model.full_at)) {
+    sweeper.emplace(problem, model.full_at, PqSweepOptions{});
+  }
+  const Job job{problem,
+                options,
+                ctx,
+                model,
+                options.max_nodes > 0 ? &effort_left : nullptr,
+                sweeper ? &*sweeper : nullptr};
   if (options.mode == ExactMode::kCapacity) {
     return SolveCapacity(job, capacity, std::move(result));
   }

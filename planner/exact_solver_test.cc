@@ -480,6 +480,19 @@ TEST(ExactSolverTest, PqSweepPacksSweepCuts) {
   }
 }
 
+// Minimize mode probes the bound first: at zero slack the sweep answers
+// there, its restarts going on from one round's probe to the next, so the
+// 330-buffer sweep cut is minimized to its height, proven, within 200,000
+// nodes.
+TEST(ExactSolverTest, MinimizeReachesAZeroSlackPackingsHeight) {
+  const Problem p = testing::ZeroSlackProblem({.buffers = 330, .seed = 4});
+  ExactOptions options;
+  options.max_nodes = 200'000;
+  const ExactResult r = MustSolve(p, options);
+  EXPECT_EQ(r.solution.arena_size, 1 << 20);
+  EXPECT_TRUE(r.proven_optimal);
+}
+
 // A state that failed without a rank restriction has no completion under
 // any ordering, so the round robin's second ordering skips what the first
 // refuted: this 140-buffer sweep cut is found in 29,857 nodes (44,993 when
