@@ -408,10 +408,16 @@ class SplitFinder {
       return std::nullopt;
     }
     starting_twin_ = Twins(starting_);
+    // Every subset's sum from a smaller one's: one addition each.
     const uint32_t all = (uint32_t{1} << starting_.size()) - 1;
+    fills_.resize(all + 1);
+    fills_[0] = {0, 0};
     for (uint32_t fill = 1; fill <= all; ++fill) {
-      fills_.push_back({Sum(fill, starting_), fill});
+      fills_[fill] = {fills_[fill & (fill - 1)].first +
+                          p_.buffers[starting_[__builtin_ctz(fill)]].size,
+                      fill};
     }
+    fills_.erase(fills_.begin());  // the empty fill
     std::sort(fills_.begin(), fills_.end());
     Split current;
     truncated_ = !Recurse(0, 0, current);
