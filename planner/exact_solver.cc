@@ -985,10 +985,6 @@ const std::vector<std::string>& OrderingsFor(const Model& model, Bytes capacity,
                                    : options.orderings;
 }
 
-// Round robin over orderings first, first + stride, ... with doubling node
-// limits up to `max_limit` (MiniMalloc's scheme): an easy ordering answers
-// early, and a run that proves infeasibility under any ordering settles the
-// question. kAborted when every run hit `max_limit`.
 // Found or proven absent (not out of nodes or time).
 bool Conclusive(Outcome outcome) {
   return outcome == Outcome::kFound || outcome == Outcome::kNotFound;
@@ -1029,6 +1025,10 @@ std::optional<Outcome> ContinueSweep(PqSweeper& sweeper, int64_t limit,
   return std::nullopt;
 }
 
+// Round robin over orderings first, first + stride, ... with doubling node
+// limits up to `max_limit` (MiniMalloc's scheme): an easy ordering answers
+// early, and a run that proves infeasibility under any ordering settles the
+// question. kAborted when every run hit `max_limit`.
 CapacityAnswer RoundRobin(const Model& model, const Problem& problem,
                           Bytes capacity, const ExactOptions& options,
                           const CancelToken* cancel, int64_t* effort_left,
@@ -1047,9 +1047,10 @@ CapacityAnswer RoundRobin(const Model& model, const Problem& problem,
   int64_t limit = std::max<int64_t>(1024, 2 * model.ids.size());
   while (limit <= max_limit) {
     if (sweeping) {
+      const int64_t before = answer.nodes;
       const std::optional<Outcome> outcome = ContinueSweep(
           *sweeper, kSweepShare * limit, cancel, effort_left, answer);
-      sweep_nodes = answer.nodes;
+      sweep_nodes += answer.nodes - before;
       if (outcome == Outcome::kCancelled) {
         answer.outcome = Outcome::kCancelled;
         return answer;
