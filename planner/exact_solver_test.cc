@@ -149,6 +149,33 @@ INSTANTIATE_TEST_SUITE_P(Options, ExactRandomTest,
                                return o;
                              }()));
 
+// Arenas of a pushed-down plan are multiples of the sizes' common grain (an
+// alignment of 1 does not change it), so minimizing a problem with every
+// size in KiB probes only whole KiB: the same probes, the same nodes and
+// 1024 times the optimum of the problem in bytes.
+TEST(ExactSolverTest, MinimizeProbesOnlyMultiplesOfTheSizesGrain) {
+  std::mt19937 rng(777);
+  int above_bound = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const Problem p = RandomProblem(rng, 7, trial % 2 == 1);
+    Problem kib = p;
+    for (Buffer& b : kib.buffers) {
+      b.size *= 1024;
+      if (b.alignment > 1) b.alignment *= 1024;
+      if (b.fixed_offset) *b.fixed_offset *= 1024;
+    }
+    const ExactResult r = MustSolve(p, ExactOptions{});
+    const ExactResult r_kib = MustSolve(kib, ExactOptions{});
+    ASSERT_TRUE(r.proven_optimal) << "trial " << trial;
+    ASSERT_TRUE(r_kib.proven_optimal) << "trial " << trial;
+    ASSERT_EQ(r_kib.solution.arena_size, 1024 * r.solution.arena_size)
+        << "trial " << trial;
+    ASSERT_EQ(r_kib.nodes, r.nodes) << "trial " << trial;
+    if (r.solution.arena_size > r.lower_bound) ++above_bound;
+  }
+  EXPECT_GT(above_bound, 10);  // enough instances needed probes above it
+}
+
 TEST(ExactSolverTest, CapacityModeMatchesBruteForce) {
   for (const std::vector<std::string>& orderings :
        {std::vector<std::string>{"WAT", "TAW", "TWA"},
