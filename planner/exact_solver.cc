@@ -1338,7 +1338,7 @@ absl::StatusOr<ExactResult> SolveExact(const Problem& problem,
   std::optional<PqSweeper> sweeper;
   if (options.pq_sweep && model.full_at > 0 &&
       (options.mode == ExactMode::kMinimize || capacity == model.full_at)) {
-    sweeper.emplace(problem, model.full_at, PqSweepOptions{});
+    sweeper.emplace(problem, model.full_at, PqSweepOptions{}, ctx.cancel);
   }
   const Job job{problem,
                 options,

@@ -78,10 +78,12 @@ struct PqSweepAnswer {
 class PqSweeper {
  public:
   // Finds the start times and their splits (kNotApplicable or kInfeasible
-  // may be known from these alone). `problem` must outlive the sweeper.
+  // may be known from these alone), polling `cancel` (may be null) between
+  // start times: a sweeper cancelled while preparing answers kStopped to
+  // every call. `problem` must outlive the sweeper.
   // REQUIRES sizes > 0 and start < end (ValidateBuffers).
   PqSweeper(const Problem& problem, Bytes capacity,
-            const PqSweepOptions& options);
+            const PqSweepOptions& options, const CancelToken* cancel = nullptr);
   ~PqSweeper();
   PqSweeper(const PqSweeper&) = delete;
   PqSweeper& operator=(const PqSweeper&) = delete;
@@ -100,8 +102,9 @@ class PqSweeper {
   PqSweepOutcome outcome_ = PqSweepOutcome::kNotApplicable;
   std::unique_ptr<Direction> directions_[2];  // forward, backward in time
   std::unique_ptr<Run> run_;                  // the run in progress
-  int run_direction_ = 0;  // its direction: 0 forward, 1 backward
-  int64_t runs_ = 0;       // runs started
+  int run_direction_ = 0;   // its direction: 0 forward, 1 backward
+  int64_t runs_ = 0;        // runs started
+  bool cancelled_ = false;  // cancelled while preparing: never searched
 };
 
 // Searches a plan of `problem` within `capacity` when that capacity leaves

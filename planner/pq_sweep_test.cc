@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
+#include "planner/cancel.h"
 #include "planner/problem.h"
 #include "planner/testing/random_problems.h"
 #include "planner/testing/zero_slack.h"
@@ -112,6 +114,27 @@ TEST(PqSweepTest, ContinuingInStepsMatchesOneCall) {
   const PqSweepAnswer again = sweeper.Continue(97, nullptr);
   EXPECT_EQ(again.outcome, PqSweepOutcome::kFound);
   EXPECT_EQ(again.nodes, 0);
+}
+
+// Cancelled between two start times while finding the splits: the sweeper
+// stops preparing (the splits of 4,000 buffers take up to 0.2 s) and never
+// searches, whatever a later call allows; the same sweeper not cancelled
+// finds the plan.
+TEST(PqSweepTest, CancelledWhilePreparingNeverSearches) {
+  const Problem p = testing::ZeroSlackProblem({.buffers = 330, .seed = 4});
+  int polls = 0;
+  const CancelToken cancel(nullptr, absl::InfiniteFuture(),
+                           [&polls] { return ++polls > 5; });
+  PqSweeper cancelled(p, 1 << 20, {}, &cancel);
+  EXPECT_EQ(polls, 6);  // it stopped at the first poll that said so
+  for (int call = 0; call < 2; ++call) {
+    const PqSweepAnswer a = cancelled.Continue(0, nullptr);
+    EXPECT_EQ(a.outcome, PqSweepOutcome::kStopped);
+    EXPECT_EQ(a.nodes, 0);
+    EXPECT_TRUE(a.offsets.empty());
+  }
+  PqSweeper whole(p, 1 << 20, {}, nullptr);
+  ExpectPlanWithin(p, whole.Continue(0, nullptr), 1 << 20);
 }
 
 // Small packings of both cuts, many live at once or few: every one is
