@@ -97,8 +97,10 @@ struct ExactOptions {
   // Results do not depend on timing when 1. Default 1.
   int threads = 1;
   // kMinimize probes arenas in rounds: the lower bound, then a binary search
-  // up to the incumbent, each probe stopped after about this many nodes per
-  // ordering; the budget doubles every round. Default 16384. REQUIRES > 0.
+  // up to the incumbent over multiples of the sizes' common grain (every
+  // arena of a pushed-down plan is one), each probe stopped after about
+  // this many nodes per ordering; the budget doubles every round. Default
+  // 16384. REQUIRES > 0.
   int64_t probe_nodes = 16384;
   // When > 0, the search stops after this many nodes in all (per search
   // thread), as if cancelled: with threads == 1 the answer then depends on
