@@ -11,7 +11,10 @@
 //     Generated zero-slack packings (planner/testing/zero_slack.h): a
 //     1 MiB x time rectangle cut into min..max buffers (by a sweep over
 //     time, or by guillotine cuts); the capacity is the rectangle's height,
-//     the optimum.
+//     the optimum. With --near, one buffer of each is a grain (1 KiB)
+//     larger (testing::NearZeroSlackProblem) and the capacity is the
+//     height plus a grain: the lower bound, and still the optimum (the
+//     buffers above that one moved up a grain), but no longer zero slack.
 //   minimalloc_bench plan FILE... [--time_limit=10] [--effort=N] [--runs=1]
 //       [--threads=2]
 //     The whole planner (PlanBuffers, "auto" with optimize, time_budget =
@@ -20,7 +23,8 @@
 //
 // --orderings=A,B,... replaces ExactOptions::orderings and
 // zero_slack_orderings (suite and zero_slack); --remember_failures=0 turns
-// off ExactOptions::remember_failures (zero-slack searches).
+// off ExactOptions::remember_failures (zero-slack searches); --pq_sweep=0
+// turns off ExactOptions::pq_sweep.
 // With --runs=R every instance is solved R times and the median time is
 // printed; plan marks rows whose runs gave different plans ("runs
 // differ": expected when a time budget, not --effort, ended the search).
@@ -72,6 +76,8 @@ struct Flags {
   bool guillotine = false;        // zero_slack: guillotine cuts, not sweep
   std::vector<std::string> orderings;  // overrides both ordering lists
   bool remember_failures = true;       // ExactOptions::remember_failures
+  bool pq_sweep = true;                // ExactOptions::pq_sweep
+  bool near = false;                   // zero_slack: one buffer a grain larger
 };
 
 // One instance to solve.
@@ -138,8 +144,13 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
     } else if (auto v = value("--cut")) {
       if (*v != "sweep" && *v != "guillotine") return false;
       flags.guillotine = *v == "guillotine";
+    } else if (auto v = value("--pq_sweep")) {
+      if (*v != "0" && *v != "1") return false;
+      flags.pq_sweep = *v == "1";
     } else if (arg == "--minimize") {
       flags.minimize = true;
+    } else if (arg == "--near") {
+      flags.near = true;
     } else if (arg.rfind("--", 0) == 0) {
       return false;
     } else {
@@ -196,6 +207,14 @@ std::vector<Instance> ZeroSlackInstances(const Flags& flags) {
     if (flags.guillotine) {
       options.cut = memplan::planner::testing::ZeroSlackCut::kGuillotine;
     }
+    if (flags.near) {
+      instances.push_back(
+          {"nzs" + std::to_string(options.buffers) + "s" +
+               std::to_string(options.seed),
+           memplan::planner::testing::NearZeroSlackProblem(options),
+           options.capacity + options.grain});
+      continue;
+    }
     instances.push_back({"zs" + std::to_string(options.buffers) + "s" +
                              std::to_string(options.seed),
                          memplan::planner::testing::ZeroSlackProblem(options),
@@ -220,6 +239,7 @@ bool SolveOne(const Instance& instance, const Flags& flags, double& seconds) {
   options.threads = std::max(flags.threads, 1);
   options.max_nodes = flags.effort;
   options.remember_failures = flags.remember_failures;
+  options.pq_sweep = flags.pq_sweep;
   if (!flags.orderings.empty()) {
     options.orderings = flags.orderings;
     options.zero_slack_orderings = flags.orderings;
@@ -353,7 +373,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: %s [suite] DIR [--capacity=BYTES] [--minimize] ...\n"
                  "       %s zero_slack [--count=N] [--min_buffers=N] "
-                 "[--max_buffers=N] [--seed=S] ...\n"
+                 "[--max_buffers=N] [--seed=S] [--near] ...\n"
                  "       %s plan FILE... ...\n"
                  "  common: [--time_limit=SECONDS] [--threads=N] "
                  "[--effort=N] [--runs=R]\n",

@@ -116,7 +116,8 @@ TEST(BudgetTest, EffortGivesTheSamePlanUnderLoadAndAnyThreadCount) {
 }
 
 TEST(BudgetTest, MaxNodesBoundsTheExactSearchByWork) {
-  Problem p = testing::NearZeroSlackProblem({.buffers = 300, .seed = 4});
+  // Not solved within the nodes (seeds 2 and 4 are, by the PQ-tree sweep).
+  Problem p = testing::NearZeroSlackProblem({.buffers = 300, .seed = 3});
   ExactOptions options;
   options.max_nodes = 50000;
   absl::StatusOr<ExactResult> a = SolveExact(p, options, SolveContext{});

@@ -128,13 +128,16 @@ void BuildSections(const Problem& problem, Model& model) {
 
 // Two local buffers overlap in time exactly when their section spans meet.
 // Pairs are found in order of sec_lo, so each list is sorted by it.
-void BuildNeighbors(Model& model) {
+// False once `cancel` (may be null) says stop: up to max_overlaps (2^22)
+// pairs take about 50 ms.
+bool BuildNeighbors(Model& model, const CancelToken* cancel) {
   const int m = static_cast<int>(model.ids.size());
   std::vector<int> by_lo(m);
   for (int i = 0; i < m; ++i) by_lo[i] = i;
   std::sort(by_lo.begin(), by_lo.end(),
             [&](int a, int b) { return model.sec_lo[a] < model.sec_lo[b]; });
   for (int x = 0; x < m; ++x) {
+    if (x % 64 == 0 && cancel != nullptr && cancel->Cancelled()) return false;
     const int a = by_lo[x];
     for (int y = x + 1; y < m; ++y) {
       const int b = by_lo[y];
@@ -143,6 +146,7 @@ void BuildNeighbors(Model& model) {
       model.neighbors[b].push_back(a);
     }
   }
+  return true;
 }
 
 // The one nonzero live total of every section, if they are all equal (a
@@ -161,7 +165,9 @@ Bytes FullAt(const Problem& problem) {
 }
 
 // Builds the Model: searched buffers, sections, neighbours, obstacles.
-Model BuildModel(const Problem& problem) {
+// Nothing once `cancel` (may be null) says stop.
+std::optional<Model> BuildModel(const Problem& problem,
+                                const CancelToken* cancel) {
   Model model;
   std::vector<int> fixed;
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
@@ -190,7 +196,7 @@ Model BuildModel(const Problem& problem) {
               });
   }
   BuildSections(problem, model);
-  BuildNeighbors(model);
+  if (!BuildNeighbors(model, cancel)) return std::nullopt;
   if (fixed.empty()) model.full_at = FullAt(problem);
   if (model.full_at > 0) {
     // No fixed buffers: local indices are the problem's.
@@ -994,6 +1000,11 @@ bool Conclusive(Outcome outcome) {
 // round's node limit: its nodes cost about half an ordering's, and on cuts
 // over time it decides what the orderings do not.
 constexpr int64_t kSweepShare = 4;
+// The same with the slack filled (at the bound of a problem with slack):
+// one ordering's share. The orderings find most such plans too; on
+// MiniMalloc's suite (capacity = bound, slack elsewhere) 4 times this made
+// E and F take 2.4 times the nodes, A and B a fiftieth.
+constexpr int64_t kFilledSweepShare = 1;
 
 // Continues the PQ-tree sweep (pq_sweep.h) for `limit` nodes within the
 // effort left; its nodes are added to `answer`, and its plan put there when
@@ -1040,16 +1051,19 @@ CapacityAnswer RoundRobin(const Model& model, const Problem& problem,
                 options.remember_failures);
   const std::vector<std::string>& orderings =
       OrderingsFor(model, capacity, options);
-  // At zero slack the PQ-tree sweep goes first in every round, continued
-  // where the previous round (or probe) left it.
-  bool sweeping = sweeper != nullptr && first == 0 && capacity == model.full_at;
+  // At the sweep's capacity (zero slack, or the bound with the slack
+  // filled) the PQ-tree sweep goes first in every round, continued where
+  // the previous round (or probe) left it.
+  bool sweeping =
+      sweeper != nullptr && first == 0 && capacity == sweeper->capacity();
   int64_t sweep_nodes = 0;
   int64_t limit = std::max<int64_t>(1024, 2 * model.ids.size());
   while (limit <= max_limit) {
     if (sweeping) {
       const int64_t before = answer.nodes;
-      const std::optional<Outcome> outcome = ContinueSweep(
-          *sweeper, kSweepShare * limit, cancel, effort_left, answer);
+      const int64_t share = sweeper->filled() ? kFilledSweepShare : kSweepShare;
+      const std::optional<Outcome> outcome =
+          ContinueSweep(*sweeper, share * limit, cancel, effort_left, answer);
       sweep_nodes += answer.nodes - before;
       if (outcome == Outcome::kCancelled) {
         answer.outcome = Outcome::kCancelled;
@@ -1114,8 +1128,9 @@ struct Job {
   const SolveContext& ctx;      // cancel token, shared incumbent
   const Model& model;           // the searched buffers
   int64_t* effort_left;         // nodes left under max_nodes, or null
-  // The PQ-tree sweep at model.full_at, shared by every probe there (its
-  // restarts go on where the last probe stopped), or null.
+  // The PQ-tree sweep at its capacity (model.full_at, or else the lower
+  // bound with every step's slack a filler), shared by every probe there
+  // (its restarts go on where the last probe stopped), or null.
   PqSweeper* sweeper;
 };
 
@@ -1290,7 +1305,8 @@ bool Searchable(const Problem& problem, const ExactOptions& options) {
          options.max_overlaps;
 }
 
-// Too large to search: report on the starting plan as it is.
+// Too large to search, or cancelled while the search was set up: report on
+// the starting plan as it is.
 ExactResult Unsearched(const ExactOptions& options, Bytes capacity,
                        ExactResult result) {
   result.proven_optimal = result.solution.arena_size == result.lower_bound;
@@ -1333,12 +1349,30 @@ absl::StatusOr<ExactResult> SolveExact(const Problem& problem,
     return Unsearched(options, capacity, std::move(result));
   }
   if (absl::Status s = CheckFixed(problem); !s.ok()) return s;
-  const Model model = BuildModel(problem);
+  const std::optional<Model> built = BuildModel(problem, ctx.cancel);
+  if (!built) return Unsearched(options, capacity, std::move(result));
+  const Model& model = *built;
   int64_t effort_left = options.max_nodes;
   std::optional<PqSweeper> sweeper;
-  if (options.pq_sweep && model.full_at > 0 &&
-      (options.mode == ExactMode::kMinimize || capacity == model.full_at)) {
+  const Bytes target =
+      options.mode == ExactMode::kMinimize ? result.lower_bound : capacity;
+  if (!options.pq_sweep || result.solution.arena_size <= target) {
+    // Nothing to sweep for: the seed is the answer.
+  } else if (model.full_at > 0 && (options.mode == ExactMode::kMinimize ||
+                                   capacity == model.full_at)) {
     sweeper.emplace(problem, model.full_at, PqSweepOptions{}, ctx.cancel);
+  } else if (model.full_at < 0) {
+    // Slack: at the bound (the first probe of kMinimize, or a capacity
+    // within one grain of it) a plan with one free run per step proves the
+    // bound; the sweep searches those.
+    const Bytes grain = Granularity(problem);
+    const Bytes bound = RoundUp(result.lower_bound, grain);
+    const Bytes height =
+        options.mode == ExactMode::kMinimize ? bound : capacity;
+    if (height >= bound && height < bound + grain) {
+      sweeper.emplace(problem, height, PqSweepOptions{.fill_slack = true},
+                      ctx.cancel);
+    }
   }
   const Job job{problem,
                 options,

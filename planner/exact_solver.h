@@ -91,7 +91,10 @@ struct ExactOptions {
   // orderings in every round of the round robin, with the round's node
   // limit: it keeps every memory order still possible instead of placing
   // buffers one by one, and decides most such problems in a few hundred
-  // nodes. Default true.
+  // nodes. Where there is slack, at the lower bound (kMinimize's first
+  // probe, or a capacity within one grain of the bound) it searches the
+  // plans with one free run per step (fill_slack): finding one proves the
+  // bound, and near-zero-slack problems have one. Default true.
   bool pq_sweep = true;
   // Threads searching orderings at once (1 or 2); the first to answer wins.
   // Results do not depend on timing when 1. Default 1.

@@ -786,16 +786,58 @@ int64_t Luby(int64_t i) {
 
 }  // namespace
 
+namespace {
+
+// Adds to `problem` a filler buffer for every span between two consecutive
+// event times whose live bytes are below `capacity`, of the difference, so
+// every step from the first start to the last end is full. False if some
+// step's live bytes exceed the capacity.
+bool AddSlackFillers(Bytes capacity, Problem& problem) {
+  std::vector<std::pair<Step, Bytes>> events;
+  events.reserve(2 * problem.buffers.size());
+  for (const Buffer& b : problem.buffers) {
+    events.emplace_back(b.start, b.size);
+    events.emplace_back(b.end, -b.size);
+  }
+  std::sort(events.begin(), events.end());
+  Bytes live = 0;
+  for (size_t k = 0; k < events.size();) {
+    const Step at = events[k].first;
+    for (; k < events.size() && events[k].first == at; ++k) {
+      live += events[k].second;
+    }
+    if (live > capacity) return false;
+    if (live == capacity || k == events.size()) continue;
+    Buffer filler;
+    filler.name = "slack";
+    filler.start = at;
+    filler.end = events[k].first;
+    filler.size = capacity - live;
+    problem.buffers.push_back(std::move(filler));
+  }
+  return true;
+}
+
+}  // namespace
+
 PqSweeper::PqSweeper(const Problem& problem, Bytes capacity,
                      const PqSweepOptions& options, const CancelToken* cancel)
-    : problem_(problem), options_(options) {
+    : problem_(problem), capacity_(capacity), options_(options) {
   for (const Buffer& b : problem.buffers) {
     if (b.fixed_offset) return;  // kNotApplicable
+  }
+  Problem forward = problem;
+  if (options.fill_slack) {
+    if (!AddSlackFillers(capacity, forward)) {
+      outcome_ = PqSweepOutcome::kInfeasible;  // a step exceeds the capacity
+      return;
+    }
+    filled_ = forward.buffers.size() > problem.buffers.size();
   }
   // Both directions of time: a plan of the reversed problem (every
   // lifetime [s, e) turned into [-e, -s)) is a plan of the problem. Which
   // one the sweep solves sooner varies with the problem.
-  Problem reversed = problem;
+  Problem reversed = forward;
   for (Buffer& b : reversed.buffers) {
     const Step start = b.start;
     b.start = -b.end;
@@ -804,7 +846,7 @@ PqSweeper::PqSweeper(const Problem& problem, Bytes capacity,
   // One direction may have a start time with too many buffers to split
   // (many start together where few end): the other is searched alone.
   Preparation prepared[2] = {
-      Prepare(problem, capacity, options.max_splits, cancel),
+      Prepare(std::move(forward), capacity, options.max_splits, cancel),
       Prepare(std::move(reversed), capacity, options.max_splits, cancel)};
   for (int d = 0; d < 2; ++d) {
     if (prepared[d].outcome == PqSweepOutcome::kStopped) {
@@ -815,7 +857,9 @@ PqSweeper::PqSweeper(const Problem& problem, Bytes capacity,
       return;
     }
     if (prepared[d].outcome == PqSweepOutcome::kInfeasible) {
-      outcome_ = PqSweepOutcome::kInfeasible;  // sizes cannot match
+      // Sizes cannot match; with fillers, only at one free run per step.
+      outcome_ = filled_ ? PqSweepOutcome::kNotApplicable
+                         : PqSweepOutcome::kInfeasible;
       return;
     }
     if (prepared[d].prepared) {
@@ -873,10 +917,14 @@ PqSweepAnswer PqSweeper::Continue(int64_t max_nodes,
       }
       continue;
     }
-    answer.outcome = outcome;
+    // With fillers, no plan of one free run per step says nothing of others.
+    answer.outcome = outcome == PqSweepOutcome::kInfeasible && filled_
+                         ? PqSweepOutcome::kNotApplicable
+                         : outcome;
     break;
   }
   if (answer.outcome == PqSweepOutcome::kFound) {
+    answer.offsets.resize(problem_.buffers.size());  // the fillers' go
     for (size_t i = 0; i < problem_.buffers.size(); ++i) {
       if (answer.offsets[i] % problem_.buffers[i].alignment != 0) {
         // Gap-free plans only: another may align; nothing concluded.

@@ -17,6 +17,13 @@
 // made consecutive. With one split per start time the sweep is polynomial;
 // the exact solver (exact_solver.h) runs it first at zero slack.
 //
+// With fill_slack the capacity may leave slack: between every two
+// consecutive event times the slack becomes one more buffer of that size
+// (a filler), so every step is full again. A plan of that problem is a plan
+// of the input with at most one free run per step (often enough when the
+// slack is small); a plan with more runs is not searched, so with fillers
+// the sweep finds plans but refutes none.
+//
 //   PqSweepAnswer a = PqSweep(problem, capacity, {.max_nodes = 1 << 20},
 //                             &cancel);
 //   if (a.outcome == PqSweepOutcome::kFound) Use(a.offsets);
@@ -38,10 +45,12 @@ namespace memplan::planner {
 enum class PqSweepOutcome {
   kFound,          // a plan within the capacity (offsets)
   kInfeasible,     // proven: no plan within the capacity
-  kNotApplicable,  // the capacity leaves slack, fixed offsets, a gap-free
-                   // plan found but misaligned, a start time with more
-                   // than 12 ended or 16 starting buffers, or none found
-                   // among the splits kept (max_splits): nothing concluded
+  kNotApplicable,  // the capacity leaves slack (without fill_slack), fixed
+                   // offsets, a gap-free plan found but misaligned, a start
+                   // time with more than 12 ended or 16 starting buffers,
+                   // none found among the splits kept (max_splits), or
+                   // none with one free run per step (fill_slack): nothing
+                   // concluded
   kStopped,        // out of nodes, or cancelled: nothing concluded
 };
 
@@ -62,6 +71,11 @@ struct PqSweepOptions {
   // ends within its length (found, or every choice refuted) answers.
   // Default 4096.
   int64_t restart_nodes = 4096;
+  // Where the capacity leaves slack, search the plans with at most one free
+  // run per step (each step's slack a filler buffer); kInfeasible then
+  // means only that some step's live bytes exceed the capacity. Default
+  // false: slack anywhere is kNotApplicable.
+  bool fill_slack = false;
 };
 
 // The answer of PqSweep.
@@ -92,13 +106,20 @@ class PqSweeper {
   // `cancel`, which may be null). options.max_nodes is not used here.
   PqSweepAnswer Continue(int64_t max_nodes, const CancelToken* cancel);
 
+  // The capacity searched.
+  Bytes capacity() const { return capacity_; }
+  // Whether fillers were added (fill_slack where the capacity leaves slack).
+  bool filled() const { return filled_; }
+
  private:
   struct Direction;
   struct Run;
   // Direction 0 (forward in time) or 1: prepared and not searched through.
   bool Searchable(int direction) const;
   const Problem& problem_;
+  const Bytes capacity_;
   const PqSweepOptions options_;
+  bool filled_ = false;  // fillers were added (fill_slack): refutes nothing
   PqSweepOutcome outcome_ = PqSweepOutcome::kNotApplicable;
   std::unique_ptr<Direction> directions_[2];  // forward, backward in time
   std::unique_ptr<Run> run_;                  // the run in progress

@@ -137,6 +137,31 @@ TEST(PqSweepTest, CancelledWhilePreparingNeverSearches) {
   ExpectPlanWithin(p, whole.Continue(0, nullptr), 1 << 20);
 }
 
+// A zero-slack packing with one buffer a grain larger has a plan at its
+// bound with one free grain per step (everything above that buffer's top
+// moved up a grain). The slack makes the plain sweep not applicable; with
+// the slack filled it finds such a plan, of the input's buffers only.
+TEST(PqSweepTest, FillingTheSlackFindsNearZeroSlackPackingsAtTheirBound) {
+  for (testing::ZeroSlackCut cut :
+       {testing::ZeroSlackCut::kSweep, testing::ZeroSlackCut::kGuillotine}) {
+    for (int n : {150, 270, 450}) {
+      const Problem p =
+          testing::NearZeroSlackProblem({.cut = cut, .buffers = n, .seed = 2});
+      const Bytes bound = LowerBound(p);
+      ASSERT_EQ(bound, (1 << 20) + 1024);
+      EXPECT_EQ(PqSweep(p, bound, {}, nullptr).outcome,
+                PqSweepOutcome::kNotApplicable);
+      const PqSweepAnswer a =
+          PqSweep(p, bound, {.max_nodes = 200000, .fill_slack = true}, nullptr);
+      ExpectPlanWithin(p, a, bound);
+      EXPECT_EQ(a.offsets.size(), p.buffers.size()) << n;
+      // Filled or not, a step above the capacity is a proof.
+      EXPECT_EQ(PqSweep(p, bound - 1024, {.fill_slack = true}, nullptr).outcome,
+                PqSweepOutcome::kInfeasible);
+    }
+  }
+}
+
 // Small packings of both cuts, many live at once or few: every one is
 // found, within the height, valid.
 TEST(PqSweepTest, FindsSmallPackingsOfBothCuts) {
