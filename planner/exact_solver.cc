@@ -1003,7 +1003,9 @@ constexpr int64_t kSweepShare = 4;
 // The same with the slack filled (at the bound of a problem with slack):
 // one ordering's share. The orderings find most such plans too; on
 // MiniMalloc's suite (capacity = bound, slack elsewhere) 4 times this made
-// E and F take 2.4 times the nodes, A and B a fiftieth.
+// E and F take 2.4 times the nodes they took without the sweep (1.3 times
+// at this share), while A and B went from 187k and 303k nodes to 130 and
+// 7k (13k at this share).
 constexpr int64_t kFilledSweepShare = 1;
 
 // Continues the PQ-tree sweep (pq_sweep.h) for `limit` nodes within the

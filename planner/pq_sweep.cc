@@ -784,10 +784,6 @@ int64_t Luby(int64_t i) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // Adds to `problem` a filler buffer for every span between two consecutive
 // event times whose live bytes are below `capacity`, of the difference, so
 // every step from the first start to the last end is full. False if some
