@@ -21,8 +21,9 @@
 // consecutive event times the slack becomes one more buffer of that size
 // (a filler), so every step is full again. A plan of that problem is a plan
 // of the input with at most one free run per step (often enough when the
-// slack is small); a plan with more runs is not searched, so with fillers
-// the sweep finds plans but refutes none.
+// slack is small); a plan with more runs is not searched, so once fillers
+// were added the sweep finds plans but refutes none (a capacity that
+// leaves no slack adds none: the plain sweep, refutations included).
 //
 //   PqSweepAnswer a = PqSweep(problem, capacity, {.max_nodes = 1 << 20},
 //                             &cancel);
@@ -73,8 +74,9 @@ struct PqSweepOptions {
   int64_t restart_nodes = 4096;
   // Where the capacity leaves slack, search the plans with at most one free
   // run per step (each step's slack a filler buffer); kInfeasible then
-  // means only that some step's live bytes exceed the capacity. Default
-  // false: slack anywhere is kNotApplicable.
+  // means only that some step's live bytes exceed the capacity (or, with
+  // no slack anywhere and so no fillers, what it means without this).
+  // Default false: slack anywhere is kNotApplicable.
   bool fill_slack = false;
 };
 
