@@ -176,6 +176,26 @@ TEST(ExactSolverTest, MinimizeProbesOnlyMultiplesOfTheSizesGrain) {
   EXPECT_GT(above_bound, 10);  // enough instances needed probes above it
 }
 
+// Sizes in threes with alignments of 2, 4 and 8: the grain shrinks to what
+// the alignments leave (3 KiB buffers at 2 KiB give 1 KiB), and minimizing
+// still finds the true optimum.
+TEST(ExactSolverTest, GrainUnderAlignmentsMatchesBruteForce) {
+  std::mt19937 rng(4242);
+  int aligned = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    Problem p = RandomProblem(rng, 7, true);
+    for (Buffer& b : p.buffers) {
+      b.size *= 3;
+      if (b.fixed_offset) *b.fixed_offset *= 3;  // still aligned
+    }
+    const ExactResult r = MustSolve(p, ExactOptions{});
+    ASSERT_TRUE(r.proven_optimal) << "trial " << trial;
+    ASSERT_EQ(r.solution.arena_size, BruteForceOptimum(p)) << "trial " << trial;
+    for (const Buffer& b : p.buffers) aligned += b.alignment > 1 ? 1 : 0;
+  }
+  EXPECT_GT(aligned, 100);
+}
+
 TEST(ExactSolverTest, CapacityModeMatchesBruteForce) {
   for (const std::vector<std::string>& orderings :
        {std::vector<std::string>{"WAT", "TAW", "TWA"},
