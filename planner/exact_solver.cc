@@ -1137,14 +1137,18 @@ struct Job {
 };
 
 // kCapacity: is there a plan within `capacity`?
-ExactResult SolveCapacity(const Job& job, Bytes capacity, ExactResult result) {
+// The search runs at `searched`: the capacity rounded down to the grain,
+// which admits the same pushed-down plans (and lets a capacity a few bytes
+// above a zero-slack height be searched as zero slack).
+ExactResult SolveCapacity(const Job& job, Bytes capacity, Bytes searched,
+                          ExactResult result) {
   if (result.lower_bound > capacity) {
     result.capacity_status = CapacityStatus::kInfeasible;
   } else if (result.solution.arena_size <= capacity) {
     result.capacity_status = CapacityStatus::kFeasible;
   } else {
     CapacityAnswer answer = SearchCapacity(
-        job.model, job.problem, capacity, job.options, job.ctx.cancel,
+        job.model, job.problem, searched, job.options, job.ctx.cancel,
         job.effort_left, std::numeric_limits<int64_t>::max() / 4, job.sweeper);
     result.nodes += answer.nodes;
     if (answer.outcome == Outcome::kFound) {
@@ -1355,23 +1359,26 @@ absl::StatusOr<ExactResult> SolveExact(const Problem& problem,
   if (!built) return Unsearched(options, capacity, std::move(result));
   const Model& model = *built;
   int64_t effort_left = options.max_nodes;
+  // Pushed-down plans have arenas in whole grains: a capacity between two
+  // is searched at the lower one.
+  const Bytes grain = Granularity(problem);
+  const Bytes searched = capacity - capacity % grain;
   std::optional<PqSweeper> sweeper;
   const Bytes target =
       options.mode == ExactMode::kMinimize ? result.lower_bound : capacity;
   if (!options.pq_sweep || result.solution.arena_size <= target) {
     // Nothing to sweep for: the seed is the answer.
   } else if (model.full_at > 0 && (options.mode == ExactMode::kMinimize ||
-                                   capacity == model.full_at)) {
+                                   searched == model.full_at)) {
     sweeper.emplace(problem, model.full_at, PqSweepOptions{}, ctx.cancel);
   } else if (model.full_at < 0) {
     // Slack: at the bound (the first probe of kMinimize, or a capacity
     // within one grain of it) a plan with one free run per step proves the
     // bound; the sweep searches those.
-    const Bytes grain = Granularity(problem);
     const Bytes bound = RoundUp(result.lower_bound, grain);
     const Bytes height =
-        options.mode == ExactMode::kMinimize ? bound : capacity;
-    if (height >= bound && height < bound + grain) {
+        options.mode == ExactMode::kMinimize ? bound : searched;
+    if (height == bound) {
       sweeper.emplace(problem, height, PqSweepOptions{.fill_slack = true},
                       ctx.cancel);
     }
@@ -1383,7 +1390,7 @@ absl::StatusOr<ExactResult> SolveExact(const Problem& problem,
                 options.max_nodes > 0 ? &effort_left : nullptr,
                 sweeper ? &*sweeper : nullptr};
   if (options.mode == ExactMode::kCapacity) {
-    return SolveCapacity(job, capacity, std::move(result));
+    return SolveCapacity(job, capacity, searched, std::move(result));
   }
   return SolveMinimize(job, std::move(result));
 }

@@ -52,7 +52,9 @@ enum class CapacityStatus {
 struct ExactOptions {
   // kMinimize by default.
   ExactMode mode = ExactMode::kMinimize;
-  // The limit for kCapacity; when unset, problem.capacity is used.
+  // The limit for kCapacity; when unset, problem.capacity is used. It is
+  // searched rounded down to the sizes' grain (every arena of a pushed-down
+  // plan is a whole number of grains: the same plans fit).
   // REQUIRES (kCapacity) one of the two set. kMinimize ignores it.
   std::optional<Bytes> capacity;
   // Problems with more buffers are not searched: the seed (or the built-in

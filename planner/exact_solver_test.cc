@@ -555,6 +555,18 @@ TEST(ExactSolverTest, PqSweepPacksSweepCuts) {
   }
 }
 
+// A capacity a few bytes above a zero-slack packing's height admits the
+// same pushed-down plans as the height (every arena is whole KiB), so it is
+// searched there: as zero slack, with the sweep, within the same nodes.
+TEST(ExactSolverTest, ACapacityBetweenGrainsIsSearchedAtTheLowerOne) {
+  const Problem p = testing::ZeroSlackProblem({.buffers = 330, .seed = 4});
+  ExactOptions options = Capacity((1 << 20) + 512);
+  options.max_nodes = 60'000;
+  const ExactResult r = MustSolve(p, options);
+  EXPECT_EQ(r.capacity_status, CapacityStatus::kFeasible);
+  EXPECT_EQ(r.solution.arena_size, 1 << 20);
+}
+
 // Minimize mode probes the bound first: at zero slack the sweep answers
 // there, its restarts going on from one round's probe to the next, so the
 // 330-buffer sweep cut is minimized to its height, proven, within 200,000
