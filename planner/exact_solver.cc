@@ -1130,6 +1130,7 @@ struct Job {
   const SolveContext& ctx;      // cancel token, shared incumbent
   const Model& model;           // the searched buffers
   int64_t* effort_left;         // nodes left under max_nodes, or null
+  Bytes grain;                  // Granularity(problem)
   // The PQ-tree sweep at its capacity (model.full_at, or else the lower
   // bound with every step's slack a filler), shared by every probe there
   // (its restarts go on where the last probe stopped), or null.
@@ -1246,7 +1247,7 @@ bool MinimizeRound(const Job& job, int64_t budget, Bytes grain, Bytes& lo,
 // kMinimize: rounds of probes with doubling node budgets, so easy
 // improvements come first and hard probes get more time each round.
 ExactResult SolveMinimize(const Job& job, ExactResult result) {
-  const Bytes grain = Granularity(job.problem);
+  const Bytes grain = job.grain;
   // Every arena below lo is impossible.
   Bytes lo = RoundUp(result.lower_bound, grain);
   int64_t budget = std::max<int64_t>(job.options.probe_nodes, 1);
@@ -1388,6 +1389,7 @@ absl::StatusOr<ExactResult> SolveExact(const Problem& problem,
                 ctx,
                 model,
                 options.max_nodes > 0 ? &effort_left : nullptr,
+                grain,
                 sweeper ? &*sweeper : nullptr};
   if (options.mode == ExactMode::kCapacity) {
     return SolveCapacity(job, capacity, searched, std::move(result));

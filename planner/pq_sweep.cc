@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "planner/hole_groups.h"
+#include "planner/sections.h"
 
 namespace memplan::planner {
 namespace {
@@ -784,31 +785,22 @@ int64_t Luby(int64_t i) {
   }
 }
 
-// Adds to `problem` a filler buffer for every span between two consecutive
-// event times whose live bytes are below `capacity`, of the difference, so
-// every step from the first start to the last end is full. False if some
-// step's live bytes exceed the capacity.
+// Adds to `problem` a filler buffer for every section (sections.h, kAll:
+// between two consecutive event times) whose live bytes are below
+// `capacity`, of the difference, so every step from the first start to the
+// last end is full. False if some section's live bytes exceed the capacity.
 bool AddSlackFillers(Bytes capacity, Problem& problem) {
-  std::vector<std::pair<Step, Bytes>> events;
-  events.reserve(2 * problem.buffers.size());
-  for (const Buffer& b : problem.buffers) {
-    events.emplace_back(b.start, b.size);
-    events.emplace_back(b.end, -b.size);
-  }
-  std::sort(events.begin(), events.end());
-  Bytes live = 0;
-  for (size_t k = 0; k < events.size();) {
-    const Step at = events[k].first;
-    for (; k < events.size() && events[k].first == at; ++k) {
-      live += events[k].second;
-    }
-    if (live > capacity) return false;
-    if (live == capacity || k == events.size()) continue;
+  const Sections sections = SweepSections(problem);
+  const std::vector<Bytes> live =
+      SectionTotals(sections, [&](int i) { return problem.buffers[i].size; });
+  for (int k = 0; k < sections.size(); ++k) {
+    if (live[k] > capacity) return false;
+    if (live[k] == capacity) continue;
     Buffer filler;
     filler.name = "slack";
-    filler.start = at;
-    filler.end = events[k].first;
-    filler.size = capacity - live;
+    filler.start = sections.begin[k];
+    filler.end = sections.end[k];
+    filler.size = capacity - live[k];
     problem.buffers.push_back(std::move(filler));
   }
   return true;
@@ -846,10 +838,10 @@ PqSweeper::PqSweeper(const Problem& problem, Bytes capacity,
       Prepare(std::move(reversed), capacity, options.max_splits, cancel)};
   for (int d = 0; d < 2; ++d) {
     if (prepared[d].outcome == PqSweepOutcome::kStopped) {
+      // Cancelled: kStopped with no direction, never searched.
       directions_[0].reset();
       directions_[1].reset();
       outcome_ = PqSweepOutcome::kStopped;
-      cancelled_ = true;
       return;
     }
     if (prepared[d].outcome == PqSweepOutcome::kInfeasible) {
@@ -877,7 +869,11 @@ PqSweepAnswer PqSweeper::Continue(int64_t max_nodes,
                                   const CancelToken* cancel) {
   PqSweepAnswer answer;
   answer.outcome = outcome_;
-  if (outcome_ != PqSweepOutcome::kStopped || cancelled_) return answer;
+  // kStopped without a direction: cancelled while preparing.
+  if (outcome_ != PqSweepOutcome::kStopped ||
+      (directions_[0] == nullptr && directions_[1] == nullptr)) {
+    return answer;
+  }
   // Restarts of Luby-sequence lengths, alternating the direction; the
   // first two runs keep the splits as found, later ones shuffle them.
   const int64_t unit = std::max<int64_t>(options_.restart_nodes, 1);

@@ -125,9 +125,8 @@ class PqSweeper {
   PqSweepOutcome outcome_ = PqSweepOutcome::kNotApplicable;
   std::unique_ptr<Direction> directions_[2];  // forward, backward in time
   std::unique_ptr<Run> run_;                  // the run in progress
-  int run_direction_ = 0;   // its direction: 0 forward, 1 backward
-  int64_t runs_ = 0;        // runs started
-  bool cancelled_ = false;  // cancelled while preparing: never searched
+  int run_direction_ = 0;  // its direction: 0 forward, 1 backward
+  int64_t runs_ = 0;       // runs started
 };
 
 // Searches a plan of `problem` within `capacity` when that capacity leaves
