@@ -31,25 +31,6 @@ constexpr int64_t kBufferWork = 16;
 // generous: S_1 colors in 44M units, under the 64M floor.
 constexpr int64_t kCapScale = 4;
 
-absl::Status Cancelled() {
-  return absl::DeadlineExceededError("shared object coloring cancelled");
-}
-
-// Buffers largest first, ties by index; packed keys sort in cache.
-absl::StatusOr<std::vector<int>> BySize(const Problem& problem,
-                                        const CancelToken* cancel) {
-  const auto& b = problem.buffers;
-  std::vector<std::pair<Bytes, int>> keys(b.size());
-  for (int i = 0; i < static_cast<int>(b.size()); ++i)
-    keys[i] = {-b[i].size, i};
-  if (!SortOrCancel(keys.begin(), keys.end(), std::less<>(), cancel)) {
-    return Cancelled();
-  }
-  std::vector<int> order(b.size());
-  for (size_t k = 0; k < keys.size(); ++k) order[k] = keys[k].second;
-  return order;
-}
-
 // One buffer to color, gathered in size order so the coloring loop reads
 // memory in sequence.
 struct Request {
@@ -71,7 +52,11 @@ absl::StatusOr<SharedObjects> Color(const Problem& problem,
                                     ColoredFn colored) {
   const auto& b = problem.buffers;
   const auto span = ScheduleSpan(problem);
-  absl::StatusOr<std::vector<int>> order = BySize(problem, cancel);
+  // Largest first, ties by earliest start (greedy placement's size order):
+  // equal sizes are colored in time order, so the TimeIndex lists a
+  // coloring reads stay in cache (1M random buffers: 60 distinct sizes).
+  absl::StatusOr<std::vector<int>> order =
+      GreedyPlacementOrder(problem, GreedyOrder::kSize, cancel);
   if (!order.ok()) return order.status();
   std::vector<Request> requests;
   requests.reserve(order->size());

@@ -1,7 +1,8 @@
 // Stage 3, shared objects: groups buffers into shared objects so that no two
 // buffers of an object are live together; an object is as large as its
 // largest member. Mini-Infer's greedy coloring: buffers by size, largest
-// first, each into the first object holding none of its interference
+// first (equal sizes by earliest start, then index, as greedy placement's
+// size order), each into the first object holding none of its interference
 // neighbours (TFLite GPU's "greedy by size" shared objects). The response
 // calls them pools (Pool, pool_id) and the stage is timed as "pools".
 //

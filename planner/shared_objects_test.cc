@@ -31,6 +31,20 @@ void ExpectValid(const Problem& p, const SharedObjects& objects) {
   EXPECT_EQ(largest, objects.size);
 }
 
+// Equal sizes are colored in start order, whatever their indices: b (the
+// earliest) takes object 0, a (overlapping b) object 1, c (overlapping a
+// only) object 0. In index order a would take 0 and c 1.
+TEST(SharedObjectsTest, EqualSizesGoInStartOrder) {
+  Problem p;
+  p.buffers = {{"a", 2, 4, 64}, {"b", 0, 3, 64}, {"c", 3, 5, 64}};
+  const std::vector<int> want = {1, 0, 0};
+  absl::StatusOr<InterferenceGraph> graph =
+      BuildInterferenceGraph(p, /*max_edges=*/100);
+  ASSERT_TRUE(graph.ok());
+  EXPECT_EQ(ColorSharedObjects(p, *graph).object_of, want);
+  EXPECT_EQ(ColorSharedObjects(p).object_of, want);
+}
+
 // Dense problems (hundreds of overlaps per buffer) are colored from merged
 // pool ranges; sparse ones by scanning neighbours: both as with the graph.
 TEST(SharedObjectsTest, WithoutAGraphTheSamePoolsDenseOrSparse) {

@@ -4,10 +4,12 @@
 // of maximal sections (sections.h), so memory and time depend on the number
 // of buffers only, never on how many steps the schedule spans. The
 // sections are cut into blocks about one mean lifetime long; each block
-// lists the items that cover it (for "live at q's start") and the items that
-// start in it (for "starts inside q"). The lists of all blocks live in two
-// flat arrays sized up front (at most 3 entries per buffer), so a query
-// streams through contiguous memory and inserting never allocates.
+// lists the items that started before it and reach into it (for "live at
+// q's start") and the items that start in it (for "starts inside q"). An
+// item is listed once per block it touches, never twice in one block. The
+// lists of all blocks live in two flat arrays sized up front (at most 3
+// entries per buffer), so a query streams through contiguous memory and
+// inserting never allocates.
 //
 //   planner::Sections time = planner::CompressTime(problem);
 //   planner::TimeIndex<Offset> index(time);
@@ -41,7 +43,8 @@ class TimeIndex {
     std::vector<size_t> covering(blocks + 1, 0), starting(blocks + 1, 0);
     for (size_t i = 0; i < time.first.size(); ++i) {
       ++starting[Block(time.first[i]) + 1];
-      for (size_t k = Block(time.first[i]); k <= Block(time.last[i] - 1); ++k) {
+      for (size_t k = Block(time.first[i]) + 1; k <= Block(time.last[i] - 1);
+           ++k) {
         ++covering[k + 1];
       }
     }
@@ -63,7 +66,7 @@ class TimeIndex {
     const Item item{lo, hi, payload};
     const size_t first = Block(item.lo), last = Block(item.hi - 1);
     starting_[starting_end_[first]++] = item;
-    for (size_t b = first; b <= last; ++b) {
+    for (size_t b = first + 1; b <= last; ++b) {
       covering_[covering_end_[b]++] = item;
     }
   }
@@ -79,14 +82,21 @@ class TimeIndex {
   template <typename Fn>
   void ForEachOverlapping(int lo, int hi, Fn&& fn) const {
     const size_t first = Block(lo), last = Block(hi - 1);
+    // Started before lo's block: overlaps when it is still live at lo.
     for (size_t i = covering_begin_[first]; i < covering_end_[first]; ++i) {
       const Item& item = covering_[i];
-      if (item.lo <= lo && lo < item.hi) fn(item.payload);
+      if (lo < item.hi) fn(item.payload);
     }
-    for (size_t b = first; b <= last; ++b) {
+    // Started in lo's block: before or after lo.
+    for (size_t i = starting_begin_[first]; i < starting_end_[first]; ++i) {
+      const Item& item = starting_[i];
+      if (lo < item.hi && item.lo < hi) fn(item.payload);
+    }
+    // Started in a later block: after lo.
+    for (size_t b = first + 1; b <= last; ++b) {
       for (size_t i = starting_begin_[b]; i < starting_end_[b]; ++i) {
         const Item& item = starting_[i];
-        if (lo < item.lo && item.lo < hi) fn(item.payload);
+        if (item.lo < hi) fn(item.payload);
       }
     }
   }
@@ -118,7 +128,7 @@ class TimeIndex {
 
   const Sections& time_;
   int block_;
-  std::vector<Item> covering_;  // per block: items overlapping it
+  std::vector<Item> covering_;  // per block: items reaching in from before
   std::vector<Item> starting_;  // per block: items starting in it
   std::vector<size_t> covering_begin_, covering_end_;  // slots per block
   std::vector<size_t> starting_begin_, starting_end_;
