@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "planner/cancel.h"
 #include "planner/problem.h"
+#include "planner/sort.h"
 
 namespace memplan::planner {
 
@@ -137,7 +138,12 @@ std::vector<Bytes> SectionMaxima(const Sections& sections, WeightFn weight) {
   const int n = static_cast<int>(sections.first.size());
   std::vector<std::pair<Bytes, int>> by_weight(n);
   for (int i = 0; i < n; ++i) by_weight[i] = {-weight(i), i};
-  std::sort(by_weight.begin(), by_weight.end());
+  // Heaviest first, ties by index (the radix sort is stable); weights
+  // that differ in one byte (paddings under an alignment) take one pass.
+  (void)RadixSortOrCancel(
+      &by_weight,
+      [](const std::pair<Bytes, int>& w) { return SignedKey(w.first); },
+      nullptr);
   std::vector<Bytes> max(sections.size(), 0);
   std::vector<int> next(sections.size() + 1);  // next unpainted section
   for (size_t k = 0; k < next.size(); ++k) next[k] = static_cast<int>(k);
