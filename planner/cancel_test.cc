@@ -6,6 +6,7 @@
 #include <atomic>
 #include <random>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -137,6 +138,15 @@ TEST(CancelTest, EveryStageReturnsAtOnceWhenAlreadyCancelled) {
             absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(ColorSharedObjects(p, &token).status().code(),
             absl::StatusCode::kDeadlineExceeded);
+  // The stage is named: the coloring's order comes from greedy placement's
+  // sort, whose own error would name the placement.
+  const absl::Status colored =
+      ColorSharedObjects(p, *BuildInterferenceGraph(p, 1 << 30), &token)
+          .status();
+  EXPECT_EQ(colored.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(colored.message().find("shared object coloring"),
+            std::string_view::npos)
+      << colored;
   EXPECT_EQ(BuildInterferenceGraph(p, 1 << 30, &token).status().code(),
             absl::StatusCode::kDeadlineExceeded);
   const absl::StatusOr<Solution> plan =

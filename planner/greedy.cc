@@ -138,6 +138,21 @@ absl::StatusOr<std::vector<int>> AreaOrder(const Problem& problem,
   return IndicesOf(keys);
 }
 
+// Whether OrderOf reads compressed time for `order` (the others get it
+// empty).
+bool ReadsCompressedTime(GreedyOrder order) {
+  switch (order) {
+    case GreedyOrder::kConflicts:
+    case GreedyOrder::kBreadth:
+      return true;
+    case GreedyOrder::kSize:
+    case GreedyOrder::kLifetime:
+    case GreedyOrder::kArea:
+      return false;
+  }
+  return true;
+}
+
 // The placement order under `order`, with compressed time at hand.
 absl::StatusOr<std::vector<int>> OrderOf(const Problem& problem,
                                          const Sections& time,
@@ -177,17 +192,18 @@ absl::StatusOr<std::vector<int>> OrderOf(const Problem& problem,
 
 // Sorts ranges by offset alone. Most answers of a scan are a few dozen
 // ranges: insertion sort moves them in cache without std::sort's
-// partitioning; the long ones (a long-lived buffer overlaps thousands) go
-// to the radix sort, a pass per byte of offset. On 1M random buffers the
-// sort was a sixth of a best-fit placement with std::sort alone; with
-// both, best fit takes 0.86-0.88 s instead of 1.00.
-void SortByOffset(std::vector<TakenRange>* ranges) {
+// partitioning; longer ones (a long-lived buffer overlaps thousands) go to
+// the radix sort, a pass per byte of offset, in `scratch`. On 1M random
+// buffers the sort was a sixth of a best-fit placement with std::sort
+// alone (BENCHMARKS.md §3).
+void SortByOffset(std::vector<TakenRange>* ranges,
+                  std::vector<TakenRange>* scratch) {
   constexpr size_t kInsertionSortUpTo = 64;
   auto& r = *ranges;
   if (r.size() > kInsertionSortUpTo) {
-    (void)RadixSortOrCancel(
-        ranges, [](const TakenRange& t) { return SignedKey(t.offset); },
-        nullptr);
+    (void)RadixSortWith(
+        ranges, scratch,
+        [](const TakenRange& t) { return SignedKey(t.offset); }, nullptr);
     return;
   }
   for (size_t i = 1; i < r.size(); ++i) {
@@ -240,7 +256,7 @@ class PlacedBuffers {
         lo, hi, [&](const TakenRange& r) { taken_.push_back(r); });
     // By offset alone: FindGap gives the same answer whatever the order of
     // ranges starting at one offset, and one key compares faster.
-    SortByOffset(&taken_);
+    SortByOffset(&taken_, &scratch_);
     *work = static_cast<int64_t>(taken_.size());
     return taken_;
   }
@@ -248,7 +264,8 @@ class PlacedBuffers {
  private:
   std::optional<TimeIndex<TakenRange>> scan_;
   std::optional<GapIndex> gaps_;
-  std::vector<TakenRange> taken_;  // the scan's answer
+  std::vector<TakenRange> taken_;    // the scan's answer
+  std::vector<TakenRange> scratch_;  // its sort's
 };
 
 // Whether placement reads merged ranges: as asked, or when most buffers
@@ -374,8 +391,7 @@ std::vector<int> GreedyPlacementOrder(const Problem& problem,
 
 absl::StatusOr<std::vector<int>> GreedyPlacementOrder(
     const Problem& problem, GreedyOrder order, const CancelToken* cancel) {
-  // Only the conflict and breadth orders read compressed time.
-  if (order != GreedyOrder::kConflicts && order != GreedyOrder::kBreadth) {
+  if (!ReadsCompressedTime(order)) {
     return OrderOf(problem, Sections(), order, cancel);
   }
   absl::StatusOr<Sections> time = CompressTime(problem, cancel);

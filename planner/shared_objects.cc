@@ -1,7 +1,6 @@
 #include "planner/shared_objects.h"
 
 #include <algorithm>
-#include <functional>
 #include <numeric>
 #include <optional>
 #include <utility>
@@ -12,7 +11,6 @@
 #include "planner/gap.h"
 #include "planner/gap_index.h"
 #include "planner/sections.h"
-#include "planner/sort.h"
 #include "planner/sweep.h"
 #include "planner/time_index.h"
 
@@ -57,6 +55,9 @@ absl::StatusOr<SharedObjects> Color(const Problem& problem,
   // coloring reads stay in cache (1M random buffers: 60 distinct sizes).
   absl::StatusOr<std::vector<int>> order =
       GreedyPlacementOrder(problem, GreedyOrder::kSize, cancel);
+  if (absl::IsDeadlineExceeded(order.status())) {
+    return absl::DeadlineExceededError("shared object coloring cancelled");
+  }
   if (!order.ok()) return order.status();
   std::vector<Request> requests;
   requests.reserve(order->size());

@@ -54,23 +54,20 @@ inline uint64_t SignedKey(int64_t v) {
   return static_cast<uint64_t>(v) ^ (uint64_t{1} << 63);
 }
 
-// Sorts `items` by key(item) (a uint64_t), stable: equal keys keep their
-// order, so sorting by the least significant field first and the most
-// significant last sorts by all of them. False (items in some order) when
-// `cancel` (may be null) was cancelled first. O(n x bytes that differ).
+// Sorts `items` by key(item) (a uint64_t), stable, with the caller's
+// `scratch` (resized as needed; `items` and `scratch` may trade buffers):
+// for sorting many arrays without an allocation each. A pass per byte in
+// which the keys differ, whatever the length. False (items in some order)
+// when `cancel` (may be null) was cancelled first.
 template <typename T, typename KeyFn>
-[[nodiscard]] bool RadixSortOrCancel(std::vector<T>* items, KeyFn key,
-                                     const CancelToken* cancel) {
+[[nodiscard]] bool RadixSortWith(std::vector<T>* items, std::vector<T>* scratch,
+                                 KeyFn key, const CancelToken* cancel) {
   const size_t n = items->size();
-  if (n < 256) {
-    std::stable_sort(items->begin(), items->end(),
-                     [&](const T& a, const T& b) { return key(a) < key(b); });
-    return cancel == nullptr || !cancel->Cancelled();
-  }
+  if (n < 2) return cancel == nullptr || !cancel->Cancelled();
   uint64_t differ = 0;
   const uint64_t first = key((*items)[0]);
   for (const T& item : *items) differ |= key(item) ^ first;
-  std::vector<T> scratch(n);
+  scratch->resize(n);
   for (int shift = 0; shift < 64; shift += 8) {
     if (((differ >> shift) & 0xff) == 0) continue;
     if (cancel != nullptr && cancel->Cancelled()) return false;
@@ -78,11 +75,25 @@ template <typename T, typename KeyFn>
     for (const T& item : *items) ++start[((key(item) >> shift) & 0xff) + 1];
     for (int d = 0; d < 256; ++d) start[d + 1] += start[d];
     for (T& item : *items) {
-      scratch[start[(key(item) >> shift) & 0xff]++] = std::move(item);
+      (*scratch)[start[(key(item) >> shift) & 0xff]++] = std::move(item);
     }
-    items->swap(scratch);
+    items->swap(*scratch);
   }
   return cancel == nullptr || !cancel->Cancelled();
+}
+
+// The same with its own scratch; below 256 items a std::stable_sort.
+// O(n x bytes that differ).
+template <typename T, typename KeyFn>
+[[nodiscard]] bool RadixSortOrCancel(std::vector<T>* items, KeyFn key,
+                                     const CancelToken* cancel) {
+  if (items->size() < 256) {
+    std::stable_sort(items->begin(), items->end(),
+                     [&](const T& a, const T& b) { return key(a) < key(b); });
+    return cancel == nullptr || !cancel->Cancelled();
+  }
+  std::vector<T> scratch;
+  return RadixSortWith(items, &scratch, key, cancel);
 }
 
 }  // namespace memplan::planner

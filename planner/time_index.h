@@ -4,12 +4,14 @@
 // of maximal sections (sections.h), so memory and time depend on the number
 // of buffers only, never on how many steps the schedule spans. The
 // sections are cut into blocks about one mean lifetime long; each block
-// lists the items that started before it and reach into it (for "live at
-// q's start") and the items that start in it (for "starts inside q"). An
-// item is listed once per block it touches, never twice in one block. The
-// lists of all blocks live in two flat arrays sized up front (at most 3
-// entries per buffer), so a query streams through contiguous memory and
-// inserting never allocates.
+// lists the items that started before it and reach into it, and the items
+// that start in it. A query reads the first list of q's first block (live
+// at q's start), the second list of that block (starting before or after
+// q's start) and the second lists of q's later blocks (starting inside q).
+// An item is listed once per block it touches, never twice in one block.
+// The lists of all blocks live in two flat arrays sized up front (fewer
+// than 3n entries for n buffers, as blocks are a mean lifetime long), so a
+// query streams through contiguous memory and inserting never allocates.
 //
 //   planner::Sections time = planner::CompressTime(problem);
 //   planner::TimeIndex<Offset> index(time);
@@ -62,6 +64,8 @@ class TimeIndex {
   }
 
   // The same with buffer i's sections given: [lo, hi) = [first[i], last[i]).
+  // REQUIRES: exactly some buffer i's range, not inserted before (the
+  // blocks' slots were counted from those ranges).
   void Insert(int lo, int hi, const Payload& payload) {
     const Item item{lo, hi, payload};
     const size_t first = Block(item.lo), last = Block(item.hi - 1);
@@ -101,7 +105,8 @@ class TimeIndex {
     }
   }
 
-  // List entries allocated: at most 3 per buffer (memory is O(buffers)).
+  // List entries allocated: fewer than 3 per buffer on average (memory is
+  // O(buffers)).
   size_t slots() const { return covering_.size() + starting_.size(); }
 
  private:
