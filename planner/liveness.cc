@@ -32,8 +32,9 @@ absl::StatusOr<absl::flat_hash_map<std::string, int>> IndexTensors(
       return Invalid("tensor '", t.name, "' alignment ", t.alignment,
                      " is not a power of two up to 2^32");
     }
-    if (auto s =
-            AddToTotalSize(t.size_bytes, "tensor '" + t.name + "'", &total);
+    if (auto s = AddToTotalSize(
+            t.size_bytes, [&] { return absl::StrCat("tensor '", t.name, "'"); },
+            &total);
         !s.ok()) {
       return s;
     }

@@ -28,49 +28,52 @@ std::string Who(const Buffer& b, size_t i) {
 }
 
 // A fixed offset must be non-negative, aligned, and end by kMaxTotalBytes.
-absl::Status CheckFixedOffset(const Buffer& b, const std::string& what) {
+absl::Status CheckFixedOffset(const Buffer& b,
+                              absl::FunctionRef<std::string()> what) {
   const Offset o = *b.fixed_offset;
-  if (o < 0) return Invalid(what, " has negative fixed_offset ", o);
+  if (o < 0) return Invalid(what(), " has negative fixed_offset ", o);
   if (o % b.alignment != 0) {
-    return Invalid(what, " fixed_offset ", o,
+    return Invalid(what(), " fixed_offset ", o,
                    " is not a multiple of its alignment ", b.alignment);
   }
   Bytes end;
   if (__builtin_add_overflow(o, b.size, &end)) {
-    return Invalid(what, " fixed_offset + size overflows 64 bits");
+    return Invalid(what(), " fixed_offset + size overflows 64 bits");
   }
   if (end > kMaxTotalBytes) {
-    return Invalid(what, " fixed_offset ", o, " is past 2^62 bytes");
+    return Invalid(what(), " fixed_offset ", o, " is past 2^62 bytes");
   }
   return absl::OkStatus();
 }
 
 // Steps within [-kMaxStep, kMaxStep], start < end, at most kMaxStep apart.
-absl::Status CheckLifetime(const Buffer& b, const std::string& what) {
+absl::Status CheckLifetime(const Buffer& b,
+                           absl::FunctionRef<std::string()> what) {
   if (b.start < -kMaxStep || b.start > kMaxStep || b.end < -kMaxStep ||
       b.end > kMaxStep) {
-    return Invalid(what, " has start ", b.start, " and end ", b.end,
+    return Invalid(what(), " has start ", b.start, " and end ", b.end,
                    "; steps must lie within +-2^62");
   }
   if (b.start >= b.end) {
-    return Invalid(what, " has start ", b.start, " >= end ", b.end,
+    return Invalid(what(), " has start ", b.start, " >= end ", b.end,
                    "; lifetimes are half-open [start, end)");
   }
   if (b.start < b.end - kMaxStep) {  // no overflow: both within +-2^62
-    return Invalid(what, " lives from step ", b.start, " to ", b.end,
+    return Invalid(what(), " lives from step ", b.start, " to ", b.end,
                    "; a lifetime may span at most 2^62 steps");
   }
   return absl::OkStatus();
 }
 
 // The checks of one buffer that need nothing else.
-absl::Status CheckBuffer(const Buffer& b, const std::string& what) {
+absl::Status CheckBuffer(const Buffer& b,
+                         absl::FunctionRef<std::string()> what) {
   if (absl::Status s = CheckLifetime(b, what); !s.ok()) return s;
   if (b.size <= 0) {
-    return Invalid(what, " has size ", b.size, "; sizes must be positive");
+    return Invalid(what(), " has size ", b.size, "; sizes must be positive");
   }
   if (!IsValidAlignment(b.alignment)) {
-    return Invalid(what, " alignment ", b.alignment,
+    return Invalid(what(), " alignment ", b.alignment,
                    " is not a power of two up to 2^32");
   }
   if (b.fixed_offset.has_value()) return CheckFixedOffset(b, what);
@@ -124,9 +127,10 @@ absl::Status CheckPins(const Problem& problem) {
 
 }  // namespace
 
-absl::Status AddToTotalSize(Bytes size, absl::string_view what, Bytes* total) {
+absl::Status AddToTotalSize(Bytes size, absl::FunctionRef<std::string()> what,
+                            Bytes* total) {
   if (__builtin_add_overflow(*total, size, total) || *total > kMaxTotalBytes) {
-    return Invalid("sizes overflow 64 bits at ", what,
+    return Invalid("sizes overflow 64 bits at ", what(),
                    " (the sum of sizes must stay below 2^62)");
   }
   return absl::OkStatus();
@@ -136,7 +140,8 @@ absl::Status ValidateBuffers(const Problem& problem) {
   Bytes total = 0;
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
     const Buffer& b = problem.buffers[i];
-    const std::string what = Who(b, i);
+    // The name is only spelled out in a message (not 1M strings per plan).
+    const auto what = [&] { return Who(b, i); };
     if (absl::Status s = CheckBuffer(b, what); !s.ok()) return s;
     if (absl::Status s = AddToTotalSize(b.size, what, &total); !s.ok()) {
       return s;

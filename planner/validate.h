@@ -8,8 +8,10 @@
 #ifndef MEMPLAN_PLANNER_VALIDATE_H_
 #define MEMPLAN_PLANNER_VALIDATE_H_
 
+#include <string>
+
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
-#include "absl/strings/string_view.h"
 #include "planner/problem.h"
 
 namespace memplan::planner {
@@ -31,9 +33,10 @@ inline bool IsValidAlignment(Bytes a) {
   return IsPowerOfTwo(a) && a <= kMaxAlignment;
 }
 
-// Adds `size` to `*total`; INVALID_ARGUMENT naming `what` when the sum
-// passes kMaxTotalBytes.
-[[nodiscard]] absl::Status AddToTotalSize(Bytes size, absl::string_view what,
+// Adds `size` to `*total`; INVALID_ARGUMENT naming what() (called only
+// then) when the sum passes kMaxTotalBytes.
+[[nodiscard]] absl::Status AddToTotalSize(Bytes size,
+                                          absl::FunctionRef<std::string()> what,
                                           Bytes* total);
 
 // Checks each buffer alone and the sum of sizes: -kMaxStep <= start < end
