@@ -200,7 +200,8 @@ std::optional<Model> BuildModel(const Problem& problem,
   if (fixed.empty()) model.full_at = FullAt(problem);
   if (model.full_at > 0) {
     // No fixed buffers: local indices are the problem's.
-    model.groups = FindHoleGroups(problem, model.full_at).groups;
+    model.groups = FindHoleGroups(problem, model.full_at, cancel).groups;
+    if (cancel != nullptr && cancel->Cancelled()) return std::nullopt;
     if (!model.groups.empty()) model.groups_of.resize(m);
     for (size_t g = 0; g < model.groups.size(); ++g) {
       for (int b : model.groups[g].members) {

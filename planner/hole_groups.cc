@@ -125,10 +125,12 @@ void SplitEnds(const std::vector<Life>& lives, const std::vector<int>& ends,
 
 // FindHoleGroups in one direction of time.
 bool AddGroups(const std::vector<Life>& lives, Bytes capacity,
+               const CancelToken* cancel,
                std::set<std::pair<std::vector<int>, Bytes>>& groups) {
   const std::optional<ZeroSlackEvents> events = SweepEvents(lives, capacity);
   if (!events) return false;
   for (size_t e = 0; e < events->ending.size(); ++e) {
+    if (cancel != nullptr && cancel->Cancelled()) break;
     const std::vector<int>& ends = events->ending[e];
     const std::vector<int>& starts = events->starting[e];
     if (events->cleared[e] || ends.size() < 2 || ends.size() > kMaxSplit ||
@@ -144,7 +146,8 @@ bool AddGroups(const std::vector<Life>& lives, Bytes capacity,
 
 }  // namespace
 
-HoleGroups FindHoleGroups(const Problem& problem, Bytes capacity) {
+HoleGroups FindHoleGroups(const Problem& problem, Bytes capacity,
+                          const CancelToken* cancel) {
   std::vector<Life> forward, backward;
   for (const Buffer& b : problem.buffers) {
     forward.push_back({b.start, b.end, b.size});
@@ -152,8 +155,8 @@ HoleGroups FindHoleGroups(const Problem& problem, Bytes capacity) {
   }
   HoleGroups result;
   std::set<std::pair<std::vector<int>, Bytes>> groups;
-  if (!AddGroups(forward, capacity, groups)) return result;
-  AddGroups(backward, capacity, groups);
+  if (!AddGroups(forward, capacity, cancel, groups)) return result;
+  AddGroups(backward, capacity, cancel, groups);
   result.zero_slack = true;
   for (const auto& [members, span] : groups) {
     result.groups.push_back({members, span});

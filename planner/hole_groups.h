@@ -21,6 +21,7 @@
 #include <optional>
 #include <vector>
 
+#include "planner/cancel.h"
 #include "planner/problem.h"
 
 namespace memplan::planner {
@@ -44,7 +45,10 @@ struct HoleGroups {
 // The groups of `problem` at `capacity`; ending (and starting) sets of more
 // than 10 buffers, or with more than 10 starting (ending) sizes to sum, are
 // not split. REQUIRES sizes > 0 and start < end; fixed offsets are ignored.
-HoleGroups FindHoleGroups(const Problem& problem, Bytes capacity);
+// Polls `cancel` (may be null) at every event: once it says stop, the groups
+// found so far are returned (each still holds; fewer are found).
+HoleGroups FindHoleGroups(const Problem& problem, Bytes capacity,
+                          const CancelToken* cancel = nullptr);
 
 // A zero-slack problem's timeline, per distinct start time (ascending): the
 // buffers that start then, and the ones that end after the previous start

@@ -7,6 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "planner/cancel.h"
 #include "planner/problem.h"
 #include "planner/testing/random_problems.h"
 #include "planner/testing/zero_slack.h"
@@ -27,6 +28,15 @@ TEST(HoleGroupsTest, BuffersEndingIntoOneStartTouch) {
   ASSERT_EQ(at10.groups.size(), 1u);
   EXPECT_THAT(at10.groups[0].members, ElementsAre(1, 2));
   EXPECT_EQ(at10.groups[0].span, 7);
+}
+
+// A cancelled search set-up splits no event: no group, and no wait.
+TEST(HoleGroupsTest, CancelledFindsNoGroup) {
+  const Problem p =
+      testing::ProblemOf({{0, 3, 3}, {0, 2, 3}, {0, 2, 4}, {2, 3, 7}});
+  CancelToken cancelled;
+  cancelled.Cancel();
+  EXPECT_THAT(FindHoleGroups(p, 10, &cancelled).groups, IsEmpty());
 }
 
 // Two starting buffers (3 + 4) can fill the two ended ones' holes apart:
