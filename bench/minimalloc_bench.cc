@@ -24,7 +24,7 @@
 // --orderings=A,B,... replaces ExactOptions::orderings and
 // zero_slack_orderings (suite and zero_slack); --remember_failures=0 turns
 // off ExactOptions::remember_failures (zero-slack searches); --pq_sweep=0
-// turns off ExactOptions::pq_sweep; --restarts=0 ExactOptions::restarts.
+// turns off ExactOptions::pq_sweep; --dives=0 ExactOptions::dives.
 // With --runs=R every instance is solved R times and the median time is
 // printed; plan marks rows whose runs gave different plans ("runs
 // differ": expected when a time budget, not --effort, ended the search).
@@ -77,7 +77,7 @@ struct Flags {
   std::vector<std::string> orderings;  // overrides both ordering lists
   bool remember_failures = true;       // ExactOptions::remember_failures
   bool pq_sweep = true;                // ExactOptions::pq_sweep
-  bool restarts = true;                // ExactOptions::restarts
+  bool dives = true;                   // ExactOptions::dives
   bool near = false;                   // zero_slack: one buffer a grain larger
 };
 
@@ -145,9 +145,9 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
     } else if (auto v = value("--cut")) {
       if (*v != "sweep" && *v != "guillotine") return false;
       flags.guillotine = *v == "guillotine";
-    } else if (auto v = value("--restarts")) {
+    } else if (auto v = value("--dives")) {
       if (*v != "0" && *v != "1") return false;
-      flags.restarts = *v == "1";
+      flags.dives = *v == "1";
     } else if (auto v = value("--pq_sweep")) {
       if (*v != "0" && *v != "1") return false;
       flags.pq_sweep = *v == "1";
@@ -244,7 +244,7 @@ bool SolveOne(const Instance& instance, const Flags& flags, double& seconds) {
   options.max_nodes = flags.effort;
   options.remember_failures = flags.remember_failures;
   options.pq_sweep = flags.pq_sweep;
-  options.restarts = flags.restarts;
+  options.dives = flags.dives;
   if (!flags.orderings.empty()) {
     options.orderings = flags.orderings;
     options.zero_slack_orderings = flags.orderings;
@@ -383,7 +383,7 @@ int main(int argc, char** argv) {
                  "  common: [--time_limit=SECONDS] [--threads=N] "
                  "[--effort=N] [--runs=R]\n"
                  "  search: [--orderings=A,B,...] [--remember_failures=0|1] "
-                 "[--pq_sweep=0|1] [--restarts=0|1]\n",
+                 "[--pq_sweep=0|1] [--dives=0|1]\n",
                  argv[0], argv[0], argv[0]);
     return 64;
   }

@@ -48,7 +48,9 @@ uint64_t Mix(uint64_t x) {
 // A dive's perturbation of a static ordering: every key of buffer b is
 // scaled by a factor in [1, 1 + kKeyPerturbation) drawn from (seed, b); seed
 // 0 scales nothing. Buffers of near-equal keys trade places, large ones
-// stay ahead of small ones. On MiniMalloc's D at 994 KiB, dives of 1024
+// stay ahead of small ones. Ties in the first key vanish, so a perturbed
+// ordering sorts by its first letter alone (WAT: a noisy W order; TAW and
+// TWA: the same noisy T order). On MiniMalloc's D at 994 KiB, dives of 1024
 // nodes found a plan 4 times in 2000 at 10% and 5 at 20%, none at 3% or
 // 40%; J at 995 KiB 3 times at 10%, none at 20%.
 constexpr long double kKeyPerturbation = 0.1L;
@@ -105,9 +107,12 @@ struct Model {
   // The capacity at which every section is exactly full (zero slack: every
   // section's live bytes are 0 or this), or -1 (also with fixed buffers).
   Bytes full_at = -1;
-  // The lower bound rounded up to the sizes' grain: a search there has a
-  // full section, which the orderings' bounds use best (no dives).
+  // The lower bound (a whole number of grains) and the sizes' grain
+  // (Granularity). No dives at the bound: a search there has a section
+  // that must be filled to the top (or a fixed buffer's top at it), which
+  // the plain orderings' bounds use best.
   Bytes bound = 0;
+  Bytes grain = 1;
 };
 
 // The outcome of one search (or sub-search).
@@ -1065,17 +1070,19 @@ std::optional<Outcome> ContinueSweep(PqSweeper& sweeper, int64_t limit,
 }
 
 // Dives per round of the round robin, in units of the orderings' nodes in
-// that round (ExactOptions::restarts). At a fixed effort of 5M nodes (median
-// of three seeds) 2 took D to 1025024 and J to 1020928, 4 to 1025024 and
-// 1019904, against 1031168 and 1035264 without dives; 8 was no better at
-// 15M and doubled the nodes of capacity mode where the plain orderings
-// answer.
+// that round (ExactOptions::dives). At a fixed effort of 5M nodes (median
+// over three other seed streams) 2 took D to 1025024 and J to 1020928, 4
+// to 1025024 and 1019904, against 1031168 and 1035264 without dives; 4
+// took J to 1005568 at 15M, but doubled capacity mode's nodes where the
+// plain orderings answer (C and E-K). Dives rarely prove a capacity
+// infeasible: above the bound a refutation now takes about three times
+// the nodes.
 constexpr int64_t kDiveShare = 2;
 
 // Round robin over orderings first, first + stride, ... with doubling node
 // limits up to `max_limit` (MiniMalloc's scheme): an easy ordering answers
 // early, and a run that proves infeasibility under any ordering settles the
-// question. Above the bound, each round then dives (ExactOptions::restarts):
+// question. Above the bound, each round then dives (ExactOptions::dives):
 // the first ordering perturbed, at the first round's limit, dive d of the
 // call on thread d % stride. kAborted when every run hit `max_limit`.
 CapacityAnswer RoundRobin(const Model& model, const Problem& problem,
@@ -1095,10 +1102,12 @@ CapacityAnswer RoundRobin(const Model& model, const Problem& problem,
   bool sweeping =
       sweeper != nullptr && first == 0 && capacity == sweeper->capacity();
   int64_t sweep_nodes = 0;
-  int64_t limit = std::max<int64_t>(1024, 2 * model.ids.size());
+  int64_t limit = options.first_round_nodes > 0
+                      ? options.first_round_nodes
+                      : std::max<int64_t>(1024, 2 * model.ids.size());
   const int64_t dive_limit = limit;
-  const bool diving =
-      options.restarts && capacity > model.bound && capacity != model.full_at;
+  // Above the bound there is slack (full_at, if any, is the bound).
+  const bool diving = options.dives && capacity > model.bound;
   uint64_t dive = 0;  // dives of this call so far
   // Runs ordering k (perturbed by a nonzero `seed`) for `nodes`; true when
   // that settled the question (answer.outcome is set).
@@ -1113,8 +1122,9 @@ CapacityAnswer RoundRobin(const Model& model, const Problem& problem,
     return true;
   };
   // Dives differ from one capacity and call to the next (a later round of
-  // kMinimize probing the same capacity dives elsewhere).
-  const uint64_t salt = Mix(static_cast<uint64_t>(capacity)) ^
+  // kMinimize probing the same capacity dives elsewhere); the capacity in
+  // grains, so a problem in KiB dives as the same one in bytes.
+  const uint64_t salt = Mix(static_cast<uint64_t>(capacity / model.grain)) ^
                         Mix(static_cast<uint64_t>(max_limit) + 1);
   while (limit <= max_limit) {
     if (sweeping) {
@@ -1417,7 +1427,8 @@ absl::StatusOr<ExactResult> SolveExact(const Problem& problem,
   // Pushed-down plans have arenas in whole grains: a capacity between two
   // is searched at the lower one.
   const Bytes grain = Granularity(problem);
-  built->bound = RoundUp(result.lower_bound, grain);
+  built->bound = result.lower_bound;  // whole grains (sizes, fixed tops)
+  built->grain = grain;
   const Model& model = *built;
   int64_t effort_left = options.max_nodes;
   const Bytes searched = capacity - capacity % grain;

@@ -98,25 +98,30 @@ struct ExactOptions {
   // plans with one free run per step (fill_slack): finding one proves the
   // bound, and near-zero-slack problems have one. Default true.
   bool pq_sweep = true;
-  // Above the lower bound (rounded up to the sizes' grain) and where the
-  // capacity leaves slack, every round of the round robin also dives: short
-  // runs of the first ordering with its keys perturbed (each scaled by up
-  // to 10%, drawn from a seed, so the same input and options give the same
-  // plan), at the first round's node limit, twice as many nodes as the
-  // orderings had that round. Runs of one ordering are heavy tailed: on
-  // MiniMalloc's J a plan within 985 KiB took 1 of 1500 such dives of 1024
-  // nodes, and no plain ordering found one within 1000 KiB in 120 s.
-  // Default true.
-  bool restarts = true;
+  // Above the lower bound, every round of the round robin also dives: short
+  // runs of the first ordering with each buffer's keys scaled by a factor
+  // in [1, 1.1) drawn from a seed (the seeds follow from the capacity and
+  // the round: the dives add no randomness of their own), at the first
+  // round's node limit, twice as many nodes as the orderings had that
+  // round. Runs of one ordering are heavy tailed: on MiniMalloc's J a plan
+  // within 985 KiB took 1 of 1500 such dives of 1024 nodes, and no plain
+  // ordering found one within 1000 KiB in 120 s. Proving a capacity above
+  // the bound infeasible takes about three times the nodes. Default true.
+  bool dives = true;
   // Threads searching orderings at once (1 or 2); the first to answer wins.
   // Results do not depend on timing when 1. Default 1.
   int threads = 1;
   // kMinimize probes arenas in rounds: the lower bound, then a binary search
   // up to the incumbent over multiples of the sizes' common grain (every
   // arena of a pushed-down plan is one), each probe stopped after about
-  // this many nodes per ordering; the budget doubles every round. Default
-  // 16384. REQUIRES > 0.
+  // this many nodes per ordering (above the bound the dives add twice
+  // that); the budget doubles every round. Default 16384. REQUIRES > 0.
   int64_t probe_nodes = 16384;
+  // The round robin's node limit per ordering in its first round, doubled
+  // every round, and every dive's limit; 0 picks max(1024, 2 x buffers).
+  // Tests set it small to reach the later rounds and the dives on small
+  // problems. Default 0.
+  int64_t first_round_nodes = 0;
   // When > 0, the search stops after this many nodes in all (per search
   // thread), as if cancelled: with threads == 1 the answer then depends on
   // the input and options only, never on the machine's speed or load.
