@@ -1196,7 +1196,6 @@ struct Job {
   const SolveContext& ctx;      // cancel token, shared incumbent
   const Model& model;           // the searched buffers
   int64_t* effort_left;         // nodes left under max_nodes, or null
-  Bytes grain;                  // Granularity(problem)
   // The PQ-tree sweep at its capacity (model.full_at, or else the lower
   // bound with every step's slack a filler), shared by every probe there
   // (its restarts go on where the last probe stopped), or null.
@@ -1313,9 +1312,9 @@ bool MinimizeRound(const Job& job, int64_t budget, Bytes grain, Bytes& lo,
 // kMinimize: rounds of probes with doubling node budgets, so easy
 // improvements come first and hard probes get more time each round.
 ExactResult SolveMinimize(const Job& job, ExactResult result) {
-  const Bytes grain = job.grain;
+  const Bytes grain = job.model.grain;
   // Every arena below lo is impossible.
-  Bytes lo = RoundUp(result.lower_bound, grain);
+  Bytes lo = job.model.bound;
   int64_t budget = std::max<int64_t>(job.options.probe_nodes, 1);
   while (lo < ProbeCeiling(job, result) &&
          MinimizeRound(job, budget, grain, lo, result)) {
@@ -1427,8 +1426,8 @@ absl::StatusOr<ExactResult> SolveExact(const Problem& problem,
   // Pushed-down plans have arenas in whole grains: a capacity between two
   // is searched at the lower one.
   const Bytes grain = Granularity(problem);
-  built->bound = result.lower_bound;  // whole grains (sizes, fixed tops)
   built->grain = grain;
+  built->bound = result.lower_bound;  // whole grains (sizes, fixed tops)
   const Model& model = *built;
   int64_t effort_left = options.max_nodes;
   const Bytes searched = capacity - capacity % grain;
@@ -1444,10 +1443,9 @@ absl::StatusOr<ExactResult> SolveExact(const Problem& problem,
     // Slack: at the bound (the first probe of kMinimize, or a capacity
     // within one grain of it) a plan with one free run per step proves the
     // bound; the sweep searches those.
-    const Bytes bound = RoundUp(result.lower_bound, grain);
     const Bytes height =
-        options.mode == ExactMode::kMinimize ? bound : searched;
-    if (height == bound) {
+        options.mode == ExactMode::kMinimize ? model.bound : searched;
+    if (height == model.bound) {
       sweeper.emplace(problem, height, PqSweepOptions{.fill_slack = true},
                       ctx.cancel);
     }
@@ -1457,7 +1455,6 @@ absl::StatusOr<ExactResult> SolveExact(const Problem& problem,
                 ctx,
                 model,
                 options.max_nodes > 0 ? &effort_left : nullptr,
-                grain,
                 sweeper ? &*sweeper : nullptr};
   if (options.mode == ExactMode::kCapacity) {
     return SolveCapacity(job, capacity, searched, std::move(result));

@@ -871,7 +871,8 @@ TEST(ExactSolverTest, AlreadyCancelledReturnsSeed) {
 }
 
 // An instance of MiniMalloc's suite (bench/data/minimalloc), read from its
-// CSV: id,lower,upper,size.
+// CSV: id,lower,upper,size. (formats::ReadMinimallocCsv is a layer above
+// planner/, whose tests also build with MEMPLAN_ONLY_LIBS, without it.)
 Problem SuiteInstance(const std::string& file) {
   std::ifstream in(std::string(MEMPLAN_SOURCE_DIR) + "/bench/data/minimalloc/" +
                    file);
