@@ -66,6 +66,62 @@ TEST(BudgetTest, TheBudgetCoversTheHeuristicsAndTheSearch) {
   EXPECT_LT(took, absl::Seconds(3));
 }
 
+TEST(BudgetTest, TimeLimitedSaysWhetherTheClockCutTheSearch) {
+  // Dense: neither the climb nor the search ends by itself in time.
+  Problem dense = testing::DenseProblem(3000, 1);
+  WorkerPool pool(2, 64);
+  PlanOptions cut;
+  cut.optimize = true;
+  cut.time_budget = absl::Milliseconds(200);
+  absl::StatusOr<PlanResult> r = PlanBuffers(dense, cut, &pool, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->time_limited);
+  EXPECT_THAT(FormatReport(*r),
+              ::testing::HasSubstr("search:       stopped by the time "
+                                   "budget"));
+
+  // The search asked for but skipped: no time was left for it.
+  PlanOptions exact;
+  exact.strategy = "exact";
+  exact.time_budget = absl::ZeroDuration();
+  r = PlanBuffers(dense, exact, &pool, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->strategy, "best_fit_size");  // the seed, unsearched
+  EXPECT_TRUE(r->time_limited);
+
+  // The plan every request gets runs past the budget but is not cut by it:
+  // it is the same on any machine.
+  PlanOptions quick;
+  quick.time_budget = absl::ZeroDuration();
+  r = PlanBuffers(dense, quick, &pool, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->time_limited);
+  EXPECT_THAT(
+      FormatReport(*r),
+      ::testing::Not(::testing::HasSubstr("stopped by the time budget")));
+
+  // An effort ends the search first, with a generous budget as the cap.
+  Problem hard = testing::NearZeroSlackProblem({.buffers = 300, .seed = 3});
+  PlanOptions bounded;
+  bounded.optimize = true;
+  bounded.effort = 20000;
+  bounded.time_budget = absl::Seconds(120);
+  r = PlanBuffers(hard, bounded, &pool, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->proven_optimal);  // else the effort bound nothing
+  EXPECT_FALSE(r->time_limited);
+
+  // A search that ends by itself, without an effort: not cut either.
+  Problem easy = testing::NearZeroSlackProblem({.buffers = 300, .seed = 2});
+  PlanOptions proven;
+  proven.optimize = true;
+  proven.time_budget = absl::Seconds(120);
+  r = PlanBuffers(easy, proven, &pool, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->proven_optimal);
+  EXPECT_FALSE(r->time_limited);
+}
+
 TEST(BudgetTest, StageTimesAddUpToTheCall) {
   Problem p = testing::DenseProblem(800, 1);
   PlanOptions options;

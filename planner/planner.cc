@@ -217,10 +217,25 @@ absl::Status AssignOffsets(const PlanOptions& options, WorkerPool* workers,
   result->solution = std::move(won->solution);
   result->strategy = std::move(won->strategy);
   result->proven_optimal = result->solution.arena_size == result->lower_bound;
+  // Polled once the budgeted work has ended (a token, once cancelled, stays
+  // so): a budget reached just after the work counts too, never the reverse.
+  const auto budget_reached = [budget] {
+    return budget != nullptr && budget->Cancelled();
+  };
+  const bool optional_ran =
+      std::find(choice->optional.begin(), choice->optional.end(), true) !=
+      choice->optional.end();
+  result->time_limited = optional_ran && budget_reached();
   if (!WorthSearching(options, choice->search, *result, budget)) {
+    // A search skipped for want of time was cut by it too.
+    if (WorthSearching(options, choice->search, *result, nullptr)) {
+      result->time_limited = true;
+    }
     return absl::OkStatus();
   }
-  return SearchExact(options, budget, &best, result);
+  absl::Status searched = SearchExact(options, budget, &best, result);
+  result->time_limited = result->time_limited || budget_reached();
+  return searched;
 }
 
 absl::Status CheckCapacity(const PlanOptions& options,
@@ -357,7 +372,7 @@ absl::Status VerifyTensors(const std::vector<InPlaceTensor>& aliases,
 absl::StatusOr<MemorySpacePlan> PlanShare(
     const PlanOptions& options, const MemorySpace& memory,
     const Problem& problem, WorkerPool* workers, const CancelToken* cancel,
-    const CancelToken* budget, SpaceShare* share) {
+    const CancelToken* budget, SpaceShare* share, bool* time_limited) {
   MemorySpacePlan plan{memory.name,
                        memory.capacity,
                        0,
@@ -373,6 +388,7 @@ absl::StatusOr<MemorySpacePlan> PlanShare(
       !s.ok()) {
     return s;
   }
+  *time_limited = *time_limited || sub.time_limited;
   const bool fits =
       memory.capacity == 0 || sub.solution.arena_size <= memory.capacity;
   if (fits && sub.solution.arena_size <= share->plan.arena_size) {
@@ -412,7 +428,7 @@ absl::Status AssignMemorySpaces(const PlanOptions& options, WorkerPool* workers,
     SpaceShare& share = (*shares)[k];
     absl::StatusOr<MemorySpacePlan> plan =
         PlanShare(per_space, options.memory_spaces[k], result->problem, workers,
-                  cancel, budget, &share);
+                  cancel, budget, &share, &result->time_limited);
     if (!plan.ok()) return plan.status();
     for (size_t j = 0; j < share.buffers.size(); ++j) {
       result->solution.offsets[share.buffers[j]] = share.plan.offsets[j];

@@ -135,6 +135,13 @@ struct PlanResult {
   bool proven_optimal = false;     // arena == lower bound or search finished
   bool proven_infeasible = false;  // the search proved no plan fits capacity
   SharedObjects shared_objects;    // per planned buffer (stage 3)
+  // The time budget (or the caller's deadline) was reached before the
+  // optional work ended (the heuristics `optimize` adds, the hill climb, the
+  // exact search), so another machine, or this one under other load, may
+  // plan differently. False: the plan follows from the input and options
+  // alone (no search ran, it ended by itself, or `effort` stopped it). A CI
+  // that compares plans checks this first.
+  bool time_limited = false;
   // No plan can be smaller: the largest sum of sizes live at one step, each
   // padded as alignment forces (PaddedLowerBound in problem.h).
   Bytes lower_bound = 0;

@@ -63,6 +63,12 @@ void AppendSummary(const PlanResult& r, std::string* out) {
         out, "in place:     %d tensors reuse an input's memory\n", in_place);
   }
   absl::StrAppendFormat(out, "strategy:     %s\n", r.strategy);
+  if (r.time_limited) {
+    absl::StrAppend(out,
+                    "search:       stopped by the time budget; another "
+                    "machine may plan differently (an effort bounds it by "
+                    "work)\n");
+  }
 }
 
 // The memory pools table, when there are several memories.

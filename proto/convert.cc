@@ -278,6 +278,7 @@ v1::PlanResponse ToProto(const planner::PlanResult& result,
   response.set_weights_bytes(result.weights_bytes);
   response.set_strategy(result.strategy);
   response.set_proven_optimal(result.proven_optimal);
+  response.set_time_limited(result.time_limited);
   response.set_efficiency(
       result.lower_bound > 0
           ? static_cast<double>(result.solution.arena_size) / result.lower_bound
@@ -333,6 +334,7 @@ planner::PlanResult ResultFromProto(const v1::PlanResponse& response) {
   r.weights_bytes = response.weights_bytes();
   r.strategy = response.strategy();
   r.proven_optimal = response.proven_optimal();
+  r.time_limited = response.time_limited();
   for (const v1::Assignment& a : response.assignments()) {
     const planner::Step end =
         a.end_step() != 0 ? a.end_step() : a.last_step() + 1;

@@ -84,6 +84,7 @@ struct Plan {
   double efficiency() const { return response.efficiency(); }
   std::string strategy() const { return response.strategy(); }
   bool proven_optimal() const { return response.proven_optimal(); }
+  bool time_limited() const { return response.time_limited(); }
   std::map<std::string, int64_t> offsets() const {
     std::map<std::string, int64_t> out;
     for (const v1::Assignment& a : response.assignments()) {
@@ -232,6 +233,9 @@ PYBIND11_MODULE(memplan, m) {
                              "arena / lower bound (1.0 is optimal)")
       .def_property_readonly("strategy", &Plan::strategy)
       .def_property_readonly("proven_optimal", &Plan::proven_optimal)
+      .def_property_readonly("time_limited", &Plan::time_limited,
+                             "the time budget cut the search: another "
+                             "machine may plan differently (set effort)")
       .def_property_readonly("offsets", &Plan::offsets,
                              "planned tensor name -> offset in the arena")
       .def_property_readonly("assignments", &Plan::assignments,

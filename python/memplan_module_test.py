@@ -47,6 +47,19 @@ class MemplanModuleTest(unittest.TestCase):
         self.assertEqual(plan.lower_bound, 74)  # padding counted honestly
         self.assertEqual(plan.strategy, "first_fit_size")
 
+    def test_time_limited_says_when_the_clock_cut_the_search(self):
+        path = os.path.join(SOURCE, "bench/data/minimalloc/D.1048576.csv")
+        with open(path) as f:
+            rows = [line.strip().split(",") for line in f][1:]
+        buffers = [(r[0], int(r[1]), int(r[2]), int(r[3])) for r in rows]
+        cut = memplan.plan_buffers(buffers, optimize=True, time_budget_ms=1)
+        self.assertTrue(cut.time_limited)
+        a, b = (memplan.plan_buffers(buffers, optimize=True, effort=2000,
+                                     time_budget_ms=60000) for _ in range(2))
+        self.assertFalse(a.time_limited)
+        self.assertFalse(a.proven_optimal)  # the effort stopped the search
+        self.assertEqual(a.offsets, b.offsets)
+
     def test_graph_keeps_weights_out_unless_asked(self):
         graph = {"tensors": [{"name": "x", "size_bytes": 256},
                              {"name": "w", "size_bytes": 128},

@@ -74,6 +74,44 @@ TEST_F(CliTest, JsonUsesTheContractFieldNames) {
   }
 }
 
+// What a build pipeline checks before comparing plans: whether the clock
+// cut the search (time_limited), here and through the server.
+TEST_F(CliTest, TimeLimitedSaysWhenTheClockCutTheSearch) {
+  const std::string hard =
+      std::string(MEMPLAN_SOURCE_DIR) + "/bench/data/minimalloc/D.1048576.csv";
+  const std::vector<std::string> server = {"--server", server_->address()};
+  for (bool remote : {false, true}) {
+    std::vector<std::string> cut = {"plan", "--optimize", "--time_budget_ms=1",
+                                    hard};
+    std::vector<std::string> bounded = {"plan",
+                                        "--optimize",
+                                        "--effort=2000",
+                                        "--time_budget_ms=60000",
+                                        "--format=json",
+                                        "--no_timings",
+                                        hard};
+    if (remote) {
+      cut.insert(cut.begin() + 1, server.begin(), server.end());
+      bounded.insert(bounded.begin() + 1, server.begin(), server.end());
+    }
+    CommandResult text = Cli(cut);
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_THAT(text.out, HasSubstr("search:       stopped by the time budget"))
+        << "remote " << remote;
+    cut.insert(cut.begin() + 1, "--format=json");
+    CommandResult json = Cli(cut);
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    EXPECT_TRUE(ParseResponse(json.out).time_limited()) << "remote " << remote;
+
+    CommandResult a = Cli(bounded), b = Cli(bounded);
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    v1::PlanResponse plan = ParseResponse(a.out);
+    EXPECT_FALSE(plan.time_limited()) << "remote " << remote;
+    EXPECT_FALSE(plan.proven_optimal());  // the effort stopped the search
+    EXPECT_EQ(a.out, b.out) << "remote " << remote;
+  }
+}
+
 TEST_F(CliTest, CsvOutputIsMiniMallocsFormat) {
   CommandResult r =
       Cli({"plan", "--format=csv", kExamples + "minimalloc_example.csv"});
