@@ -1,6 +1,7 @@
 // The planner's promises about time and work: a time budget covers the
 // whole call, stage times add up, and an effort makes the plan the same on
 // any machine, under any load and with any number of worker threads.
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <thread>
@@ -100,6 +101,27 @@ TEST(BudgetTest, TimeLimitedSaysWhetherTheClockCutTheSearch) {
       FormatReport(*r),
       ::testing::Not(::testing::HasSubstr("stopped by the time budget")));
 
+  // One memory space: planned as its own problem, reported the same way.
+  PlanOptions spaces = cut;
+  spaces.memory_spaces = {{"fast", 0}};
+  r = PlanBuffers(dense, spaces, &pool, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->strategy, "memory_pools");
+  EXPECT_TRUE(r->time_limited);
+  spaces.optimize = false;
+  r = PlanBuffers(dense, spaces, &pool, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->time_limited);
+
+  // A capacity the search had no time to meet: the error says so.
+  PlanOptions capacity;
+  capacity.capacity = PaddedLowerBound(dense);
+  capacity.time_budget = absl::Milliseconds(100);
+  r = PlanBuffers(dense, capacity, &pool, nullptr);
+  EXPECT_TRUE(absl::IsFailedPrecondition(r.status())) << r.status();
+  EXPECT_THAT(r.status().message(),
+              ::testing::HasSubstr("the time budget stopped the search"));
+
   // An effort ends the search first, with a generous budget as the cap.
   Problem hard = testing::NearZeroSlackProblem({.buffers = 300, .seed = 3});
   PlanOptions bounded;
@@ -119,6 +141,10 @@ TEST(BudgetTest, TimeLimitedSaysWhetherTheClockCutTheSearch) {
   r = PlanBuffers(easy, proven, &pool, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->proven_optimal);
+  EXPECT_TRUE(
+      std::any_of(r->stages.begin(), r->stages.end(), [](const StageTime& t) {
+        return t.stage == "search";
+      }));  // the search ran, and ended by itself
   EXPECT_FALSE(r->time_limited);
 }
 

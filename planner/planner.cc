@@ -225,7 +225,10 @@ absl::Status AssignOffsets(const PlanOptions& options, WorkerPool* workers,
   const bool optional_ran =
       std::find(choice->optional.begin(), choice->optional.end(), true) !=
       choice->optional.end();
-  result->time_limited = optional_ran && budget_reached();
+  // The call's own deadline can cut a heuristic the request needs that
+  // keeps its best plan so far (the hill climb asked for by name).
+  result->time_limited = (optional_ran && budget_reached()) ||
+                         (cancel != nullptr && cancel->Cancelled());
   if (!WorthSearching(options, choice->search, *result, budget)) {
     // A search skipped for want of time was cut by it too.
     if (WorthSearching(options, choice->search, *result, nullptr)) {
@@ -254,10 +257,14 @@ absl::Status CheckCapacity(const PlanOptions& options,
         "infeasible: the exact search proved no plan fits the capacity ",
         *options.capacity, " bytes (lower bound ", result.lower_bound, ")"));
   }
-  return absl::FailedPreconditionError(
-      absl::StrCat("no plan found within the capacity ", *options.capacity,
-                   " bytes: the best arena is ", result.solution.arena_size,
-                   " bytes (lower bound ", result.lower_bound, ")"));
+  return absl::FailedPreconditionError(absl::StrCat(
+      "no plan found within the capacity ", *options.capacity,
+      " bytes: the best arena is ", result.solution.arena_size,
+      " bytes (lower bound ", result.lower_bound, ")",
+      result.time_limited ? "; the time budget stopped the search (a larger "
+                            "budget may find one; an effort bounds it by "
+                            "work)"
+                          : ""));
 }
 
 // Whether a tensor of `kind` gets memory in the arena under `options`.

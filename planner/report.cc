@@ -65,9 +65,9 @@ void AppendSummary(const PlanResult& r, std::string* out) {
   absl::StrAppendFormat(out, "strategy:     %s\n", r.strategy);
   if (r.time_limited) {
     absl::StrAppend(out,
-                    "search:       stopped by the time budget; another "
-                    "machine may plan differently (an effort bounds it by "
-                    "work)\n");
+                    "search:       stopped by the time budget or deadline; "
+                    "another machine may plan differently (an effort bounds "
+                    "it by work)\n");
   }
 }
 
