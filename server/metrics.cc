@@ -158,6 +158,14 @@ struct Metrics::Families {
                  .Name("memplan_plan_strategy_wins_total")
                  .Help("Plans returned, by the strategy that won.")
                  .Register(r)),
+        time_limited(prometheus::BuildCounter()
+                         .Name("memplan_plan_time_limited_total")
+                         .Help("Plans returned whose search the time budget "
+                               "or the deadline cut (another machine may "
+                               "plan differently; an effort bounds it by "
+                               "work).")
+                         .Register(r)
+                         .Add({})),
         in_use(Gauge_("memplan_allocator_bytes_in_use",
                       "Bytes handed out (Benchmark allocators: at the peak "
                       "of their last run).",
@@ -201,6 +209,7 @@ struct Metrics::Families {
   Family<Histogram>& stage;
   Gauge& queue;
   Family<Counter>& wins;
+  Counter& time_limited;
   Family<Gauge>& in_use;
   Family<Gauge>& peak_in_use;
   Family<Gauge>& reserved;
@@ -287,6 +296,7 @@ void Metrics::PlanDone(const planner::PlanResult& result) {
         .Observe(static_cast<double>(s.micros) * 1e-6);
   }
   families_->wins.Add({{"strategy", result.strategy}}).Increment();
+  if (result.time_limited) families_->time_limited.Increment();
 }
 
 void Metrics::SetQueueDepth(int depth) {

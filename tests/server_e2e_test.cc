@@ -357,6 +357,26 @@ TEST_F(ServerTest, PlanMovesThePlannerMetrics) {
                               "\"Plan\""));
 }
 
+TEST_F(ServerTest, PlansTheClockCutAreCountedAndSaySo) {
+  const int metrics_port = testing::MetricsPort(server_->first_line());
+  const std::string before = Scrape(metrics_port);
+  EXPECT_THAT(before, HasSubstr("\nmemplan_plan_time_limited_total "));
+  // MiniMalloc's D: no search proves it, so 50 ms cut it.
+  v1::PlanRequest cut = testing::MinimallocSearch("D.1048576.csv", 50);
+  v1::PlanResponse response;
+  ASSERT_TRUE(Plan(cut, &response).ok());
+  EXPECT_TRUE(response.time_limited());
+  // An effort stops the same search first: the same plan anywhere.
+  v1::PlanRequest bounded = testing::MinimallocSearch("D.1048576.csv", 60000);
+  bounded.mutable_options()->set_effort(2000);
+  ASSERT_TRUE(Plan(bounded, &response, 60000).ok());
+  EXPECT_FALSE(response.time_limited());
+  EXPECT_FALSE(response.proven_optimal());
+  const std::string after = Scrape(metrics_port);
+  EXPECT_EQ(Sample(after, "memplan_plan_time_limited_total"),
+            Sample(before, "memplan_plan_time_limited_total") + 1);
+}
+
 TEST_F(ServerTest, BenchmarkOverTheByteLimitIsResourceExhausted) {
   // One 200 MB activation: over this server's 150000000-byte limit.
   v1::BenchmarkRequest request;
