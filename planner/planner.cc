@@ -62,12 +62,12 @@ constexpr size_t kParallelStagesFrom = 50000;
 // needed (a capacity the heuristics miss), and able to improve (small
 // enough, not within alignment padding of the bound).
 bool WorthSearching(const PlanOptions& options, SearchWhen when,
-                    const PlanResult& result, const CancelToken* budget) {
+                    const PlanResult& result) {
   const bool missed_capacity = options.capacity.has_value() &&
                                result.solution.arena_size > *options.capacity;
   const bool asked = when == SearchWhen::kAlways ||
                      (when == SearchWhen::kCapacityMissed && missed_capacity);
-  if (!asked || (budget != nullptr && budget->Cancelled())) return false;
+  if (!asked) return false;
   if (static_cast<int64_t>(result.problem.buffers.size()) >
       ExactOptions().max_buffers) {
     return false;
@@ -229,11 +229,11 @@ absl::Status AssignOffsets(const PlanOptions& options, WorkerPool* workers,
   // keeps its best plan so far (the hill climb asked for by name).
   result->time_limited = (optional_ran && budget_reached()) ||
                          (cancel != nullptr && cancel->Cancelled());
-  if (!WorthSearching(options, choice->search, *result, budget)) {
-    // A search skipped for want of time was cut by it too.
-    if (WorthSearching(options, choice->search, *result, nullptr)) {
-      result->time_limited = true;
-    }
+  if (!WorthSearching(options, choice->search, *result)) {
+    return absl::OkStatus();
+  }
+  if (budget_reached()) {  // no time left: the search was cut before it began
+    result->time_limited = true;
     return absl::OkStatus();
   }
   absl::Status searched = SearchExact(options, budget, &best, result);
