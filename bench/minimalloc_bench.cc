@@ -42,15 +42,15 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/cancel.h"
+#include "base/worker_pool.h"
 #include "formats/file_io.h"
 #include "formats/minimalloc_csv.h"
-#include "planner/cancel.h"
-#include "planner/exact_solver.h"
+#include "planner/exact/exact_solver.h"
 #include "planner/planner.h"
 #include "planner/problem.h"
 #include "planner/testing/zero_slack.h"
 #include "planner/verifier.h"
-#include "planner/worker_pool.h"
 
 namespace {
 
@@ -253,8 +253,7 @@ bool SolveOne(const Instance& instance, const Flags& flags, double& seconds) {
   std::optional<memplan::planner::ExactResult> result;
   for (int run = 0; run < flags.runs; ++run) {
     const absl::Time start = absl::Now();
-    memplan::planner::CancelToken cancel(start +
-                                         absl::Seconds(flags.time_limit));
+    memplan::base::CancelToken cancel(start + absl::Seconds(flags.time_limit));
     memplan::planner::SolveContext ctx;
     ctx.cancel = &cancel;
     auto r = memplan::planner::SolveExact(instance.problem, options, ctx);
@@ -321,8 +320,7 @@ int PlanFiles(const Flags& flags) {
   std::printf(
       "| file | buffers | lower bound | arena | ratio | proven | strategy | "
       "seconds | stages (ms) |\n|---|---|---|---|---|---|---|---|---|\n");
-  memplan::planner::WorkerPool workers(flags.threads > 0 ? flags.threads : 2,
-                                       64);
+  memplan::base::WorkerPool workers(flags.threads > 0 ? flags.threads : 2, 64);
   int bad = 0;
   for (const std::string& file : flags.args) {
     std::optional<Problem> problem = ReadCsv(file);

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/model_import.h"
 #include "engine/plan.h"
 #include "formats/file_io.h"
 #include "formats/model.h"
@@ -132,7 +133,7 @@ bool Row(const Model& m) {
   absl::StatusOr<formats::ImportedModel> in;
   for (int i = 0; i < kRuns; ++i) {
     const double start = ThreadCpuMs();
-    in = formats::ImportModel(formats::Format::kOnnx, *bytes, m.path, options);
+    in = engine::ImportModel(formats::Format::kOnnx, *bytes, m.path, options);
     import_ms.push_back(ThreadCpuMs() - start);
     if (!in.ok()) {
       std::fprintf(stderr, "%s\n", in.status().ToString().c_str());

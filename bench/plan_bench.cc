@@ -40,7 +40,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "engine/process_memory.h"
+#include "base/process_memory.h"
 #include "formats/file_io.h"
 #include "formats/format.h"
 #include "formats/minimalloc_csv.h"
@@ -167,7 +167,7 @@ double CpuSeconds() {
 // Plans `problem` `runs` times with `options` (on `pool`, may be null) and
 // returns the medians; exits on an error (a bug).
 Timing TimePlans(const planner::Problem& problem,
-                 const planner::PlanOptions& options, planner::WorkerPool* pool,
+                 const planner::PlanOptions& options, base::WorkerPool* pool,
                  int runs) {
   Timing timing;
   std::vector<double> seconds, cpu_seconds;
@@ -212,15 +212,15 @@ std::string StageList(const Timing& t) {
 }
 
 // A worker pool of `threads`, or none (one core) for 0.
-std::unique_ptr<planner::WorkerPool> MakeWorkers(int threads) {
+std::unique_ptr<base::WorkerPool> MakeWorkers(int threads) {
   if (threads <= 0) return nullptr;
-  return std::make_unique<planner::WorkerPool>(threads, 64);
+  return std::make_unique<base::WorkerPool>(threads, 64);
 }
 
 int Scale(const std::vector<int>& sizes, int threads, int runs) {
   // threads == 0: one core, no worker pool; else the stages that can run at
   // once (pool coloring beside offsets) do, on a pool of `threads`.
-  std::unique_ptr<planner::WorkerPool> pool = MakeWorkers(threads);
+  std::unique_ptr<base::WorkerPool> pool = MakeWorkers(threads);
   std::printf(
       "| buffers | median seconds (%d runs) | median CPU seconds | arena / "
       "lower bound | time ratio to previous | n log n ratio | median stages "
@@ -266,7 +266,7 @@ int Traces(std::vector<std::string> files, int threads) {
   if (files.empty()) {
     files = CsvFilesIn(std::string(MEMPLAN_SOURCE_DIR) + "/bench/data/traces");
   }
-  std::unique_ptr<planner::WorkerPool> pool = MakeWorkers(threads);
+  std::unique_ptr<base::WorkerPool> pool = MakeWorkers(threads);
   std::printf(
       "| trace | buffers | lower bound | arena / lower bound | median seconds "
       "(3 runs) | median CPU seconds | winner | median stages |\n"
@@ -322,7 +322,7 @@ int WriteCsv(const std::string& name, int n) {
 
 int Dense(std::vector<int> sizes, int threads, const std::string& only) {
   if (sizes.empty()) sizes = {50000, 100000, 200000};
-  std::unique_ptr<planner::WorkerPool> pool = MakeWorkers(threads);
+  std::unique_ptr<base::WorkerPool> pool = MakeWorkers(threads);
   std::printf(
       "| generator | buffers | arena / lower bound | median seconds (3 runs) "
       "| median CPU seconds | median stages |\n|---|---|---|---|---|---|\n");
@@ -448,7 +448,7 @@ int main(int argc, char** argv) {
       args.push_back(arg);
     }
   }
-  if (keep_freed_memory) memplan::engine::KeepFreedMemory();
+  if (keep_freed_memory) memplan::base::KeepFreedMemory();
   std::vector<int> sizes;
   for (const std::string& a : args) sizes.push_back(std::atoi(a.c_str()));
   if (mode == "scale") {

@@ -75,8 +75,8 @@ double Rate(int threads, double seconds, Call call) {
 int Run(double seconds, int threads, int rounds, const std::string& strategy) {
   // As memplan-server's main does: no deadlock detection on hot mutexes.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  planner::WorkerPool pool(2, 512);
-  planner::CancelToken shutdown;
+  base::WorkerPool pool(2, 512);
+  base::CancelToken shutdown;
   server::Metrics metrics;
   server::ServiceOptions options;
   options.max_in_flight = 1024;

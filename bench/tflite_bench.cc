@@ -18,7 +18,7 @@
 #include "absl/time/clock.h"
 #include "engine/plan.h"
 #include "formats/file_io.h"
-#include "formats/tflite_schema_generated.h"
+#include "tflite/schema_generated.h"
 
 namespace memplan {
 namespace {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "engine/model_import.h"
 #include "formats/model.h"
 #include "planner/graph.h"
 #include "planner/liveness.h"
@@ -30,7 +31,7 @@ void AddValues(const std::vector<formats::ValueSummary>& values,
 absl::StatusOr<v1::InputSummary> SummarizeModelInput(const Input& input) {
   const v1::ModelFile& model = input.request.model();
   absl::StatusOr<formats::ModelSummary> m =
-      formats::SummarizeModel(input.format, model.data(), model.name());
+      engine::SummarizeModel(input.format, model.data(), model.name());
   if (!m.ok()) return m.status();
   v1::InputSummary s;
   s.set_format(std::string(formats::FormatName(input.format)));

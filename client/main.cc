@@ -19,19 +19,20 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/process_memory.h"
+#include "base/worker_pool.h"
 #include "client/cli_flags.h"
 #include "client/help.h"
 #include "client/input.h"
 #include "client/inspect.h"
 #include "client/remote.h"
 #include "engine/benchmark.h"
+#include "engine/model_import.h"
 #include "engine/plan.h"
-#include "engine/process_memory.h"
-#include "formats/bench_html.h"
 #include "formats/minimalloc_csv.h"
 #include "formats/request_json.h"
+#include "pictures/bench_html.h"
 #include "planner/planner.h"
-#include "planner/worker_pool.h"
 #include "proto/convert.h"
 
 namespace memplan::client {
@@ -127,8 +128,8 @@ absl::Status ApplyPlanFlags(v1::PlanOptions* o) {
 }
 
 // A worker pool as large as the machine, for in-process calls.
-planner::WorkerPool& Workers() {
-  static auto* workers = new planner::WorkerPool(
+base::WorkerPool& Workers() {
+  static auto* workers = new base::WorkerPool(
       static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), 64);
   return *workers;
 }
@@ -150,7 +151,7 @@ absl::StatusOr<Planned> PlanRequest(const v1::PlanRequest& request) {
     planned.result = api::ResultFromProto(planned.response);
     return planned;
   }
-  planner::CancelToken cancel(absl::Now() + absl::GetFlag(FLAGS_deadline));
+  base::CancelToken cancel(absl::Now() + absl::GetFlag(FLAGS_deadline));
   absl::StatusOr<engine::PlanOutcome> outcome =
       engine::Plan(request, engine::Limits{}, &Workers(), &cancel);
   if (!outcome.ok()) return outcome.status();
@@ -164,7 +165,7 @@ absl::Status DumpGraph(const Input& input, const std::string& path) {
   v1::PlanRequest dump = input.request;
   if (dump.has_model()) {
     absl::StatusOr<formats::ImportedModel> model =
-        formats::ImportModelFile(dump.model());
+        engine::ImportModelFile(dump.model());
     if (!model.ok()) return model.status();
     dump.clear_model();
     *dump.mutable_graph() = std::move(model->graph);
@@ -297,7 +298,7 @@ absl::StatusOr<v1::BenchmarkResponse> Bench(const v1::BenchmarkRequest& r) {
     return BenchmarkRemote(absl::GetFlag(FLAGS_server), r,
                            absl::GetFlag(FLAGS_deadline));
   }
-  planner::CancelToken cancel(absl::Now() + absl::GetFlag(FLAGS_deadline));
+  base::CancelToken cancel(absl::Now() + absl::GetFlag(FLAGS_deadline));
   return engine::RunBenchmark(r, engine::BenchmarkLimits{}, &Workers(), &cancel,
                               nullptr);
 }
@@ -439,7 +440,7 @@ int Run(int argc, char** argv) {
     // One plan, then exit: freed memory is kept for the next stage (a
     // third of a large plan's time is page faults otherwise). Not for
     // `bench`, whose figures include malloc's own behaviour.
-    engine::KeepFreedMemory();
+    base::KeepFreedMemory();
     return RunPlan(*args);
   }
   if (command == "bench") return RunBench(*args);

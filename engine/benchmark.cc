@@ -10,10 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "allocators/bfc_allocator.h"
+#include "base/status.h"
 #include "engine/trace_bridge.h"
 #include "formats/model.h"
 #include "planner/planner.h"
-#include "planner/status.h"
 #include "proto/convert.h"
 
 namespace memplan::engine {
@@ -120,8 +120,8 @@ struct Workload {
 absl::StatusOr<Workload> PlannedWorkload(const v1::BenchmarkRequest& request,
                                          int64_t replays,
                                          const BenchmarkLimits& limits,
-                                         planner::WorkerPool* workers,
-                                         const planner::CancelToken* cancel) {
+                                         base::WorkerPool* workers,
+                                         const base::CancelToken* cancel) {
   v1::PlanRequest plan_request;
   *plan_request.mutable_options() = request.options();
   plan_request.set_no_timings(true);
@@ -155,8 +155,8 @@ absl::StatusOr<Workload> PlannedWorkload(const v1::BenchmarkRequest& request,
 absl::StatusOr<Workload> SyntheticWorkload(const v1::BenchmarkRequest& request,
                                            int64_t replays,
                                            const BenchmarkLimits& limits,
-                                           planner::WorkerPool* workers,
-                                           const planner::CancelToken* cancel) {
+                                           base::WorkerPool* workers,
+                                           const base::CancelToken* cancel) {
   const int size = request.workload_size() > 0 ? request.workload_size()
                                                : kDefaultWorkloadSize;
   absl::StatusOr<int64_t> events = WorkloadEvents(request.workload(), size);
@@ -312,7 +312,7 @@ std::vector<std::string> ArenaAllocatorNames() {
 
 absl::StatusOr<v1::BenchmarkResponse> RunBenchmark(
     const v1::BenchmarkRequest& request, const BenchmarkLimits& limits,
-    planner::WorkerPool* workers, const planner::CancelToken* call,
+    base::WorkerPool* workers, const base::CancelToken* call,
     const ReplayObserver& observer) {
   if (auto s = CheckRequest(request); !s.ok()) return s;
   absl::StatusOr<std::vector<std::string>> names = ChooseAllocators(request);
@@ -323,7 +323,7 @@ absl::StatusOr<v1::BenchmarkResponse> RunBenchmark(
                     [](const std::string& n) { return n != kStatic; }));
   const int64_t replays =
       dynamic * runs + (dynamic < static_cast<int64_t>(names->size()));
-  planner::CancelToken cancel(call, absl::Now() + limits.max_time);
+  base::CancelToken cancel(call, absl::Now() + limits.max_time);
   absl::StatusOr<Workload> w =
       request.workload().empty()
           ? PlannedWorkload(request, replays, limits, workers, &cancel)

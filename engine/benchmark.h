@@ -19,10 +19,10 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "allocators/trace.h"
+#include "base/cancel.h"
+#include "base/worker_pool.h"
 #include "engine/plan.h"
 #include "memplan/v1/memplan.pb.h"
-#include "planner/cancel.h"
-#include "planner/worker_pool.h"
 
 namespace memplan::engine {
 
@@ -65,7 +65,7 @@ std::vector<std::string> ArenaAllocatorNames();
 // `workers` and `observer` may be null.
 [[nodiscard]] absl::StatusOr<v1::BenchmarkResponse> RunBenchmark(
     const v1::BenchmarkRequest& request, const BenchmarkLimits& limits,
-    planner::WorkerPool* workers, const planner::CancelToken* cancel,
+    base::WorkerPool* workers, const base::CancelToken* cancel,
     const ReplayObserver& observer);
 
 }  // namespace memplan::engine

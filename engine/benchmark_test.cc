@@ -52,7 +52,7 @@ class BenchmarkTest : public ::testing::Test {
     observed_ = seen;
     return result;
   }
-  planner::CancelToken cancel_;
+  base::CancelToken cancel_;
   std::vector<std::string> observed_;
 };
 

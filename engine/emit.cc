@@ -6,10 +6,10 @@
 #include "absl/strings/str_join.h"
 #include "formats/c_header.h"
 #include "formats/format.h"
-#include "formats/plan_html.h"
-#include "formats/plan_svg.h"
-#include "formats/tflite_writer.h"
+#include "pictures/plan_html.h"
+#include "pictures/plan_svg.h"
 #include "proto/convert.h"
+#include "tflite/writer.h"
 
 namespace memplan::engine {
 
@@ -77,15 +77,14 @@ absl::StatusOr<std::string> Emit(absl::string_view asked,
       return absl::InvalidArgumentError(
           "emit: a planned .tflite needs a TFLite model as input");
     }
-    return formats::EmitPlannedTflite(
-        request.model().data(), model->graph.name(), *model, outcome.result);
+    return formats::EmitPlannedTflite(*model, outcome.result);
   }
   if (format == "c_header") {
     const std::string name = request.has_model()   ? request.model().name()
                              : request.has_graph() ? request.graph().name()
                                                    : "plan";
-    return formats::EmitCHeader({name, &outcome.result, &outcome.options, model,
-                                 request.model().data()});
+    return formats::EmitCHeader(
+        {name, &outcome.result, &outcome.options, model});
   }
   if (format == "svg") {
     return formats::PlanSvg(outcome.result, outcome.options,

@@ -5,10 +5,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status.h"
 #include "engine/emit.h"
-#include "formats/tflite_reader.h"
-#include "planner/status.h"
+#include "engine/model_import.h"
 #include "planner/tflm_greedy.h"
+#include "tflite/tflm_baseline.h"
 
 namespace memplan::engine {
 namespace {
@@ -70,9 +71,8 @@ absl::Status CheckRequest(const v1::PlanRequest& request,
 // Plans the graph or buffers of `request` (the model already imported into
 // outcome->model) with outcome->options.
 absl::Status PlanInput(const v1::PlanRequest& request, const Limits& limits,
-                       planner::WorkerPool* workers,
-                       const planner::CancelToken* cancel,
-                       PlanOutcome* outcome) {
+                       base::WorkerPool* workers,
+                       const base::CancelToken* cancel, PlanOutcome* outcome) {
   absl::StatusOr<planner::PlanResult> result;
   if (request.buffers_size() > 0) {
     result = planner::PlanBuffers(
@@ -111,7 +111,7 @@ void LabelModelIo(const formats::ImportedModel& model,
 void SetTflmBaseline(const v1::PlanRequest& request, PlanOutcome* outcome) {
   constexpr size_t kMaxBaselineBuffers = 50'000;
   absl::StatusOr<std::vector<planner::TflmBuffer>> buffers =
-      formats::TflmRequests(request.model().data(), *outcome->model);
+      formats::TflmRequests(*outcome->model);
   if (!buffers.ok() || buffers->size() > kMaxBaselineBuffers) {
     outcome->warnings.push_back(
         buffers.ok() ? "no tflm_greedy baseline: too many tensors"
@@ -129,8 +129,8 @@ std::string EmitFormatNames() { return absl::StrJoin(EmitFormats(), ", "); }
 
 absl::StatusOr<PlanOutcome> Plan(const v1::PlanRequest& request,
                                  const Limits& limits,
-                                 planner::WorkerPool* workers,
-                                 const planner::CancelToken* cancel) {
+                                 base::WorkerPool* workers,
+                                 const base::CancelToken* cancel) {
   if (auto s = CheckRequest(request, limits); !s.ok()) return s;
   absl::StatusOr<planner::PlanOptions> options =
       api::OptionsFromProto(request.options(), limits.budgets);
@@ -141,7 +141,7 @@ absl::StatusOr<PlanOutcome> Plan(const v1::PlanRequest& request,
   outcome.no_timings = request.no_timings();
   if (request.has_model()) {
     absl::StatusOr<formats::ImportedModel> model =
-        formats::ImportModelFile(request.model());
+        engine::ImportModelFile(request.model());
     if (!model.ok()) return model.status();
     outcome.warnings = model->warnings;
     outcome.model = *std::move(model);
@@ -196,7 +196,7 @@ v1::PlanResponse ToResponse(const PlanOutcome& outcome) {
 
 absl::StatusOr<v1::PlanResponse> PlanToResponse(
     const v1::PlanRequest& request, const Limits& limits,
-    planner::WorkerPool* workers, const planner::CancelToken* cancel) {
+    base::WorkerPool* workers, const base::CancelToken* cancel) {
   absl::StatusOr<PlanOutcome> outcome = Plan(request, limits, workers, cancel);
   if (!outcome.ok()) return outcome.status();
   return ToResponse(*outcome);

@@ -6,8 +6,8 @@
 // into a response, with the files asked for (a planned .tflite, a C
 // header, pictures) written from the plan.
 //
-//   planner::WorkerPool workers(2, 64);
-//   planner::CancelToken cancel(absl::Now() + absl::Seconds(10));
+//   base::WorkerPool workers(2, 64);
+//   base::CancelToken cancel(absl::Now() + absl::Seconds(10));
 //   absl::StatusOr<engine::PlanOutcome> outcome =
 //       engine::Plan(request, engine::Limits{}, &workers, &cancel);
 //   v1::PlanResponse response = engine::ToResponse(*outcome);
@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/cancel.h"
+#include "base/worker_pool.h"
 #include "formats/model.h"
 #include "memplan/v1/memplan.pb.h"
-#include "planner/cancel.h"
 #include "planner/planner.h"
-#include "planner/worker_pool.h"
 #include "proto/convert.h"
 
 namespace memplan::engine {
@@ -70,9 +70,10 @@ struct PlanOutcome {
 // (naming the limit), FAILED_PRECONDITION when a capacity is set and no
 // plan fits, DEADLINE_EXCEEDED when `cancel` fires first, INTERNAL for a
 // broken invariant. `workers` and `cancel` may be null.
-[[nodiscard]] absl::StatusOr<PlanOutcome> Plan(
-    const v1::PlanRequest& request, const Limits& limits,
-    planner::WorkerPool* workers, const planner::CancelToken* cancel);
+[[nodiscard]] absl::StatusOr<PlanOutcome> Plan(const v1::PlanRequest& request,
+                                               const Limits& limits,
+                                               base::WorkerPool* workers,
+                                               const base::CancelToken* cancel);
 
 // The response for an outcome (api::ToProto plus files and warnings).
 v1::PlanResponse ToResponse(const PlanOutcome& outcome);
@@ -80,7 +81,7 @@ v1::PlanResponse ToResponse(const PlanOutcome& outcome);
 // Plan then ToResponse: what the Plan RPC answers.
 [[nodiscard]] absl::StatusOr<v1::PlanResponse> PlanToResponse(
     const v1::PlanRequest& request, const Limits& limits,
-    planner::WorkerPool* workers, const planner::CancelToken* cancel);
+    base::WorkerPool* workers, const base::CancelToken* cancel);
 
 // The names PlanRequest.emit takes: "tflite, c_header, svg, html".
 std::string EmitFormatNames();

@@ -2,10 +2,10 @@
 
 #include <string>
 
-#include "formats/tflite_test_builder.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "tflite/testing/tflite_builder.h"
 
 namespace memplan::engine {
 namespace {

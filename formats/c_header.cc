@@ -10,8 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "formats/tflite_model.h"
-#include "formats/tflite_reader.h"
+#include "planner/tflm_greedy.h"
 
 namespace memplan::formats {
 namespace {
@@ -157,15 +156,14 @@ absl::StatusOr<bool> HeaderWriter::TflmColumn() {
       !r_.memory_spaces.empty()) {
     return false;
   }
-  absl::StatusOr<TfliteModel> m = TfliteModel::Parse(in_.model_bytes, in_.name);
-  if (!m.ok()) return m.status();
-  absl::StatusOr<std::vector<TflmTensorUse>> uses =
-      TflmTensorUses(in_.model_bytes, in_.name);
-  if (!uses.ok()) return uses.status();
-  std::vector<int> graph_of(m->tensor_count(), -1);
+  if (!in_.model->tflm_uses_status.ok()) return in_.model->tflm_uses_status;
+  const std::vector<TflmTensorUse>* uses = &in_.model->tflm_uses;
+  // Tensors are numbered as in the offline plan: subgraphs concatenated.
+  std::vector<int> graph_of(uses->size(), -1);
   for (size_t i = 0; i < in_.model->tflite_tensors.size(); ++i) {
     const TfliteTensorRef& ref = in_.model->tflite_tensors[i];
-    graph_of[m->global_index(ref.subgraph, ref.tensor)] = static_cast<int>(i);
+    const size_t g = in_.model->tflite_tensor_base[ref.subgraph] + ref.tensor;
+    if (g < graph_of.size()) graph_of[g] = static_cast<int>(i);
   }
   tflm_.name = "buffer_plan";
   for (size_t g = 0; g < uses->size(); ++g) {

@@ -6,7 +6,7 @@
 // NonPersistentMemoryPlannerShim takes it (a tflite::BufferPlan).
 //
 //   absl::StatusOr<std::string> h = formats::EmitCHeader(
-//       {"model.tflite", &result, &options, &model, model_bytes});
+//       {"model.tflite", &result, &options, &model});
 //
 // Every name in the file starts with MEMPLAN_<ID>_ (macros) or
 // memplan_<id>_ (data), ID from the input's file name ("face_detection"
@@ -34,15 +34,14 @@ struct CHeaderInput {
   std::string name;
   const planner::PlanResult* result = nullptr;    // REQUIRES non-null
   const planner::PlanOptions* options = nullptr;  // REQUIRES non-null
-  // When the plan is of an imported model: the model, and for TFLite its
-  // bytes (for TFLite Micro's buffer order). Default: none.
+  // When the plan is of an imported model: the model (for TFLite, its
+  // tflm_uses give TFLite Micro's buffer order). Default: none.
   const ImportedModel* model = nullptr;
-  absl::string_view model_bytes;
 };
 
-// The C99 header text for a plan. INVALID_ARGUMENT when a TFLite model's
-// bytes do not read; FAILED_PRECONDITION when a TFLite offset does not fit
-// TFLite Micro's int32.
+// The C99 header text for a plan. The error of the TFLM walk when a TFLite
+// model's failed (tflm_uses_status); FAILED_PRECONDITION when a TFLite offset
+// does not fit TFLite Micro's int32.
 [[nodiscard]] absl::StatusOr<std::string> EmitCHeader(
     const CHeaderInput& input);
 

@@ -10,13 +10,13 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "formats/tflite_reader.h"
-#include "formats/tflite_test_builder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/planner.h"
 #include "planner/testing/random_problems.h"
 #include "proto/convert.h"
+#include "tflite/reader.h"
+#include "tflite/testing/tflite_builder.h"
 
 namespace memplan::formats {
 namespace {
@@ -160,7 +160,7 @@ TEST(CHeaderTest, TfliteHeaderCompilesAndHoldsNoOverlap) {
       api::GraphFromProto(m->graph), options, nullptr, nullptr);
   ASSERT_TRUE(plan.ok()) << plan.status();
   absl::StatusOr<std::string> header =
-      EmitCHeader({"dir/if_model.tflite", &*plan, &options, &*m, bytes});
+      EmitCHeader({"dir/if_model.tflite", &*plan, &options, &*m});
   ASSERT_TRUE(header.ok()) << header.status();
   EXPECT_THAT(*header,
               ::testing::AllOf(
@@ -174,7 +174,7 @@ TEST(CHeaderTest, TfliteHeaderCompilesAndHoldsNoOverlap) {
   broken.solution.offsets[broken.tensors[y].buffer] =
       broken.solution.offsets[broken.tensors[x].buffer];
   absl::StatusOr<std::string> bad =
-      EmitCHeader({"dir/if_model.tflite", &broken, &options, &*m, bytes});
+      EmitCHeader({"dir/if_model.tflite", &broken, &options, &*m});
   ASSERT_TRUE(bad.ok()) << bad.status();
   EXPECT_THAT(CompileAndRun(*bad, "if_model"),
               ::testing::AllOf(::testing::StartsWith("exit 1: "),
@@ -194,7 +194,7 @@ TEST(CHeaderTest, GraphHeadersCompileWithPoolsAndInPlaceOps) {
         planner::PlanGraph(graph, options, nullptr, nullptr);
     ASSERT_TRUE(plan.ok()) << plan.status();
     absl::StatusOr<std::string> header =
-        EmitCHeader({graph.name, &*plan, &options, nullptr, ""});
+        EmitCHeader({graph.name, &*plan, &options, nullptr});
     ASSERT_TRUE(header.ok()) << header.status();
     EXPECT_THAT(*header, ::testing::Not(HasSubstr("TFLM")));
     if (pools) {

@@ -7,9 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "formats/onnx_import.h"
-#include "formats/tflite_reader.h"
-#include "planner/status.h"
+#include "base/status.h"
 
 namespace memplan::formats {
 namespace {
@@ -32,55 +30,6 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> SplitPairs(
 }
 
 }  // namespace
-
-absl::StatusOr<ImportedModel> ImportModel(Format format,
-                                          absl::string_view bytes,
-                                          absl::string_view name,
-                                          const ModelOptions& options) {
-  switch (format) {
-    case Format::kOnnx:
-      return ImportOnnx(bytes, name, options);
-    case Format::kTflite:
-      return ImportTflite(bytes, name, options);
-    case Format::kJson:
-    case Format::kCsv:
-      break;
-  }
-  return Invalid(name, ": ", FormatName(format), " is not a model format");
-}
-
-absl::StatusOr<ModelSummary> SummarizeModel(Format format,
-                                            absl::string_view bytes,
-                                            absl::string_view name) {
-  if (format == Format::kTflite) return SummarizeTflite(bytes, name);
-  if (format == Format::kOnnx) return SummarizeOnnx(bytes, name);
-  return Invalid(name, ": ", FormatName(format), " is not a model format");
-}
-
-absl::StatusOr<ImportedModel> ImportModelFile(const v1::ModelFile& model) {
-  const std::string name = model.name().empty() ? "model" : model.name();
-  absl::StatusOr<Format> format = model.format().empty()
-                                      ? SniffFormat(model.data(), name)
-                                      : FormatFromName(model.format());
-  if (!format.ok()) return format.status();
-  if (!IsModel(*format)) {
-    return Invalid(name, ": model.format must be onnx or tflite, not ",
-                   FormatName(*format));
-  }
-  ModelOptions options;
-  for (const auto& [dim, value] : model.dims()) {
-    if (value < 0) return Invalid("model.dims['", dim, "'] is negative");
-    options.dims[dim] = value;
-  }
-  for (const auto& [value, shape] : model.shapes()) {
-    for (int64_t d : shape.dims()) {
-      if (d < 0)
-        return Invalid("model.shapes['", value, "'] has a negative dim");
-    }
-    options.shapes[value] = {shape.dims().begin(), shape.dims().end()};
-  }
-  return ImportModel(*format, model.data(), name, options);
-}
 
 absl::Status ParseDimList(absl::string_view text, ModelOptions* options) {
   auto pairs = SplitPairs(text, "dim", "NAME=VALUE (e.g. batch=1)");

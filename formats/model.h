@@ -1,26 +1,28 @@
-// Model files (ONNX, TFLite) imported into the graph memplan plans. The CLI,
-// the server (PlanRequest.model) and bench/ all import through ImportModel,
-// so a model gives the same graph, and the same plan, everywhere.
+// What every model importer (onnx/, tflite/) takes and gives: the options
+// a model file does not say (dynamic dims, input shapes), the imported
+// graph with its statistics, and the `inspect` summary. The importers
+// themselves are reached through engine::ImportModel (engine/model_import.h).
 //
 //   formats::ModelOptions options;
-//   options.dims["batch"] = 1;
-//   absl::StatusOr<formats::ImportedModel> m = formats::ImportModel(
-//       formats::Format::kOnnx, bytes, "model.onnx", options);
-//   // m->graph: one tensor per value, one op per node, in execution order
+//   absl::Status s = formats::ParseDimList("batch=1", &options);
 #ifndef MEMPLAN_FORMATS_MODEL_H_
 #define MEMPLAN_FORMATS_MODEL_H_
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "formats/format.h"
 #include "memplan/v1/memplan.pb.h"
 
 namespace memplan::formats {
+
+class TfliteModel;  // tflite/model.h
 
 // What a model file does not say: values of its dynamic dims.
 struct ModelOptions {
@@ -50,6 +52,16 @@ struct TfliteTensorRef {
   int tensor = 0;    // index into that subgraph's tensors
 };
 
+// How TFLite Micro's allocator sees one tensor.
+struct TflmTensorUse {
+  // TFLM's planner places it (needs_allocating: no data in the file, not a
+  // variable, a non-zero size).
+  bool planned = false;
+  bool variable = false;  // is_variable: allocated beside the plan
+  int first = -1;         // first allocation scope it is live; -1: never
+  int last = -1;          // last allocation scope, inclusive; -1: never
+};
+
 // The result of an import.
 struct ImportedModel {
   Format format = Format::kOnnx;      // what was read
@@ -60,11 +72,20 @@ struct ImportedModel {
   // and the number of tensors over all subgraphs (the offline plan's N).
   std::vector<TfliteTensorRef> tflite_tensors;
   int64_t tflite_tensor_count = 0;
+  // TFLite: per subgraph, the index of its tensor 0 among all tensors.
+  std::vector<int64_t> tflite_tensor_base;
   // TFLite: the graph tensors (indices) that are the main subgraph's inputs
   // and outputs. They are planned with TFLM's lifetimes (from the first op,
   // to the last), so the graph marks them as activations; the plan reports
   // them as the inputs and outputs they are.
   std::vector<int> main_inputs, main_outputs;
+  // TFLite: the parsed model, a view of the bytes given to the import (they
+  // must outlive it), so that the writers and the TFLM baseline never parse
+  // the file again; and TFLite Micro's view of every tensor, subgraphs
+  // concatenated (tflite/tflm_baseline.h).
+  std::shared_ptr<const TfliteModel> tflite;
+  std::vector<TflmTensorUse> tflm_uses;
+  absl::Status tflm_uses_status;  // why tflm_uses is empty, when it is
 };
 
 // One graph input or output of a model, as `memplan inspect` shows it.
@@ -90,24 +111,6 @@ struct ModelSummary {
   int64_t ops = 0;                          // nodes/operators over all graphs
   std::map<std::string, int64_t> op_types;  // op type -> count
 };
-
-// Describes a model of `format` (kOnnx or kTflite) without planning it.
-// Errors as ImportModel.
-[[nodiscard]] absl::StatusOr<ModelSummary> SummarizeModel(
-    Format format, absl::string_view bytes, absl::string_view name);
-
-// Imports a model of `format` (kOnnx or kTflite). `name` (usually the path)
-// appears in messages and names the graph when the model does not.
-// INVALID_ARGUMENT naming what is wrong (not a model of that format,
-// truncated, unknown types, sizes that cannot be known...); never throws.
-[[nodiscard]] absl::StatusOr<ImportedModel> ImportModel(
-    Format format, absl::string_view bytes, absl::string_view name,
-    const ModelOptions& options);
-
-// The model carried by a request (PlanRequest.model), format detected from
-// its bytes when not given.
-[[nodiscard]] absl::StatusOr<ImportedModel> ImportModelFile(
-    const v1::ModelFile& model);
 
 // Adds "NAME=VALUE[,NAME=VALUE...]" (the --dim flag) to options->dims.
 // INVALID_ARGUMENT for bad syntax or a negative value.

@@ -9,7 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "planner/exact_solver.h"
+#include "planner/exact/exact_solver.h"
 #include "planner/planner.h"
 #include "planner/testing/random_problems.h"
 #include "planner/testing/zero_slack.h"
@@ -56,7 +56,7 @@ TEST(BudgetTest, TheBudgetCoversTheHeuristicsAndTheSearch) {
   options.optimize = true;
   options.effort = int64_t{1} << 40;
   options.time_budget = absl::Milliseconds(500);
-  WorkerPool pool(2, 64);
+  base::WorkerPool pool(2, 64);
   const absl::Time start = absl::Now();
   absl::StatusOr<PlanResult> r = PlanBuffers(p, options, &pool, nullptr);
   const absl::Duration took = absl::Now() - start;
@@ -70,7 +70,7 @@ TEST(BudgetTest, TheBudgetCoversTheHeuristicsAndTheSearch) {
 TEST(BudgetTest, TimeLimitedSaysWhetherTheClockCutTheSearch) {
   // Dense: neither the climb nor the search ends by itself in time.
   Problem dense = testing::DenseProblem(3000, 1);
-  WorkerPool pool(2, 64);
+  base::WorkerPool pool(2, 64);
   PlanOptions cut;
   cut.optimize = true;
   cut.time_budget = absl::Milliseconds(200);
@@ -169,7 +169,7 @@ TEST(BudgetTest, StageTimesAddUpToTheCall) {
 }
 
 TEST(BudgetTest, EffortGivesTheSamePlanUnderLoadAndAnyThreadCount) {
-  WorkerPool one(1, 64), two(2, 64), four(4, 64);
+  base::WorkerPool one(1, 64), two(2, 64), four(4, 64);
   int searched_to_the_limit = 0;
   for (uint32_t seed = 1; seed <= 3; ++seed) {
     // Zero-slack packings of 300 buffers, one buffer a grain larger: for
@@ -186,7 +186,7 @@ TEST(BudgetTest, EffortGivesTheSamePlanUnderLoadAndAnyThreadCount) {
     ASSERT_TRUE(Verify(p, quiet->solution).ok());
     searched_to_the_limit += quiet->proven_optimal ? 0 : 1;
     CpuLoad load(4);
-    for (WorkerPool* pool : {&one, &two, &four}) {
+    for (base::WorkerPool* pool : {&one, &two, &four}) {
       absl::StatusOr<PlanResult> r = PlanBuffers(p, options, pool, nullptr);
       ASSERT_TRUE(r.ok()) << r.status();
       EXPECT_EQ(r->strategy, quiet->strategy) << "seed " << seed;
@@ -209,7 +209,7 @@ TEST(BudgetTest, MaxNodesBoundsTheExactSearchByWork) {
   EXPECT_GT(a->nodes, options.max_nodes * 9 / 10);
   // Under load, with a (generous) deadline: the same answer.
   CpuLoad load(4);
-  CancelToken deadline(absl::Now() + absl::Seconds(120));
+  base::CancelToken deadline(absl::Now() + absl::Seconds(120));
   SolveContext ctx;
   ctx.cancel = &deadline;
   absl::StatusOr<ExactResult> b = SolveExact(p, options, ctx);

@@ -12,11 +12,11 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/sort.h"
 #include "gtest/gtest.h"
 #include "planner/greedy.h"
 #include "planner/interference.h"
 #include "planner/shared_objects.h"
-#include "planner/sort.h"
 #include "planner/verifier.h"
 
 namespace memplan::planner {
@@ -25,7 +25,7 @@ namespace {
 // Cancels `token` after `delay` from a thread, and remembers when.
 class Canceller {
  public:
-  Canceller(CancelToken* token, absl::Duration delay)
+  Canceller(base::CancelToken* token, absl::Duration delay)
       : thread_([this, token, delay] {
           absl::SleepFor(delay);
           at_ = absl::Now();
@@ -80,7 +80,7 @@ Problem Staggered(int n, uint32_t seed) {
 TEST(CancelTest, ScanPlacementStopsSoonAfterCancel) {
   const Problem p = OneLifetime(40000);  // seconds of scanning
   const std::vector<int> order = GreedyPlacementOrder(p, GreedyOrder::kSize);
-  CancelToken token;
+  base::CancelToken token;
   Canceller canceller(&token, absl::Milliseconds(50));
   absl::StatusOr<Solution> s =
       PlaceInOrder(p, order, FitPolicy::kBestFit, &token, OverlapSearch::kScan);
@@ -92,7 +92,7 @@ TEST(CancelTest, ScanPlacementStopsSoonAfterCancel) {
 TEST(CancelTest, MergedPlacementStopsSoonAfterCancel) {
   const Problem p = Staggered(150000, 3);
   const std::vector<int> order = GreedyPlacementOrder(p, GreedyOrder::kSize);
-  CancelToken token;
+  base::CancelToken token;
   Canceller canceller(&token, absl::Milliseconds(50));
   absl::StatusOr<Solution> s = PlaceInOrder(p, order, FitPolicy::kFirstFit,
                                             &token, OverlapSearch::kMerged);
@@ -103,7 +103,7 @@ TEST(CancelTest, MergedPlacementStopsSoonAfterCancel) {
 
 TEST(CancelTest, SharedObjectColoringStopsSoonAfterCancel) {
   const Problem p = Staggered(150000, 4);
-  CancelToken token;
+  base::CancelToken token;
   Canceller canceller(&token, absl::Milliseconds(50));
   absl::StatusOr<SharedObjects> objects = ColorSharedObjects(p, &token);
   const absl::Duration late = canceller.Since(absl::Now());
@@ -115,10 +115,10 @@ TEST(CancelTest, SortingStopsSoonAfterCancel) {
   std::mt19937_64 rng(5);
   std::vector<uint64_t> values(4'000'000);
   for (uint64_t& v : values) v = rng();
-  CancelToken token;
+  base::CancelToken token;
   Canceller canceller(&token, absl::Milliseconds(20));
   const bool sorted =
-      SortOrCancel(values.begin(), values.end(), std::less<>(), &token);
+      base::SortOrCancel(values.begin(), values.end(), std::less<>(), &token);
   const absl::Duration late = canceller.Since(absl::Now());
   EXPECT_FALSE(sorted);  // 4M values take longer than 20 ms to sort
   EXPECT_LT(late, kMargin);
@@ -126,7 +126,7 @@ TEST(CancelTest, SortingStopsSoonAfterCancel) {
 
 TEST(CancelTest, EveryStageReturnsAtOnceWhenAlreadyCancelled) {
   const Problem p = Staggered(4000, 6);
-  CancelToken token;
+  base::CancelToken token;
   token.Cancel();
   EXPECT_EQ(
       GreedyPlacementOrder(p, GreedyOrder::kBreadth, &token).status().code(),

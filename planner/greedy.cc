@@ -10,16 +10,16 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/sort.h"
 #include "planner/gap_index.h"
 #include "planner/sections.h"
-#include "planner/sort.h"
 #include "planner/time_index.h"
 
 namespace memplan::planner {
 namespace {
 
-// Units of placement work (WorkMeter's) a buffer placed counts, beside the
-// taken ranges read.
+// Units of placement work (base::WorkMeter's) a buffer placed counts, beside
+// the taken ranges read.
 constexpr int64_t kBufferWork = 16;
 
 absl::Status Cancelled() {
@@ -58,9 +58,9 @@ class RangeMin {
 // by this rank, then by size, is exactly "greedy by breadth" (the widest
 // step of a lifetime always lies in one of these sections) without
 // listing every step's live set.
-absl::StatusOr<std::vector<int>> WidestSectionRanks(const Problem& problem,
-                                                    const Sections& time,
-                                                    const CancelToken* cancel) {
+absl::StatusOr<std::vector<int>> WidestSectionRanks(
+    const Problem& problem, const Sections& time,
+    const base::CancelToken* cancel) {
   const auto& b = problem.buffers;
   if (b.empty()) return std::vector<int>{};
   const std::vector<Bytes> width =
@@ -69,7 +69,8 @@ absl::StatusOr<std::vector<int>> WidestSectionRanks(const Problem& problem,
   for (int k = 0; k < static_cast<int>(width.size()); ++k) {
     by_width[k] = {-width[k], k};
   }
-  if (!SortOrCancel(by_width.begin(), by_width.end(), std::less<>(), cancel)) {
+  if (!base::SortOrCancel(by_width.begin(), by_width.end(), std::less<>(),
+                          cancel)) {
     return Cancelled();
   }
   std::vector<int> rank(width.size());
@@ -111,12 +112,14 @@ std::vector<int> IndicesOf(const std::vector<K>& keys) {
 
 // Sorts keys (made in index order) by (primary, secondary, index): two
 // stable radix passes, least significant field first.
-absl::StatusOr<std::vector<int>> SortedIndices(std::vector<Key> keys,
-                                               const CancelToken* cancel) {
-  if (!RadixSortOrCancel(
-          &keys, [](const Key& k) { return SignedKey(k.secondary); }, cancel) ||
-      !RadixSortOrCancel(
-          &keys, [](const Key& k) { return SignedKey(k.primary); }, cancel)) {
+absl::StatusOr<std::vector<int>> SortedIndices(
+    std::vector<Key> keys, const base::CancelToken* cancel) {
+  if (!base::RadixSortOrCancel(
+          &keys, [](const Key& k) { return base::SignedKey(k.secondary); },
+          cancel) ||
+      !base::RadixSortOrCancel(
+          &keys, [](const Key& k) { return base::SignedKey(k.primary); },
+          cancel)) {
     return Cancelled();
   }
   return IndicesOf(keys);
@@ -124,7 +127,7 @@ absl::StatusOr<std::vector<int>> SortedIndices(std::vector<Key> keys,
 
 // The area order: largest size x lifetime first, then as by size.
 absl::StatusOr<std::vector<int>> AreaOrder(const Problem& problem,
-                                           const CancelToken* cancel) {
+                                           const base::CancelToken* cancel) {
   const auto& b = problem.buffers;
   std::vector<AreaKey> keys(b.size());
   for (int i = 0; i < static_cast<int>(b.size()); ++i) {
@@ -132,7 +135,7 @@ absl::StatusOr<std::vector<int>> AreaOrder(const Problem& problem,
                              (static_cast<long double>(b[i].end) - b[i].start);
     keys[i] = {-area, -b[i].size, b[i].start, i};
   }
-  if (!SortOrCancel(keys.begin(), keys.end(), std::less<>(), cancel)) {
+  if (!base::SortOrCancel(keys.begin(), keys.end(), std::less<>(), cancel)) {
     return Cancelled();
   }
   return IndicesOf(keys);
@@ -157,7 +160,7 @@ bool ReadsCompressedTime(GreedyOrder order) {
 absl::StatusOr<std::vector<int>> OrderOf(const Problem& problem,
                                          const Sections& time,
                                          GreedyOrder order,
-                                         const CancelToken* cancel) {
+                                         const base::CancelToken* cancel) {
   if (order == GreedyOrder::kArea) return AreaOrder(problem, cancel);
   const auto& b = problem.buffers;
   std::vector<int64_t> rank;  // conflicts or widest section, per buffer
@@ -201,9 +204,9 @@ void SortByOffset(std::vector<TakenRange>* ranges,
   constexpr size_t kInsertionSortUpTo = 64;
   auto& r = *ranges;
   if (r.size() > kInsertionSortUpTo) {
-    (void)RadixSortWith(
+    (void)base::RadixSortWith(
         ranges, scratch,
-        [](const TakenRange& t) { return SignedKey(t.offset); }, nullptr);
+        [](const TakenRange& t) { return base::SignedKey(t.offset); }, nullptr);
     return;
   }
   for (size_t i = 1; i < r.size(); ++i) {
@@ -318,7 +321,7 @@ std::vector<Request> Requests(const Problem& problem, const Sections& time,
 absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
                                const std::vector<int>& order, FitPolicy fit,
                                std::optional<Bytes> capacity,
-                               const CancelToken* cancel,
+                               const base::CancelToken* cancel,
                                OverlapSearch search = OverlapSearch::kAuto,
                                int64_t work_cap = 0) {
   const auto& buffers = problem.buffers;
@@ -332,7 +335,7 @@ absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
     placed.Insert(time.first[i], time.last[i],
                   {solution.offsets[i], solution.offsets[i] + buffers[i].size});
   }
-  WorkMeter meter(cancel, work_cap);
+  base::WorkMeter meter(cancel, work_cap);
   const std::vector<Request> requests =
       Requests(problem, time, order, solution.offsets);
   const int64_t total = static_cast<int64_t>(requests.size());
@@ -390,7 +393,8 @@ std::vector<int> GreedyPlacementOrder(const Problem& problem,
 }
 
 absl::StatusOr<std::vector<int>> GreedyPlacementOrder(
-    const Problem& problem, GreedyOrder order, const CancelToken* cancel) {
+    const Problem& problem, GreedyOrder order,
+    const base::CancelToken* cancel) {
   if (!ReadsCompressedTime(order)) {
     return OrderOf(problem, Sections(), order, cancel);
   }
@@ -402,7 +406,7 @@ absl::StatusOr<std::vector<int>> GreedyPlacementOrder(
 absl::StatusOr<Solution> PlaceInOrder(const Problem& problem,
                                       const std::vector<int>& order,
                                       FitPolicy fit,
-                                      const CancelToken* cancel) {
+                                      const base::CancelToken* cancel) {
   absl::StatusOr<Sections> time = CompressTime(problem, cancel);
   if (!time.ok()) return time.status();
   return Place(problem, *time, order, fit, std::nullopt, cancel);
@@ -410,7 +414,8 @@ absl::StatusOr<Solution> PlaceInOrder(const Problem& problem,
 
 absl::StatusOr<Solution> PlaceInOrder(const Problem& problem,
                                       const std::vector<int>& order,
-                                      FitPolicy fit, const CancelToken* cancel,
+                                      FitPolicy fit,
+                                      const base::CancelToken* cancel,
                                       OverlapSearch search) {
   absl::StatusOr<Sections> time = CompressTime(problem, cancel);
   if (!time.ok()) return time.status();
@@ -420,7 +425,7 @@ absl::StatusOr<Solution> PlaceInOrder(const Problem& problem,
 absl::StatusOr<Solution> PlaceWithinCapacity(const Problem& problem,
                                              const std::vector<int>& order,
                                              Bytes capacity,
-                                             const CancelToken* cancel) {
+                                             const base::CancelToken* cancel) {
   absl::StatusOr<Sections> time = CompressTime(problem, cancel);
   if (!time.ok()) return time.status();
   return Place(problem, *time, order, FitPolicy::kBestFit, capacity, cancel);

@@ -59,12 +59,12 @@ std::vector<int> GreedyPlacementOrder(const Problem& problem,
 // The same, polling `cancel` (may be null): DEADLINE_EXCEEDED when
 // cancelled.
 [[nodiscard]] absl::StatusOr<std::vector<int>> GreedyPlacementOrder(
-    const Problem& problem, GreedyOrder order, const CancelToken* cancel);
+    const Problem& problem, GreedyOrder order, const base::CancelToken* cancel);
 
 // Places buffers in `order` (every index once). Thread-safe.
 [[nodiscard]] absl::StatusOr<Solution> PlaceInOrder(
     const Problem& problem, const std::vector<int>& order, FitPolicy fit,
-    const CancelToken* cancel);
+    const base::CancelToken* cancel);
 
 // Where placement finds the ranges taken during a buffer's lifetime.
 enum class OverlapSearch {
@@ -77,7 +77,7 @@ enum class OverlapSearch {
 // choice gives the same plan.
 [[nodiscard]] absl::StatusOr<Solution> PlaceInOrder(
     const Problem& problem, const std::vector<int>& order, FitPolicy fit,
-    const CancelToken* cancel, OverlapSearch search);
+    const base::CancelToken* cancel, OverlapSearch search);
 
 // Places buffers in `order` with best fit, skipping every buffer that would
 // end past `capacity`: their offsets stay -1, and arena_size covers the
@@ -85,7 +85,7 @@ enum class OverlapSearch {
 // REQUIRES no fixed offsets. Thread-safe.
 [[nodiscard]] absl::StatusOr<Solution> PlaceWithinCapacity(
     const Problem& problem, const std::vector<int>& order, Bytes capacity,
-    const CancelToken* cancel);
+    const base::CancelToken* cancel);
 
 // Buffers live over the whole schedule share memory with nothing, so they
 // are stacked at the arena's base, most aligned first, then largest, and

@@ -82,7 +82,7 @@ TEST(GreedyTest, BestFitPicksTheSmallestGap) {
 
 TEST(GreedyTest, CancelledPlacementStops) {
   Problem p = testing::RandomProblem(5000, 1);
-  CancelToken token;
+  base::CancelToken token;
   token.Cancel();
   absl::StatusOr<Solution> s =
       PlaceInOrder(p, GreedyPlacementOrder(p, GreedyOrder::kSize),

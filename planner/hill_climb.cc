@@ -40,7 +40,7 @@ class Climber {
 
   // One move: perturb, re-place, keep when no larger. Returns false when
   // cancelled during the placement.
-  bool Step(const CancelToken* cancel, bool* accepted) {
+  bool Step(const base::CancelToken* cancel, bool* accepted) {
     const std::vector<int> saved = order_;
     Perturb();
     absl::StatusOr<Solution> next =
@@ -130,7 +130,7 @@ class Climber {
 
 // The best best-fit plan over kSeedOrders, and its order.
 absl::StatusOr<std::pair<std::vector<int>, Solution>> BestSeed(
-    const Problem& problem, const CancelToken* cancel) {
+    const Problem& problem, const base::CancelToken* cancel) {
   std::pair<std::vector<int>, Solution> best;
   bool have = false;
   for (GreedyOrder o : kSeedOrders) {
@@ -156,7 +156,7 @@ int64_t HillClimbIterations(int64_t n, int64_t overlaps, int64_t work) {
 absl::StatusOr<HillClimbResult> HillClimb(const Problem& problem,
                                           std::vector<int> seed_order,
                                           const HillClimbOptions& options,
-                                          const CancelToken* cancel) {
+                                          const base::CancelToken* cancel) {
   absl::StatusOr<Solution> seed =
       PlaceInOrder(problem, seed_order, FitPolicy::kBestFit, cancel);
   if (!seed.ok()) return seed.status();

@@ -66,7 +66,7 @@ struct HillClimbResult {
 // DEADLINE_EXCEEDED only when cancelled before the seed is placed.
 [[nodiscard]] absl::StatusOr<HillClimbResult> HillClimb(
     const Problem& problem, std::vector<int> seed_order,
-    const HillClimbOptions& options, const CancelToken* cancel);
+    const HillClimbOptions& options, const base::CancelToken* cancel);
 
 // The strategy "hill_climb": seeds with the best of the best-fit orders
 // (size, area, conflicts, breadth, lifetime; ties to the first), then

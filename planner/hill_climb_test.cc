@@ -92,7 +92,7 @@ TEST(HillClimbTest, CancelledClimbReturnsAValidPlan) {
   ASSERT_TRUE(PlaceInOrder(p, order, FitPolicy::kBestFit, nullptr).ok());
   const absl::Duration seed_time = absl::Now() - start;
   start = absl::Now();
-  CancelToken token(start + 4 * seed_time + absl::Milliseconds(20));
+  base::CancelToken token(start + 4 * seed_time + absl::Milliseconds(20));
   absl::StatusOr<HillClimbResult> r =
       HillClimb(p, order, {.iterations = 1'000'000}, &token);
   // The seed was placed before the deadline: a plan, not an error.

@@ -6,7 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "planner/sort.h"
+#include "base/sort.h"
 
 namespace memplan::planner {
 namespace {
@@ -17,8 +17,8 @@ absl::Status Cancelled() {
 
 // Indices of the buffers that do not span the whole schedule, by start
 // (ties by index: a stable radix sort of the index order).
-absl::StatusOr<std::vector<int>> SharableByStart(const Problem& problem,
-                                                 const CancelToken* cancel) {
+absl::StatusOr<std::vector<int>> SharableByStart(
+    const Problem& problem, const base::CancelToken* cancel) {
   const auto& b = problem.buffers;
   const auto span = ScheduleSpan(problem);
   std::vector<std::pair<Step, int>> keys;  // packed keys sort in cache
@@ -26,8 +26,9 @@ absl::StatusOr<std::vector<int>> SharableByStart(const Problem& problem,
   for (int i = 0; i < static_cast<int>(b.size()); ++i) {
     if (!SpansAll(b[i], span)) keys.emplace_back(b[i].start, i);
   }
-  if (!RadixSortOrCancel(
-          &keys, [](const auto& k) { return SignedKey(k.first); }, cancel)) {
+  if (!base::RadixSortOrCancel(
+          &keys, [](const auto& k) { return base::SignedKey(k.first); },
+          cancel)) {
     return Cancelled();
   }
   std::vector<int> order(keys.size());
@@ -40,12 +41,12 @@ absl::StatusOr<std::vector<int>> SharableByStart(const Problem& problem,
 // O(n) after sorting the ends.
 absl::StatusOr<int64_t> CountPairs(const Problem& problem,
                                    const std::vector<int>& by_start,
-                                   const CancelToken* cancel) {
+                                   const base::CancelToken* cancel) {
   std::vector<Step> ends;
   ends.reserve(by_start.size());
   for (int i : by_start) ends.push_back(problem.buffers[i].end);
-  if (!RadixSortOrCancel(
-          &ends, [](Step e) { return SignedKey(e); }, cancel)) {
+  if (!base::RadixSortOrCancel(
+          &ends, [](Step e) { return base::SignedKey(e); }, cancel)) {
     return Cancelled();
   }
   int64_t pairs = 0;
@@ -91,13 +92,14 @@ std::vector<int64_t> RowStarts(const Problem& problem,
 absl::Status SweepPairs(const Problem& problem,
                         const std::vector<int>& by_start,
                         const std::vector<int64_t>& row_start,
-                        const CancelToken* cancel, std::vector<int>* columns) {
+                        const base::CancelToken* cancel,
+                        std::vector<int>* columns) {
   const auto& b = problem.buffers;
   std::vector<int64_t> fill(row_start.begin(), row_start.end() - 1);
   // Buffers started so far that may still be live; starts only grow, so one
   // that has ended is dropped for good the next time the list is scanned.
   std::vector<std::pair<Step, int>> live;
-  WorkMeter meter(cancel);
+  base::WorkMeter meter(cancel);
   for (int i : by_start) {
     if (meter.Stop(16 + static_cast<int64_t>(live.size()))) return Cancelled();
     const Step start = b[i].start;
@@ -117,7 +119,8 @@ absl::Status SweepPairs(const Problem& problem,
 }  // namespace
 
 absl::StatusOr<InterferenceGraph> BuildInterferenceGraph(
-    const Problem& problem, int64_t max_edges, const CancelToken* cancel) {
+    const Problem& problem, int64_t max_edges,
+    const base::CancelToken* cancel) {
   absl::StatusOr<std::vector<int>> by_start = SharableByStart(problem, cancel);
   if (!by_start.ok()) return by_start.status();
   absl::StatusOr<int64_t> count = CountPairs(problem, *by_start, cancel);

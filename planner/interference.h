@@ -19,7 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "planner/cancel.h"
+#include "base/cancel.h"
 #include "planner/problem.h"
 
 namespace memplan::planner {
@@ -56,7 +56,7 @@ class InterferenceGraph {
 // when cancelled.
 [[nodiscard]] absl::StatusOr<InterferenceGraph> BuildInterferenceGraph(
     const Problem& problem, int64_t max_edges,
-    const CancelToken* cancel = nullptr);
+    const base::CancelToken* cancel = nullptr);
 
 }  // namespace memplan::planner
 

@@ -6,7 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "planner/status.h"
+#include "base/status.h"
 
 namespace memplan::planner {
 namespace {

@@ -56,7 +56,7 @@ namespace {
 // Takes what fits of `left` (indices into problem) into a space of
 // `capacity`; returns the share and leaves the rest in `left`.
 absl::StatusOr<SpaceShare> Claim(const Problem& problem, Bytes capacity,
-                                 const CancelToken* cancel,
+                                 const base::CancelToken* cancel,
                                  std::vector<int>* left) {
   if (left->empty()) return SpaceShare{};
   const Problem sub = SubProblem(problem, *left);
@@ -82,7 +82,7 @@ absl::StatusOr<SpaceShare> Claim(const Problem& problem, Bytes capacity,
 
 absl::StatusOr<std::vector<SpaceShare>> SplitOverSpaces(
     const Problem& problem, const std::vector<MemorySpace>& spaces,
-    const CancelToken* cancel) {
+    const base::CancelToken* cancel) {
   if (absl::Status s = ValidateMemorySpaces(spaces); !s.ok()) return s;
   for (const Buffer& b : problem.buffers) {
     if (b.fixed_offset.has_value()) {

@@ -25,7 +25,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "planner/cancel.h"
+#include "base/cancel.h"
 #include "planner/problem.h"
 
 namespace memplan::planner {
@@ -58,7 +58,7 @@ std::vector<int> SpaceClaimOrder(const Problem& problem);
 // cancelled. Cost: one greedy placement per space.
 [[nodiscard]] absl::StatusOr<std::vector<SpaceShare>> SplitOverSpaces(
     const Problem& problem, const std::vector<MemorySpace>& spaces,
-    const CancelToken* cancel);
+    const base::CancelToken* cancel);
 
 }  // namespace memplan::planner
 

@@ -117,7 +117,7 @@ TEST(MemoryPoolsTest, OneUnboundedPoolIsNoWorseThanTheBestHeuristic) {
 }
 
 TEST(MemoryPoolsTest, GraphWithInPlaceOpsAndPoolsVerifiesPerTensor) {
-  WorkerPool workers(2, 16);
+  base::WorkerPool workers(2, 16);
   for (uint32_t seed = 0; seed < 100; ++seed) {
     Graph g = testing::RandomGraph(5 + seed % 40, seed);
     for (Op& op : g.ops) op.in_place = seed % 2 == 0;
@@ -136,7 +136,7 @@ TEST(MemoryPoolsTest, SamePlanOnEveryThreadCount) {
   absl::StatusOr<PlanResult> base = PlanBuffers(p, options, nullptr, nullptr);
   ASSERT_TRUE(base.ok()) << base.status();
   for (int threads : {1, 2, 4}) {
-    WorkerPool workers(threads, 64);
+    base::WorkerPool workers(threads, 64);
     absl::StatusOr<PlanResult> r = PlanBuffers(p, options, &workers, nullptr);
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->memory_space_of, base->memory_space_of) << threads;

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
-#include "planner/exact_solver.h"
+#include "planner/exact/exact_solver.h"
 #include "planner/in_place.h"
 #include "planner/interference.h"
 #include "planner/liveness.h"
@@ -18,6 +18,7 @@
 #include "planner/sections.h"
 #include "planner/strategy.h"
 #include "planner/verifier.h"
+#include "planner/work_cap.h"
 
 namespace memplan::planner {
 namespace {
@@ -78,7 +79,8 @@ bool WorthSearching(const PlanOptions& options, SearchWhen when,
 // Runs the exact solver seeded with the heuristics' plan, until the budget
 // token (or the effort) stops it, and keeps its plan when it is smaller
 // (and verified). Times "search" and its share of "verify".
-absl::Status SearchExact(const PlanOptions& options, const CancelToken* budget,
+absl::Status SearchExact(const PlanOptions& options,
+                         const base::CancelToken* budget,
                          std::atomic<Bytes>* best, PlanResult* result) {
   ExactOptions exact;
   if (options.capacity.has_value() &&
@@ -118,7 +120,7 @@ absl::Status SearchExact(const PlanOptions& options, const CancelToken* budget,
 absl::Status ComputeSharedObjects(const Problem& problem,
                                   const PlanOptions& options,
                                   const Sections* time,
-                                  const CancelToken* cancel,
+                                  const base::CancelToken* cancel,
                                   SharedObjects* objects,
                                   std::vector<StageTime>* stages) {
   absl::StatusOr<InterferenceGraph> graph = [&] {
@@ -142,8 +144,8 @@ absl::Status ComputeSharedObjects(const Problem& problem,
 // while the caller assigns offsets), or at once. Wait() returns its status.
 class SharedObjectsStage {
  public:
-  SharedObjectsStage(const PlanOptions& options, WorkerPool* workers,
-                     const Sections* time, const CancelToken* cancel,
+  SharedObjectsStage(const PlanOptions& options, base::WorkerPool* workers,
+                     const Sections* time, const base::CancelToken* cancel,
                      PlanResult* result)
       : result_(result) {
     auto task = [this, &options, time, cancel] {
@@ -179,8 +181,10 @@ class SharedObjectsStage {
 // the exact search when worth it. The heuristics a request needs run under
 // `cancel`; the optional ones and the search under `budget` (PlanOptions::
 // time_budget from the start of planning, within `cancel`).
-absl::Status AssignOffsets(const PlanOptions& options, WorkerPool* workers,
-                           const CancelToken* cancel, const CancelToken* budget,
+absl::Status AssignOffsets(const PlanOptions& options,
+                           base::WorkerPool* workers,
+                           const base::CancelToken* cancel,
+                           const base::CancelToken* budget,
                            const Sections* time, PlanResult* result) {
   absl::StatusOr<StrategyChoice> choice =
       ResolveStrategy(options.strategy, options.optimize);
@@ -325,7 +329,8 @@ std::vector<InPlaceTensor> SelectBuffers(const Graph& graph,
 // lifetime, and no two tensors live together sharing memory except in-place
 // hand-overs.
 absl::Status VerifyTensors(const std::vector<InPlaceTensor>& aliases,
-                           const CancelToken* cancel, PlanResult* result) {
+                           const base::CancelToken* cancel,
+                           PlanResult* result) {
   const absl::Time start = absl::Now();
   const size_t spaces = std::max<size_t>(1, result->memory_spaces.size());
   const auto space_of = [&](int buffer) {
@@ -378,8 +383,9 @@ absl::Status VerifyTensors(const std::vector<InPlaceTensor>& aliases,
 // plan when theirs does not fit or is larger. Either plan is verified.
 absl::StatusOr<MemorySpacePlan> PlanShare(
     const PlanOptions& options, const MemorySpace& memory,
-    const Problem& problem, WorkerPool* workers, const CancelToken* cancel,
-    const CancelToken* budget, SpaceShare* share, bool* time_limited) {
+    const Problem& problem, base::WorkerPool* workers,
+    const base::CancelToken* cancel, const base::CancelToken* budget,
+    SpaceShare* share, bool* time_limited) {
   MemorySpacePlan plan{memory.name,
                        memory.capacity,
                        0,
@@ -413,9 +419,11 @@ absl::StatusOr<MemorySpacePlan> PlanShare(
 }
 
 // Splits the buffers over the memory spaces and plans each on its own.
-absl::Status AssignMemorySpaces(const PlanOptions& options, WorkerPool* workers,
-                                const CancelToken* cancel,
-                                const CancelToken* budget, PlanResult* result) {
+absl::Status AssignMemorySpaces(const PlanOptions& options,
+                                base::WorkerPool* workers,
+                                const base::CancelToken* cancel,
+                                const base::CancelToken* budget,
+                                PlanResult* result) {
   if (options.capacity.has_value()) {
     return absl::InvalidArgumentError(
         "capacity and memory_pools cannot be combined: give each pool its "
@@ -466,9 +474,9 @@ void SetBounds(const Sections& time, PlanResult* result) {
 // from the start of planning).
 absl::StatusOr<PlanResult> PlanProblem(PlanResult result,
                                        const PlanOptions& options,
-                                       WorkerPool* workers,
-                                       const CancelToken* cancel,
-                                       const CancelToken* budget) {
+                                       base::WorkerPool* workers,
+                                       const base::CancelToken* cancel,
+                                       const base::CancelToken* budget) {
   const absl::Time start = absl::Now();
   // Compressed time, swept once for the bounds and the stages.
   absl::StatusOr<Sections> time = CompressTime(result.problem, cancel);
@@ -498,10 +506,10 @@ absl::StatusOr<PlanResult> PlanProblem(PlanResult result,
 
 absl::StatusOr<PlanResult> PlanGraph(const Graph& graph,
                                      const PlanOptions& options,
-                                     WorkerPool* workers,
-                                     const CancelToken* cancel) {
+                                     base::WorkerPool* workers,
+                                     const base::CancelToken* cancel) {
   if (absl::Status s = CheckStrategyName(options.strategy); !s.ok()) return s;
-  const CancelToken budget(cancel, absl::Now() + options.time_budget);
+  const base::CancelToken budget(cancel, absl::Now() + options.time_budget);
   PlanResult result;
   std::vector<InPlaceTensor> aliases;
   {
@@ -524,11 +532,11 @@ absl::StatusOr<PlanResult> PlanGraph(const Graph& graph,
 
 absl::StatusOr<PlanResult> PlanBuffers(Problem problem,
                                        const PlanOptions& options,
-                                       WorkerPool* workers,
-                                       const CancelToken* cancel) {
+                                       base::WorkerPool* workers,
+                                       const base::CancelToken* cancel) {
   if (absl::Status s = CheckStrategyName(options.strategy); !s.ok()) return s;
   const absl::Time start = absl::Now();
-  const CancelToken budget(cancel, start + options.time_budget);
+  const base::CancelToken budget(cancel, start + options.time_budget);
   problem.capacity = options.capacity;  // pins are checked against it
   if (absl::Status s = ValidateProblem(problem); !s.ok()) return s;
   PlanResult result;

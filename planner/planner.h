@@ -4,7 +4,7 @@
 // verification; a buffer list skips liveness. Every returned plan has passed
 // the verifier.
 //
-//   planner::WorkerPool workers(2, 64);
+//   base::WorkerPool workers(2, 64);
 //   planner::PlanOptions options;  // alignment 64, strategy "auto"
 //   absl::StatusOr<planner::PlanResult> plan =
 //       planner::PlanGraph(graph, options, &workers, /*cancel=*/nullptr);
@@ -20,12 +20,12 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "planner/cancel.h"
+#include "base/cancel.h"
+#include "base/worker_pool.h"
 #include "planner/graph.h"
 #include "planner/memory_spaces.h"
 #include "planner/problem.h"
 #include "planner/shared_objects.h"
-#include "planner/worker_pool.h"
 
 namespace memplan::planner {
 
@@ -50,7 +50,7 @@ struct PlanOptions {
   // the optional heuristics, the hill climb and the exact search stop at
   // it, and the best plan so far is returned. Only the first heuristic (the
   // plan every request gets) runs past it. Default 1 s; the caller's
-  // deadline (CancelToken) also bounds it.
+  // deadline (base::CancelToken) also bounds it.
   absl::Duration time_budget = absl::Seconds(1);
   // When > 0, bounds the search by work done instead of time: the exact
   // search stops after `effort` nodes (placements tried) and the hill climb
@@ -168,17 +168,15 @@ struct PlanResult {
 // FAILED_PRECONDITION when a capacity is set and no plan fits it,
 // DEADLINE_EXCEEDED when cancelled before any plan, INTERNAL when no
 // strategy's plan passes the verifier. `workers` and `cancel` may be null.
-[[nodiscard]] absl::StatusOr<PlanResult> PlanGraph(const Graph& graph,
-                                                   const PlanOptions& options,
-                                                   WorkerPool* workers,
-                                                   const CancelToken* cancel);
+[[nodiscard]] absl::StatusOr<PlanResult> PlanGraph(
+    const Graph& graph, const PlanOptions& options, base::WorkerPool* workers,
+    const base::CancelToken* cancel);
 
 // Plans a buffer list (validated by ValidateProblem); every buffer is an
 // activation. Same errors.
-[[nodiscard]] absl::StatusOr<PlanResult> PlanBuffers(Problem problem,
-                                                     const PlanOptions& options,
-                                                     WorkerPool* workers,
-                                                     const CancelToken* cancel);
+[[nodiscard]] absl::StatusOr<PlanResult> PlanBuffers(
+    Problem problem, const PlanOptions& options, base::WorkerPool* workers,
+    const base::CancelToken* cancel);
 
 // A text report: arena, lower bound, efficiency, saving against naive, the
 // shared objects, and for small plans an ASCII picture (steps across, memory

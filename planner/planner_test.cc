@@ -20,7 +20,7 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(PlannerTest, GraphPlanIsVerifiedAndReportsEveryStage) {
-  WorkerPool pool(2, 16);
+  base::WorkerPool pool(2, 16);
   Graph g = testing::RandomGraph(50, 7);
   absl::StatusOr<PlanResult> r = PlanGraph(g, PlanOptions{}, &pool, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -103,7 +103,7 @@ TEST(PlannerTest, AutoWithOptimizeIsNoWorseThanTheHillClimb) {
 }
 
 TEST(PlannerTest, SamePlanOnEveryRunAndThreadCount) {
-  WorkerPool one(1, 64), two(2, 64), four(4, 64);
+  base::WorkerPool one(1, 64), two(2, 64), four(4, 64);
   for (uint32_t seed = 0; seed < 12; ++seed) {
     // Quick auto on problems large enough for the portfolio to use the
     // pool's threads (2000 buffers and up); auto+optimize (hill climb and
@@ -119,7 +119,7 @@ TEST(PlannerTest, SamePlanOnEveryRunAndThreadCount) {
     absl::StatusOr<PlanResult> base = PlanBuffers(p, options, nullptr, nullptr);
     ASSERT_TRUE(base.ok());
     for (int run = 0; run < 2; ++run) {
-      for (WorkerPool* pool : {&one, &two, &four}) {
+      for (base::WorkerPool* pool : {&one, &two, &four}) {
         absl::StatusOr<PlanResult> r = PlanBuffers(p, options, pool, nullptr);
         ASSERT_TRUE(r.ok());
         EXPECT_EQ(r->strategy, base->strategy) << "seed " << seed;
@@ -215,7 +215,7 @@ TEST(PlannerTest, CapacityModeFindsAPlanTheGreedyMisses) {
 }
 
 TEST(PlannerTest, SamePlanWithAndWithoutThreads) {
-  WorkerPool pool(4, 64);
+  base::WorkerPool pool(4, 64);
   for (uint32_t seed = 0; seed < 20; ++seed) {
     Problem p = testing::RandomProblem(400, seed);
     absl::StatusOr<PlanResult> threaded = PlanBuffers(p, {}, &pool, nullptr);
@@ -231,7 +231,7 @@ TEST(PlannerTest, LargeProblemsColorPoolsBesideOffsetsWithTheSameResult) {
   // Above 50,000 buffers pool coloring runs on a worker while offsets are
   // assigned; the plan and the pools must not change.
   Problem p = testing::RandomProblem(60000, 5, 64);
-  WorkerPool pool(2, 16);
+  base::WorkerPool pool(2, 16);
   absl::StatusOr<PlanResult> parallel = PlanBuffers(p, {}, &pool, nullptr);
   absl::StatusOr<PlanResult> serial = PlanBuffers(p, {}, nullptr, nullptr);
   ASSERT_TRUE(parallel.ok() && serial.ok());
@@ -268,7 +268,7 @@ TEST(PlannerTest, CapacityBelowLowerBoundIsInfeasible) {
 }
 
 TEST(PlannerTest, CancelledBeforeAnyPlanIsDeadlineExceeded) {
-  CancelToken token;
+  base::CancelToken token;
   token.Cancel();
   absl::StatusOr<PlanResult> r =
       PlanBuffers(testing::RandomProblem(20000, 1), {}, nullptr, &token);
@@ -293,7 +293,7 @@ TEST(PlannerTest, PersistentTensorsNeverShareMemory) {
 }
 
 TEST(PlannerTest, RandomGraphsProperty) {
-  WorkerPool pool(2, 16);
+  base::WorkerPool pool(2, 16);
   for (uint32_t seed = 0; seed < 500; ++seed) {
     Graph g = testing::RandomGraph(1 + seed % 40, seed);
     absl::StatusOr<PlanResult> r = PlanGraph(g, {}, &pool, nullptr);
@@ -405,7 +405,7 @@ TEST(PlannerTest, InPlaceChainReportsTheAliasesAtTheSameOffset) {
 }
 
 TEST(WorkerPoolTest, FullQueueRefusesWork) {
-  WorkerPool pool(1, 1);
+  base::WorkerPool pool(1, 1);
   absl::Notification release, started;
   ASSERT_TRUE(pool.TrySchedule([&] {
     started.Notify();

@@ -23,7 +23,8 @@ constexpr size_t kInlineBelow = 2000;
 // verification stops when `cancel` (may be null) does.
 absl::StatusOr<PortfolioResult> FirstVerified(
     const Problem& problem, const std::vector<std::string>& strategies,
-    std::vector<absl::StatusOr<Solution>>& results, const CancelToken* cancel) {
+    std::vector<absl::StatusOr<Solution>>& results,
+    const base::CancelToken* cancel) {
   std::vector<int> order;
   absl::Status first_error;
   for (int i = 0; i < static_cast<int>(results.size()); ++i) {
@@ -56,7 +57,7 @@ absl::StatusOr<PortfolioResult> FirstVerified(
 
 absl::StatusOr<PortfolioResult> RunPortfolio(
     const Problem& problem, const std::vector<std::string>& strategies,
-    const SolveContext& ctx, WorkerPool* pool) {
+    const SolveContext& ctx, base::WorkerPool* pool) {
   return RunPortfolio(problem, strategies,
                       std::vector<const SolveContext*>(strategies.size(), &ctx),
                       pool);
@@ -64,7 +65,7 @@ absl::StatusOr<PortfolioResult> RunPortfolio(
 
 absl::StatusOr<PortfolioResult> RunPortfolio(
     const Problem& problem, const std::vector<std::string>& strategies,
-    const std::vector<const SolveContext*>& contexts, WorkerPool* pool,
+    const std::vector<const SolveContext*>& contexts, base::WorkerPool* pool,
     Bytes lower_bound) {
   assert(contexts.size() == strategies.size());
   std::vector<absl::StatusOr<Solution>> results(

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/worker_pool.h"
 #include "planner/strategy.h"
-#include "planner/worker_pool.h"
 
 namespace memplan::planner {
 
@@ -33,7 +33,7 @@ struct PortfolioResult {
 // cancelled before any plan; INTERNAL when every plan failed verification.
 [[nodiscard]] absl::StatusOr<PortfolioResult> RunPortfolio(
     const Problem& problem, const std::vector<std::string>& strategies,
-    const SolveContext& ctx, WorkerPool* pool);
+    const SolveContext& ctx, base::WorkerPool* pool);
 
 // The same with a context per strategy (contexts[i] for strategies[i], not
 // null): e.g. the heuristics a request needs under the caller's token, the
@@ -43,7 +43,7 @@ struct PortfolioResult {
 // winner is the same as if all had run. REQUIRES equal sizes.
 [[nodiscard]] absl::StatusOr<PortfolioResult> RunPortfolio(
     const Problem& problem, const std::vector<std::string>& strategies,
-    const std::vector<const SolveContext*>& contexts, WorkerPool* pool,
+    const std::vector<const SolveContext*>& contexts, base::WorkerPool* pool,
     Bytes lower_bound = 0);
 
 }  // namespace memplan::planner

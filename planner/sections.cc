@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "planner/sort.h"
+#include "base/sort.h"
 
 namespace memplan::planner {
 namespace {
@@ -23,7 +23,7 @@ absl::Status Cancelled() {
 // The sorted start and end events of the swept buffers.
 absl::StatusOr<std::pair<Events, Events>> SortedEvents(
     const Problem& problem, const std::vector<int>* subset,
-    const CancelToken* cancel) {
+    const base::CancelToken* cancel) {
   const int m =
       static_cast<int>(subset ? subset->size() : problem.buffers.size());
   Events starts(m), ends(m);
@@ -34,10 +34,10 @@ absl::StatusOr<std::pair<Events, Events>> SortedEvents(
   }
   // Stable on the step: positions stay ascending among equal steps.
   const auto step = [](const std::pair<Step, int>& e) {
-    return SignedKey(e.first);
+    return base::SignedKey(e.first);
   };
-  if (!RadixSortOrCancel(&starts, step, cancel) ||
-      !RadixSortOrCancel(&ends, step, cancel)) {
+  if (!base::RadixSortOrCancel(&starts, step, cancel) ||
+      !base::RadixSortOrCancel(&ends, step, cancel)) {
     return Cancelled();
   }
   return std::make_pair(std::move(starts), std::move(ends));
@@ -77,9 +77,9 @@ void NumberSections(const Events& starts, const Events& ends, SectionKind kind,
 
 }  // namespace
 
-absl::StatusOr<Sections> SweepSectionsOrCancel(const Problem& problem,
-                                               const SectionOptions& options,
-                                               const CancelToken* cancel) {
+absl::StatusOr<Sections> SweepSectionsOrCancel(
+    const Problem& problem, const SectionOptions& options,
+    const base::CancelToken* cancel) {
   absl::StatusOr<std::pair<Events, Events>> events =
       SortedEvents(problem, options.subset, cancel);
   if (!events.ok()) return events.status();
@@ -104,7 +104,7 @@ Sections SweepSections(const Problem& problem, const SectionOptions& options) {
 }
 
 absl::StatusOr<Sections> CompressTime(const Problem& problem,
-                                      const CancelToken* cancel) {
+                                      const base::CancelToken* cancel) {
   SectionOptions options;
   options.kind = SectionKind::kMaximal;
   return SweepSectionsOrCancel(problem, options, cancel);

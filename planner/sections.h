@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "planner/cancel.h"
+#include "base/cancel.h"
+#include "base/sort.h"
 #include "planner/problem.h"
-#include "planner/sort.h"
 
 namespace memplan::planner {
 
@@ -78,7 +78,7 @@ Sections SweepSections(const Problem& problem,
 // DEADLINE_EXCEEDED when cancelled.
 [[nodiscard]] absl::StatusOr<Sections> SweepSectionsOrCancel(
     const Problem& problem, const SectionOptions& options,
-    const CancelToken* cancel);
+    const base::CancelToken* cancel);
 
 // Compressed time: the maximal sections of `problem`. Two buffers' lifetimes
 // overlap exactly when their section ranges [first, last) do (two
@@ -87,13 +87,13 @@ Sections SweepSections(const Problem& problem,
 // works on these small integers: at most n of them whatever the steps.
 // DEADLINE_EXCEEDED when `cancel` (may be null) is cancelled first.
 [[nodiscard]] absl::StatusOr<Sections> CompressTime(
-    const Problem& problem, const CancelToken* cancel = nullptr);
+    const Problem& problem, const base::CancelToken* cancel = nullptr);
 
 // `given` (the problem's compressed time, computed once by the caller for
 // several stages) when not null, else CompressTime into `*own`.
 [[nodiscard]] inline absl::StatusOr<const Sections*> CompressedTime(
     const Problem& problem, const Sections* given, Sections* own,
-    const CancelToken* cancel) {
+    const base::CancelToken* cancel) {
   if (given != nullptr) return given;
   absl::StatusOr<Sections> time = CompressTime(problem, cancel);
   if (!time.ok()) return time.status();
@@ -140,9 +140,9 @@ std::vector<Bytes> SectionMaxima(const Sections& sections, WeightFn weight) {
   for (int i = 0; i < n; ++i) by_weight[i] = {-weight(i), i};
   // Heaviest first, ties by index (the radix sort is stable); weights
   // that differ in one byte (paddings under an alignment) take one pass.
-  (void)RadixSortOrCancel(
+  (void)base::RadixSortOrCancel(
       &by_weight,
-      [](const std::pair<Bytes, int>& w) { return SignedKey(w.first); },
+      [](const std::pair<Bytes, int>& w) { return base::SignedKey(w.first); },
       nullptr);
   std::vector<Bytes> max(sections.size(), 0);
   std::vector<int> next(sections.size() + 1);  // next unpainted section

@@ -13,11 +13,12 @@
 #include "planner/sections.h"
 #include "planner/sweep.h"
 #include "planner/time_index.h"
+#include "planner/work_cap.h"
 
 namespace memplan::planner {
 namespace {
 
-// Units of work (WorkMeter's: a neighbour visited, a range read) a buffer
+// Units of work (base::WorkMeter's: a neighbour visited, a range read) a buffer
 // colored counts.
 constexpr int64_t kBufferWork = 16;
 
@@ -45,8 +46,8 @@ struct Request {
 template <typename LowestFreeFn, typename ColoredFn>
 absl::StatusOr<SharedObjects> Color(const Problem& problem,
                                     const Sections& time,
-                                    const CancelToken* cancel, int64_t work_cap,
-                                    LowestFreeFn lowest_free,
+                                    const base::CancelToken* cancel,
+                                    int64_t work_cap, LowestFreeFn lowest_free,
                                     ColoredFn colored) {
   const auto& b = problem.buffers;
   const auto span = ScheduleSpan(problem);
@@ -67,7 +68,7 @@ absl::StatusOr<SharedObjects> Color(const Problem& problem,
   }
   SharedObjects objects;
   objects.object_of.assign(b.size(), -1);
-  WorkMeter meter(cancel, work_cap);
+  base::WorkMeter meter(cancel, work_cap);
   const int64_t total = static_cast<int64_t>(requests.size());
   int64_t done = 0;
   for (const Request& r : requests) {
@@ -172,9 +173,9 @@ Bytes SharedObjects::TotalBytes() const {
   return std::accumulate(size.begin(), size.end(), Bytes{0});
 }
 
-absl::StatusOr<SharedObjects> ColorSharedObjects(const Problem& problem,
-                                                 const InterferenceGraph& graph,
-                                                 const CancelToken* cancel) {
+absl::StatusOr<SharedObjects> ColorSharedObjects(
+    const Problem& problem, const InterferenceGraph& graph,
+    const base::CancelToken* cancel) {
   // Sections are not needed with a graph: every request gets [0, 1).
   Sections none;
   none.first.assign(problem.buffers.size(), 0);
@@ -194,14 +195,14 @@ absl::StatusOr<SharedObjects> ColorSharedObjects(const Problem& problem,
       });
 }
 
-absl::StatusOr<SharedObjects> ColorSharedObjects(const Problem& problem,
-                                                 const CancelToken* cancel) {
+absl::StatusOr<SharedObjects> ColorSharedObjects(
+    const Problem& problem, const base::CancelToken* cancel) {
   return ColorSharedObjects(problem, cancel, nullptr);
 }
 
-absl::StatusOr<SharedObjects> ColorSharedObjects(const Problem& problem,
-                                                 const CancelToken* cancel,
-                                                 const Sections* time) {
+absl::StatusOr<SharedObjects> ColorSharedObjects(
+    const Problem& problem, const base::CancelToken* cancel,
+    const Sections* time) {
   absl::StatusOr<SharedObjects> colored = ColorSharedObjects(
       problem, cancel, OverlapSearch::kAuto,
       kCapScale *
@@ -211,11 +212,9 @@ absl::StatusOr<SharedObjects> ColorSharedObjects(const Problem& problem,
   return SweepSharedObjects(problem, cancel, time);
 }
 
-absl::StatusOr<SharedObjects> ColorSharedObjects(const Problem& problem,
-                                                 const CancelToken* cancel,
-                                                 OverlapSearch search,
-                                                 int64_t work_cap,
-                                                 const Sections* given) {
+absl::StatusOr<SharedObjects> ColorSharedObjects(
+    const Problem& problem, const base::CancelToken* cancel,
+    OverlapSearch search, int64_t work_cap, const Sections* given) {
   Sections own;
   absl::StatusOr<const Sections*> compressed =
       CompressedTime(problem, given, &own, cancel);

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "planner/cancel.h"
+#include "base/cancel.h"
 #include "planner/greedy.h"  // OverlapSearch
 #include "planner/interference.h"
 #include "planner/problem.h"
@@ -55,20 +55,21 @@ SharedObjects ColorSharedObjects(const Problem& problem);
 // sorting included: DEADLINE_EXCEEDED when cancelled.
 [[nodiscard]] absl::StatusOr<SharedObjects> ColorSharedObjects(
     const Problem& problem, const InterferenceGraph& graph,
-    const CancelToken* cancel);
+    const base::CancelToken* cancel);
 [[nodiscard]] absl::StatusOr<SharedObjects> ColorSharedObjects(
-    const Problem& problem, const CancelToken* cancel);
+    const Problem& problem, const base::CancelToken* cancel);
 // The graphless one with the problem's compressed time at hand (may be
 // null: computed).
 [[nodiscard]] absl::StatusOr<SharedObjects> ColorSharedObjects(
-    const Problem& problem, const CancelToken* cancel, const Sections* time);
+    const Problem& problem, const base::CancelToken* cancel,
+    const Sections* time);
 
 // The graphless coloring with the search chosen (tests and benchmarks):
 // every choice gives the same objects. With `work_cap` > 0, gives up with
-// RESOURCE_EXHAUSTED once its work (WorkMeter units) passes the cap.
+// RESOURCE_EXHAUSTED once its work (base::WorkMeter units) passes the cap.
 [[nodiscard]] absl::StatusOr<SharedObjects> ColorSharedObjects(
-    const Problem& problem, const CancelToken* cancel, OverlapSearch search,
-    int64_t work_cap = 0, const Sections* time = nullptr);
+    const Problem& problem, const base::CancelToken* cancel,
+    OverlapSearch search, int64_t work_cap = 0, const Sections* time = nullptr);
 
 }  // namespace memplan::planner
 

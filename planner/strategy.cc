@@ -5,7 +5,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "planner/exact_solver.h"
+#include "planner/exact/exact_solver.h"
 #include "planner/greedy.h"
 #include "planner/hill_climb.h"
 #include "planner/sweep.h"

@@ -22,7 +22,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "planner/cancel.h"
+#include "base/cancel.h"
 #include "planner/problem.h"
 
 namespace memplan::planner {
@@ -31,7 +31,7 @@ namespace memplan::planner {
 struct SolveContext {
   // Polled in every long loop; a cancelled strategy returns
   // DEADLINE_EXCEEDED (or CANCELLED), or its best plan so far if it has one.
-  const CancelToken* cancel = nullptr;
+  const base::CancelToken* cancel = nullptr;
   // The smallest arena any strategy of the portfolio has found so far; an
   // exact search prunes against it. Strategies may lower it (fetch-min).
   std::atomic<Bytes>* best_arena = nullptr;
@@ -42,7 +42,7 @@ struct SolveContext {
   // instead of by the clock, so the plan does not depend on the machine.
   // Default 0: the strategy's own defaults, cut by `cancel`.
   int64_t effort = 0;
-  // When > 0, the work (WorkMeter units) a greedy heuristic may do before
+  // When > 0, the work (base::WorkMeter units) a greedy heuristic may do before
   // it gives up with RESOURCE_EXHAUSTED: set for the first plan of a
   // request (FirstPlanWorkCap), whose fallback is the O(n log n)
   // "sweep_best_fit".

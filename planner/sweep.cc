@@ -11,16 +11,16 @@
 #include "absl/container/btree_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/sort.h"
 #include "planner/gap.h"
 #include "planner/greedy.h"
 #include "planner/sections.h"
-#include "planner/sort.h"
 #include "planner/validate.h"
 
 namespace memplan::planner {
 namespace {
 
-// Units of work (WorkMeter's) a buffer counts: a few tree operations.
+// Units of work (base::WorkMeter's) a buffer counts: a few tree operations.
 constexpr int64_t kBufferWork = 16;
 
 // Free ranges a request tries at its size before it asks for room for its
@@ -41,7 +41,7 @@ struct SweepOrder {
 absl::StatusOr<SweepOrder> OrderFor(const Problem& problem,
                                     const Sections& time,
                                     const std::vector<int>& buffers,
-                                    const CancelToken* cancel) {
+                                    const base::CancelToken* cancel) {
   const auto& b = problem.buffers;
   struct Key {
     int section;
@@ -56,12 +56,15 @@ absl::StatusOr<SweepOrder> OrderFor(const Problem& problem,
     starts.push_back({time.first[i], -b[i].size, i});
     ends.push_back({time.last[i], 0, i});
   }
-  if (!RadixSortOrCancel(
-          &starts, [](const Key& k) { return SignedKey(k.size); }, cancel) ||
-      !RadixSortOrCancel(
-          &starts, [](const Key& k) { return SignedKey(k.section); }, cancel) ||
-      !RadixSortOrCancel(
-          &ends, [](const Key& k) { return SignedKey(k.section); }, cancel)) {
+  if (!base::RadixSortOrCancel(
+          &starts, [](const Key& k) { return base::SignedKey(k.size); },
+          cancel) ||
+      !base::RadixSortOrCancel(
+          &starts, [](const Key& k) { return base::SignedKey(k.section); },
+          cancel) ||
+      !base::RadixSortOrCancel(
+          &ends, [](const Key& k) { return base::SignedKey(k.section); },
+          cancel)) {
     return absl::DeadlineExceededError("sweep order cancelled");
   }
   SweepOrder order;
@@ -77,8 +80,8 @@ absl::StatusOr<SweepOrder> OrderFor(const Problem& problem,
 // False when `cancel` fired.
 template <typename ReleaseFn, typename TakeFn>
 bool Sweep(const Sections& time, const SweepOrder& order,
-           const CancelToken* cancel, ReleaseFn release, TakeFn take) {
-  WorkMeter meter(cancel);
+           const base::CancelToken* cancel, ReleaseFn release, TakeFn take) {
+  base::WorkMeter meter(cancel);
   size_t e = 0;
   for (int i : order.by_start) {
     const int section = time.first[i];
@@ -200,7 +203,7 @@ class FreeList {
 }  // namespace
 
 absl::StatusOr<Solution> SweepOffsets(const Problem& problem,
-                                      const CancelToken* cancel,
+                                      const base::CancelToken* cancel,
                                       const Sections* given) {
   const auto& b = problem.buffers;
   Sections own;
@@ -248,9 +251,9 @@ absl::StatusOr<Solution> SweepOffsets(const Problem& problem,
   return solution;
 }
 
-absl::StatusOr<SharedObjects> SweepSharedObjects(const Problem& problem,
-                                                 const CancelToken* cancel,
-                                                 const Sections* given) {
+absl::StatusOr<SharedObjects> SweepSharedObjects(
+    const Problem& problem, const base::CancelToken* cancel,
+    const Sections* given) {
   const auto& b = problem.buffers;
   Sections own;
   absl::StatusOr<const Sections*> time =

@@ -18,7 +18,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "planner/cancel.h"
+#include "base/cancel.h"
 #include "planner/problem.h"
 #include "planner/shared_objects.h"
 #include "planner/strategy.h"
@@ -35,7 +35,7 @@ namespace memplan::planner {
 // INVALID_ARGUMENT when the arena would pass 2^63 bytes.
 // `time`: the problem's compressed time if at hand (else computed).
 [[nodiscard]] absl::StatusOr<Solution> SweepOffsets(
-    const Problem& problem, const CancelToken* cancel,
+    const Problem& problem, const base::CancelToken* cancel,
     const Sections* time = nullptr);
 
 // Shared objects in time order (TFLite GPU's "greedy in order"): a
@@ -44,7 +44,7 @@ namespace memplan::planner {
 // an object is free again when its buffer ends. Buffers spanning the
 // schedule get objects of their own. DEADLINE_EXCEEDED when cancelled.
 [[nodiscard]] absl::StatusOr<SharedObjects> SweepSharedObjects(
-    const Problem& problem, const CancelToken* cancel,
+    const Problem& problem, const base::CancelToken* cancel,
     const Sections* time = nullptr);
 
 class SweepStrategy : public OffsetStrategy {

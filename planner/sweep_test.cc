@@ -5,13 +5,14 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/cancel.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "planner/cancel.h"
 #include "planner/planner.h"
 #include "planner/sections.h"
 #include "planner/testing/random_problems.h"
 #include "planner/verifier.h"
+#include "planner/work_cap.h"
 
 namespace memplan::planner {
 namespace {
@@ -129,7 +130,7 @@ TEST(SweepTest, ACancelledSweepSaysSo) {
   // Compressed time at hand, so the sweeps themselves see the token.
   absl::StatusOr<Sections> time = CompressTime(p);
   ASSERT_TRUE(time.ok());
-  CancelToken cancel;
+  base::CancelToken cancel;
   cancel.Cancel();
   EXPECT_TRUE(
       absl::IsDeadlineExceeded(SweepOffsets(p, &cancel, &*time).status()));
@@ -185,7 +186,7 @@ TEST(SweepTest, TypicalProblemsKeepTheirFirstHeuristics) {
 TEST(SweepTest, TheCapIsNLogNWithAFloor) {
   EXPECT_EQ(FirstPlanWorkCap(10), 16'000'000);
   EXPECT_EQ(FirstPlanWorkCap(1 << 20), int64_t{8} * (1 << 20) * 20);
-  WorkMeter meter(nullptr, 100);
+  base::WorkMeter meter(nullptr, 100);
   EXPECT_FALSE(meter.Stop(100));
   EXPECT_FALSE(meter.capped());
   EXPECT_TRUE(meter.Stop(1));
@@ -197,7 +198,7 @@ TEST(SweepTest, TheCapIsNLogNWithAFloor) {
 // under it, or has too few items to judge, runs on.
 TEST(SweepTest, TheCapIsForecastFromTheWorkSoFar) {
   const int64_t total = 100000;
-  WorkMeter over(nullptr, 1'000'000);  // 100 units an item: 10M in all
+  base::WorkMeter over(nullptr, 1'000'000);  // 100 units an item: 10M in all
   int64_t done = 0;
   while (done < total && !over.Stop(100, done + 1, total)) ++done;
   EXPECT_TRUE(over.capped());
@@ -208,11 +209,11 @@ TEST(SweepTest, TheCapIsForecastFromTheWorkSoFar) {
   EXPECT_TRUE(absl::IsResourceExhausted(why)) << why;
   EXPECT_THAT(why.message(), ::testing::HasSubstr("on course to pass"));
 
-  WorkMeter under(nullptr, 1'000'000);  // 9 units an item: 900k in all
+  base::WorkMeter under(nullptr, 1'000'000);  // 9 units an item: 900k in all
   for (done = 0; done < total; ++done) {
     ASSERT_FALSE(under.Stop(9, done + 1, total)) << done;
   }
-  WorkMeter few(nullptr, 1'000'000);  // too few items: only the cap stops
+  base::WorkMeter few(nullptr, 1'000'000);  // too few items: only the cap stops
   for (done = 0; done < 4000; ++done) {
     ASSERT_FALSE(few.Stop(250, done + 1, 4000)) << done;
   }

@@ -8,7 +8,7 @@
 #include "absl/container/btree_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "planner/sort.h"
+#include "base/sort.h"
 
 namespace memplan::planner {
 namespace {
@@ -77,10 +77,9 @@ struct Event {
 
 // The lifetime events ordered by (step, ends before starts, index): a
 // stable radix sort by step of the ends, then the starts, by index.
-absl::StatusOr<std::vector<Event>> SortedEvents(const Problem& problem,
-                                                const Solution& solution,
-                                                const std::vector<Step>& ends,
-                                                const CancelToken* cancel) {
+absl::StatusOr<std::vector<Event>> SortedEvents(
+    const Problem& problem, const Solution& solution,
+    const std::vector<Step>& ends, const base::CancelToken* cancel) {
   const int n = static_cast<int>(problem.buffers.size());
   std::vector<Event> events(2 * static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
@@ -89,8 +88,9 @@ absl::StatusOr<std::vector<Event>> SortedEvents(const Problem& problem,
     events[i] = {ends[i], offset, offset + b.size, i, false};
     events[n + i] = {b.start, offset, offset + b.size, i, true};
   }
-  if (!RadixSortOrCancel(
-          &events, [](const Event& e) { return SignedKey(e.step); }, cancel)) {
+  if (!base::RadixSortOrCancel(
+          &events, [](const Event& e) { return base::SignedKey(e.step); },
+          cancel)) {
     return absl::DeadlineExceededError("verification cancelled");
   }
   return events;
@@ -100,7 +100,8 @@ absl::StatusOr<std::vector<Event>> SortedEvents(const Problem& problem,
 // ordered by offset are pairwise disjoint in memory, so a new buffer only
 // needs checking against its neighbours in offset order.
 absl::Status Sweep(const Problem& problem, const Solution& solution,
-                   const std::vector<Step>& ends, const CancelToken* cancel) {
+                   const std::vector<Step>& ends,
+                   const base::CancelToken* cancel) {
   const auto& buffers = problem.buffers;
   absl::StatusOr<std::vector<Event>> events =
       SortedEvents(problem, solution, ends, cancel);
@@ -144,7 +145,7 @@ std::vector<Step> Ends(const Problem& problem) {
 }  // namespace
 
 absl::Status Verify(const Problem& problem, const Solution& solution,
-                    const CancelToken* cancel) {
+                    const base::CancelToken* cancel) {
   if (absl::Status s = CheckEach(problem, solution); !s.ok()) return s;
   return Sweep(problem, solution, Ends(problem), cancel);
 }
@@ -186,7 +187,7 @@ absl::Status CheckPair(const Problem& problem, const Solution& solution,
 
 absl::Status VerifyInPlace(const Problem& problem, const Solution& solution,
                            const std::vector<InPlacePair>& pairs,
-                           const CancelToken* cancel) {
+                           const base::CancelToken* cancel) {
   if (absl::Status s = CheckEach(problem, solution); !s.ok()) return s;
   std::vector<Step> ends = Ends(problem);
   std::vector<bool> seen(problem.buffers.size(), false);

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "planner/cancel.h"
+#include "base/cancel.h"
 #include "planner/problem.h"
 
 namespace memplan::planner {
@@ -27,7 +27,7 @@ namespace memplan::planner {
 // included: DEADLINE_EXCEEDED when cancelled.
 [[nodiscard]] absl::Status Verify(const Problem& problem,
                                   const Solution& solution,
-                                  const CancelToken* cancel);
+                                  const base::CancelToken* cancel);
 
 // Two buffers an in-place op may put in the same memory: `output` is written
 // by the op that reads `input` for the last time.
@@ -48,7 +48,7 @@ struct InPlacePair {
 [[nodiscard]] absl::Status VerifyInPlace(const Problem& problem,
                                          const Solution& solution,
                                          const std::vector<InPlacePair>& pairs,
-                                         const CancelToken* cancel);
+                                         const base::CancelToken* cancel);
 
 // The same checks by comparing every pair: O(n^2), for tests only.
 [[nodiscard]] absl::Status VerifyAllPairs(const Problem& problem,

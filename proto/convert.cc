@@ -9,8 +9,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status.h"
 #include "planner/liveness.h"
-#include "planner/status.h"
 #include "planner/strategy.h"
 
 namespace memplan::api {

@@ -1,6 +1,6 @@
 #include "server/idle_memory.h"
 
-#include "engine/process_memory.h"
+#include "base/process_memory.h"
 
 namespace memplan::server {
 
@@ -48,7 +48,7 @@ void IdleMemoryReturner::Run() {
     }
     --pending_;
     mu_.Unlock();
-    engine::ReturnFreedMemory();
+    base::ReturnFreedMemory();
     mu_.Lock();
     ++returns_;
   }

@@ -5,7 +5,7 @@
 // shrinks only from its top, so a server that planned a million buffers
 // once held about 900 MB resident while idle, and more after the next big
 // call. When the last call in progress ends, and no call starts for `quiet`,
-// one thread calls engine::ReturnFreedMemory() (malloc_trim), and once more
+// one thread calls base::ReturnFreedMemory() (malloc_trim), and once more
 // after ten times `quiet` for what gRPC freed later (a large response is
 // freed once a slow reader has taken it): idle, the process goes back to
 // tens of megabytes. Under steady load nothing is returned and nothing is

@@ -34,10 +34,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/worker_pool.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "memplan/version.h"
-#include "planner/worker_pool.h"
 #include "server/health.h"
 #include "server/idle_memory.h"
 #include "server/metrics.h"
@@ -118,8 +118,8 @@ struct Serving {
   grpc::Server* server;
   HealthService* health;
   PlannerService* service;
-  planner::CancelToken* shutdown;  // cancels the calls in progress
-  Metrics* metrics;                // its /metrics stops at the signal
+  base::CancelToken* shutdown;  // cancels the calls in progress
+  Metrics* metrics;             // its /metrics stops at the signal
 };
 
 // The moments of a shutdown, from the signal and the flags.
@@ -248,8 +248,8 @@ int Run() {
   if (absl::GetFlag(FLAGS_return_memory_when_idle)) {
     idle_memory.emplace(kIdleBeforeReturn);
   }
-  planner::WorkerPool workers(threads, options.max_in_flight * 8);
-  planner::CancelToken shutdown;
+  base::WorkerPool workers(threads, options.max_in_flight * 8);
+  base::CancelToken shutdown;
   PlannerService service(options, &workers, &shutdown, metrics->get(),
                          idle_memory ? &*idle_memory : nullptr);
   HealthService health;  // outlives the server, which ends its calls

@@ -36,8 +36,8 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 }
 
 PlannerService::PlannerService(const ServiceOptions& options,
-                               planner::WorkerPool* workers,
-                               const planner::CancelToken* shutdown,
+                               base::WorkerPool* workers,
+                               const base::CancelToken* shutdown,
                                Metrics* metrics, IdleMemoryReturner* memory)
     : options_(options),
       workers_(workers),
@@ -116,8 +116,8 @@ grpc::Status PlannerService::Plan(grpc::ServerContext* context,
                                   const v1::PlanRequest* request,
                                   v1::PlanResponse* response) {
   return Guarded("Plan", [&] {
-    planner::CancelToken cancel(shutdown_, CallDeadline(*context),
-                                [context] { return context->IsCancelled(); });
+    base::CancelToken cancel(shutdown_, CallDeadline(*context),
+                             [context] { return context->IsCancelled(); });
     absl::StatusOr<engine::PlanOutcome> outcome =
         engine::Plan(*request, options_.limits, workers_, &cancel);
     if (!outcome.ok()) return Failed(outcome.status());
@@ -131,8 +131,8 @@ grpc::Status PlannerService::Benchmark(grpc::ServerContext* context,
                                        const v1::BenchmarkRequest* request,
                                        v1::BenchmarkResponse* response) {
   return Guarded("Benchmark", [&] {
-    planner::CancelToken cancel(shutdown_, CallDeadline(*context),
-                                [context] { return context->IsCancelled(); });
+    base::CancelToken cancel(shutdown_, CallDeadline(*context),
+                             [context] { return context->IsCancelled(); });
     absl::StatusOr<v1::BenchmarkResponse> result = engine::RunBenchmark(
         *request, options_.benchmark, workers_, &cancel,
         [this](const std::string& name, const engine::ReplayFigures& r) {

@@ -14,12 +14,12 @@
 #include <cstdint>
 #include <functional>
 
+#include "base/cancel.h"
+#include "base/worker_pool.h"
 #include "engine/benchmark.h"
 #include "engine/plan.h"
 #include "grpcpp/grpcpp.h"
 #include "memplan/v1/memplan.grpc.pb.h"
-#include "planner/cancel.h"
-#include "planner/worker_pool.h"
 #include "server/idle_memory.h"
 #include "server/metrics.h"
 
@@ -43,8 +43,8 @@ class PlannerService final : public v1::MemoryPlanner::Service {
   // `workers`, `shutdown`, `metrics` and `memory` (if not null) must
   // outlive the service; cancelling `shutdown` stops every call in
   // progress; `memory` hears when the server turns busy and idle.
-  PlannerService(const ServiceOptions& options, planner::WorkerPool* workers,
-                 const planner::CancelToken* shutdown, Metrics* metrics,
+  PlannerService(const ServiceOptions& options, base::WorkerPool* workers,
+                 const base::CancelToken* shutdown, Metrics* metrics,
                  IdleMemoryReturner* memory = nullptr);
 
   grpc::Status Plan(grpc::ServerContext* context,
@@ -75,8 +75,8 @@ class PlannerService final : public v1::MemoryPlanner::Service {
   grpc::Status LastResort(const char* method, const char* what) const;
 
   const ServiceOptions options_;
-  planner::WorkerPool* const workers_;
-  const planner::CancelToken* const shutdown_;
+  base::WorkerPool* const workers_;
+  const base::CancelToken* const shutdown_;
   Metrics* const metrics_;
   IdleMemoryReturner* const memory_;
   std::atomic<int> in_flight_{0};

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/model_import.h"
 #include "engine/plan.h"
 #include "formats/file_io.h"
 #include "formats/model.h"
@@ -48,7 +49,7 @@ absl::StatusOr<formats::ImportedModel> ImportFile(
   absl::StatusOr<std::string> bytes =
       formats::ReadFile(path, formats::kDefaultMaxInputBytes);
   if (!bytes.ok()) return bytes.status();
-  return formats::ImportModel(formats::Format::kOnnx, *bytes, path, options);
+  return engine::ImportModel(formats::Format::kOnnx, *bytes, path, options);
 }
 
 // Bytes per element for the types these models use; -1 for others.
@@ -401,7 +402,7 @@ TEST_P(RealModelTest, SummaryListsTheInputsAndTheirDims) {
   const testing::RealModel& m = GetParam();
   const std::string bytes = testing::ReadFile(testing::RealModelPath(m));
   absl::StatusOr<formats::ModelSummary> s =
-      formats::SummarizeModel(formats::Format::kOnnx, bytes, m.file);
+      engine::SummarizeModel(formats::Format::kOnnx, bytes, m.file);
   ASSERT_TRUE(s.ok()) << s.status();
   std::set<std::string> dims(s->symbolic_dims.begin(), s->symbolic_dims.end());
   for (const auto& [dim, value] : m.dims) EXPECT_TRUE(dims.count(dim)) << dim;

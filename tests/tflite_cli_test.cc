@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "formats/tflite_test_builder.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "memplan/v1/memplan.pb.h"
 #include "tests/testing/process.h"
 #include "tests/testing/shared_server.h"
+#include "tflite/testing/tflite_builder.h"
 
 namespace memplan {
 namespace {

@@ -12,11 +12,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/plan.h"
-#include "formats/tflite_reader.h"
-#include "formats/tflite_test_builder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/onnx_models.h"
+#include "tflite/reader.h"
+#include "tflite/testing/tflite_builder.h"
 
 namespace memplan {
 namespace {
@@ -151,9 +151,8 @@ TEST_P(TfliteModelsTest, PlannedModelReadsBackAsTflmReadsIt) {
   }
 
   // And under TFLM's own lifetimes, with its 16-byte rounding.
-  absl::StatusOr<std::vector<formats::TflmTensorUse>> uses =
-      formats::TflmTensorUses(bytes_, GetParam().path);
-  ASSERT_TRUE(uses.ok()) << uses.status();
+  ASSERT_TRUE(model.tflm_uses_status.ok()) << model.tflm_uses_status;
+  const std::vector<formats::TflmTensorUse>* uses = &model.tflm_uses;
   std::vector<int64_t> size(plan.count, 0);
   for (size_t i = 0; i < r.tensors.size(); ++i) {
     const formats::TfliteTensorRef& ref = model.tflite_tensors[i];

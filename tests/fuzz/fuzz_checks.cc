@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
-#include "planner/exact_solver.h"
+#include "planner/exact/exact_solver.h"
 #include "planner/sections.h"
 #include "planner/sweep.h"
 #include "planner/verifier.h"
@@ -168,7 +168,7 @@ void CheckOtherPaths(const planner::Problem& problem) {
 }
 
 void PlanAndCheck(const v1::PlanRequest& request) {
-  planner::CancelToken cancel(absl::Now() + absl::Seconds(2));
+  base::CancelToken cancel(absl::Now() + absl::Seconds(2));
   absl::StatusOr<engine::PlanOutcome> outcome =
       engine::Plan(request, SmallLimits(), nullptr, &cancel);
   if (!outcome.ok()) return;

@@ -46,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (csv->problem.buffers.size() > 2000) return 0;
   planner::PlanOptions options;
   options.time_budget = absl::Milliseconds(20);
-  planner::CancelToken cancel(absl::Now() + absl::Seconds(2));
+  base::CancelToken cancel(absl::Now() + absl::Seconds(2));
   absl::StatusOr<planner::PlanResult> plan =
       planner::PlanBuffers(csv->problem, options, nullptr, &cancel);
   if (!plan.ok()) return 0;

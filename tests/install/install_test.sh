@@ -12,6 +12,8 @@ trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 test -f "$tmp/prefix/lib/cmake/memplan/memplanConfig.cmake"
 test -f "$tmp/prefix/include/memplan/planner/planner.h"
+test -f "$tmp/prefix/include/memplan/planner/exact/exact_solver.h"
+test -f "$tmp/prefix/include/memplan/base/cancel.h"
 test -f "$tmp/prefix/lib/pkgconfig/memplan.pc"
 
 cmake -S "$source/examples/cpp_package" -B "$tmp/app" -G Ninja \

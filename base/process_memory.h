@@ -1,0 +1,59 @@
+// How a process that plans once and exits (the CLI, the benchmarks) asks
+// glibc's malloc to keep the memory it frees for its next allocations.
+//
+// By default glibc gives every allocation above its mmap threshold (128 KiB,
+// growing to 32 MiB) pages of its own and hands them back on free, and trims
+// the heap's top past 128 KiB. A plan of a million buffers allocates and
+// frees arrays of tens of megabytes stage after stage (the tensor list, the
+// compressed time, the placement's index, the verifier's events, the JSON
+// printer's strings), so every stage faults its pages in again, 4 KiB at a
+// time: about a third of the 1M-buffer pipeline's time on this machine kind
+// (BENCHMARKS.md §3). Kept, freed memory is reused without a fault.
+//
+//   int main(int argc, char** argv) {
+//     memplan::base::KeepFreedMemory();  // applies to later allocations
+//     ...
+//
+// Not for a long-running server: memory a process keeps is not returned
+// until it exits or calls ReturnFreedMemory(). (Kept memory did not make
+// the server's plans faster: its stages run on different threads, whose
+// arenas do not share freed blocks. The server only returns what its calls
+// freed once it is idle, server/idle_memory.h.)
+#ifndef MEMPLAN_BASE_PROCESS_MEMORY_H_
+#define MEMPLAN_BASE_PROCESS_MEMORY_H_
+
+namespace memplan::base {
+
+// Whether malloc is a sanitizer's own (address, thread, memory), which
+// glibc's settings do not reach (ASan's mallopt does nothing; under TSan
+// glibc takes them but TSan does not allocate from it).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define MEMPLAN_SANITIZER_ALLOCATOR 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer) || __has_feature(hwaddress_sanitizer)
+#define MEMPLAN_SANITIZER_ALLOCATOR 1
+#endif
+#endif
+#ifdef MEMPLAN_SANITIZER_ALLOCATOR
+inline constexpr bool kSanitizerAllocator = true;
+#else
+inline constexpr bool kSanitizerAllocator = false;
+#endif
+
+// Turns off mmap for large allocations and the heap's trimming. False when
+// the malloc in use does not take the settings: under a sanitizer with an
+// allocator of its own (address, thread, memory), or if glibc refuses.
+bool KeepFreedMemory();
+
+// Gives the free memory of every malloc arena back to the system
+// (malloc_trim(0): the heap's free top is released and free pages inside
+// are discarded), whether or not KeepFreedMemory() was called; under a
+// sanitizer, its allocator's free memory (__sanitizer_purge_allocator; what
+// sits in ASan's quarantine stays). Thread-safe; costs a walk over the free
+// blocks, microseconds for a small heap.
+void ReturnFreedMemory();
+
+}  // namespace memplan::base
+
+#endif  // MEMPLAN_BASE_PROCESS_MEMORY_H_

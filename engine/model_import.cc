@@ -1,0 +1,72 @@
+#include "engine/model_import.h"
+
+#include "base/status.h"
+#include "onnx/import.h"
+#include "tflite/inspect.h"
+#include "tflite/reader.h"
+
+namespace memplan::engine {
+
+using formats::Format;
+using formats::FormatFromName;
+using formats::FormatName;
+using formats::ImportedModel;
+using formats::ImportOnnx;
+using formats::ImportTflite;
+using formats::IsModel;
+using formats::ModelOptions;
+using formats::ModelSummary;
+using formats::SniffFormat;
+using formats::SummarizeOnnx;
+using formats::SummarizeTflite;
+
+absl::StatusOr<ImportedModel> ImportModel(Format format,
+                                          absl::string_view bytes,
+                                          absl::string_view name,
+                                          const ModelOptions& options) {
+  switch (format) {
+    case Format::kOnnx:
+      return ImportOnnx(bytes, name, options);
+    case Format::kTflite:
+      return ImportTflite(bytes, name, options);
+    case Format::kJson:
+    case Format::kCsv:
+      break;
+  }
+  return Invalid(name, ": ", FormatName(format), " is not a model format");
+}
+
+absl::StatusOr<ModelSummary> SummarizeModel(Format format,
+                                            absl::string_view bytes,
+                                            absl::string_view name) {
+  if (format == Format::kTflite) return SummarizeTflite(bytes, name);
+  if (format == Format::kOnnx) return SummarizeOnnx(bytes, name);
+  return Invalid(name, ": ", FormatName(format), " is not a model format");
+}
+
+absl::StatusOr<ImportedModel> ImportModelFile(const v1::ModelFile& model) {
+  const std::string name = model.name().empty() ? "model" : model.name();
+  absl::StatusOr<Format> format = model.format().empty()
+                                      ? SniffFormat(model.data(), name)
+                                      : FormatFromName(model.format());
+  if (!format.ok()) return format.status();
+  if (!IsModel(*format)) {
+    return Invalid(name, ": model.format must be onnx or tflite, not ",
+                   FormatName(*format));
+  }
+  ModelOptions options;
+  for (const auto& [dim, value] : model.dims()) {
+    if (value < 0) return Invalid("model.dims['", dim, "'] is negative");
+    options.dims[dim] = value;
+  }
+  for (const auto& [value, shape] : model.shapes()) {
+    for (int64_t d : shape.dims()) {
+      if (d < 0)
+        return Invalid("model.shapes['", value, "'] has a negative dim");
+    }
+    options.shapes[value] = {shape.dims().begin(), shape.dims().end()};
+  }
+  return ImportModel(*format, model.data(), name, options);
+}
+
+}  // namespace memplan::engine

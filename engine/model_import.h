@@ -1,0 +1,41 @@
+// Model files (ONNX, TFLite) imported into the graph memplan plans. The CLI,
+// the server (PlanRequest.model) and bench/ all import through ImportModel,
+// so a model gives the same graph, and the same plan, everywhere.
+//
+//   formats::ModelOptions options;
+//   options.dims["batch"] = 1;
+//   absl::StatusOr<formats::ImportedModel> m = engine::ImportModel(
+//       formats::Format::kOnnx, bytes, "model.onnx", options);
+//   // m->graph: one tensor per value, one op per node, in execution order
+#ifndef MEMPLAN_ENGINE_MODEL_IMPORT_H_
+#define MEMPLAN_ENGINE_MODEL_IMPORT_H_
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "formats/format.h"
+#include "formats/model.h"
+#include "memplan/v1/memplan.pb.h"
+
+namespace memplan::engine {
+
+// Describes a model of `format` (kOnnx or kTflite) without planning it.
+// Errors as ImportModel.
+[[nodiscard]] absl::StatusOr<formats::ModelSummary> SummarizeModel(
+    formats::Format format, absl::string_view bytes, absl::string_view name);
+
+// Imports a model of `format` (kOnnx or kTflite). `name` (usually the path)
+// appears in messages and names the graph when the model does not.
+// INVALID_ARGUMENT naming what is wrong (not a model of that format,
+// truncated, unknown types, sizes that cannot be known...); never throws.
+[[nodiscard]] absl::StatusOr<formats::ImportedModel> ImportModel(
+    formats::Format format, absl::string_view bytes, absl::string_view name,
+    const formats::ModelOptions& options);
+
+// The model carried by a request (PlanRequest.model), format detected from
+// its bytes when not given.
+[[nodiscard]] absl::StatusOr<formats::ImportedModel> ImportModelFile(
+    const v1::ModelFile& model);
+
+}  // namespace memplan::engine
+
+#endif  // MEMPLAN_ENGINE_MODEL_IMPORT_H_

@@ -1,0 +1,31 @@
+// The work cap of the plan every request gets: how much the first
+// heuristics may do before they give way to the O(n log n) fallbacks
+// (planner/sweep.h). Measured in base::WorkMeter units.
+//
+//   base::WorkMeter meter(&cancel, planner::FirstPlanWorkCap(n));
+#ifndef MEMPLAN_PLANNER_WORK_CAP_H_
+#define MEMPLAN_PLANNER_WORK_CAP_H_
+
+#include <algorithm>
+#include <cstdint>
+
+namespace memplan::planner {
+
+// The work the first heuristics (the plan every request gets) may do on n
+// buffers, together, before they give way to an O(n log n) one: 8 n log2 n
+// units, and never below 16 million (about a quarter of a second of gap
+// search). `auto` shares it between its two heuristics (8 million each at
+// least). Random graph-like buffer lists take about 2 n log2 n per
+// heuristic, the real traces of bench/data/traces 5-16 n log2 n (S_1, the
+// densest, 6.5 million: under the share); dense staggered lifetimes grow
+// like n^2. Shared-object coloring gets four times this (its units are
+// cheaper).
+inline int64_t FirstPlanWorkCap(int64_t n) {
+  int64_t log2n = 1;
+  while ((int64_t{1} << log2n) < n) ++log2n;
+  return std::max<int64_t>(int64_t{16'000'000}, 8 * n * log2n);
+}
+
+}  // namespace memplan::planner
+
+#endif  // MEMPLAN_PLANNER_WORK_CAP_H_

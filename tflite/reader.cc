@@ -1,0 +1,600 @@
+#include "tflite/reader.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "proto/convert.h"
+#include "tflite/model.h"
+#include "tflite/tflm_baseline.h"
+
+namespace memplan::formats {
+namespace {
+
+constexpr int kMaxNesting = 256;  // subgraphs running subgraphs
+constexpr int64_t kMaxBytes = int64_t{1} << 62;
+constexpr int kMaxListed = 8;  // tensors named in one message
+
+// Bits per element of each TFLite type; 0 for types without a fixed size.
+int ElementBits(int type) {
+  switch (type) {
+    case tfl::TensorType_STRING:
+    case tfl::TensorType_VARIANT:
+      return 0;
+    case tfl::TensorType_INT2:
+      return 2;
+    case tfl::TensorType_INT4:
+    case tfl::TensorType_UINT4:
+      return 4;
+    case tfl::TensorType_UINT8:
+    case tfl::TensorType_BOOL:
+    case tfl::TensorType_INT8:
+    case tfl::TensorType_FLOAT8_E4M3FN:
+    case tfl::TensorType_FLOAT8_E5M2:
+      return 8;
+    case tfl::TensorType_FLOAT16:
+    case tfl::TensorType_INT16:
+    case tfl::TensorType_UINT16:
+    case tfl::TensorType_BFLOAT16:
+      return 16;
+    case tfl::TensorType_FLOAT32:
+    case tfl::TensorType_INT32:
+    case tfl::TensorType_UINT32:
+    case tfl::TensorType_RESOURCE:  // TFLM keeps a resource id (int32)
+      return 32;
+    case tfl::TensorType_INT64:
+    case tfl::TensorType_UINT64:
+    case tfl::TensorType_FLOAT64:
+    case tfl::TensorType_COMPLEX64:
+      return 64;
+    case tfl::TensorType_COMPLEX128:
+      return 128;
+    default:
+      return -1;
+  }
+}
+
+std::string DimsText(const std::vector<int64_t>& dims) {
+  return dims.empty() ? "a scalar" : absl::StrJoin(dims, "x");
+}
+
+// The model's own shape (what TFLM uses), for messages.
+std::vector<int64_t> StaticShape(const tfl::Tensor& t) {
+  std::vector<int64_t> out;
+  for (int k = 0; k < Size(t.shape()); ++k) out.push_back(t.shape()->Get(k));
+  return out;
+}
+
+// What the importer knows of one TFLite tensor.
+struct TensorInfo {
+  int64_t bytes = 0;      // 0: holds nothing, left out of the graph
+  bool constant = false;  // data in the file
+  bool variable = false;  // is_variable
+  int graph_index = -1;   // index in the graph, -1 when left out
+  std::string name;       // unique graph name
+};
+
+// A tensor whose size the options do not settle.
+struct MissingSize {
+  std::string label;             // "'x' (subgraph 0 tensor 3)"
+  std::vector<int64_t> dims;     // as declared, -1 for unknown
+  std::vector<int64_t> static_;  // the model's own shape
+};
+
+// Builds the graph of a verified model (see the header for the rules).
+class Importer {
+ public:
+  Importer(const TfliteModel& m, const ModelOptions& options)
+      : m_(m), options_(options), info_(m.tensor_count()) {}
+
+  absl::StatusOr<ImportedModel> Run() {
+    if (auto s = CheckOptionNames(); !s.ok()) return s;
+    if (auto s = SizeTensors(); !s.ok()) return s;
+    NameTensors();
+    AddTensors();
+    const int n = m_.subgraph_count();
+    calls_total_.assign(n, 0);
+    for (bool emit : {false, true}) {
+      emit_ = emit;
+      walked_.assign(n, 0);
+      on_stack_.assign(n, 0);
+      calls_seen_.assign(n, 0);
+      if (auto s = WalkAll(); !s.ok()) return s;
+    }
+    Finish();
+    return std::move(out_);
+  }
+
+ private:
+  absl::Status CheckOptionNames();
+  absl::Status SizeTensors();
+  absl::Status SizeTensor(int s, int t, std::vector<MissingSize>* missing);
+  absl::StatusOr<std::vector<int64_t>> ResolveDims(int s, int t, bool* known);
+  absl::Status MissingError(const std::vector<MissingSize>& missing) const;
+  void NameTensors();
+  void AddTensors();
+  absl::Status WalkAll();
+  absl::Status Walk(int s, int depth);
+  absl::Status RunSubgraphs(int s, int i, const std::vector<SubgraphCall>&,
+                            int depth);
+  void Finish();
+
+  // Graph tensors named by `list` (TFLite indices of subgraph s), without
+  // omitted (-1) or empty tensors, each once; constants too unless
+  // `skip_constants`.
+  std::vector<int64_t> Operands(int s, const flatbuffers::Vector<int32_t>* v,
+                                bool skip_constants = false);
+  // Every non-constant graph tensor of `s` and the subgraphs it runs.
+  std::vector<int64_t> Closure(int s);
+  void EmitOp(const std::string& name, const std::vector<int64_t>& in,
+              const std::vector<int64_t>& out);
+  std::string OpName(int s, int i) const;
+  const std::string& Prefix(int s) const { return prefixes_[s]; }
+
+  const TfliteModel& m_;
+  const ModelOptions& options_;
+  std::vector<TensorInfo> info_;       // per global tensor
+  std::vector<std::string> prefixes_;  // per subgraph: "" for the main one
+  ImportedModel out_;
+  int64_t int4_activations_ = 0;
+  // The walk over subgraph calls, made twice: to count each subgraph's
+  // calls, then to emit ops knowing which call is a subgraph's last.
+  bool emit_ = false;
+  std::vector<char> walked_, on_stack_;
+  std::vector<int> calls_total_, calls_seen_;
+  int64_t refs_ = 0;            // operands emitted, bounded
+  std::vector<int64_t> stamp_;  // per global tensor: last op using it
+  int64_t op_serial_ = 0;
+  absl::flat_hash_set<std::string> op_names_;
+};
+
+absl::Status Importer::CheckOptionNames() {
+  std::set<std::string> names;
+  bool batch = false;
+  for (int s = 0; s < m_.subgraph_count(); ++s) {
+    for (int t = 0; t < m_.tensor_count(s); ++t) {
+      names.insert(m_.TensorName(s, t));
+      batch = batch ||
+              (TfliteHasDynamicBatch(TfliteDeclaredDims(m_.tensor(s, t))) &&
+               m_.DataBytes(m_.tensor(s, t)) == 0);
+    }
+  }
+  for (const auto& [dim, value] : options_.dims) {
+    if (dim != kTfliteBatchDim || !batch) {
+      return Invalid(m_.name(), ": --dim ", api::Clip(dim),
+                     ": the model has no dim of that name (",
+                     batch ? "its only named dim is 'batch', a -1 first dim; "
+                             "set other dims with --input"
+                           : "it has no dynamic first dim",
+                     ")");
+    }
+  }
+  for (const auto& [name, shape] : options_.shapes) {
+    if (names.count(name) == 0) {
+      std::vector<std::string> inputs;
+      const auto* in = m_.subgraph(0).inputs();
+      for (int k = 0; k < Size(in); ++k) {
+        inputs.push_back(m_.TensorName(0, in->Get(k)));
+      }
+      return Invalid(m_.name(), ": --input ", api::Clip(name),
+                     ": the model has no tensor of that name (its inputs: ",
+                     absl::StrJoin(inputs, ", "), ")");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int64_t>> Importer::ResolveDims(int s, int t,
+                                                           bool* known) {
+  const tfl::Tensor& tensor = m_.tensor(s, t);
+  std::vector<int64_t> dims = TfliteDeclaredDims(tensor);
+  *known = true;
+  if (auto it = options_.shapes.find(m_.TensorName(s, t));
+      it != options_.shapes.end()) {
+    const std::vector<int64_t>& given = it->second;
+    if (given.size() != dims.size()) {
+      return Invalid(m_.name(), ": --input ", api::Clip(it->first), "=",
+                     DimsText(given), ": ", m_.TensorLabel(s, t), " has ",
+                     dims.size(), " dims (", DimsText(dims), ")");
+    }
+    for (size_t k = 0; k < dims.size(); ++k) {
+      if (dims[k] >= 0 && dims[k] != given[k]) {
+        return Invalid(m_.name(), ": --input ", api::Clip(it->first), "=",
+                       DimsText(given), ": dim ", k, " of ",
+                       m_.TensorLabel(s, t), " is ", dims[k],
+                       " in the model; only -1 dims can be set");
+      }
+    }
+    return given;
+  }
+  for (size_t k = 0; k < dims.size(); ++k) {
+    if (dims[k] >= 0) continue;
+    auto batch = options_.dims.find(kTfliteBatchDim);
+    if (k == 0 && batch != options_.dims.end()) {
+      dims[k] = batch->second;
+    } else {
+      *known = false;
+    }
+  }
+  return dims;
+}
+
+absl::Status Importer::SizeTensor(int s, int t,
+                                  std::vector<MissingSize>* missing) {
+  const tfl::Tensor& tensor = m_.tensor(s, t);
+  TensorInfo& info = info_[m_.global_index(s, t)];
+  info.variable = tensor.is_variable();
+  const int64_t data = m_.DataBytes(tensor);
+  if (data > 0 && !info.variable) {
+    info.constant = true;
+    info.bytes = data;
+    return absl::OkStatus();
+  }
+  bool known = true;
+  absl::StatusOr<std::vector<int64_t>> dims = ResolveDims(s, t, &known);
+  if (!dims.ok()) return dims.status();
+  if (!known) {
+    missing->push_back({m_.TensorLabel(s, t), TfliteDeclaredDims(tensor),
+                        StaticShape(tensor)});
+    return absl::OkStatus();
+  }
+  int type = tensor.type();
+  if (type == tfl::TensorType_INT4) {
+    type = tfl::TensorType_INT8;  // TFLM's arena holds int4 unpacked
+    ++int4_activations_;
+  }
+  absl::StatusOr<int64_t> bytes = TfliteTensorBytes(
+      type, *dims, absl::StrCat(m_.name(), ": ", m_.TensorLabel(s, t)));
+  if (!bytes.ok()) return bytes.status();
+  info.bytes = *bytes;
+  return absl::OkStatus();
+}
+
+absl::Status Importer::SizeTensors() {
+  std::vector<MissingSize> missing;
+  for (int s = 0; s < m_.subgraph_count(); ++s) {
+    for (int t = 0; t < m_.tensor_count(s); ++t) {
+      if (auto st = SizeTensor(s, t, &missing); !st.ok()) return st;
+    }
+  }
+  if (!missing.empty()) return MissingError(missing);
+  if (int4_activations_ > 0) {
+    out_.warnings.push_back(absl::StrCat(
+        int4_activations_,
+        " int4 tensor(s) without data are planned at one byte per element, "
+        "as TFLite Micro allocates int4 tensors"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Importer::MissingError(
+    const std::vector<MissingSize>& missing) const {
+  std::vector<std::string> listed;
+  bool batch = false;
+  for (const MissingSize& m : missing) {
+    batch = batch || TfliteHasDynamicBatch(m.dims);
+    if (static_cast<int>(listed.size()) == kMaxListed) continue;
+    listed.push_back(
+        absl::StrCat(m.label, ": ", DimsText(m.dims),
+                     " (the model's own shape: ", DimsText(m.static_), ")"));
+  }
+  if (static_cast<int>(missing.size()) > kMaxListed) {
+    listed.push_back(
+        absl::StrCat("and ", missing.size() - kMaxListed, " more"));
+  }
+  return Invalid(
+      m_.name(), ": the size of ", missing.size(),
+      " tensor(s) is unknown: their shape_signature has dynamic (-1) dims: ",
+      absl::StrJoin(listed, "; "), ". Give ",
+      batch ? "the first dim with --dim batch=N, or " : "",
+      "whole shapes with --input NAME=1x2x3 (TFLite Micro runs the model "
+      "at its own shapes)");
+}
+
+void Importer::NameTensors() {
+  absl::flat_hash_map<std::string, int> subgraph_names;
+  for (int s = 0; s < m_.subgraph_count(); ++s) {
+    ++subgraph_names[m_.SubgraphLabel(s)];
+  }
+  absl::flat_hash_set<std::string> used;
+  for (int s = 0; s < m_.subgraph_count(); ++s) {
+    const auto* name = m_.subgraph(s).name();
+    std::string prefix = name == nullptr ? "" : m_.SubgraphLabel(s);
+    // SubgraphLabel is "subgraph N ('name')": keep the name alone.
+    const size_t quote = prefix.find("('");
+    prefix = quote == std::string::npos
+                 ? ""
+                 : prefix.substr(quote + 2, prefix.size() - quote - 4);
+    if (prefix.empty() || subgraph_names[m_.SubgraphLabel(s)] > 1) {
+      prefix = absl::StrCat("subgraph", s);
+    }
+    prefixes_.push_back(s == 0 ? "" : prefix + "/");
+    for (int t = 0; t < m_.tensor_count(s); ++t) {
+      TensorInfo& info = info_[m_.global_index(s, t)];
+      if (info.bytes == 0) continue;
+      std::string raw = m_.TensorName(s, t);
+      if (raw.empty()) raw = absl::StrCat("tensor#", t);
+      std::string unique = prefixes_[s] + raw;
+      for (int k = 0; !used.insert(unique).second; ++k) {
+        unique = absl::StrCat(prefixes_[s], raw, "#", s, ":", t,
+                              k == 0 ? "" : absl::StrCat("-", k));
+      }
+      info.name = std::move(unique);
+    }
+  }
+}
+
+void Importer::AddTensors() {
+  for (int s = 0; s < m_.subgraph_count(); ++s) {
+    for (int t = 0; t < m_.tensor_count(s); ++t) {
+      TensorInfo& info = info_[m_.global_index(s, t)];
+      if (info.bytes == 0) {
+        ++out_.stats.empty_values;
+        continue;
+      }
+      info.graph_index = out_.graph.tensors_size();
+      v1::Tensor* tensor = out_.graph.add_tensors();
+      tensor->set_name(info.name);
+      tensor->set_size_bytes(info.bytes);
+      tensor->set_constant(info.constant);
+      tensor->set_variable(info.variable);
+      out_.tflite_tensors.push_back({s, t});
+      out_.stats.weights += info.constant;
+      out_.stats.subgraph_values += s > 0;
+    }
+  }
+  stamp_.assign(info_.size(), -1);
+}
+
+std::string Importer::OpName(int s, int i) const {
+  return absl::StrCat(Prefix(s), m_.OpType(m_.op(s, i)), "#", i);
+}
+
+std::vector<int64_t> Importer::Operands(int s,
+                                        const flatbuffers::Vector<int32_t>* v,
+                                        bool skip_constants) {
+  std::vector<int64_t> out;
+  for (int k = 0; k < Size(v); ++k) {
+    if (v->Get(k) < 0) continue;
+    const int64_t g = m_.global_index(s, v->Get(k));
+    if (info_[g].graph_index < 0 || stamp_[g] == op_serial_) continue;
+    if (skip_constants && info_[g].constant) continue;
+    stamp_[g] = op_serial_;
+    out.push_back(g);
+  }
+  return out;
+}
+
+std::vector<int64_t> Importer::Closure(int s) {
+  std::vector<int> stack = {s};
+  std::vector<char> seen(m_.subgraph_count(), 0);
+  seen[s] = 1;
+  std::vector<int64_t> out;
+  while (!stack.empty()) {
+    const int c = stack.back();
+    stack.pop_back();
+    for (int t = 0; t < m_.tensor_count(c); ++t) {
+      const int64_t g = m_.global_index(c, t);
+      if (info_[g].graph_index >= 0 && !info_[g].constant &&
+          stamp_[g] != op_serial_) {
+        stamp_[g] = op_serial_;
+        out.push_back(g);
+      }
+    }
+    for (int i = 0; i < m_.op_count(c); ++i) {
+      for (const SubgraphCall& call : m_.CalledSubgraphs(m_.op(c, i))) {
+        if (!seen[call.subgraph]) {
+          seen[call.subgraph] = 1;
+          stack.push_back(call.subgraph);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+void Importer::EmitOp(const std::string& name, const std::vector<int64_t>& in,
+                      const std::vector<int64_t>& out) {
+  ++op_serial_;  // operand lists of the next op start afresh
+  if (!emit_) return;
+  v1::Op* op = out_.graph.add_ops();
+  std::string unique = name;
+  for (int k = 1; !op_names_.insert(unique).second; ++k) {
+    unique = absl::StrCat(name, "-", k);
+  }
+  op->set_name(std::move(unique));
+  for (int64_t g : in) op->add_inputs(info_[g].name);
+  for (int64_t g : out) op->add_outputs(info_[g].name);
+}
+
+absl::Status Importer::Walk(int s, int depth) {
+  if (depth > kMaxNesting) {
+    return Invalid(m_.name(), ": subgraphs run subgraphs more than ",
+                   kMaxNesting, " deep (at ", m_.SubgraphLabel(s), ")");
+  }
+  walked_[s] = 1;
+  on_stack_[s] = 1;
+  for (int i = 0; i < m_.op_count(s); ++i) {
+    const tfl::Operator& op = m_.op(s, i);
+    const std::vector<SubgraphCall> calls = m_.CalledSubgraphs(op);
+    if (!calls.empty()) {
+      if (auto st = RunSubgraphs(s, i, calls, depth); !st.ok()) return st;
+      continue;
+    }
+    std::vector<int64_t> in = Operands(s, op.inputs());
+    ++op_serial_;
+    std::vector<int64_t> out = Operands(s, op.outputs());
+    for (int64_t g : Operands(s, op.intermediates())) out.push_back(g);
+    refs_ += static_cast<int64_t>(in.size() + out.size());
+    EmitOp(OpName(s, i), in, out);
+  }
+  on_stack_[s] = 0;
+  return absl::OkStatus();
+}
+
+absl::Status Importer::RunSubgraphs(int s, int i,
+                                    const std::vector<SubgraphCall>& calls,
+                                    int depth) {
+  const tfl::Operator& op = m_.op(s, i);
+  const std::string node = OpName(s, i);
+  const std::vector<int64_t> node_in = Operands(s, op.inputs());
+  ++op_serial_;
+  const std::vector<int64_t> node_out = Operands(s, op.outputs());
+  out_.stats.control_flow_nodes += emit_;
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const int c = calls[k].subgraph;
+    const std::string base = absl::StrCat(node, "/", calls[k].role);
+    if (on_stack_[c]) {
+      return Invalid(m_.name(), ": op ", i, " (", m_.OpType(op), ") of ",
+                     m_.SubgraphLabel(s), " runs ", m_.SubgraphLabel(c),
+                     ", which is already running (a subgraph cannot run "
+                     "itself)");
+    }
+    const bool first = k == 0, last = k + 1 == calls.size();
+    if (!emit_) ++calls_total_[c];
+    const bool final_call = emit_ && ++calls_seen_[c] == calls_total_[c];
+    std::vector<int64_t> writes = first ? node_out : std::vector<int64_t>{};
+    std::vector<int64_t> reads_after;  // the last exit keeps the node alive
+    if (last) {
+      reads_after = node_in;
+      reads_after.insert(reads_after.end(), node_out.begin(), node_out.end());
+    }
+    if (walked_[c]) {
+      // Run again: its tensors already exist; keep them alive until its
+      // last call, and do not write its inputs a second time.
+      std::vector<int64_t> in = node_in;
+      if (final_call) {
+        ++op_serial_;
+        for (int64_t g : Closure(c)) in.push_back(g);
+      }
+      if (last && !first) {
+        in.insert(in.end(), node_out.begin(), node_out.end());
+      }
+      refs_ += static_cast<int64_t>(in.size() + writes.size());
+      EmitOp(base + "/call", in, writes);
+    } else {
+      ++op_serial_;
+      for (int64_t g : Operands(c, m_.subgraph(c).inputs(), true)) {
+        writes.push_back(g);
+      }
+      refs_ += static_cast<int64_t>(node_in.size() + writes.size());
+      EmitOp(base + "/enter", node_in, writes);
+      if (auto st = Walk(c, depth + 1); !st.ok()) return st;
+      ++op_serial_;
+      std::vector<int64_t> reads = Operands(c, m_.subgraph(c).outputs());
+      reads.insert(reads.end(), reads_after.begin(), reads_after.end());
+      refs_ += static_cast<int64_t>(reads.size());
+      EmitOp(base + "/exit", reads, {});
+    }
+    if (refs_ > kTfliteMaxTensorRefs) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(m_.name(), ": the subgraph calls expand to more than ",
+                       kTfliteMaxTensorRefs, " tensor references"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Importer::WalkAll() {
+  refs_ = 0;
+  // As in TFLM, the main inputs are created before the first operator and
+  // live until their last use, the outputs from their producer to the end.
+  const tfl::SubGraph& main = m_.subgraph(0);
+  ++op_serial_;
+  const std::vector<int64_t> inputs = Operands(0, main.inputs(), true);
+  EmitOp("model/inputs", {}, inputs);
+  if (auto st = Walk(0, 0); !st.ok()) return st;
+  ++op_serial_;
+  const std::vector<int64_t> outputs = Operands(0, main.outputs(), true);
+  EmitOp("model/outputs", outputs, {});
+  if (emit_) {
+    for (int64_t g : inputs) out_.main_inputs.push_back(info_[g].graph_index);
+    for (int64_t g : outputs) {
+      out_.main_outputs.push_back(info_[g].graph_index);
+    }
+  }
+  for (int s = 1; s < m_.subgraph_count(); ++s) {
+    if (walked_[s]) continue;
+    // Run by no operator (another signature's graph): after the others.
+    const std::string base = Prefix(s).substr(0, Prefix(s).size() - 1);
+    ++op_serial_;
+    EmitOp(base + "/enter", {}, Operands(s, m_.subgraph(s).inputs(), true));
+    if (auto st = Walk(s, 1); !st.ok()) return st;
+    ++op_serial_;
+    EmitOp(base + "/exit", Operands(s, m_.subgraph(s).outputs()), {});
+    if (emit_) {
+      out_.warnings.push_back(absl::StrCat(
+          m_.SubgraphLabel(s),
+          " is run by no operator of the main graph; it is planned after "
+          "it"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Importer::Finish() {
+  out_.format = Format::kTflite;
+  out_.graph.set_name(m_.name());
+  out_.stats.tensors = out_.graph.tensors_size();
+  out_.stats.ops = out_.graph.ops_size();
+  out_.stats.subgraphs = m_.subgraph_count();
+  out_.tflite_tensor_count = m_.tensor_count();
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> TfliteTensorBytes(int type,
+                                          const std::vector<int64_t>& dims,
+                                          absl::string_view what) {
+  const int bits = ElementBits(type);
+  if (bits < 0) return Invalid(what, ": unknown element type ", type);
+  if (bits == 0) {
+    return Invalid(what, ": ", TfliteTypeName(type),
+                   " tensors have no size known before run time");
+  }
+  int64_t count = 1;
+  for (int64_t d : dims) {
+    if (d < 0) return Invalid(what, ": negative dim ", d);
+    if (__builtin_mul_overflow(count, d, &count) || count > kMaxBytes / 16) {
+      return Invalid(what, ": ", DimsText(dims),
+                     " holds more than 2^58 "
+                     "elements");
+    }
+  }
+  // count <= 2^58 and an element is at most 16 bytes: at most 2^62 bytes,
+  // computed in bytes (in bits it would pass 2^63).
+  if (bits < 8) return (count * bits + 7) / 8;
+  return count * (bits / 8);
+}
+
+absl::StatusOr<ImportedModel> ImportTflite(absl::string_view bytes,
+                                           absl::string_view name,
+                                           const ModelOptions& options) {
+  absl::StatusOr<TfliteModel> parsed = TfliteModel::Parse(bytes, name);
+  if (!parsed.ok()) return parsed.status();
+  auto m = std::make_shared<const TfliteModel>(*std::move(parsed));
+  absl::StatusOr<ImportedModel> model = Importer(*m, options).Run();
+  if (!model.ok()) return model.status();
+  absl::StatusOr<std::vector<TflmTensorUse>> uses = TflmTensorUses(*m);
+  if (uses.ok()) {
+    model->tflm_uses = *std::move(uses);
+  } else {
+    model->tflm_uses_status = uses.status();  // no baseline; the plan goes on
+  }
+  for (int s = 0; s < m->subgraph_count(); ++s) {
+    model->tflite_tensor_base.push_back(m->global_index(s, 0));
+  }
+  model->tflite = std::move(m);
+  return model;
+}
+
+}  // namespace memplan::formats

@@ -1,0 +1,71 @@
+// Planned TFLite models: a copy of a model that carries a plan the way
+// TFLite Micro reads one (micro_allocation_info.cc, GetOfflinePlannedOffsets):
+// a Model.metadata entry named exactly "OfflineMemoryAllocation" whose
+// buffer holds little-endian int32 words
+//   [version 1, number of subgraphs, N, offset_0 ... offset_{N-1}]
+// with one offset per tensor, the subgraphs' tensors concatenated, in bytes
+// from the start of the arena, -1 for a tensor TFLM plans itself (online).
+//
+//   absl::StatusOr<std::string> planned =
+//       formats::EmitPlannedTflite(model, result);  // model: a TFLite import
+//
+// Everything else is kept as it was: the tables of the original file are
+// copied byte for byte (fields this build's schema does not know included),
+// so tensors, operators, buffers, other metadata and signature defs keep
+// their meaning, and constant data keeps its alignment. When the model
+// already has such an entry whose buffer is its own and of the right
+// length, the new offsets overwrite it in place (so planning a planned model
+// again gives the same file). Otherwise a new root table goes in front of
+// the original bytes (shifted by a multiple of 64, so data aligned to 64
+// or less stays so; positions of data kept past the flatbuffer are moved
+// with it): its buffers and metadata lists are the old ones plus the plan,
+// an old entry of that name replaced rather than repeated.
+#ifndef MEMPLAN_TFLITE_WRITER_H_
+#define MEMPLAN_TFLITE_WRITER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "formats/model.h"
+#include "planner/planner.h"
+#include "tflite/model.h"
+
+namespace memplan::formats {
+
+// The metadata name TFLM looks for, and the format version written.
+inline constexpr char kOfflinePlanMetadata[] = "OfflineMemoryAllocation";
+inline constexpr int32_t kOfflinePlanVersion = 1;
+
+// The offline plan of `result` for `model` (a TFLite import): per TFLite
+// tensor (subgraphs concatenated) its planned offset, or -1 for constants
+// (always: TFLM keeps them in the model, even when the plan placed weights
+// in the arena) and every tensor the plan left out. FAILED_PRECONDITION for
+// a plan over several memory pools (TFLM has one arena) or offsets past
+// 2^31; INTERNAL when `result` is not a plan of `model`.
+[[nodiscard]] absl::StatusOr<std::vector<int32_t>> OfflinePlanOffsets(
+    const ImportedModel& model, const planner::PlanResult& result);
+
+// `bytes` (a TFLite model named `name`) with `offsets` (one per tensor) as
+// its offline plan. INVALID_ARGUMENT when `bytes` is no valid model or the
+// count differs from its tensor count; FAILED_PRECONDITION when its root
+// table has fields newer than this build's schema (they could not be
+// copied) or the result would pass the 2 GiB flatbuffer limit; INTERNAL if
+// the result fails the flatbuffers verifier (never expected).
+[[nodiscard]] absl::StatusOr<std::string> WriteOfflinePlan(
+    const TfliteModel& model, const std::vector<int32_t>& offsets);
+// The same for a model not yet parsed: `bytes`, named `name`.
+[[nodiscard]] absl::StatusOr<std::string> WriteOfflinePlan(
+    absl::string_view bytes, absl::string_view name,
+    const std::vector<int32_t>& offsets);
+
+// OfflinePlanOffsets then WriteOfflinePlan: the file `--emit tflite` writes.
+// `model` must be a TFLite import whose bytes are still alive.
+[[nodiscard]] absl::StatusOr<std::string> EmitPlannedTflite(
+    const ImportedModel& model, const planner::PlanResult& result);
+
+}  // namespace memplan::formats
+
+#endif  // MEMPLAN_TFLITE_WRITER_H_
