@@ -60,8 +60,8 @@ RUN apt-get update -qq \
       --home-dir /nonexistent --shell /usr/sbin/nologin memplan
 COPY --from=build /out/memplan-server /out/memplan /usr/local/bin/
 # Large plans touch hundreds of MB of fresh arrays: malloc backs its large
-# blocks with transparent huge pages (1M buffers: 2.4 s instead of 3.75 s,
-# BENCHMARKS.md section 3). Ignored where THP is off.
+# blocks with transparent huge pages; whether that helps depends on the host
+# (BENCHMARKS.md, "Placement cost and scale"). Ignored where THP is off.
 ENV GLIBC_TUNABLES=glibc.malloc.hugetlb=1
 # Numeric, so Kubernetes' runAsNonRoot can verify it.
 USER 10001:10001

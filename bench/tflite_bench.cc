@@ -1,6 +1,7 @@
 // tflite_bench: real TFLite models planned by memplan and by TFLite Micro's
 // own GreedyMemoryPlanner (planner/tflm_greedy.h, on TFLM's lifetimes),
-// the figures of BENCHMARKS.md's TFLite section.
+// the figures of BENCHMARKS.md, "TFLite models against TFLite Micro's
+// planner".
 //   tflite_bench FILE.tflite...
 // Dynamic dims: a dynamic first dim is the batch, set to 1; other dynamic
 // dims take the model's own shapes (what TFLite Micro runs it at). For each

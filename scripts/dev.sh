@@ -53,7 +53,7 @@ case "${1:-}" in
   serve)
     shift
     build
-    # Large plans: malloc on transparent huge pages (README, "How it plans").
+    # Large plans: malloc on transparent huge pages (docs/server.md, "Memory").
     export GLIBC_TUNABLES="${GLIBC_TUNABLES:-glibc.malloc.hugetlb=1}"
     exec build/bin/memplan-server --address=127.0.0.1:50051 "$@"
     ;;

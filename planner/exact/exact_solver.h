@@ -103,10 +103,9 @@ struct ExactOptions {
   // in [1, 1.1) drawn from a seed (the seeds follow from the capacity and
   // the round: the dives add no randomness of their own), at the first
   // round's node limit, twice as many nodes as the orderings had that
-  // round. Runs of one ordering are heavy tailed: on MiniMalloc's J a plan
-  // within 985 KiB took 1 of 1500 such dives of 1024 nodes, and no plain
-  // ordering found one within 1000 KiB in 120 s. Proving a capacity above
-  // the bound infeasible takes about three times the nodes. Default true.
+  // round. They help because runs of one ordering are heavy tailed; their
+  // cost is the nodes they take (docs/research/exact-search.md). Default
+  // true.
   bool dives = true;
   // Threads searching orderings at once (1 or 2); the first to answer wins.
   // Results do not depend on timing when 1. Default 1.

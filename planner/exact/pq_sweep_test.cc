@@ -188,7 +188,7 @@ TEST(PqSweepTest, FindsSmallPackingsOfBothCuts) {
   EXPECT_LE(not_applicable, 30);
 }
 
-// The benchmark's cuts (BENCHMARKS.md §2c) of 150-390 buffers, both
+// The benchmark's cuts (BENCHMARKS.md, "Zero-slack packings") of 150-390 buffers, both
 // families: each is packed within 60,000 nodes (the guillotine cuts through
 // their start times where too many buffers end to split, taken as one
 // hole). The 270-buffer sweep cut takes millions and is left to the
