@@ -30,8 +30,7 @@ void AlignedFree(void* p) {
 }
 
 AlignedAllocator::~AlignedAllocator() {
-  absl::MutexLock lock(&mu_);
-  for (const auto& [p, size] : live_) AlignedFree(p);
+  live_.FreeAll([](void* p, size_t) { AlignedFree(p); });
 }
 
 void* AlignedAllocator::Allocate(size_t size, size_t alignment) {
@@ -39,40 +38,22 @@ void* AlignedAllocator::Allocate(size_t size, size_t alignment) {
   void* p = IsPowerOfTwo(alignment)
                 ? AlignedMalloc(size, std::max(alignment, kDefaultAlignment))
                 : nullptr;
-  absl::MutexLock lock(&mu_);
   if (p == nullptr) {
-    ++stats_.num_alloc_failures;
+    live_.CountFailure();
     return nullptr;
   }
-  live_.emplace(p, size);
-  const auto bytes = static_cast<int64_t>(size);
-  stats_.CountHandedOut(bytes);
+  live_.Add(p, size);
   return p;
 }
 
 absl::Status AlignedAllocator::Deallocate(void* p) {
   if (p == nullptr) return absl::OkStatus();
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = live_.find(p);
-    if (it == live_.end()) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "aligned: pointer %p was not allocated here or was already freed",
-          p));
-    }
-    stats_.bytes_in_use -= static_cast<int64_t>(it->second);
-    live_.erase(it);
-  }
+  absl::StatusOr<size_t> bytes = live_.Remove(p);
+  if (!bytes.ok()) return bytes.status();
   AlignedFree(p);
   return absl::OkStatus();
 }
 
-AllocatorStats AlignedAllocator::GetStats() const {
-  absl::MutexLock lock(&mu_);
-  AllocatorStats stats = stats_;
-  stats.bytes_reserved = stats.bytes_in_use;
-  stats.peak_bytes_reserved = stats.peak_bytes_in_use;
-  return stats;
-}
+AllocatorStats AlignedAllocator::GetStats() const { return live_.Stats(); }
 
 }  // namespace memplan::allocators

@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "allocators/allocator.h"
+#include "allocators/internal/live_blocks.h"
 #include "allocators/sub_allocator.h"
 
 namespace memplan::allocators {
@@ -55,7 +56,7 @@ class AlignedSubAllocator final : public SubAllocator {
 // and fragmentation is always 0. Thread-safe.
 class AlignedAllocator final : public Allocator {
  public:
-  AlignedAllocator() = default;
+  AlignedAllocator() : live_("aligned") {}
   AlignedAllocator(const AlignedAllocator&) = delete;
   AlignedAllocator& operator=(const AlignedAllocator&) = delete;
   // Frees every block still live.
@@ -68,10 +69,7 @@ class AlignedAllocator final : public Allocator {
   std::string_view Name() const override { return "aligned"; }
 
  private:
-  mutable absl::Mutex mu_;
-  // Live block -> requested size.
-  absl::flat_hash_map<void*, size_t> live_ ABSL_GUARDED_BY(mu_);
-  AllocatorStats stats_ ABSL_GUARDED_BY(mu_);
+  internal::LiveBlocks live_;  // with the requested sizes
 };
 
 }  // namespace memplan::allocators

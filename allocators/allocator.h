@@ -27,12 +27,13 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/alignment.h"
 
 namespace memplan::allocators {
 
 // The alignment every allocator gives when asked for less (a cache line,
-// enough for any SIMD load).
-inline constexpr size_t kDefaultAlignment = 64;
+// enough for any SIMD load): base::kDefaultAlignment as a size.
+inline constexpr size_t kDefaultAlignment = base::kDefaultAlignment;
 
 // What an allocator reports; every byte count is in bytes. Counts of blocks
 // include the allocator's rounding (a 4-byte request to BFC counts 256).

@@ -123,57 +123,34 @@ absl::Status MmapSubAllocator::LastFailure() const {
 
 MmapAllocator::MmapAllocator() : MmapAllocator(MmapOptions()) {}
 
-MmapAllocator::MmapAllocator(const MmapOptions& options) : files_(options) {}
+MmapAllocator::MmapAllocator(const MmapOptions& options)
+    : files_(options), live_("mmap") {}
 
 MmapAllocator::~MmapAllocator() {
-  absl::MutexLock lock(&mu_);
-  for (const auto& [p, bytes] : live_) files_.Free(p, bytes);
+  live_.FreeAll([this](void* p, size_t bytes) { files_.Free(p, bytes); });
 }
 
 void* MmapAllocator::Allocate(size_t size, size_t alignment) {
   if (size == 0) return nullptr;
   void* p = files_.Alloc(alignment, size);  // file work outside the lock
-  absl::MutexLock lock(&mu_);
   if (p == nullptr) {
-    ++stats_.num_alloc_failures;
+    live_.CountFailure();
     return nullptr;
   }
-  const size_t bytes = internal::PageRounded(size);
-  live_.emplace(p, bytes);
-  const auto counted = static_cast<int64_t>(bytes);
-  stats_.CountHandedOut(counted);
+  live_.Add(p, internal::PageRounded(size));
   return p;
 }
 
 absl::Status MmapAllocator::Deallocate(void* p) {
   if (p == nullptr) return absl::OkStatus();
-  size_t bytes = 0;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = live_.find(p);
-    if (it == live_.end()) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "mmap: pointer %p was not allocated here or was already freed", p));
-    }
-    bytes = it->second;
-    stats_.bytes_in_use -= static_cast<int64_t>(bytes);
-    live_.erase(it);
-  }
-  files_.Free(p, bytes);
+  absl::StatusOr<size_t> bytes = live_.Remove(p);
+  if (!bytes.ok()) return bytes.status();
+  files_.Free(p, *bytes);
   return absl::OkStatus();
 }
 
-AllocatorStats MmapAllocator::GetStats() const {
-  absl::MutexLock lock(&mu_);
-  AllocatorStats stats = stats_;
-  stats.bytes_reserved = stats.bytes_in_use;
-  stats.peak_bytes_reserved = stats.peak_bytes_in_use;
-  return stats;
-}
+AllocatorStats MmapAllocator::GetStats() const { return live_.Stats(); }
 
-int64_t MmapAllocator::NumBlocks() const {
-  absl::MutexLock lock(&mu_);
-  return static_cast<int64_t>(live_.size());
-}
+int64_t MmapAllocator::NumBlocks() const { return live_.count(); }
 
 }  // namespace memplan::allocators

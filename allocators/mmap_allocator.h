@@ -28,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "allocators/allocator.h"
+#include "allocators/internal/live_blocks.h"
 #include "allocators/sub_allocator.h"
 
 namespace memplan::allocators {
@@ -101,10 +102,7 @@ class MmapAllocator final : public Allocator {
 
  private:
   MmapSubAllocator files_;
-  mutable absl::Mutex mu_;
-  // Live block -> its mapped (page-rounded) bytes.
-  absl::flat_hash_map<void*, size_t> live_ ABSL_GUARDED_BY(mu_);
-  AllocatorStats stats_ ABSL_GUARDED_BY(mu_);
+  internal::LiveBlocks live_;  // with their mapped (page-rounded) bytes
 };
 
 }  // namespace memplan::allocators

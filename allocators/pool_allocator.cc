@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <list>
+#include <type_traits>
 #include <utility>
 
 #include "absl/container/btree_map.h"
@@ -318,64 +319,77 @@ std::unique_ptr<PoolCore> MakeCore(const PoolOptions& options) {
 }  // namespace
 }  // namespace internal
 
-PoolAllocator::PoolAllocator(const PoolOptions& options)
-    : name_(options.lookup == PoolLookup::kSizeIndex ? "pool_indexed" : "pool"),
+namespace {
+
+// Holds a pool's lock for one call.
+template <typename Lock>
+class ABSL_SCOPED_LOCKABLE Hold {
+ public:
+  explicit Hold(Lock* mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) : mu_(mu) {
+    mu_->Lock();
+  }
+  ~Hold() ABSL_UNLOCK_FUNCTION() { mu_->Unlock(); }
+  Hold(const Hold&) = delete;
+  Hold& operator=(const Hold&) = delete;
+
+ private:
+  Lock* const mu_;
+};
+
+// The allocator's name: the lookup, and whether calls are locked.
+std::string_view PoolName(PoolLookup lookup, bool locked) {
+  if (lookup == PoolLookup::kSizeIndex) {
+    return locked ? "pool_indexed" : "pool_indexed_unlocked";
+  }
+  return locked ? "pool" : "pool_unlocked";
+}
+
+}  // namespace
+
+template <typename Lock>
+BasicPoolAllocator<Lock>::BasicPoolAllocator(const PoolOptions& options)
+    : name_(PoolName(options.lookup, !std::is_same_v<Lock, NoLock>)),
       core_(internal::MakeCore(options)) {}
 
-PoolAllocator::~PoolAllocator() = default;
+template <typename Lock>
+BasicPoolAllocator<Lock>::~BasicPoolAllocator() = default;
 
-void* PoolAllocator::Allocate(size_t size, size_t alignment) {
-  absl::MutexLock lock(&mu_);
+template <typename Lock>
+void* BasicPoolAllocator<Lock>::Allocate(size_t size, size_t alignment) {
+  Hold<Lock> hold(&mu_);
   return core_->Allocate(size, alignment);
 }
 
-absl::Status PoolAllocator::Deallocate(void* p) {
-  absl::MutexLock lock(&mu_);
+template <typename Lock>
+absl::Status BasicPoolAllocator<Lock>::Deallocate(void* p) {
+  Hold<Lock> hold(&mu_);
   return core_->Deallocate(p);
 }
 
-AllocatorStats PoolAllocator::GetStats() const {
-  absl::MutexLock lock(&mu_);
+template <typename Lock>
+AllocatorStats BasicPoolAllocator<Lock>::GetStats() const {
+  Hold<Lock> hold(&mu_);
   return core_->Stats();
 }
 
-std::string_view PoolAllocator::Name() const { return name_; }
+template <typename Lock>
+std::string_view BasicPoolAllocator<Lock>::Name() const {
+  return name_;
+}
 
-void PoolAllocator::Clear() {
-  absl::MutexLock lock(&mu_);
+template <typename Lock>
+void BasicPoolAllocator<Lock>::Clear() {
+  Hold<Lock> hold(&mu_);
   core_->Clear();
 }
 
-PoolCounters PoolAllocator::Counters() const {
-  absl::MutexLock lock(&mu_);
+template <typename Lock>
+PoolCounters BasicPoolAllocator<Lock>::Counters() const {
+  Hold<Lock> hold(&mu_);
   return core_->Counters();
 }
 
-UnlockedPoolAllocator::UnlockedPoolAllocator(const PoolOptions& options)
-    : name_(options.lookup == PoolLookup::kSizeIndex ? "pool_indexed_unlocked"
-                                                     : "pool_unlocked"),
-      core_(internal::MakeCore(options)) {}
-
-UnlockedPoolAllocator::~UnlockedPoolAllocator() = default;
-
-void* UnlockedPoolAllocator::Allocate(size_t size, size_t alignment) {
-  return core_->Allocate(size, alignment);
-}
-
-absl::Status UnlockedPoolAllocator::Deallocate(void* p) {
-  return core_->Deallocate(p);
-}
-
-AllocatorStats UnlockedPoolAllocator::GetStats() const {
-  return core_->Stats();
-}
-
-std::string_view UnlockedPoolAllocator::Name() const { return name_; }
-
-void UnlockedPoolAllocator::Clear() { core_->Clear(); }
-
-PoolCounters UnlockedPoolAllocator::Counters() const {
-  return core_->Counters();
-}
+template class BasicPoolAllocator<absl::Mutex>;
+template class BasicPoolAllocator<NoLock>;
 
 }  // namespace memplan::allocators

@@ -69,19 +69,30 @@ namespace internal {
 class PoolCore;  // the policy and one lookup; defined in pool_allocator.cc
 }  // namespace internal
 
-// ncnn PoolAllocator. Thread-safe (one absl::Mutex; ncnn uses two).
-class PoolAllocator final : public Allocator {
+// A lock that does nothing, for a pool whose callers serialize every call.
+class ABSL_LOCKABLE NoLock {
  public:
-  explicit PoolAllocator(const PoolOptions& options = PoolOptions());
-  PoolAllocator(const PoolAllocator&) = delete;
-  PoolAllocator& operator=(const PoolAllocator&) = delete;
+  void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() {}
+  void Unlock() ABSL_UNLOCK_FUNCTION() {}
+};
+
+// ncnn's pool allocator, parameterized by the lock around each call:
+// PoolAllocator (absl::Mutex; thread-safe; ncnn uses two mutexes) and
+// UnlockedPoolAllocator (NoLock; thread-compatible: callers serialize every
+// call, as with ncnn's UnlockedPoolAllocator).
+template <typename Lock>
+class BasicPoolAllocator final : public Allocator {
+ public:
+  explicit BasicPoolAllocator(const PoolOptions& options = PoolOptions());
+  BasicPoolAllocator(const BasicPoolAllocator&) = delete;
+  BasicPoolAllocator& operator=(const BasicPoolAllocator&) = delete;
   // Frees cached blocks and blocks still handed out (pointers dangle).
-  ~PoolAllocator() override;
+  ~BasicPoolAllocator() override;
 
   [[nodiscard]] void* Allocate(size_t size, size_t alignment) override;
   absl::Status Deallocate(void* p) override;
   AllocatorStats GetStats() const override;
-  // "pool" or "pool_indexed".
+  // "pool" or "pool_indexed", with "_unlocked" appended without a lock.
   std::string_view Name() const override;
 
   // Frees every cached block (ncnn clear()); blocks in use stay.
@@ -89,33 +100,15 @@ class PoolAllocator final : public Allocator {
   PoolCounters Counters() const;
 
  private:
-  const std::string_view name_;  // fixed by options.lookup
-  mutable absl::Mutex mu_;
+  const std::string_view name_;  // fixed by options.lookup and Lock
+  mutable Lock mu_;
   std::unique_ptr<internal::PoolCore> core_ ABSL_PT_GUARDED_BY(mu_);
 };
 
-// ncnn UnlockedPoolAllocator: the same without a lock. Thread-compatible:
-// callers serialize every call.
-class UnlockedPoolAllocator final : public Allocator {
- public:
-  explicit UnlockedPoolAllocator(const PoolOptions& options = PoolOptions());
-  UnlockedPoolAllocator(const UnlockedPoolAllocator&) = delete;
-  UnlockedPoolAllocator& operator=(const UnlockedPoolAllocator&) = delete;
-  ~UnlockedPoolAllocator() override;
-
-  [[nodiscard]] void* Allocate(size_t size, size_t alignment) override;
-  absl::Status Deallocate(void* p) override;
-  AllocatorStats GetStats() const override;
-  // "pool_unlocked" or "pool_indexed_unlocked".
-  std::string_view Name() const override;
-
-  void Clear();
-  PoolCounters Counters() const;
-
- private:
-  const std::string_view name_;  // fixed by options.lookup
-  std::unique_ptr<internal::PoolCore> core_;
-};
+using PoolAllocator = BasicPoolAllocator<absl::Mutex>;
+using UnlockedPoolAllocator = BasicPoolAllocator<NoLock>;
+extern template class BasicPoolAllocator<absl::Mutex>;
+extern template class BasicPoolAllocator<NoLock>;
 
 }  // namespace memplan::allocators
 

@@ -8,7 +8,8 @@
 // compressed time, the placement's index, the verifier's events, the JSON
 // printer's strings), so every stage faults its pages in again, 4 KiB at a
 // time: about a third of the 1M-buffer pipeline's time on this machine kind
-// (BENCHMARKS.md, "Placement cost and scale"). Kept, freed memory is reused without a fault.
+// (BENCHMARKS.md, "Placement cost and scale"). Kept, freed memory is reused
+// without a fault.
 //
 //   int main(int argc, char** argv) {
 //     memplan::base::KeepFreedMemory();  // applies to later allocations

@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "base/alignment.h"
 #include "base/cancel.h"
 #include "base/worker_pool.h"
 #include "planner/graph.h"
@@ -30,9 +31,9 @@
 namespace memplan::planner {
 
 struct PlanOptions {
-  // Alignment of graph tensors that do not set their own. Default 64.
-  // REQUIRES: a power of two.
-  Bytes alignment = 64;
+  // Alignment of graph tensors that do not set their own. Default
+  // base::kDefaultAlignment (64). REQUIRES: a power of two.
+  Bytes alignment = base::kDefaultAlignment;
   // "auto" (QuickHeuristicNames(): greedy by size, best and first fit;
   // with `optimize` every heuristic including the hill climb, then the
   // exact search seeded with the best; the smallest verified arena wins),

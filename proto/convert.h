@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "base/alignment.h"
 #include "google/protobuf/repeated_field.h"
 #include "memplan/v1/memplan.pb.h"
 #include "planner/graph.h"
@@ -27,7 +28,7 @@ inline constexpr int kSchemaVersion = 2;
 
 // The alignment of tensors and buffers that set none, when the request's
 // options give none either.
-inline constexpr int64_t kDefaultAlignment = 64;
+using base::kDefaultAlignment;
 
 // Time budgets applied while converting options.
 struct Budgets {
