@@ -2,6 +2,7 @@
 
 #include "base/status.h"
 #include "onnx/import.h"
+#include "onnx/inspect.h"
 #include "tflite/inspect.h"
 #include "tflite/reader.h"
 

@@ -1,4 +1,4 @@
-// Symbolic dims for evaluating ONNX shapes (onnx_shapes.h): a dim is an
+// Symbolic dims for evaluating ONNX shapes (onnx/shapes.h): a dim is an
 // integer polynomial over atoms, where an atom is a named dim of the model
 // ("batch"), an opaque term the polynomial cannot hold (floor((seq - 1)/2),
 // min(seq, 3)), or an unknown dim made by a node (NonZero's count). Dims

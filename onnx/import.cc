@@ -1,23 +1,20 @@
 #include "onnx/import.h"
 
 #include <algorithm>
-#include <cctype>
-#include <exception>
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status.h"
-#include "onnx/defs/schema.h"
+#include "onnx/internal/model_reading.h"
 #include "onnx/onnx_pb.h"
-#include "onnx/shape_inference/implementation.h"
 #include "onnx/shapes.h"
 
 namespace memplan::formats {
@@ -29,12 +26,7 @@ namespace onnx = ::ONNX_NAMESPACE;
 
 // Values, dims or names listed in one message, at most this many.
 constexpr int kMaxListed = 20;
-// Models larger than this are refused before they are read (protobuf's
-// own limit is 2 GiB).
-constexpr size_t kMaxModelBytes = (size_t{1} << 31) - 1;
 constexpr int kStringType = 8;
-// Op types renamed while ONNX's inference runs (see HideChangedOps).
-constexpr char kHiddenPrefix[] = "memplan.hidden.";
 
 // "a, b, c, and 4 more" from a sorted list.
 std::string ListSome(const std::vector<std::string>& names) {
@@ -46,132 +38,6 @@ std::string ListSome(const std::vector<std::string>& names) {
     absl::StrAppend(&out, ", and ", names.size() - shown.size(), " more");
   }
   return out;
-}
-
-// Parses the bytes; protobuf accepts some garbage, so a model also needs a
-// graph with something in it.
-absl::StatusOr<onnx::ModelProto> ParseModel(absl::string_view bytes,
-                                            absl::string_view name) {
-  onnx::ModelProto model;
-  if (bytes.size() > kMaxModelBytes ||
-      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return Invalid(name,
-                   ": not an ONNX model, or truncated: it does not parse as "
-                   "an onnx.ModelProto");
-  }
-  const onnx::GraphProto& g = model.graph();
-  if (!model.has_graph() || (g.node_size() == 0 && g.input_size() == 0)) {
-    return Invalid(name, ": not an ONNX model: it has no graph");
-  }
-  return model;
-}
-
-// Calls f(graph) for the main graph and every subgraph, outer first.
-template <typename F>
-void ForEachGraph(const onnx::GraphProto& g, const F& f) {
-  f(g);
-  for (const onnx::NodeProto& n : g.node()) {
-    for (const onnx::AttributeProto& a : n.attribute()) {
-      if (a.has_g()) ForEachGraph(a.g(), f);
-      for (const onnx::GraphProto& s : a.graphs()) ForEachGraph(s, f);
-    }
-  }
-}
-
-template <typename F>
-void ForEachMutableGraph(onnx::GraphProto* g, const F& f) {
-  f(g);
-  for (onnx::NodeProto& n : *g->mutable_node()) {
-    for (onnx::AttributeProto& a : *n.mutable_attribute()) {
-      if (a.has_g()) ForEachMutableGraph(a.mutable_g(), f);
-      for (onnx::GraphProto& s : *a.mutable_graphs()) {
-        ForEachMutableGraph(&s, f);
-      }
-    }
-  }
-}
-
-// Elements the typed data fields of a tensor of `type` hold for `count`
-// elements (complex types hold two numbers each, 4-bit types two to an
-// int32), and how many they hold.
-void TypedData(const onnx::TensorProto& t, int64_t count, int64_t* expected,
-               int64_t* held) {
-  const int32_t type = t.data_type();
-  *held = t.float_data_size() + t.int32_data_size() + t.int64_data_size() +
-          t.double_data_size() + t.uint64_data_size() + t.string_data_size();
-  *expected = count;
-  if (type == onnx::TensorProto::COMPLEX64 ||
-      type == onnx::TensorProto::COMPLEX128) {
-    *expected = count * 2;
-  } else if (OnnxElementBits(type) == 4) {
-    *expected = (count + 1) / 2;
-  }
-}
-
-// Checks one tensor's data against its dims; clears data too large for the
-// evaluation to fold (only shapes matter, and the model is copied several
-// times) and marks tensors without data as external, so that ONNX 1.12's
-// inference, which reads data without checking its length, throws instead
-// of reading past it.
-absl::Status SanitizeTensor(onnx::TensorProto* t, absl::string_view where) {
-  if (t->data_location() == onnx::TensorProto::EXTERNAL)
-    return absl::OkStatus();
-  int64_t count = 1;
-  for (int64_t d : t->dims()) {
-    if (d < 0) return absl::OkStatus();  // the evaluation names it
-    if (__builtin_mul_overflow(count, d, &count)) {
-      return Invalid(where, ": tensor '", t->name(),
-                     "' has more elements than 64 bits count");
-    }
-  }
-  int64_t expected = 0, held = 0;
-  TypedData(*t, count, &expected, &held);
-  const int bits = OnnxElementBits(t->data_type());
-  const bool raw = t->has_raw_data();
-  const int64_t raw_expected =
-      bits == 0 || count > INT64_MAX / bits ? -1 : (count * bits + 7) / 8;
-  if ((raw && held > 0) ||
-      (raw && static_cast<int64_t>(t->raw_data().size()) != raw_expected) ||
-      (held > 0 && held != expected)) {
-    return Invalid(where, ": tensor '", t->name(), "' holds ",
-                   raw ? t->raw_data().size() : held,
-                   raw ? " bytes" : " numbers", " of data that do not match ",
-                   "its dims and type");
-  }
-  if (count > kMaxOnnxContent || (!raw && held == 0 && count > 0)) {
-    t->clear_raw_data();
-    t->clear_float_data();
-    t->clear_int32_data();
-    t->clear_int64_data();
-    t->clear_double_data();
-    t->clear_uint64_data();
-    t->clear_string_data();
-    t->set_data_location(onnx::TensorProto::EXTERNAL);
-  }
-  return absl::OkStatus();
-}
-
-// SanitizeTensor on every initializer and tensor attribute of every graph.
-absl::Status SanitizeTensors(onnx::ModelProto* model, absl::string_view name) {
-  absl::Status status;
-  auto check = [&](onnx::TensorProto* t, const std::string& where) {
-    if (status.ok()) status = SanitizeTensor(t, where);
-  };
-  ForEachMutableGraph(model->mutable_graph(), [&](onnx::GraphProto* g) {
-    for (onnx::TensorProto& t : *g->mutable_initializer()) {
-      check(&t, std::string(name));
-    }
-    for (int i = 0; i < g->node_size(); ++i) {
-      onnx::NodeProto& n = *g->mutable_node(i);
-      const std::string where =
-          absl::StrCat(name, ": ", OnnxNodeLabel(n, i, ""));
-      for (onnx::AttributeProto& a : *n.mutable_attribute()) {
-        if (a.has_t()) check(a.mutable_t(), where);
-        for (onnx::TensorProto& t : *a.mutable_tensors()) check(&t, where);
-      }
-    }
-  });
-  return status;
 }
 
 // --- Flags checked against the model
@@ -211,7 +77,7 @@ absl::Status CheckDimNames(const ModelOptions& options,
 // Every value name in the model: inputs, initializers, node outputs.
 absl::flat_hash_set<std::string> AllValueNames(const onnx::GraphProto& g) {
   absl::flat_hash_set<std::string> names;
-  ForEachGraph(g, [&](const onnx::GraphProto& s) {
+  internal::ForEachGraph(g, [&](const onnx::GraphProto& s) {
     for (const auto& vi : s.input()) names.insert(vi.name());
     for (const auto& t : s.initializer()) names.insert(t.name());
     for (const auto& n : s.node()) {
@@ -229,7 +95,7 @@ absl::Status CheckShapeNames(const ModelOptions& options,
   if (options.shapes.empty()) return absl::OkStatus();
   const absl::flat_hash_set<std::string> names = AllValueNames(g);
   absl::flat_hash_set<std::string> initializers;
-  ForEachGraph(g, [&](const onnx::GraphProto& s) {
+  internal::ForEachGraph(g, [&](const onnx::GraphProto& s) {
     for (const auto& t : s.initializer()) initializers.insert(t.name());
   });
   std::vector<std::string> inputs;
@@ -249,112 +115,6 @@ absl::Status CheckShapeNames(const ModelOptions& options,
     }
   }
   return absl::OkStatus();
-}
-
-// Required attributes the node's schema lists must be there, of their
-// type: ONNX 1.12's inference functions read some without checking (a Scan
-// without num_scan_inputs crashes it). Ops whose definition changed after
-// the opsets ONNX knows are left to memplan's rules.
-absl::Status CheckAttributes(const onnx::ModelProto& model,
-                             absl::string_view name) {
-  std::map<std::string, int> opsets;
-  for (const onnx::OperatorSetIdProto& o : model.opset_import()) {
-    opsets[o.domain() == "ai.onnx" ? "" : o.domain()] =
-        static_cast<int>(o.version());
-  }
-  absl::Status status;
-  ForEachGraph(model.graph(), [&](const onnx::GraphProto& g) {
-    for (int i = 0; i < g.node_size() && status.ok(); ++i) {
-      const onnx::NodeProto& n = g.node(i);
-      const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
-      auto opset = opsets.find(domain);
-      if (opset == opsets.end()) continue;
-      if (domain.empty() &&
-          OnnxOpChangedAfterKnownOpsets(n.op_type(), opset->second)) {
-        continue;
-      }
-      const onnx::OpSchema* schema =
-          onnx::OpSchemaRegistry::Schema(n.op_type(), opset->second, domain);
-      if (schema == nullptr) continue;
-      for (const auto& [attr, spec] : schema->attributes()) {
-        const onnx::AttributeProto* a = nullptr;
-        for (const onnx::AttributeProto& x : n.attribute()) {
-          if (x.name() == attr) a = &x;
-        }
-        if ((a == nullptr && spec.required) ||
-            (a != nullptr && a->type() != spec.type &&
-             spec.type != onnx::AttributeProto::UNDEFINED)) {
-          status = Invalid(
-              name, ": node ",
-              n.name().empty() ? absl::StrCat("#", i) : "'" + n.name() + "'",
-              " (", n.op_type(), "): attribute '", attr, "' is ",
-              a == nullptr ? "missing" : "not of its type");
-        }
-      }
-    }
-  });
-  return status;
-}
-
-// Every name a node reads must be defined before it, in its graph or an
-// enclosing one, and every graph output too: checked before ONNX's
-// inference runs (it dereferences the type of an undefined input).
-absl::Status CheckReads(
-    const onnx::GraphProto& g,
-    std::vector<const absl::flat_hash_set<std::string>*>* outer,
-    const std::string& path, absl::string_view name) {
-  absl::flat_hash_set<std::string> defined;
-  for (const auto& vi : g.input()) defined.insert(vi.name());
-  for (const auto& t : g.initializer()) defined.insert(t.name());
-  for (const auto& t : g.sparse_initializer())
-    defined.insert(t.values().name());
-  absl::flat_hash_map<std::string, int> producer;
-  for (int i = 0; i < g.node_size(); ++i) {
-    for (const std::string& o : g.node(i).output()) producer.emplace(o, i);
-  }
-  auto visible = [&](const std::string& n) {
-    if (defined.contains(n)) return true;
-    for (const auto* scope : *outer) {
-      if (scope->contains(n)) return true;
-    }
-    return false;
-  };
-  outer->push_back(&defined);
-  absl::Status status;
-  for (int i = 0; i < g.node_size() && status.ok(); ++i) {
-    const onnx::NodeProto& node = g.node(i);
-    for (const std::string& in : node.input()) {
-      if (in.empty() || visible(in)) continue;
-      auto p = producer.find(in);
-      status =
-          p == producer.end()
-              ? Invalid(OnnxNodeLabel(node, i, path), " reads '", in,
-                        "', which is no graph input, initializer or node "
-                        "output")
-              : Invalid(OnnxNodeLabel(node, i, path), " reads '", in,
-                        "' before ",
-                        OnnxNodeLabel(g.node(p->second), p->second, path),
-                        " produces it: nodes are not in topological order");
-      break;
-    }
-    for (const onnx::AttributeProto& a : node.attribute()) {
-      if (a.has_g() && status.ok()) {
-        status = CheckReads(a.g(), outer,
-                            OnnxSubgraphPath(path, node, i, a.name()), name);
-      }
-    }
-    for (const std::string& o : node.output()) {
-      if (!o.empty()) defined.insert(o);
-    }
-  }
-  for (const onnx::ValueInfoProto& vi : g.output()) {
-    if (!status.ok() || visible(vi.name())) continue;
-    status =
-        Invalid(path.empty() ? std::string(name) : path, ": graph output '",
-                vi.name(), "' is produced by no node (a truncated model?)");
-  }
-  outer->pop_back();
-  return status;
 }
 
 // --- Overrides applied before ONNX's inference
@@ -431,80 +191,25 @@ void DefaultUnnamedDims(onnx::GraphProto* g,
   }
 }
 
-// --- ONNX's inference
-// ---------------------------------------------------------
-
-// The model's opset of the default domain, or -1.
-int DefaultOpset(const onnx::ModelProto& model) {
-  int version = -1;
-  for (const onnx::OperatorSetIdProto& o : model.opset_import()) {
-    if (o.domain().empty() || o.domain() == "ai.onnx") {
-      version = static_cast<int>(o.version());
-    }
-  }
-  return version;
-}
-
-// Renames ops whose shapes changed after the opsets ONNX 1.12 knows, so its
-// inference leaves them to memplan's rules instead of applying an older
-// schema (ReduceMean-13 would reduce every axis of a ReduceMean-18).
-void HideChangedOps(onnx::ModelProto* model, bool hide) {
-  const int opset = DefaultOpset(*model);
-  if (opset <= OnnxNewestKnownOpset()) return;
-  ForEachMutableGraph(model->mutable_graph(), [&](onnx::GraphProto* g) {
-    for (onnx::NodeProto& n : *g->mutable_node()) {
-      if (!(n.domain().empty() || n.domain() == "ai.onnx")) continue;
-      if (hide && OnnxOpChangedAfterKnownOpsets(n.op_type(), opset)) {
-        n.set_op_type(kHiddenPrefix + n.op_type());
-      } else if (!hide && absl::StartsWith(n.op_type(), kHiddenPrefix)) {
-        n.set_op_type(n.op_type().substr(sizeof(kHiddenPrefix) - 1));
-      }
-    }
-  });
-}
-
-// Runs ONNX's shape inference, catching whatever ONNX throws. Its data
-// propagation stays off: memplan's evaluation folds shape computations
-// itself, and ONNX 1.12's propagation functions dereference the type of an
-// input that has none (an output of an op without a schema) and crash.
-absl::Status InferShapes(onnx::ModelProto* model, absl::string_view name) {
-  std::string error;
-  HideChangedOps(model, true);
-  try {
-    onnx::shape_inference::InferShapes(
-        *model, onnx::OpSchemaRegistry::Instance(),
-        onnx::ShapeInferenceOptions(/*check_type_val=*/false,
-                                    /*strict_mode_val=*/0,
-                                    /*data_prop_val=*/false));
-  } catch (const std::exception& e) {
-    error = e.what();
-  } catch (...) {
-    error = "unknown exception";
-  }
-  HideChangedOps(model, false);
-  if (error.empty()) return absl::OkStatus();
-  if (error.size() > 300) error = error.substr(0, 300) + "...";
-  return Invalid(name, ": ONNX shape inference failed: ", error);
-}
-
 // Parses, applies the flags and runs ONNX's inference.
 absl::StatusOr<onnx::ModelProto> Prepare(absl::string_view bytes,
                                          absl::string_view name,
                                          const ModelOptions& options,
                                          std::vector<std::string>* warnings) {
-  absl::StatusOr<onnx::ModelProto> model = ParseModel(bytes, name);
+  absl::StatusOr<onnx::ModelProto> model = internal::ParseModel(bytes, name);
   if (!model.ok()) return model.status();
-  if (auto s = SanitizeTensors(&*model, name); !s.ok()) return s;
-  if (auto s = CheckAttributes(*model, name); !s.ok()) return s;
+  if (auto s = internal::SanitizeTensors(&*model, name); !s.ok()) return s;
+  if (auto s = internal::CheckAttributes(*model, name); !s.ok()) return s;
   std::vector<const absl::flat_hash_set<std::string>*> scopes;
-  if (auto s = CheckReads(model->graph(), &scopes, "", name); !s.ok()) return s;
+  if (auto s = internal::CheckReads(model->graph(), &scopes, "", name); !s.ok())
+    return s;
   onnx::GraphProto* g = model->mutable_graph();
   if (auto s = CheckDimNames(options, *g); !s.ok()) return s;
   if (auto s = CheckShapeNames(options, *g); !s.ok()) return s;
   ApplyDims(options, g);
   if (auto s = ApplyShapes(options, g); !s.ok()) return s;
   DefaultUnnamedDims(g, warnings);
-  if (auto s = InferShapes(&*model, name); !s.ok()) return s;
+  if (auto s = internal::InferShapes(&*model, name); !s.ok()) return s;
   return model;
 }
 
@@ -894,166 +599,6 @@ absl::StatusOr<ImportedModel> ImportOnnx(absl::string_view bytes,
                   result->warnings.end());
   result->warnings = std::move(warnings);
   return result;
-}
-
-// --- Describing a model
-// ---------------------------------------------------------
-
-namespace {
-
-// A dim as `memplan inspect` shows it: a number, a name or expression, or
-// "?" when it depends on something unknown.
-std::string ShowDim(const DimTable& table, const SymDim& d) {
-  if (d.is_constant()) return absl::StrCat(d.constant());
-  for (AtomId a : table.Leaves(d)) {
-    if (table.atom(a).kind == AtomKind::kUnknown) return "?";
-  }
-  return table.ToString(d);
-}
-
-// A graph input or output from its declared type.
-ValueSummary DeclaredSummary(const onnx::ValueInfoProto& vi) {
-  ValueSummary v;
-  v.name = vi.name();
-  const onnx::TypeProto::Tensor& t = vi.type().tensor_type();
-  v.element_type = OnnxElementTypeName(t.elem_type());
-  std::vector<int64_t> dims;
-  bool numbers = t.has_shape();
-  for (const auto& d : t.shape().dim()) {
-    if (d.has_dim_value() && d.dim_value() >= 0) {
-      v.dims.push_back(absl::StrCat(d.dim_value()));
-      dims.push_back(d.dim_value());
-    } else {
-      v.dims.push_back(
-          d.has_dim_param() && !d.dim_param().empty() ? d.dim_param() : "?");
-      numbers = false;
-    }
-  }
-  if (numbers) {
-    absl::StatusOr<int64_t> bytes =
-        OnnxTensorBytes(t.elem_type(), dims, v.name);
-    if (bytes.ok()) v.bytes = *bytes;
-  }
-  return v;
-}
-
-// Bytes of the data a graph keeps: initializers and Constant nodes.
-int64_t ConstantBytes(const onnx::GraphProto& g) {
-  int64_t total = 0;
-  auto add = [&](int32_t type, const std::vector<int64_t>& dims) {
-    absl::StatusOr<int64_t> b = OnnxTensorBytes(type, dims, "constant");
-    if (b.ok() && *b <= INT64_MAX - total) total += *b;
-  };
-  ForEachGraph(g, [&](const onnx::GraphProto& s) {
-    for (const onnx::TensorProto& t : s.initializer()) {
-      add(t.data_type(), {t.dims().begin(), t.dims().end()});
-    }
-    for (const onnx::NodeProto& n : s.node()) {
-      if (n.op_type() != "Constant") continue;
-      for (const onnx::AttributeProto& a : n.attribute()) {
-        if (a.name() == "value") {
-          add(a.t().data_type(), {a.t().dims().begin(), a.t().dims().end()});
-        } else if (a.name() == "value_float" || a.name() == "value_int") {
-          add(a.name() == "value_int" ? 7 : 1, {});
-        } else if (a.name() == "value_floats" || a.name() == "value_ints") {
-          add(a.name() == "value_ints" ? 7 : 1,
-              {a.name() == "value_ints" ? a.ints_size() : a.floats_size()});
-        }
-      }
-    }
-  });
-  return total;
-}
-
-}  // namespace
-
-namespace {
-
-// A value's summary from what the evaluation knows of it.
-ValueSummary EvaluatedSummary(const OnnxEvaluation& e, const OnnxValue& v) {
-  ValueSummary out;
-  out.name = v.name;
-  out.element_type = OnnxElementTypeName(v.elem_type);
-  std::vector<int64_t> dims;
-  for (const SymDim& d : v.dims) {
-    out.dims.push_back(ShowDim(e.table, d));
-    if (d.is_constant()) dims.push_back(d.constant());
-  }
-  if (dims.size() == v.dims.size()) {
-    absl::StatusOr<int64_t> b = OnnxTensorBytes(v.elem_type, dims, v.name);
-    if (b.ok()) out.bytes = *b;
-  }
-  return out;
-}
-
-// Replaces the declared outputs by what the evaluation gives (symbolic dims
-// kept); leaves them when it cannot run.
-void EvaluateOutputs(const onnx::ModelProto& model, absl::string_view name,
-                     ModelSummary* s) {
-  onnx::ModelProto inferred = model;
-  if (!SanitizeTensors(&inferred, name).ok()) return;
-  if (!CheckAttributes(inferred, name).ok()) return;
-  std::vector<const absl::flat_hash_set<std::string>*> scopes;
-  if (!CheckReads(inferred.graph(), &scopes, "", name).ok()) return;
-  if (!InferShapes(&inferred, name).ok()) return;
-  absl::StatusOr<OnnxEvaluation> e =
-      EvaluateOnnxShapes(inferred, OnnxEvalOptions(), name);
-  if (!e.ok() || e->main->outputs.size() != s->outputs.size()) return;
-  for (size_t i = 0; i < s->outputs.size(); ++i) {
-    const OnnxValue& v = e->values[e->main->outputs[i]];
-    if (v.has_shape) s->outputs[i] = EvaluatedSummary(*e, v);
-  }
-}
-
-// Graph inputs (not initializers) and outputs as declared, and the named
-// dims of the inputs.
-void DeclaredInputsOutputs(const onnx::GraphProto& g, ModelSummary* s) {
-  absl::flat_hash_set<std::string> initializers;
-  for (const auto& t : g.initializer()) initializers.insert(t.name());
-  for (const onnx::ValueInfoProto& vi : g.input()) {
-    if (!initializers.contains(vi.name())) {
-      s->inputs.push_back(DeclaredSummary(vi));
-    }
-  }
-  for (const onnx::ValueInfoProto& vi : g.output()) {
-    s->outputs.push_back(DeclaredSummary(vi));
-  }
-  std::set<std::string> named;
-  for (const ValueSummary& in : s->inputs) {
-    for (const std::string& d : in.dims) {
-      if (d != "?" && !std::isdigit(static_cast<unsigned char>(d[0]))) {
-        named.insert(d);
-      }
-    }
-  }
-  s->symbolic_dims.assign(named.begin(), named.end());
-}
-
-}  // namespace
-
-absl::StatusOr<ModelSummary> SummarizeOnnx(absl::string_view bytes,
-                                           absl::string_view name) {
-  absl::StatusOr<onnx::ModelProto> model = ParseModel(bytes, name);
-  if (!model.ok()) return model.status();
-  const onnx::GraphProto& g = model->graph();
-  ModelSummary s;
-  s.format = Format::kOnnx;
-  s.producer = std::string(absl::StripAsciiWhitespace(
-      absl::StrCat(model->producer_name(), " ", model->producer_version())));
-  const int opset = DefaultOpset(*model);
-  s.version = opset < 0 ? "no default opset" : absl::StrCat("opset ", opset);
-  DeclaredInputsOutputs(g, &s);
-  s.subgraphs = 0;
-  ForEachGraph(g, [&](const onnx::GraphProto& sub) {
-    ++s.subgraphs;
-    for (const onnx::NodeProto& n : sub.node()) {
-      ++s.ops;
-      ++s.op_types[n.op_type()];
-    }
-  });
-  s.weight_bytes = ConstantBytes(g);
-  EvaluateOutputs(*model, name, &s);
-  return s;
 }
 
 }  // namespace memplan::formats

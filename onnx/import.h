@@ -1,6 +1,6 @@
 // Importing ONNX models: reads a ModelProto (weights in external data files
 // are never read: only shapes and element types are needed), runs ONNX's
-// own shape inference, evaluates what it leaves unknown (onnx_shapes.h),
+// own shape inference, evaluates what it leaves unknown (onnx/shapes.h),
 // and builds the memplan.v1.Graph that memplan plans.
 //
 //   formats::ModelOptions options;
@@ -9,7 +9,8 @@
 //       formats::ImportOnnx(bytes, "model.onnx", options);
 //   // in->graph: one tensor per value, one op per node, in execution order
 //
-// Callers usually go through ImportModel (model.h).
+// Callers usually go through ImportModel (engine/model_import.h); the
+// `inspect` summary is onnx/inspect.h.
 //
 // What is planned:
 // - One tensor per value: graph inputs, node outputs, and the values of
@@ -91,14 +92,6 @@ namespace memplan::formats {
 [[nodiscard]] absl::StatusOr<ImportedModel> ImportOnnx(
     absl::string_view bytes, absl::string_view name,
     const ModelOptions& options);
-
-// Describes a serialized ModelProto without planning it (`memplan
-// inspect`): graph inputs with their declared shapes, outputs with the
-// shapes the evaluation gives (symbolic dims as expressions, "?" where
-// unknown), the named dims --dim can set, the bytes of initializers and
-// Constant nodes, op counts over every graph.
-[[nodiscard]] absl::StatusOr<ModelSummary> SummarizeOnnx(
-    absl::string_view bytes, absl::string_view name);
 
 // Bytes of a tensor of ONNX element type `elem_type` (TensorProto.DataType)
 // and shape `dims`: 4-bit types are packed, rounded up. INVALID_ARGUMENT,

@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "onnx/inspect.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/testing/onnx_builder.h"
 #include "planner/planner.h"

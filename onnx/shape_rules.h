@@ -1,7 +1,8 @@
-// Internal to onnx_shapes.cc: the per-op shape rules. A rule reads what is
-// known of a node's inputs and fills its outputs (element type, shape and,
-// for small tensors, elements), or returns FallBackToOnnx() to let ONNX's
-// own inference function size that node.
+// Internal to onnx/shapes.cc: the per-op shape rules (written by op family
+// in onnx/rules_*.cc). A rule reads what is known of a node's inputs and
+// fills its outputs (element type, shape and, for small tensors, elements),
+// or returns FallBackToOnnx() to let ONNX's own inference function size that
+// node.
 #ifndef MEMPLAN_ONNX_SHAPE_RULES_H_
 #define MEMPLAN_ONNX_SHAPE_RULES_H_
 
@@ -70,7 +71,7 @@ OnnxShapeRule FindOnnxShapeRule(absl::string_view domain,
 // Whether the op's output sizes depend on its input data (NonZero...).
 bool OnnxOpIsDataDependent(absl::string_view op_type);
 
-// Helpers shared with onnx_shapes.cc.
+// Helpers shared with shapes.cc.
 // The number of elements of `dims` when all are numbers (and no overflow).
 std::optional<int64_t> OnnxElementCount(const std::vector<SymDim>& dims);
 // Reads an initializer or Constant value: type, shape and (for small

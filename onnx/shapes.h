@@ -1,8 +1,8 @@
 // Shape evaluation for ONNX models beyond ONNX's own inference, in the
 // manner of ONNX Runtime's symbolic shape inference: after ONNX's inference
-// has run (onnx_import.cc), every node of the main graph and of the
+// has run (onnx/import.cc), every node of the main graph and of the
 // subgraphs that run is evaluated in order. Shapes are symbolic dims
-// (onnx_dims.h); small integer tensors (the shape computations exporters
+// (onnx/dims.h); small integer tensors (the shape computations exporters
 // emit: Shape -> Gather -> Concat -> Reshape, ConstantOfShape, Range...)
 // are folded element by element, so that the sizes ONNX leaves unknown are
 // computed. Ops without a rule here go to ONNX's inference function for

@@ -1,0 +1,289 @@
+#include "onnx/internal/model_reading.h"
+
+#include <cstdint>
+#include <exception>
+#include <map>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "base/status.h"
+#include "onnx/defs/schema.h"
+#include "onnx/shape_inference/implementation.h"
+#include "onnx/shapes.h"
+
+namespace memplan::formats::internal {
+namespace {
+
+// Debian's libonnx is built with ONNX_NAMESPACE=onnx (and ONNX_ML); the alias
+// keeps this file right for any namespace the library was built with.
+namespace onnx = ::ONNX_NAMESPACE;
+
+// Models larger than this are refused before they are read (protobuf's
+// own limit is 2 GiB).
+constexpr size_t kMaxModelBytes = (size_t{1} << 31) - 1;
+// Op types renamed while ONNX's inference runs (see HideChangedOps).
+constexpr char kHiddenPrefix[] = "memplan.hidden.";
+
+// Calls f(graph) for the main graph and every subgraph, outer first, each
+// mutable.
+template <typename F>
+void ForEachMutableGraph(onnx::GraphProto* g, const F& f) {
+  f(g);
+  for (onnx::NodeProto& n : *g->mutable_node()) {
+    for (onnx::AttributeProto& a : *n.mutable_attribute()) {
+      if (a.has_g()) ForEachMutableGraph(a.mutable_g(), f);
+      for (onnx::GraphProto& s : *a.mutable_graphs()) {
+        ForEachMutableGraph(&s, f);
+      }
+    }
+  }
+}
+
+// Elements the typed data fields of a tensor of `type` hold for `count`
+// elements (complex types hold two numbers each, 4-bit types two to an
+// int32), and how many they hold.
+void TypedData(const onnx::TensorProto& t, int64_t count, int64_t* expected,
+               int64_t* held) {
+  const int32_t type = t.data_type();
+  *held = t.float_data_size() + t.int32_data_size() + t.int64_data_size() +
+          t.double_data_size() + t.uint64_data_size() + t.string_data_size();
+  *expected = count;
+  if (type == onnx::TensorProto::COMPLEX64 ||
+      type == onnx::TensorProto::COMPLEX128) {
+    *expected = count * 2;
+  } else if (OnnxElementBits(type) == 4) {
+    *expected = (count + 1) / 2;
+  }
+}
+
+// Checks one tensor's data against its dims; clears data too large for the
+// evaluation to fold (only shapes matter, and the model is copied several
+// times) and marks tensors without data as external, so that ONNX 1.12's
+// inference, which reads data without checking its length, throws instead
+// of reading past it.
+absl::Status SanitizeTensor(onnx::TensorProto* t, absl::string_view where) {
+  if (t->data_location() == onnx::TensorProto::EXTERNAL)
+    return absl::OkStatus();
+  int64_t count = 1;
+  for (int64_t d : t->dims()) {
+    if (d < 0) return absl::OkStatus();  // the evaluation names it
+    if (__builtin_mul_overflow(count, d, &count)) {
+      return Invalid(where, ": tensor '", t->name(),
+                     "' has more elements than 64 bits count");
+    }
+  }
+  int64_t expected = 0, held = 0;
+  TypedData(*t, count, &expected, &held);
+  const int bits = OnnxElementBits(t->data_type());
+  const bool raw = t->has_raw_data();
+  const int64_t raw_expected =
+      bits == 0 || count > INT64_MAX / bits ? -1 : (count * bits + 7) / 8;
+  if ((raw && held > 0) ||
+      (raw && static_cast<int64_t>(t->raw_data().size()) != raw_expected) ||
+      (held > 0 && held != expected)) {
+    return Invalid(where, ": tensor '", t->name(), "' holds ",
+                   raw ? t->raw_data().size() : held,
+                   raw ? " bytes" : " numbers", " of data that do not match ",
+                   "its dims and type");
+  }
+  if (count > kMaxOnnxContent || (!raw && held == 0 && count > 0)) {
+    t->clear_raw_data();
+    t->clear_float_data();
+    t->clear_int32_data();
+    t->clear_int64_data();
+    t->clear_double_data();
+    t->clear_uint64_data();
+    t->clear_string_data();
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+  }
+  return absl::OkStatus();
+}
+
+// Renames ops whose shapes changed after the opsets ONNX 1.12 knows, so its
+// inference leaves them to memplan's rules instead of applying an older
+// schema (ReduceMean-13 would reduce every axis of a ReduceMean-18).
+void HideChangedOps(onnx::ModelProto* model, bool hide) {
+  const int opset = DefaultOpset(*model);
+  if (opset <= OnnxNewestKnownOpset()) return;
+  ForEachMutableGraph(model->mutable_graph(), [&](onnx::GraphProto* g) {
+    for (onnx::NodeProto& n : *g->mutable_node()) {
+      if (!(n.domain().empty() || n.domain() == "ai.onnx")) continue;
+      if (hide && OnnxOpChangedAfterKnownOpsets(n.op_type(), opset)) {
+        n.set_op_type(kHiddenPrefix + n.op_type());
+      } else if (!hide && absl::StartsWith(n.op_type(), kHiddenPrefix)) {
+        n.set_op_type(n.op_type().substr(sizeof(kHiddenPrefix) - 1));
+      }
+    }
+  });
+}
+
+}  // namespace
+
+absl::StatusOr<onnx::ModelProto> ParseModel(absl::string_view bytes,
+                                            absl::string_view name) {
+  onnx::ModelProto model;
+  if (bytes.size() > kMaxModelBytes ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return Invalid(name,
+                   ": not an ONNX model, or truncated: it does not parse as "
+                   "an onnx.ModelProto");
+  }
+  const onnx::GraphProto& g = model.graph();
+  if (!model.has_graph() || (g.node_size() == 0 && g.input_size() == 0)) {
+    return Invalid(name, ": not an ONNX model: it has no graph");
+  }
+  return model;
+}
+
+int DefaultOpset(const onnx::ModelProto& model) {
+  int version = -1;
+  for (const onnx::OperatorSetIdProto& o : model.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") {
+      version = static_cast<int>(o.version());
+    }
+  }
+  return version;
+}
+
+absl::Status SanitizeTensors(onnx::ModelProto* model, absl::string_view name) {
+  absl::Status status;
+  auto check = [&](onnx::TensorProto* t, const std::string& where) {
+    if (status.ok()) status = SanitizeTensor(t, where);
+  };
+  ForEachMutableGraph(model->mutable_graph(), [&](onnx::GraphProto* g) {
+    for (onnx::TensorProto& t : *g->mutable_initializer()) {
+      check(&t, std::string(name));
+    }
+    for (int i = 0; i < g->node_size(); ++i) {
+      onnx::NodeProto& n = *g->mutable_node(i);
+      const std::string where =
+          absl::StrCat(name, ": ", OnnxNodeLabel(n, i, ""));
+      for (onnx::AttributeProto& a : *n.mutable_attribute()) {
+        if (a.has_t()) check(a.mutable_t(), where);
+        for (onnx::TensorProto& t : *a.mutable_tensors()) check(&t, where);
+      }
+    }
+  });
+  return status;
+}
+
+absl::Status CheckAttributes(const onnx::ModelProto& model,
+                             absl::string_view name) {
+  std::map<std::string, int> opsets;
+  for (const onnx::OperatorSetIdProto& o : model.opset_import()) {
+    opsets[o.domain() == "ai.onnx" ? "" : o.domain()] =
+        static_cast<int>(o.version());
+  }
+  absl::Status status;
+  ForEachGraph(model.graph(), [&](const onnx::GraphProto& g) {
+    for (int i = 0; i < g.node_size() && status.ok(); ++i) {
+      const onnx::NodeProto& n = g.node(i);
+      const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+      auto opset = opsets.find(domain);
+      if (opset == opsets.end()) continue;
+      if (domain.empty() &&
+          OnnxOpChangedAfterKnownOpsets(n.op_type(), opset->second)) {
+        continue;
+      }
+      const onnx::OpSchema* schema =
+          onnx::OpSchemaRegistry::Schema(n.op_type(), opset->second, domain);
+      if (schema == nullptr) continue;
+      for (const auto& [attr, spec] : schema->attributes()) {
+        const onnx::AttributeProto* a = nullptr;
+        for (const onnx::AttributeProto& x : n.attribute()) {
+          if (x.name() == attr) a = &x;
+        }
+        if ((a == nullptr && spec.required) ||
+            (a != nullptr && a->type() != spec.type &&
+             spec.type != onnx::AttributeProto::UNDEFINED)) {
+          status = Invalid(
+              name, ": node ",
+              n.name().empty() ? absl::StrCat("#", i) : "'" + n.name() + "'",
+              " (", n.op_type(), "): attribute '", attr, "' is ",
+              a == nullptr ? "missing" : "not of its type");
+        }
+      }
+    }
+  });
+  return status;
+}
+
+absl::Status CheckReads(
+    const onnx::GraphProto& g,
+    std::vector<const absl::flat_hash_set<std::string>*>* outer,
+    const std::string& path, absl::string_view name) {
+  absl::flat_hash_set<std::string> defined;
+  for (const auto& vi : g.input()) defined.insert(vi.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  for (const auto& t : g.sparse_initializer())
+    defined.insert(t.values().name());
+  absl::flat_hash_map<std::string, int> producer;
+  for (int i = 0; i < g.node_size(); ++i) {
+    for (const std::string& o : g.node(i).output()) producer.emplace(o, i);
+  }
+  auto visible = [&](const std::string& n) {
+    if (defined.contains(n)) return true;
+    for (const auto* scope : *outer) {
+      if (scope->contains(n)) return true;
+    }
+    return false;
+  };
+  outer->push_back(&defined);
+  absl::Status status;
+  for (int i = 0; i < g.node_size() && status.ok(); ++i) {
+    const onnx::NodeProto& node = g.node(i);
+    for (const std::string& in : node.input()) {
+      if (in.empty() || visible(in)) continue;
+      auto p = producer.find(in);
+      status =
+          p == producer.end()
+              ? Invalid(OnnxNodeLabel(node, i, path), " reads '", in,
+                        "', which is no graph input, initializer or node "
+                        "output")
+              : Invalid(OnnxNodeLabel(node, i, path), " reads '", in,
+                        "' before ",
+                        OnnxNodeLabel(g.node(p->second), p->second, path),
+                        " produces it: nodes are not in topological order");
+      break;
+    }
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.has_g() && status.ok()) {
+        status = CheckReads(a.g(), outer,
+                            OnnxSubgraphPath(path, node, i, a.name()), name);
+      }
+    }
+    for (const std::string& o : node.output()) {
+      if (!o.empty()) defined.insert(o);
+    }
+  }
+  for (const onnx::ValueInfoProto& vi : g.output()) {
+    if (!status.ok() || visible(vi.name())) continue;
+    status =
+        Invalid(path.empty() ? std::string(name) : path, ": graph output '",
+                vi.name(), "' is produced by no node (a truncated model?)");
+  }
+  outer->pop_back();
+  return status;
+}
+
+absl::Status InferShapes(onnx::ModelProto* model, absl::string_view name) {
+  std::string error;
+  HideChangedOps(model, true);
+  try {
+    onnx::shape_inference::InferShapes(
+        *model, onnx::OpSchemaRegistry::Instance(),
+        onnx::ShapeInferenceOptions(/*check_type_val=*/false,
+                                    /*strict_mode_val=*/0,
+                                    /*data_prop_val=*/false));
+  } catch (const std::exception& e) {
+    error = e.what();
+  } catch (...) {
+    error = "unknown exception";
+  }
+  HideChangedOps(model, false);
+  if (error.empty()) return absl::OkStatus();
+  if (error.size() > 300) error = error.substr(0, 300) + "...";
+  return Invalid(name, ": ONNX shape inference failed: ", error);
+}
+
+}  // namespace memplan::formats::internal

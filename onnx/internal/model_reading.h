@@ -1,0 +1,83 @@
+// Private to onnx/: reading a ModelProto safely, shared by the import
+// (onnx/import.cc) and the `inspect` summary (onnx/inspect.cc). ONNX 1.12
+// reads tensor data, attributes and node inputs unchecked and crashes on
+// hostile models, so a model is checked before its inference runs:
+//
+//   absl::StatusOr<::ONNX_NAMESPACE::ModelProto> model =
+//       internal::ParseModel(bytes, "model.onnx");
+//   if (!model.ok()) return model.status();
+//   if (auto s = internal::SanitizeTensors(&*model, name); !s.ok()) return s;
+//   // then CheckAttributes, CheckReads, and InferShapes
+#ifndef MEMPLAN_ONNX_INTERNAL_MODEL_READING_H_
+#define MEMPLAN_ONNX_INTERNAL_MODEL_READING_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "onnx/onnx_pb.h"
+
+namespace memplan::formats::internal {
+
+// Parses the bytes; protobuf accepts some garbage, so a model also needs a
+// graph with something in it. INVALID_ARGUMENT naming `name` otherwise.
+absl::StatusOr<::ONNX_NAMESPACE::ModelProto> ParseModel(absl::string_view bytes,
+                                                        absl::string_view name);
+
+// Calls f(graph) for the main graph and every subgraph, outer first.
+template <typename F>
+void ForEachGraph(const ::ONNX_NAMESPACE::GraphProto& g, const F& f) {
+  f(g);
+  for (const ::ONNX_NAMESPACE::NodeProto& n : g.node()) {
+    for (const ::ONNX_NAMESPACE::AttributeProto& a : n.attribute()) {
+      if (a.has_g()) ForEachGraph(a.g(), f);
+      for (const ::ONNX_NAMESPACE::GraphProto& s : a.graphs()) {
+        ForEachGraph(s, f);
+      }
+    }
+  }
+}
+
+// The model's opset of the default domain, or -1.
+int DefaultOpset(const ::ONNX_NAMESPACE::ModelProto& model);
+
+// Checks every initializer and tensor attribute of every graph against its
+// dims (INVALID_ARGUMENT naming the tensor on a mismatch); clears data too
+// large for the evaluation to fold (only shapes matter, and the model is
+// copied several times) and marks tensors without data as external, so that
+// ONNX 1.12's inference, which reads data without checking its length,
+// throws instead of reading past it.
+absl::Status SanitizeTensors(::ONNX_NAMESPACE::ModelProto* model,
+                             absl::string_view name);
+
+// Required attributes the node's schema lists must be there, of their
+// type: ONNX 1.12's inference functions read some without checking (a Scan
+// without num_scan_inputs crashes it). Ops whose definition changed after
+// the opsets ONNX knows are left to memplan's rules.
+absl::Status CheckAttributes(const ::ONNX_NAMESPACE::ModelProto& model,
+                             absl::string_view name);
+
+// Every name a node reads must be defined before it, in its graph or an
+// enclosing one (`outer`, innermost last; empty for the main graph), and
+// every graph output too: checked before ONNX's inference runs (it
+// dereferences the type of an undefined input). `path` is the graph's
+// subgraph path ("" for the main graph); `name` names the model.
+absl::Status CheckReads(
+    const ::ONNX_NAMESPACE::GraphProto& g,
+    std::vector<const absl::flat_hash_set<std::string>*>* outer,
+    const std::string& path, absl::string_view name);
+
+// Runs ONNX's shape inference, catching whatever ONNX throws. Its data
+// propagation stays off: memplan's evaluation folds shape computations
+// itself, and ONNX 1.12's propagation functions dereference the type of an
+// input that has none (an output of an op without a schema) and crash. Ops
+// whose shapes changed after the opsets ONNX knows are hidden from it.
+absl::Status InferShapes(::ONNX_NAMESPACE::ModelProto* model,
+                         absl::string_view name);
+
+}  // namespace memplan::formats::internal
+
+#endif  // MEMPLAN_ONNX_INTERNAL_MODEL_READING_H_
