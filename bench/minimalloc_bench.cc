@@ -44,6 +44,7 @@
 #include "absl/time/time.h"
 #include "base/cancel.h"
 #include "base/worker_pool.h"
+#include "bench/median.h"
 #include "formats/file_io.h"
 #include "formats/minimalloc_csv.h"
 #include "planner/exact/exact_solver.h"
@@ -227,12 +228,6 @@ std::vector<Instance> ZeroSlackInstances(const Flags& flags) {
   return instances;
 }
 
-// The median of `values` (sorted in place).
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
 // Solves one instance with SolveExact (runs times) and prints its row;
 // returns false if an answer is invalid or (capacity mode) over capacity.
 bool SolveOne(const Instance& instance, const Flags& flags, double& seconds) {
@@ -265,7 +260,7 @@ bool SolveOne(const Instance& instance, const Flags& flags, double& seconds) {
     }
     result = *std::move(r);
   }
-  seconds = Median(times);
+  seconds = memplan::bench::Median(times);
   const absl::Status valid =
       memplan::planner::Verify(instance.problem, result->solution);
   const Bytes arena = result->solution.arena_size;
@@ -361,8 +356,8 @@ int PlanFiles(const Flags& flags) {
         static_cast<long long>(plan->solution.arena_size),
         static_cast<double>(plan->solution.arena_size) / plan->lower_bound,
         plan->proven_optimal ? "yes" : "no", plan->strategy.c_str(),
-        Median(times), Stages(*plan).c_str(), same ? "" : " (runs differ)",
-        valid.ok() ? "" : " INVALID");
+        memplan::bench::Median(times), Stages(*plan).c_str(),
+        same ? "" : " (runs differ)", valid.ok() ? "" : " INVALID");
     std::fflush(stdout);
   }
   return bad == 0 ? 0 : 1;

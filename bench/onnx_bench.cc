@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/median.h"
 #include "engine/model_import.h"
 #include "engine/plan.h"
 #include "formats/file_io.h"
@@ -79,11 +80,6 @@ double ThreadCpuMs() {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) * 1e3 +
          static_cast<double>(t.tv_nsec) / 1e6;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 // Every value of a graph and its subgraphs.
@@ -176,8 +172,8 @@ bool Row(const Model& m) {
           static_cast<double>(plan->lower_bound_bytes()),
       static_cast<long long>(activations->arena_size_bytes()),
       static_cast<long long>(activations->lower_bound_bytes()),
-      static_cast<long long>(plan->weights_bytes()), Median(import_ms),
-      Median(plan_ms));
+      static_cast<long long>(plan->weights_bytes()),
+      memplan::bench::Median(import_ms), memplan::bench::Median(plan_ms));
   return true;
 }
 

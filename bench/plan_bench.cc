@@ -41,6 +41,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "base/process_memory.h"
+#include "bench/median.h"
 #include "formats/file_io.h"
 #include "formats/format.h"
 #include "formats/minimalloc_csv.h"
@@ -150,12 +151,6 @@ struct Timing {
   std::string strategy;  // the winner of the last run
 };
 
-// The median of `values` (sorted in place).
-double Median(std::vector<double>* values) {
-  std::sort(values->begin(), values->end());
-  return (*values)[values->size() / 2];
-}
-
 // CPU time of this process (all threads): on a machine shared with other
 // work, less noisy than wall time.
 double CpuSeconds() {
@@ -194,10 +189,10 @@ Timing TimePlans(const planner::Problem& problem,
       it->second.push_back(s.micros / 1000.0);
     }
   }
-  timing.seconds = Median(&seconds);
-  timing.cpu_seconds = Median(&cpu_seconds);
+  timing.seconds = memplan::bench::Median(seconds);
+  timing.cpu_seconds = memplan::bench::Median(cpu_seconds);
   for (auto& [stage, ms] : stages)
-    timing.stages.push_back({stage, Median(&ms)});
+    timing.stages.push_back({stage, memplan::bench::Median(ms)});
   return timing;
 }
 

@@ -6,21 +6,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pictures/plan_svg.h"
+#include "pictures/testing/text.h"
 
 namespace memplan::formats {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-int Count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos;
-       at = text.find(what, at + 1)) {
-    ++n;
-  }
-  return n;
-}
 
 // Two dynamic allocators with series, the static plan without one.
 v1::BenchmarkResponse Response() {
@@ -58,9 +50,13 @@ TEST(BenchHtmlTest, ChartsEveryAllocatorAgainstThePlan) {
   EXPECT_THAT(html, HasSubstr("100 trace events"));
   for (const char* name : {"bfc", "pool"}) {
     // On the shared chart and on its own: reserved, and in use.
-    EXPECT_EQ(Count(html, absl::StrCat("data-name=\"", name, " reserved\"")), 2)
+    EXPECT_EQ(testing::Occurrences(
+                  html, absl::StrCat("data-name=\"", name, " reserved\"")),
+              2)
         << name;
-    EXPECT_EQ(Count(html, absl::StrCat("data-name=\"", name, " in use\"")), 1)
+    EXPECT_EQ(testing::Occurrences(
+                  html, absl::StrCat("data-name=\"", name, " in use\"")),
+              1)
         << name;
   }
   // Four points per series: event 0, 25, 50, 75.
@@ -68,7 +64,7 @@ TEST(BenchHtmlTest, ChartsEveryAllocatorAgainstThePlan) {
   ASSERT_NE(line, std::string::npos);
   const size_t open = html.find("points=\"", line) + 8;
   const std::string points = html.substr(open, html.find('"', open) - open);
-  EXPECT_EQ(Count(points, ","), 4);
+  EXPECT_EQ(testing::Occurrences(points, ","), 4);
   EXPECT_THAT(html, HasSubstr(">static plan arena 4 KiB<"));
   EXPECT_THAT(html, HasSubstr(">lower bound 3 KiB<"));
   EXPECT_THAT(html, HasSubstr(">8 KiB (2.00x)<"));
@@ -90,7 +86,8 @@ TEST(BenchHtmlTest, IsOneFileThatLoadsNothing) {
        {" src=", " href=", "url(", "@import", "<script", "<link", "<img"}) {
     EXPECT_THAT(html, Not(HasSubstr(fetch))) << fetch;
   }
-  EXPECT_EQ(Count(html, "http"), Count(html, "http://www.w3.org/2000/svg"));
+  EXPECT_EQ(testing::Occurrences(html, "http"),
+            testing::Occurrences(html, "http://www.w3.org/2000/svg"));
   EXPECT_THAT(html, HasSubstr("memplan bench: &lt;w&gt;"));
 }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pictures/testing/text.h"
 #include "planner/planner.h"
 
 namespace memplan::formats {
@@ -15,15 +16,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-int Count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos;
-       at = text.find(what, at + 1)) {
-    ++n;
-  }
-  return n;
-}
 
 planner::PlanResult SmallPlan() {
   planner::Problem problem;
@@ -66,13 +58,15 @@ TEST(PlanHtmlTest, IsOneFileThatLoadsNothing) {
   EXPECT_THAT(html, HasSubstr("<style>"));
   EXPECT_THAT(html, HasSubstr("<script>"));
   // Clip paths refer to their own document (url(#clip)); nothing else.
-  EXPECT_EQ(Count(html, "url("), Count(html, "url(#"));
+  EXPECT_EQ(testing::Occurrences(html, "url("),
+            testing::Occurrences(html, "url(#"));
   for (const char* fetch : {" src=", " href=", "@import", "fetch(",
                             "XMLHttpRequest", "<link", "<iframe", "<img"}) {
     EXPECT_THAT(html, Not(HasSubstr(fetch))) << fetch;
   }
   // The only address is the SVG namespace, which is a name, not a load.
-  EXPECT_EQ(Count(html, "http"), Count(html, "http://www.w3.org/2000/svg"));
+  EXPECT_EQ(testing::Occurrences(html, "http"),
+            testing::Occurrences(html, "http://www.w3.org/2000/svg"));
 }
 
 TEST(PlanHtmlTest, EmbedsEveryTensorAsColumns) {
@@ -127,7 +121,8 @@ TEST(PlanHtmlTest, NamesCannotBreakOutOfTheData) {
   ASSERT_TRUE(plan.ok());
   const std::string html =
       PlanHtml(*plan, {}, {.title = "</script><b>title</b>"});
-  EXPECT_EQ(Count(html, "</script>"), 2);  // the data's and the code's own
+  EXPECT_EQ(testing::Occurrences(html, "</script>"),
+            2);  // the data's and the code's own
   EXPECT_THAT(html, HasSubstr("&lt;/script&gt;&lt;b&gt;title"));
 }
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pictures/testing/text.h"
 #include "planner/planner.h"
 
 namespace memplan::formats {
@@ -73,15 +74,6 @@ double Attr(const std::map<std::string, std::string>& attrs,
   return it == attrs.end() ? 0 : std::atof(it->second.c_str());
 }
 
-int Count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos;
-       at = text.find(what, at + 1)) {
-    ++n;
-  }
-  return n;
-}
-
 TEST(PlanSvgTest, EveryPlannedTensorIsARectangleAtItsStepsAndOffset) {
   const planner::PlanResult plan = PlanGraph(InPlaceGraph());
   const std::string svg = PlanSvg(plan, {}, {.title = "mlp"});
@@ -118,7 +110,9 @@ TEST(PlanSvgTest, EveryPlannedTensorIsARectangleAtItsStepsAndOffset) {
     EXPECT_NEAR(Attr(r, "height"), p.size / top * h, 0.02) << p.name;
   }
   EXPECT_EQ(drawn, 5);
-  EXPECT_EQ(Count(svg.substr(svg.find("<g id=\"tensors\"")), "<rect "), drawn);
+  EXPECT_EQ(
+      testing::Occurrences(svg.substr(svg.find("<g id=\"tensors\"")), "<rect "),
+      drawn);
 }
 
 TEST(PlanSvgTest, HoverTextGivesNameSizeOffsetAndLifetime) {
@@ -204,7 +198,9 @@ TEST(PlanSvgTest, InPlaceHandOversAndFixedOffsetsAreMarked) {
   EXPECT_EQ(RectOf(svg, "h2")["class"], "in-place");
   EXPECT_EQ(RectOf(svg, "h")["class"], "");
   const std::string handovers = svg.substr(svg.find("<g id=\"handovers\""));
-  EXPECT_EQ(Count(handovers.substr(0, handovers.find("</g>")), "<line "), 1);
+  EXPECT_EQ(testing::Occurrences(handovers.substr(0, handovers.find("</g>")),
+                                 "<line "),
+            1);
   EXPECT_THAT(svg, HasSubstr("\nin place of h</title>"));
 
   planner::Problem problem;
@@ -219,7 +215,8 @@ TEST(PlanSvgTest, InPlaceHandOversAndFixedOffsetsAreMarked) {
   EXPECT_EQ(RectOf(fixed, "free")["class"], "");
   EXPECT_THAT(fixed, HasSubstr("\nfixed offset</title>"));
   const std::string frames = fixed.substr(fixed.find("<g id=\"fixed\""));
-  EXPECT_EQ(Count(frames.substr(0, frames.find("</g>")), "<rect "), 1);
+  EXPECT_EQ(
+      testing::Occurrences(frames.substr(0, frames.find("</g>")), "<rect "), 1);
 }
 
 TEST(PlanSvgTest, MemoryPoolsAreStackedAndColouredByPool) {

@@ -34,14 +34,21 @@ absl::Status Cancelled(const char* what) {
 // The buffers to plan, in sweep order: by first section, largest first,
 // then by index; and the same buffers by the section they end in.
 struct SweepOrder {
+  const Sections* time = nullptr;  // the problem's compressed time
   std::vector<int> by_start;
   std::vector<int> by_end;
 };
 
+// What both sweeps set up first: the compressed time (`given`, or computed
+// into `*own`) and `buffers` in the order the sweep meets them.
 absl::StatusOr<SweepOrder> OrderFor(const Problem& problem,
-                                    const Sections& time,
+                                    const Sections* given, Sections* own,
                                     const std::vector<int>& buffers,
                                     const base::CancelToken* cancel) {
+  absl::StatusOr<const Sections*> compressed =
+      CompressedTime(problem, given, own, cancel);
+  if (!compressed.ok()) return compressed.status();
+  const Sections& time = **compressed;
   const auto& b = problem.buffers;
   struct Key {
     int section;
@@ -68,6 +75,7 @@ absl::StatusOr<SweepOrder> OrderFor(const Problem& problem,
     return absl::DeadlineExceededError("sweep order cancelled");
   }
   SweepOrder order;
+  order.time = &time;
   order.by_start.reserve(starts.size());
   order.by_end.reserve(ends.size());
   for (const Key& k : starts) order.by_start.push_back(k.index);
@@ -79,8 +87,9 @@ absl::StatusOr<SweepOrder> OrderFor(const Problem& problem,
 // there, then `take(i)` for those that start there, largest first.
 // False when `cancel` fired.
 template <typename ReleaseFn, typename TakeFn>
-bool Sweep(const Sections& time, const SweepOrder& order,
-           const base::CancelToken* cancel, ReleaseFn release, TakeFn take) {
+bool Sweep(const SweepOrder& order, const base::CancelToken* cancel,
+           ReleaseFn release, TakeFn take) {
+  const Sections& time = *order.time;
   base::WorkMeter meter(cancel);
   size_t e = 0;
   for (int i : order.by_start) {
@@ -206,10 +215,6 @@ absl::StatusOr<Solution> SweepOffsets(const Problem& problem,
                                       const base::CancelToken* cancel,
                                       const Sections* given) {
   const auto& b = problem.buffers;
-  Sections own;
-  absl::StatusOr<const Sections*> time =
-      CompressedTime(problem, given, &own, cancel);
-  if (!time.ok()) return time.status();
   Solution solution;
   solution.offsets.assign(b.size(), -1);
   // Pinned buffers keep their ranges for the whole schedule (a plan that
@@ -228,12 +233,13 @@ absl::StatusOr<Solution> SweepOffsets(const Problem& problem,
   for (int i = 0; i < static_cast<int>(b.size()); ++i) {
     if (solution.offsets[i] < 0) rest.push_back(i);
   }
-  absl::StatusOr<SweepOrder> order = OrderFor(problem, **time, rest, cancel);
+  Sections own;
+  absl::StatusOr<SweepOrder> order =
+      OrderFor(problem, given, &own, rest, cancel);
   if (!order.ok()) return order.status();
   FreeList free(stacked, base, pinned);
   const bool done = Sweep(
-      **time, *order, cancel,
-      [&](int i) { free.Give(solution.offsets[i], b[i].size); },
+      *order, cancel, [&](int i) { free.Give(solution.offsets[i], b[i].size); },
       [&](int i) {
         solution.offsets[i] = free.Take(b[i].size, b[i].alignment);
       });
@@ -255,22 +261,20 @@ absl::StatusOr<SharedObjects> SweepSharedObjects(
     const Problem& problem, const base::CancelToken* cancel,
     const Sections* given) {
   const auto& b = problem.buffers;
-  Sections own;
-  absl::StatusOr<const Sections*> time =
-      CompressedTime(problem, given, &own, cancel);
-  if (!time.ok()) return time.status();
   const auto span = ScheduleSpan(problem);
   std::vector<int> shared;
   for (int i = 0; i < static_cast<int>(b.size()); ++i) {
     if (!SpansAll(b[i], span)) shared.push_back(i);
   }
-  absl::StatusOr<SweepOrder> order = OrderFor(problem, **time, shared, cancel);
+  Sections own;
+  absl::StatusOr<SweepOrder> order =
+      OrderFor(problem, given, &own, shared, cancel);
   if (!order.ok()) return order.status();
   SharedObjects objects;
   objects.object_of.assign(b.size(), -1);
   absl::btree_set<std::pair<Bytes, int>> free;  // (size, object)
   const bool done = Sweep(
-      **time, *order, cancel,
+      *order, cancel,
       [&](int i) {
         const int object = objects.object_of[i];
         free.insert({objects.size[object], object});

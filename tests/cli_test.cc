@@ -1,5 +1,7 @@
 // The memplan CLI as a user runs it: in-process and through a real
 // memplan-server, output formats, and exit codes.
+#include "tests/testing/cli.h"
+
 #include <signal.h>
 
 #include <string>
@@ -18,25 +20,15 @@ namespace {
 using testing::CommandResult;
 using ::testing::HasSubstr;
 
-const std::string kCli = MEMPLAN_CLI_PATH;
 const std::string kExamples = std::string(MEMPLAN_SOURCE_DIR) + "/examples/";
 
-CommandResult Cli(const std::vector<std::string>& args,
-                  const std::string& input = "") {
-  return testing::RunCommand(kCli, args, input, 120);
-}
-
-v1::PlanResponse ParseResponse(const std::string& json) {
-  v1::PlanResponse r;
-  auto s = google::protobuf::util::JsonStringToMessage(json, &r);
-  EXPECT_TRUE(s.ok()) << s.ToString() << json.substr(0, 200);
-  return r;
-}
+using testing::ParsePlanJson;
+using testing::RunCli;
 
 using CliTest = testing::SharedServerTest;
 
 TEST_F(CliTest, TextReportForTheTransformerExample) {
-  CommandResult r = Cli({"plan", kExamples + "transformer_encoder.json"});
+  CommandResult r = RunCli({"plan", kExamples + "transformer_encoder.json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("arena:"));
   EXPECT_THAT(r.out, HasSubstr("lower bound:"));
@@ -48,13 +40,13 @@ TEST_F(CliTest, TextReportForTheTransformerExample) {
 TEST_F(CliTest, InProcessAndServerGiveTheSamePlan) {
   for (const char* file : {"resnet50.json", "transformer_encoder.json",
                            "minimalloc_example.csv"}) {
-    CommandResult local = Cli({"plan", "--format=json", kExamples + file});
-    CommandResult remote = Cli({"plan", "--format", "json", "--server",
-                                server_->address(), kExamples + file});
+    CommandResult local = RunCli({"plan", "--format=json", kExamples + file});
+    CommandResult remote = RunCli({"plan", "--format", "json", "--server",
+                                   server_->address(), kExamples + file});
     ASSERT_EQ(local.exit_code, 0) << local.err;
     ASSERT_EQ(remote.exit_code, 0) << remote.err;
-    v1::PlanResponse a = ParseResponse(local.out),
-                     b = ParseResponse(remote.out);
+    v1::PlanResponse a = ParsePlanJson(local.out),
+                     b = ParsePlanJson(remote.out);
     a.clear_stage_micros();
     b.clear_stage_micros();
     EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString()) << file;
@@ -64,7 +56,7 @@ TEST_F(CliTest, InProcessAndServerGiveTheSamePlan) {
 
 TEST_F(CliTest, JsonUsesTheContractFieldNames) {
   CommandResult r =
-      Cli({"plan", "--format=json", kExamples + "transformer_encoder.json"});
+      RunCli({"plan", "--format=json", kExamples + "transformer_encoder.json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* field :
        {"\"arena_size_bytes\"", "\"lower_bound_bytes\"", "\"naive_bytes\"",
@@ -94,18 +86,18 @@ TEST_F(CliTest, TimeLimitedSaysWhenTheClockCutTheSearch) {
       cut.insert(cut.begin() + 1, server.begin(), server.end());
       bounded.insert(bounded.begin() + 1, server.begin(), server.end());
     }
-    CommandResult text = Cli(cut);
+    CommandResult text = RunCli(cut);
     ASSERT_EQ(text.exit_code, 0) << text.err;
     EXPECT_THAT(text.out, HasSubstr("search:       stopped by the time budget"))
         << "remote " << remote;
     cut.insert(cut.begin() + 1, "--format=json");
-    CommandResult json = Cli(cut);
+    CommandResult json = RunCli(cut);
     ASSERT_EQ(json.exit_code, 0) << json.err;
-    EXPECT_TRUE(ParseResponse(json.out).time_limited()) << "remote " << remote;
+    EXPECT_TRUE(ParsePlanJson(json.out).time_limited()) << "remote " << remote;
 
-    CommandResult a = Cli(bounded), b = Cli(bounded);
+    CommandResult a = RunCli(bounded), b = RunCli(bounded);
     ASSERT_EQ(a.exit_code, 0) << a.err;
-    v1::PlanResponse plan = ParseResponse(a.out);
+    v1::PlanResponse plan = ParsePlanJson(a.out);
     EXPECT_FALSE(plan.time_limited()) << "remote " << remote;
     EXPECT_FALSE(plan.proven_optimal());  // the effort stopped the search
     EXPECT_EQ(a.out, b.out) << "remote " << remote;
@@ -114,7 +106,7 @@ TEST_F(CliTest, TimeLimitedSaysWhenTheClockCutTheSearch) {
 
 TEST_F(CliTest, CsvOutputIsMiniMallocsFormat) {
   CommandResult r =
-      Cli({"plan", "--format=csv", kExamples + "minimalloc_example.csv"});
+      RunCli({"plan", "--format=csv", kExamples + "minimalloc_example.csv"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> lines =
       absl::StrSplit(r.out, '\n', absl::SkipEmpty());
@@ -124,46 +116,46 @@ TEST_F(CliTest, CsvOutputIsMiniMallocsFormat) {
 }
 
 TEST_F(CliTest, ReadsStandardInput) {
-  CommandResult r = Cli({"plan", "--input-format=csv", "-"},
-                        "id,lower,upper,size\na,0,2,8\nb,1,3,8\n");
+  CommandResult r = RunCli({"plan", "--input-format=csv", "-"},
+                           "id,lower,upper,size\na,0,2,8\nb,1,3,8\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("arena:        16 bytes"));
 }
 
 TEST_F(CliTest, ExitCodes) {
-  EXPECT_EQ(Cli({}).exit_code, 64);
-  EXPECT_EQ(Cli({"frobnicate"}).exit_code, 64);
-  EXPECT_EQ(Cli({"plan", "--no-such-flag", "x.json"}).exit_code, 64);
-  EXPECT_EQ(Cli({"plan", "--alignment=abc", "x.json"}).exit_code, 64);
-  EXPECT_EQ(Cli({"plan"}).exit_code, 64);
-  EXPECT_EQ(Cli({"--help"}).exit_code, 0);
-  CommandResult missing = Cli({"plan", "/nonexistent/graph.json"});
+  EXPECT_EQ(RunCli({}).exit_code, 64);
+  EXPECT_EQ(RunCli({"frobnicate"}).exit_code, 64);
+  EXPECT_EQ(RunCli({"plan", "--no-such-flag", "x.json"}).exit_code, 64);
+  EXPECT_EQ(RunCli({"plan", "--alignment=abc", "x.json"}).exit_code, 64);
+  EXPECT_EQ(RunCli({"plan"}).exit_code, 64);
+  EXPECT_EQ(RunCli({"--help"}).exit_code, 0);
+  CommandResult missing = RunCli({"plan", "/nonexistent/graph.json"});
   EXPECT_EQ(missing.exit_code, 66);
   EXPECT_THAT(missing.err, HasSubstr("/nonexistent/graph.json"));
   CommandResult bad =
-      Cli({"plan", "--input-format=json", "-"}, "{\n \"graph\": [}\n");
+      RunCli({"plan", "--input-format=json", "-"}, "{\n \"graph\": [}\n");
   EXPECT_EQ(bad.exit_code, 65);
   EXPECT_THAT(bad.err, HasSubstr("<stdin>:2: malformed JSON"));
-  CommandResult badcsv = Cli({"plan", "--input-format=csv", "-"},
-                             "id,lower,upper,size\na,0,x,8\n");
+  CommandResult badcsv = RunCli({"plan", "--input-format=csv", "-"},
+                                "id,lower,upper,size\na,0,x,8\n");
   EXPECT_EQ(badcsv.exit_code, 65);
   EXPECT_THAT(badcsv.err,
               HasSubstr("<stdin>:2: buffer 'a': upper 'x' is not an integer"));
-  CommandResult invalid = Cli({"plan", "--input-format=csv", "-"},
-                              "id,lower,upper,size\na,3,1,8\n");
+  CommandResult invalid = RunCli({"plan", "--input-format=csv", "-"},
+                                 "id,lower,upper,size\na,3,1,8\n");
   EXPECT_EQ(invalid.exit_code, 65);
   EXPECT_THAT(invalid.err, HasSubstr("buffer 'a' has start 3 >= end 1"));
   CommandResult capacity =
-      Cli({"plan", "--capacity=8", "--input-format=csv", "-"},
-          "id,lower,upper,size\na,0,2,8\nb,1,3,8\n");
+      RunCli({"plan", "--capacity=8", "--input-format=csv", "-"},
+             "id,lower,upper,size\na,0,2,8\nb,1,3,8\n");
   EXPECT_EQ(capacity.exit_code, 65);
   EXPECT_THAT(capacity.err, HasSubstr("infeasible"));
 }
 
 TEST_F(CliTest, BadInputThroughTheServerIsExit65) {
-  CommandResult r =
-      Cli({"plan", "--server", server_->address(), "--input-format=json", "-"},
-          R"({"graph": {"name": "g", "tensors": [{"name": "a",
+  CommandResult r = RunCli(
+      {"plan", "--server", server_->address(), "--input-format=json", "-"},
+      R"({"graph": {"name": "g", "tensors": [{"name": "a",
                         "size_bytes": 4}], "ops": [{"name": "o", "inputs":
                         ["zz"], "outputs": ["a"]}]}})");
   EXPECT_EQ(r.exit_code, 65);
@@ -172,21 +164,22 @@ TEST_F(CliTest, BadInputThroughTheServerIsExit65) {
 
 TEST_F(CliTest, UnreachableServerIsExit69) {
   // Port 1 on loopback: nothing listens there.
-  CommandResult r = Cli({"plan", "--server=127.0.0.1:1", "--deadline=3s",
-                         kExamples + "minimalloc_example.csv"});
+  CommandResult r = RunCli({"plan", "--server=127.0.0.1:1", "--deadline=3s",
+                            kExamples + "minimalloc_example.csv"});
   EXPECT_TRUE(r.exit_code == 69 || r.exit_code == 75) << r.exit_code << r.err;
 }
 
 TEST_F(CliTest, HealthExitCodes) {
-  CommandResult ok = Cli({"health", "--server", server_->address()});
+  CommandResult ok = RunCli({"health", "--server", server_->address()});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_THAT(ok.out, HasSubstr("SERVING"));
-  CommandResult service = Cli({"health", "--server", server_->address(),
-                               "--service=memplan.v1.MemoryPlanner"});
+  CommandResult service = RunCli({"health", "--server", server_->address(),
+                                  "--service=memplan.v1.MemoryPlanner"});
   EXPECT_EQ(service.exit_code, 0);
-  CommandResult down = Cli({"health", "--server=127.0.0.1:1", "--deadline=2s"});
+  CommandResult down =
+      RunCli({"health", "--server=127.0.0.1:1", "--deadline=2s"});
   EXPECT_EQ(down.exit_code, 2);
-  EXPECT_EQ(Cli({"health"}).exit_code, 1);
+  EXPECT_EQ(RunCli({"health"}).exit_code, 1);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "memplan/v1/memplan.pb.h"
+#include "tests/testing/cli.h"
 #include "tests/testing/process.h"
 
 namespace memplan {
@@ -29,26 +30,9 @@ const std::string kCli = MEMPLAN_CLI_PATH;
 const std::string kServer = MEMPLAN_SERVER_PATH;
 const std::string kExamples = std::string(MEMPLAN_SOURCE_DIR) + "/examples/";
 
-CommandResult Cli(const std::vector<std::string>& args,
-                  const std::string& input = "", double timeout_s = 60) {
-  return testing::RunCommand(kCli, args, input, timeout_s);
-}
+using testing::RunCli;
 
-class CliUsabilityTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char dir[] = "/tmp/memplan_cli_XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    dir_ = dir;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string Write(const std::string& name, const std::string& text) {
-    const std::string path = dir_ + "/" + name;
-    std::ofstream(path, std::ios::binary) << text;
-    return path;
-  }
-  std::string dir_;
-};
+class CliUsabilityTest : public ::testing::Test, public testing::TestFiles {};
 
 TEST_F(CliUsabilityTest, ServerHelpListsItsFlagsWithDefaults) {
   CommandResult r = testing::RunCommand(kServer, {"--help"}, "", 30);
@@ -65,62 +49,63 @@ TEST_F(CliUsabilityTest, VersionsNameTheCommitAndTheBuildType) {
   const std::string server_text = server.out + server.err;
   EXPECT_THAT(server_text, HasSubstr("memplan-server 0.2.0 (commit "));
   EXPECT_THAT(server_text, Not(HasSubstr("NDEBUG")));
-  CommandResult cli = Cli({"--version"});
+  CommandResult cli = RunCli({"--version"});
   EXPECT_EQ(cli.exit_code, 0);
   EXPECT_THAT(cli.out, HasSubstr("memplan 0.2.0 (commit "));
   EXPECT_THAT(cli.out, HasSubstr(" build)"));
 }
 
 TEST_F(CliUsabilityTest, EveryCommandHasHelpWithDefaultsAndNames) {
-  CommandResult plan = Cli({"plan", "--help"});
+  CommandResult plan = RunCli({"plan", "--help"});
   EXPECT_EQ(plan.exit_code, 0);
   EXPECT_THAT(plan.out,
               AllOf(HasSubstr("--strategy=NAME"), HasSubstr("best_fit_size"),
                     HasSubstr("default 1000"), HasSubstr("500ms, 10s"),
                     HasSubstr("json, csv, onnx, tflite"),
                     HasSubstr("--emit=FORMAT"), HasSubstr("--weights")));
-  EXPECT_EQ(Cli({"help", "plan"}).out, plan.out);
-  CommandResult bench = Cli({"bench", "--help"});
+  EXPECT_EQ(RunCli({"help", "plan"}).out, plan.out);
+  CommandResult bench = RunCli({"bench", "--help"});
   EXPECT_THAT(bench.out, AllOf(HasSubstr("pool_indexed"), HasSubstr("larson"),
                                HasSubstr("--arena_allocator")));
-  EXPECT_THAT(Cli({"inspect", "--help"}).out, HasSubstr("symbolic dims"));
-  EXPECT_THAT(Cli({"help"}).out, HasSubstr("memplan inspect"));
+  EXPECT_THAT(RunCli({"inspect", "--help"}).out, HasSubstr("symbolic dims"));
+  EXPECT_THAT(RunCli({"help"}).out, HasSubstr("memplan inspect"));
 }
 
 TEST_F(CliUsabilityTest, TyposGetTheClosestFlagAndDurationsTheirUnits) {
   CommandResult typo =
-      Cli({"plan", "--stratgy=auto", kExamples + "resnet50.json"});
+      RunCli({"plan", "--stratgy=auto", kExamples + "resnet50.json"});
   EXPECT_EQ(typo.exit_code, 64);
   EXPECT_THAT(typo.err, HasSubstr("unknown flag --stratgy; did you mean "
                                   "--strategy?"));
   CommandResult deadline =
-      Cli({"plan", "--deadline", "5", kExamples + "resnet50.json"});
+      RunCli({"plan", "--deadline", "5", kExamples + "resnet50.json"});
   EXPECT_EQ(deadline.exit_code, 64);
   EXPECT_THAT(deadline.err, HasSubstr("durations need a unit: 500ms, 10s"));
-  CommandResult command = Cli({"plna", kExamples + "resnet50.json"});
+  CommandResult command = RunCli({"plna", kExamples + "resnet50.json"});
   EXPECT_EQ(command.exit_code, 64);
   EXPECT_THAT(command.err, HasSubstr("unknown command 'plna'"));
 }
 
 TEST_F(CliUsabilityTest, UnknownFilesAreNamedForWhatTheyAre) {
-  CommandResult png = Cli({"plan", Write("picture", "\x89PNG\r\n\x1a\nxxxx")});
+  CommandResult png =
+      RunCli({"plan", Write("picture", "\x89PNG\r\n\x1a\nxxxx")});
   EXPECT_EQ(png.exit_code, 65);
   EXPECT_THAT(png.err, HasSubstr("unsupported input format: it looks like a "
                                  "PNG image"));
   // A CSV without the .csv extension is read as CSV, by plan and bench alike.
   const std::string csv = Write("trace.txt", "id,lower,upper,size\na,0,2,8\n");
-  EXPECT_EQ(Cli({"plan", csv}).exit_code, 0);
-  EXPECT_EQ(Cli({"bench", csv, "--allocators=bfc"}).exit_code, 0);
+  EXPECT_EQ(RunCli({"plan", csv}).exit_code, 0);
+  EXPECT_EQ(RunCli({"bench", csv, "--allocators=bfc"}).exit_code, 0);
 }
 
 TEST_F(CliUsabilityTest, InspectDescribesGraphsAndBufferLists) {
-  CommandResult graph = Cli({"inspect", kExamples + "resnet50.json"});
+  CommandResult graph = RunCli({"inspect", kExamples + "resnet50.json"});
   ASSERT_EQ(graph.exit_code, 0) << graph.err;
   EXPECT_THAT(graph.out,
               AllOf(HasSubstr("tensors:       231"), HasSubstr("weights:"),
                     HasSubstr("lower bound:")));
-  CommandResult csv =
-      Cli({"inspect", "--format=json", kExamples + "minimalloc_example.csv"});
+  CommandResult csv = RunCli(
+      {"inspect", "--format=json", kExamples + "minimalloc_example.csv"});
   ASSERT_EQ(csv.exit_code, 0) << csv.err;
   v1::InputSummary s;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(csv.out, &s).ok());
@@ -131,8 +116,8 @@ TEST_F(CliUsabilityTest, InspectDescribesGraphsAndBufferLists) {
 
 TEST_F(CliUsabilityTest, JsonABuildCanCacheIsByteIdentical) {
   const std::string file = kExamples + "transformer_encoder.json";
-  CommandResult a = Cli({"plan", "--format=json", "--no_timings", file});
-  CommandResult b = Cli({"plan", "--format=json", "--no_timings", file});
+  CommandResult a = RunCli({"plan", "--format=json", "--no_timings", file});
+  CommandResult b = RunCli({"plan", "--format=json", "--no_timings", file});
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
   EXPECT_THAT(a.out, Not(HasSubstr("stage_micros\": {\n")));
@@ -150,20 +135,20 @@ TEST_F(CliUsabilityTest, HostileInputEndsWithAClearErrorQuickly) {
   EXPECT_EQ(zero.exit_code, 65) << zero.err;
   EXPECT_THAT(zero.err, HasSubstr("larger than 1048576 bytes"));
   // A directory.
-  CommandResult dir = Cli({"plan", dir_});
-  EXPECT_EQ(dir.exit_code, 66);
-  EXPECT_THAT(dir.err, HasSubstr("is a directory"));
+  CommandResult folder = RunCli({"plan", dir()});
+  EXPECT_EQ(folder.exit_code, 66);
+  EXPECT_THAT(folder.err, HasSubstr("is a directory"));
   // JSON nested 100,000 deep.
-  CommandResult deep = Cli(
+  CommandResult deep = RunCli(
       {"plan",
        Write("deep.json", std::string(100000, '[') + std::string(100000, ']'))},
       "", 30);
   EXPECT_EQ(deep.exit_code, 65);
   EXPECT_THAT(deep.err, HasSubstr("nested 100000 levels deep"));
   // A size past 2^63 names the row's buffer and the column.
-  CommandResult huge = Cli({"plan", Write("huge.csv",
-                                          "id,lower,upper,size\n"
-                                          "big,0,3,9223372036854775808\n")});
+  CommandResult huge = RunCli({"plan", Write("huge.csv",
+                                             "id,lower,upper,size\n"
+                                             "big,0,3,9223372036854775808\n")});
   EXPECT_EQ(huge.exit_code, 65);
   EXPECT_THAT(huge.err, HasSubstr("huge.csv:2: buffer 'big': size "
                                   "'9223372036854775808' is out of range"));
@@ -176,24 +161,25 @@ TEST_F(CliUsabilityTest, HugeLifetimesPlanWithoutMemoryPerStep) {
            std::to_string(i + 1) + ",16\n";
   }
   for (const char* end : {"2147483648", "4611686018427387904"}) {
-    CommandResult r = Cli({"plan", "--format=json",
-                           Write("long.csv", csv + "long,0," + end + ",16\n")});
+    CommandResult r =
+        RunCli({"plan", "--format=json",
+                Write("long.csv", csv + "long,0," + end + ",16\n")});
     EXPECT_EQ(r.exit_code, 0) << end << ": " << r.err;
     EXPECT_THAT(r.out, HasSubstr("\"arena_size_bytes\": \"32\"")) << end;
   }
 }
 
 TEST_F(CliUsabilityTest, OutputThatCannotBeWrittenIsExit73AndLeavesNothing) {
-  CommandResult r = Cli({"plan", kExamples + "resnet50.json", "--emit", "svg",
-                         "-o", dir_ + "/no/such/dir/plan.svg"});
+  CommandResult r = RunCli({"plan", kExamples + "resnet50.json", "--emit",
+                            "svg", "-o", dir() + "/no/such/dir/plan.svg"});
   EXPECT_EQ(r.exit_code, 73);
   EXPECT_THAT(r.err, HasSubstr("cannot write"));
-  EXPECT_FALSE(std::filesystem::exists(dir_ + "/no"));
+  EXPECT_FALSE(std::filesystem::exists(dir() + "/no"));
 }
 
 TEST_F(CliUsabilityTest, InProcessOverALimitIsBadInputNotRetryLater) {
-  CommandResult r = Cli({"plan", "--max_input_bytes=100",
-                         kExamples + "transformer_encoder.json"});
+  CommandResult r = RunCli({"plan", "--max_input_bytes=100",
+                            kExamples + "transformer_encoder.json"});
   EXPECT_EQ(r.exit_code, 65) << r.err;
   EXPECT_THAT(r.err, HasSubstr("RESOURCE_EXHAUSTED"));
 }

@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "memplan/v1/memplan.pb.h"
 #include "onnx/onnx_pb.h"
+#include "tests/testing/cli.h"
 #include "tests/testing/onnx_models.h"
 #include "tests/testing/process.h"
 #include "tests/testing/shared_server.h"
@@ -33,18 +34,12 @@ using testing::CommandResult;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-const std::string kCli = MEMPLAN_CLI_PATH;
+using testing::RunCli;
 
-CommandResult Cli(const std::vector<std::string>& args,
-                  const std::string& input = "") {
-  return testing::RunCommand(kCli, args, input, 120);
-}
-
+// The response without its timings, which differ from run to run.
 v1::PlanResponse ParseResponse(const std::string& json) {
-  v1::PlanResponse r;
-  auto s = google::protobuf::util::JsonStringToMessage(json, &r);
-  EXPECT_TRUE(s.ok()) << s.ToString() << json.substr(0, 200);
-  r.clear_stage_micros();  // timings differ from run to run
+  v1::PlanResponse r = testing::ParsePlanJson(json);
+  r.clear_stage_micros();
   return r;
 }
 
@@ -91,37 +86,26 @@ onnx::ModelProto DynamicModel(const std::vector<std::string>& dims) {
   return m;
 }
 
-class OnnxCliTest : public testing::SharedServerTest {
+class OnnxCliTest : public testing::SharedServerTest,
+                    public testing::TestFiles {
  protected:
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "onnx_cli_" + std::to_string(getpid()) + "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    ASSERT_EQ(system(("mkdir -p '" + dir_ + "'").c_str()), 0);
-  }
-  // Writes `bytes` to a file in this test's folder; returns its path.
-  std::string Write(const std::string& name, const std::string& bytes) {
-    const std::string path = dir_ + "/" + name;
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path;
-  }
+  using TestFiles::Write;
   std::string Write(const std::string& name, const onnx::ModelProto& m) {
     return Write(name, m.SerializeAsString());
   }
-
-  std::string dir_;
 };
 
 TEST_F(OnnxCliTest, PlansAnOnnxFileWithSymbolicDims) {
   const std::string model = Write("m.onnx", DynamicModel({"batch", "seq"}));
-  CommandResult r = Cli({"plan", model, "--dim", "batch=2", "--dim=seq=8"});
+  CommandResult r = RunCli({"plan", model, "--dim", "batch=2", "--dim=seq=8"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, AllOf(HasSubstr("arena:"), HasSubstr("lower bound:")));
   EXPECT_EQ(r.err, "");
   // A list in one flag and repeated flags mean the same.
   CommandResult list =
-      Cli({"plan", "--format=json", model, "--dim", "batch=2,seq=8"});
-  CommandResult repeated =
-      Cli({"plan", "--format=json", model, "--dim=batch=2", "--dim", "seq=8"});
+      RunCli({"plan", "--format=json", model, "--dim", "batch=2,seq=8"});
+  CommandResult repeated = RunCli(
+      {"plan", "--format=json", model, "--dim=batch=2", "--dim", "seq=8"});
   ASSERT_EQ(list.exit_code, 0) << list.err;
   ASSERT_EQ(repeated.exit_code, 0) << repeated.err;
   v1::PlanResponse a = ParseResponse(list.out), b = ParseResponse(repeated.out);
@@ -133,7 +117,7 @@ TEST_F(OnnxCliTest, PlansAnOnnxFileWithSymbolicDims) {
 
 TEST_F(OnnxCliTest, UnsetSymbolicDimIsExit65NamingTheDimAndTensors) {
   const std::string model = Write("m.onnx", DynamicModel({"batch", "seq"}));
-  CommandResult r = Cli({"plan", model, "--dim", "batch=2"});
+  CommandResult r = RunCli({"plan", model, "--dim", "batch=2"});
   EXPECT_EQ(r.exit_code, 65);
   EXPECT_THAT(r.err, AllOf(HasSubstr("symbolic dims without a value: seq"),
                            HasSubstr("x (dim 'seq')"), HasSubstr("--dim")));
@@ -141,21 +125,22 @@ TEST_F(OnnxCliTest, UnsetSymbolicDimIsExit65NamingTheDimAndTensors) {
 
 TEST_F(OnnxCliTest, DimAndInputNamesTheModelLacksAreExit65ListingItsNames) {
   const std::string model = Write("m.onnx", DynamicModel({"batch", "seq"}));
-  CommandResult typo = Cli({"plan", model, "--dim", "bach=1,seq=4"});
+  CommandResult typo = RunCli({"plan", model, "--dim", "bach=1,seq=4"});
   EXPECT_EQ(typo.exit_code, 65);
   EXPECT_THAT(typo.err, AllOf(HasSubstr("--dim bach"),
                               HasSubstr("its named dims are: batch, seq")));
-  CommandResult semicolons = Cli({"plan", model, "--dim", "batch=1;seq=512"});
+  CommandResult semicolons =
+      RunCli({"plan", model, "--dim", "batch=1;seq=512"});
   EXPECT_EQ(semicolons.exit_code, 65);
   EXPECT_THAT(semicolons.err, HasSubstr("its named dims are: batch, seq"));
-  CommandResult input = Cli({"plan", model, "--input", "y_=1x2"});
+  CommandResult input = RunCli({"plan", model, "--input", "y_=1x2"});
   EXPECT_EQ(input.exit_code, 65);
   EXPECT_THAT(input.err, HasSubstr("its graph inputs are: x"));
 }
 
 TEST_F(OnnxCliTest, InspectShowsDimsToSetAndSymbolicOutputShapes) {
   const std::string model = Write("m.onnx", DynamicModel({"batch", "seq"}));
-  CommandResult r = Cli({"inspect", model});
+  CommandResult r = RunCli({"inspect", model});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, AllOf(HasSubstr("x  float32 [batch, seq]"),
                            HasSubstr("y  float32 [batch, seq]"),
@@ -165,41 +150,42 @@ TEST_F(OnnxCliTest, InspectShowsDimsToSetAndSymbolicOutputShapes) {
 
 TEST_F(OnnxCliTest, InputShapeFlagAndUnnamedDimWarning) {
   const std::string model = Write("m.onnx", DynamicModel({"?", "4"}));
-  CommandResult warned = Cli({"plan", "--format=json", model});
+  CommandResult warned = RunCli({"plan", "--format=json", model});
   ASSERT_EQ(warned.exit_code, 0) << warned.err;
   EXPECT_THAT(warned.err,
               HasSubstr("warning: graph input 'x': dim 0 is dynamic and "
                         "unnamed; using 1"));
   EXPECT_EQ(ParseResponse(warned.out).unaligned_lower_bound_bytes(), 4 * 16);
   CommandResult shaped =
-      Cli({"plan", "--format=json", "--input", "x=3x4", model});
+      RunCli({"plan", "--format=json", "--input", "x=3x4", model});
   ASSERT_EQ(shaped.exit_code, 0) << shaped.err;
   EXPECT_THAT(shaped.err, Not(HasSubstr("warning")));
   EXPECT_EQ(ParseResponse(shaped.out).unaligned_lower_bound_bytes(), 4 * 48);
-  EXPECT_EQ(Cli({"plan", "--input", "x=3xq", model}).exit_code, 65);
+  EXPECT_EQ(RunCli({"plan", "--input", "x=3xq", model}).exit_code, 65);
 }
 
 TEST_F(OnnxCliTest, InputFormatFlagAndStandardInput) {
   const std::string bytes = DynamicModel({"2", "4"}).SerializeAsString();
   const std::string renamed = Write("model.bin", bytes);
-  CommandResult sniffed = Cli({"plan", renamed});  // known by its content
+  CommandResult sniffed = RunCli({"plan", renamed});  // known by its content
   EXPECT_EQ(sniffed.exit_code, 0) << sniffed.err;
-  CommandResult r = Cli({"plan", "--input_format=onnx", renamed});
+  CommandResult r = RunCli({"plan", "--input_format=onnx", renamed});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  CommandResult in = Cli({"plan", "--input-format", "onnx", "-"}, bytes);
+  CommandResult in = RunCli({"plan", "--input-format", "onnx", "-"}, bytes);
   EXPECT_EQ(in.exit_code, 0) << in.err;
-  EXPECT_EQ(Cli({"plan", "--input_format=tflite", renamed}).exit_code, 65);
-  EXPECT_EQ(Cli({"plan", "--input_format=yaml", renamed}).exit_code, 65);
+  EXPECT_EQ(RunCli({"plan", "--input_format=tflite", renamed}).exit_code, 65);
+  EXPECT_EQ(RunCli({"plan", "--input_format=yaml", renamed}).exit_code, 65);
 }
 
 TEST_F(OnnxCliTest, BadFilesAreExit65NamingTheProblem) {
-  CommandResult text = Cli({"plan", Write("text.onnx", "hello, not a model")});
+  CommandResult text =
+      RunCli({"plan", Write("text.onnx", "hello, not a model")});
   EXPECT_EQ(text.exit_code, 65);
   EXPECT_THAT(text.err, HasSubstr("not an ONNX model"));
 
   const std::string full = DynamicModel({"2", "4"}).SerializeAsString();
   CommandResult cut =
-      Cli({"plan", Write("cut.onnx", full.substr(0, full.size() - 9))});
+      RunCli({"plan", Write("cut.onnx", full.substr(0, full.size() - 9))});
   EXPECT_EQ(cut.exit_code, 65) << cut.err;
   EXPECT_THAT(cut.err, HasSubstr("cut.onnx"));
 
@@ -209,7 +195,7 @@ TEST_F(OnnxCliTest, BadFilesAreExit65NamingTheProblem) {
   auto* opset = custom.add_opset_import();
   opset->set_domain("com.example");
   opset->set_version(1);
-  CommandResult domain = Cli({"plan", Write("custom.onnx", custom)});
+  CommandResult domain = RunCli({"plan", Write("custom.onnx", custom)});
   EXPECT_EQ(domain.exit_code, 65);
   EXPECT_THAT(domain.err, AllOf(HasSubstr("s (no type, from node 'sigmoid'"),
                                 HasSubstr("com.example")));
@@ -221,11 +207,11 @@ TEST_F(OnnxCliTest, BadFilesAreExit65NamingTheProblem) {
       ->mutable_tensor_type()
       ->set_elem_type(onnx::TensorProto::STRING);
   strings.mutable_graph()->mutable_node(0)->set_op_type("Identity");
-  CommandResult str = Cli({"plan", Write("strings.onnx", strings)});
+  CommandResult str = RunCli({"plan", Write("strings.onnx", strings)});
   EXPECT_EQ(str.exit_code, 65);
   EXPECT_THAT(str.err, AllOf(HasSubstr("'x'"), HasSubstr("strings")));
 
-  CommandResult missing = Cli({"plan", dir_ + "/nonexistent.onnx"});
+  CommandResult missing = RunCli({"plan", dir() + "/nonexistent.onnx"});
   EXPECT_EQ(missing.exit_code, 66);
 }
 
@@ -243,7 +229,7 @@ TEST_F(OnnxCliTest, MissingExternalWeightsAreFine) {
   e->set_value("m.onnx.data");  // never written
   AddNode(g, "MatMul", {"y", "w"}, {"z"}, "matmul");
   g->add_output()->set_name("z");
-  CommandResult r = Cli({"plan", "--format=json", Write("m.onnx", m)});
+  CommandResult r = RunCli({"plan", "--format=json", Write("m.onnx", m)});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   v1::PlanResponse plan = ParseResponse(r.out);
   ASSERT_EQ(plan.unplanned_size(), 1);  // a weight: sized, never read
@@ -268,9 +254,9 @@ TEST_F(OnnxRealModelCliTest, InProcessAndServerGiveTheSamePlan) {
                                      testing::RealModelPath(m)};
     if (!m.dim_flag.empty()) args.push_back("--dim=" + m.dim_flag);
     if (!m.input_flag.empty()) args.push_back("--input=" + m.input_flag);
-    CommandResult local = Cli(args);
+    CommandResult local = RunCli(args);
     args.push_back("--server=" + server_->address());
-    CommandResult remote = Cli(args);
+    CommandResult remote = RunCli(args);
     ASSERT_EQ(local.exit_code, 0) << m.file << local.err;
     ASSERT_EQ(remote.exit_code, 0) << m.file << remote.err;
     v1::PlanResponse a = ParseResponse(local.out),
@@ -282,16 +268,16 @@ TEST_F(OnnxRealModelCliTest, InProcessAndServerGiveTheSamePlan) {
 
 TEST_F(OnnxRealModelCliTest, DumpedGraphReplansToTheSameArena) {
   const testing::RealModel& m = testing::RealModels()[0];
-  const std::string dump = dir_ + "/graph.json";
+  const std::string dump = dir() + "/graph.json";
   CommandResult first =
-      Cli({"plan", "--format=json", testing::RealModelPath(m),
-           "--dim=" + m.dim_flag, "--dump_graph", dump, "--alignment=128"});
+      RunCli({"plan", "--format=json", testing::RealModelPath(m),
+              "--dim=" + m.dim_flag, "--dump_graph", dump, "--alignment=128"});
   ASSERT_EQ(first.exit_code, 0) << first.err;
   const std::string json = testing::ReadFile(dump);
   EXPECT_THAT(json, AllOf(HasSubstr("\"graph\""), HasSubstr("\"tensors\""),
                           HasSubstr("\"size_bytes\""),
                           HasSubstr("\"alignment\": \"128\"")));
-  CommandResult again = Cli({"plan", "--format=json", dump});
+  CommandResult again = RunCli({"plan", "--format=json", dump});
   ASSERT_EQ(again.exit_code, 0) << again.err;
   v1::PlanResponse a = ParseResponse(first.out), b = ParseResponse(again.out);
   EXPECT_EQ(a.arena_size_bytes(), b.arena_size_bytes());

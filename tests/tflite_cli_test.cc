@@ -16,6 +16,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "memplan/v1/memplan.pb.h"
+#include "tests/testing/cli.h"
 #include "tests/testing/process.h"
 #include "tests/testing/shared_server.h"
 #include "tflite/testing/tflite_builder.h"
@@ -33,18 +34,8 @@ using ::testing::AllOf;
 using testing::CommandResult;
 using ::testing::HasSubstr;
 
-const std::string kCli = MEMPLAN_CLI_PATH;
-
-CommandResult Cli(const std::vector<std::string>& args) {
-  return testing::RunCommand(kCli, args, "", 120);
-}
-
-v1::PlanResponse ParseResponse(const std::string& json) {
-  v1::PlanResponse r;
-  auto s = google::protobuf::util::JsonStringToMessage(json, &r);
-  EXPECT_TRUE(s.ok()) << s.ToString() << json.substr(0, 200);
-  return r;
-}
+using testing::ParsePlanJson;
+using testing::RunCli;
 
 std::string ReadAll(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -83,33 +74,18 @@ TfliteBuilder IfModel() {
   return b;
 }
 
-class TfliteCliTest : public testing::SharedServerTest {
- protected:
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "tflite_cli_" + std::to_string(getpid()) +
-           "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    ASSERT_EQ(system(("mkdir -p '" + dir_ + "'").c_str()), 0);
-  }
-  std::string Write(const std::string& name, const std::string& bytes) {
-    const std::string path = dir_ + "/" + name;
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path;
-  }
-  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
-
-  std::string dir_;
-};
+class TfliteCliTest : public testing::SharedServerTest,
+                      public testing::TestFiles {};
 
 TEST_F(TfliteCliTest, PlansATfliteFileAgainstTflmsOwnPlanner) {
-  CommandResult r = Cli({"plan", Write("m.tflite", IfModel().Build())});
+  CommandResult r = RunCli({"plan", Write("m.tflite", IfModel().Build())});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, AllOf(HasSubstr("arena:"),
                            HasSubstr("baseline:     tflm_greedy needs")));
   CommandResult json =
-      Cli({"plan", "--format=json", Write("m2.tflite", IfModel().Build())});
+      RunCli({"plan", "--format=json", Write("m2.tflite", IfModel().Build())});
   ASSERT_EQ(json.exit_code, 0) << json.err;
-  const v1::PlanResponse response = ParseResponse(json.out);
+  const v1::PlanResponse response = ParsePlanJson(json.out);
   EXPECT_EQ(response.options().alignment(), 16);  // TFLM's, by default
   EXPECT_EQ(response.baseline().strategy(), "tflm_greedy");
   EXPECT_GE(response.baseline().arena_size_bytes(),
@@ -125,7 +101,7 @@ TEST_F(TfliteCliTest, PlansATfliteFileAgainstTflmsOwnPlanner) {
   EXPECT_EQ(kinds["y"], "activation");
   EXPECT_EQ(kinds["z"], "output");
   // They cannot be left to the caller: TFLM keeps them in its arena.
-  CommandResult io = Cli({"plan", "--io=exclude", Path("m2.tflite")});
+  CommandResult io = RunCli({"plan", "--io=exclude", Path("m2.tflite")});
   EXPECT_EQ(io.exit_code, 65);
   EXPECT_THAT(io.err, HasSubstr("io 'exclude' does not apply to TFLite"));
 }
@@ -138,14 +114,14 @@ TEST_F(TfliteCliTest, ServerAndInProcessGiveTheSamePlanAndFiles) {
     std::vector<std::string> args = {
         "plan", model, "--format=json",      "--no_timings", "--emit",
         emit,   "-o",  Path("local." + emit)};
-    CommandResult local = Cli(args);
+    CommandResult local = RunCli(args);
     args.back() = Path("remote." + emit);
     args.push_back("--server=" + server_->address());
-    CommandResult remote = Cli(args);
+    CommandResult remote = RunCli(args);
     ASSERT_EQ(local.exit_code, 0) << local.err;
     ASSERT_EQ(remote.exit_code, 0) << remote.err;
-    EXPECT_EQ(ParseResponse(local.out).SerializeAsString(),
-              ParseResponse(remote.out).SerializeAsString());
+    EXPECT_EQ(ParsePlanJson(local.out).SerializeAsString(),
+              ParsePlanJson(remote.out).SerializeAsString());
     const std::string a = ReadAll(Path("local." + emit));
     EXPECT_FALSE(a.empty());
     EXPECT_EQ(a, ReadAll(Path("remote." + emit))) << emit;
@@ -162,20 +138,20 @@ TEST_F(TfliteCliTest, ServerAndInProcessGiveTheSamePlanAndFiles) {
 
 TEST_F(TfliteCliTest, PlanningThePlannedModelGivesTheSameFile) {
   const std::string model = Write("m.tflite", IfModel().Build());
-  ASSERT_EQ(Cli({"plan", model, "--emit", "tflite", "-o", Path("a.tflite")})
+  ASSERT_EQ(RunCli({"plan", model, "--emit", "tflite", "-o", Path("a.tflite")})
                 .exit_code,
             0);
   CommandResult again =
-      Cli({"plan", Path("a.tflite"), "--emit", "tflite", "-o", Path("b.tflite"),
-           "--server=" + server_->address()});
+      RunCli({"plan", Path("a.tflite"), "--emit", "tflite", "-o",
+              Path("b.tflite"), "--server=" + server_->address()});
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(ReadAll(Path("a.tflite")), ReadAll(Path("b.tflite")));
 }
 
 TEST_F(TfliteCliTest, FormatFromTheFlagOrTheContent) {
   const std::string bin = Write("model.bin", ChainModel().Build());
-  EXPECT_EQ(Cli({"plan", bin}).exit_code, 0);  // sniffed: TFL3
-  EXPECT_EQ(Cli({"plan", "--input_format=tflite", bin}).exit_code, 0);
+  EXPECT_EQ(RunCli({"plan", bin}).exit_code, 0);  // sniffed: TFL3
+  EXPECT_EQ(RunCli({"plan", "--input_format=tflite", bin}).exit_code, 0);
 }
 
 // Every bad input: exit 65 with a message naming the problem, and nothing
@@ -202,7 +178,7 @@ TEST_F(TfliteCliTest, BadModelsAreExit65AndWriteNothing) {
       std::vector<std::string> args = {"plan",   model, "--emit",
                                        "tflite", "-o",  Path("out.tflite")};
       if (remote) args.push_back("--server=" + server_->address());
-      CommandResult r = Cli(args);
+      CommandResult r = RunCli(args);
       EXPECT_EQ(r.exit_code, 65) << message << ": " << r.err;
       EXPECT_THAT(r.err, HasSubstr(message));
       EXPECT_FALSE(Exists(Path("out.tflite"))) << message;
@@ -213,22 +189,23 @@ TEST_F(TfliteCliTest, BadModelsAreExit65AndWriteNothing) {
 TEST_F(TfliteCliTest, AnOutputThatCannotBeWrittenIsExit73) {
   const std::string model = Write("m.tflite", ChainModel().Build());
   const std::string blocker = Write("not_a_dir", "x");
-  CommandResult r =
-      Cli({"plan", model, "--emit", "tflite", "-o", blocker + "/out.tflite"});
+  CommandResult r = RunCli(
+      {"plan", model, "--emit", "tflite", "-o", blocker + "/out.tflite"});
   EXPECT_EQ(r.exit_code, 73) << r.err;
   EXPECT_THAT(r.err, HasSubstr("out.tflite"));
   EXPECT_FALSE(Exists(blocker + "/out.tflite"));
-  CommandResult dir = Cli({"plan", model, "--emit", "tflite", "-o", dir_});
-  EXPECT_EQ(dir.exit_code, 73) << dir.err;
+  CommandResult folder =
+      RunCli({"plan", model, "--emit", "tflite", "-o", dir()});
+  EXPECT_EQ(folder.exit_code, 73) << folder.err;
 }
 
 TEST_F(TfliteCliTest, DynamicDimsNeedDimOrInputFlags) {
   const std::string model = Write("dyn.tflite", DynamicModel().Build());
-  CommandResult missing = Cli({"plan", model});
+  CommandResult missing = RunCli({"plan", model});
   EXPECT_EQ(missing.exit_code, 65);
   EXPECT_THAT(missing.err, AllOf(HasSubstr("'x'"), HasSubstr("'y'"),
                                  HasSubstr("--dim batch=N")));
-  CommandResult typo = Cli({"plan", model, "--dim", "bach=1"});
+  CommandResult typo = RunCli({"plan", model, "--dim", "bach=1"});
   EXPECT_EQ(typo.exit_code, 65);
   EXPECT_THAT(typo.err, HasSubstr("'batch'"));
   for (bool remote : {false, true}) {
@@ -236,9 +213,9 @@ TEST_F(TfliteCliTest, DynamicDimsNeedDimOrInputFlags) {
                                      "--dim",  "batch=2",       "--input",
                                      "x=2x100"};
     if (remote) args.push_back("--server=" + server_->address());
-    CommandResult ok = Cli(args);
+    CommandResult ok = RunCli(args);
     ASSERT_EQ(ok.exit_code, 0) << ok.err;
-    EXPECT_EQ(ParseResponse(ok.out).unaligned_lower_bound_bytes(),
+    EXPECT_EQ(ParsePlanJson(ok.out).unaligned_lower_bound_bytes(),
               4 * 200 + 4 * 16);
   }
 }

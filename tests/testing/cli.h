@@ -1,0 +1,76 @@
+// What the CLI end-to-end tests share: running the real `memplan` binary,
+// reading the JSON it prints, and a folder of input files for each test.
+// REQUIRES: the test binary defines MEMPLAN_CLI_PATH.
+//
+//   class MyCliTest : public testing::SharedServerTest,
+//                     public testing::TestFiles {};
+//   TEST_F(MyCliTest, Plans) {
+//     CommandResult r = testing::RunCli({"plan", Write("g.json", json)});
+//     v1::PlanResponse p = testing::ParsePlanJson(r.out);
+//   }
+#ifndef MEMPLAN_TESTS_TESTING_CLI_H_
+#define MEMPLAN_TESTS_TESTING_CLI_H_
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "memplan/v1/memplan.pb.h"
+#include "tests/testing/process.h"
+
+namespace memplan::testing {
+
+// Runs `memplan args...` with `input` on its standard input.
+inline CommandResult RunCli(const std::vector<std::string>& args,
+                            const std::string& input = "",
+                            double timeout_s = 120) {
+  return RunCommand(MEMPLAN_CLI_PATH, args, input, timeout_s);
+}
+
+// The PlanResponse in `memplan plan --format json` output; a parse failure
+// fails the test.
+inline v1::PlanResponse ParsePlanJson(const std::string& json) {
+  v1::PlanResponse r;
+  auto s = google::protobuf::util::JsonStringToMessage(json, &r);
+  EXPECT_TRUE(s.ok()) << s.ToString() << json.substr(0, 200);
+  return r;
+}
+
+// A fixture mix-in: a fresh folder for each test, removed after it, and
+// the files a test writes into it.
+class TestFiles {
+ public:
+  TestFiles() {
+    std::string pattern = ::testing::TempDir() + "memplan_test_XXXXXX";
+    if (::mkdtemp(pattern.data()) != nullptr) dir_ = pattern;
+    EXPECT_FALSE(dir_.empty()) << "mkdtemp " << pattern;
+  }
+  ~TestFiles() {
+    std::error_code ignored;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
+  }
+  TestFiles(const TestFiles&) = delete;
+  TestFiles& operator=(const TestFiles&) = delete;
+
+  // Writes `bytes` to `name` in the folder; returns its path.
+  std::string Write(const std::string& name, const std::string& bytes) const {
+    const std::string path = Path(name);
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  }
+  // The path `name` would have in the folder.
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+};
+
+}  // namespace memplan::testing
+
+#endif  // MEMPLAN_TESTS_TESTING_CLI_H_
