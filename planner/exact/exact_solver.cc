@@ -6,20 +6,23 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
-#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/cancel.h"
+#include "planner/exact/failure_memo.h"
 #include "planner/exact/hole_groups.h"
+#include "planner/exact/hole_state.h"
+#include "planner/exact/parts.h"
 #include "planner/exact/pq_sweep.h"
+#include "planner/exact/state_hash.h"
 #include "planner/greedy.h"
 #include "planner/sections.h"
 #include "planner/validate.h"
@@ -27,23 +30,18 @@
 namespace memplan::planner {
 namespace {
 
+using exact_internal::Cuts;
+using exact_internal::FailureMemo;
+using exact_internal::Hash128;
+using exact_internal::HoleState;
+using exact_internal::Mix;
+using exact_internal::Part;
+using exact_internal::PlacedView;
+
 constexpr Offset kInfinity = std::numeric_limits<Offset>::max() / 4;
 constexpr int64_t kCancelStride = 256;    // nodes between deadline checks
 constexpr int64_t kBoundProbeWeight = 4;  // budget of the lower-bound probe,
                                           // in per-probe budgets
-
-// Failed zero-slack states remembered per search thread: 7/8 of 2^21, the
-// most a table of 2^21 slots holds (about 36 MB: 16-byte keys and a control
-// byte per slot).
-constexpr size_t kMaxFailedStates = (size_t{1} << 21) / 8 * 7;
-
-// SplitMix64's finalizer: a well-mixed 64-bit value of x.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // A dive's perturbation of a static ordering: every key of buffer b is
 // scaled by a factor in [1, 1 + kKeyPerturbation) drawn from (seed, b); seed
@@ -61,25 +59,6 @@ long double KeyScale(uint64_t seed, int b) {
   return 1 + kKeyPerturbation * static_cast<long double>(draw) /
                  static_cast<long double>(uint64_t{1} << 53);
 }
-
-// A 128-bit hash: two independent 64-bit ones, so that a collision (which
-// would prune a live subtree) is out of reach in any search.
-struct Hash128 {
-  static constexpr uint64_t kSecond = 0x632be59bd9b4e019ULL;  // odd
-  uint64_t a = 0, b = 0;
-  void Toggle(uint64_t x) {
-    a ^= Mix(x);
-    b ^= Mix(x + kSecond);
-  }
-  Hash128 With(uint64_t x) const {
-    return {Mix(a ^ Mix(x)), Mix(b ^ Mix(x + kSecond))};
-  }
-  bool operator==(const Hash128& o) const { return a == o.a && b == o.b; }
-  template <typename H>
-  friend H AbslHashValue(H h, const Hash128& k) {
-    return H::combine(std::move(h), k.a, k.b);
-  }
-};
 
 // A fixed buffer seen as an obstacle by a searched buffer.
 struct Obstacle {
@@ -256,16 +235,13 @@ absl::Status CheckFixed(const Problem& problem) {
   return absl::OkStatus();
 }
 
-// One part of the timeline searched on its own: the unplaced buffers whose
-// lifetimes fall in sections [lo, hi), which no other unplaced buffer meets.
-struct Part {
-  std::vector<int> buffers;  // local buffer indices
-  int lo = 0;                // first section
-  int hi = 0;                // one past the last section
-};
-
 // The depth-first search for a plan within `capacity`. Keeps all its state
 // in flat arrays with undo logs, so one node costs O(buffers + sections).
+// It holds one each of the classes that keep the rest: the boundaries no
+// unplaced buffer crosses (Cuts, parts.h), the hole groups' state
+// (HoleState, hole_state.h) and the failed states (FailureMemo,
+// failure_memo.h).
+// Thread-compatible: one search thread owns it.
 class Search {
  public:
   // `effort_left`, when not null, counts down one per node; at zero the
@@ -277,8 +253,9 @@ class Search {
         capacity_(capacity),
         cancel_(cancel),
         effort_left_(effort_left),
-        remember_(remember_failures && capacity == model.full_at),
-        groups_(capacity == model.full_at && !model.groups_of.empty()) {}
+        groups_(model.groups, model.groups_of, model.size,
+                capacity == model.full_at && !model.groups_of.empty()),
+        memo_(remember_failures && capacity == model.full_at) {}
 
   // Searches with one static ordering until found, proven absent, out of
   // `node_limit` nodes (kAborted) or cancelled. A nonzero `seed` perturbs
@@ -292,17 +269,12 @@ class Search {
 
  private:
   void Reset();
-  std::vector<Part> SplitAtCuts(const Part& part) const;
   Outcome SolveParts(const std::vector<Part>& parts);
   Outcome SubSolve(const Part& part);
   void RankPart(const Part& part);
   Outcome Dfs(const Part& part, Offset last_offset, int last_rank);
   size_t CollectCandidates(const Part& part, Offset last_offset, int last_rank);
   Outcome TryCandidate(const Part& part, int b, bool forced, bool* hatless);
-  bool GroupsHold(int b, size_t offset_mark) const;
-  bool GroupFits(int g) const;
-  void ToggleGroups(int b, Offset offset, int unplaced_delta);
-  uint64_t OpenTerm(int g) const;
   bool NarrowToHole(const Part& part, size_t base);
   void FlushFirst(const Part& part, size_t base, Offset level);
   bool Place(int b, Offset offset);
@@ -338,7 +310,7 @@ class Search {
   std::vector<Offset> solution_;    // offsets along the latest success
   std::vector<Offset> floor_;       // per section: no unplaced buffer below
   std::vector<Bytes> total_;        // per section: unplaced bytes
-  std::vector<int> cuts_;           // per boundary s|s+1: unplaced crossing
+  Cuts cuts_;                       // boundaries unplaced buffers cross
   std::vector<std::pair<int, Offset>> offset_log_;  // undo: min_offset_
   std::vector<std::pair<int, Offset>> floor_log_;   // undo: floor_
   std::vector<int> touched_;  // sections to refresh after a placement
@@ -354,23 +326,13 @@ class Search {
   Offset lowest_hole_ = 0;   // CollectCandidates: lowest tight floor
   bool all_placed_ = false;  // CollectCandidates: the part is done
 
+  // Hole groups, checked at zero slack when some were found.
+  HoleState groups_;
   // Failed states (zero slack only; see Dfs). Kept across runs, so a
   // restart with a larger node limit, or with the other ordering, skips
   // what the last one finished; only rank-restricted keys name the
   // ordering.
-  const bool remember_ = false;
-  // Hole groups are checked (zero slack, some found).
-  const bool groups_ = false;
-  // Per group: members not placed, and a hash of the placed ones' offsets.
-  std::vector<int> group_unplaced_;
-  std::vector<uint64_t> group_hash_;
-  // Of the groups with members both placed and not: what GroupFits will
-  // read besides floors and minimum offsets (part of the failure keys).
-  uint64_t open_groups_ = 0;
-  Hash128 placed_set_;  // of the placed buffers
-  Hash128 part_key_;    // the part being searched: its sections
-  uint64_t ordering_key_ = 0;
-  absl::flat_hash_set<Hash128> failed_;
+  FailureMemo memo_;
 };
 
 // Clears the state for a fresh run.
@@ -378,28 +340,18 @@ void Search::Reset() {
   const int m = static_cast<int>(model_.ids.size());
   const int s = static_cast<int>(model_.sections.size());
   placed_.assign(m, 0);
-  placed_set_ = {};
-  part_key_ = {};
   rank_.assign(m, 0);
   solution_.assign(m, -1);
   min_offset_.resize(m);
   for (int b = 0; b < m; ++b) min_offset_[b] = Lift(b, 0);
   floor_.assign(s, kInfinity);
   total_.assign(s, 0);
-  cuts_.assign(std::max(s - 1, 0), 0);
-  if (groups_) {
-    group_unplaced_.resize(model_.groups.size());
-    for (size_t g = 0; g < model_.groups.size(); ++g) {
-      group_unplaced_[g] = static_cast<int>(model_.groups[g].members.size());
-    }
-    group_hash_.assign(model_.groups.size(), 0);
-    open_groups_ = 0;
-  }
+  cuts_.Reset(model_.sec_lo, model_.sec_hi, s);
+  groups_.Reset();
   for (int b = 0; b < m; ++b) {
     for (int x = model_.sec_lo[b]; x < model_.sec_hi[b]; ++x) {
       total_[x] += model_.size[b];
       floor_[x] = std::min(floor_[x], min_offset_[b]);
-      if (x + 1 < model_.sec_hi[b]) ++cuts_[x];
     }
   }
   nodes_ = 0;
@@ -410,7 +362,7 @@ Outcome Search::Run(const std::string& ordering, int64_t node_limit,
   holes_ = !ordering.empty() && ordering.back() == 'h';
   ordering_ = holes_ ? ordering.substr(0, ordering.size() - 1) : ordering;
   seed_ = seed;
-  ordering_key_ = absl::HashOf(ordering, seed);
+  memo_.StartRun(ordering, seed);
   node_limit_ = node_limit;
   Reset();
   for (size_t s = 0; s < floor_.size(); ++s) {
@@ -421,32 +373,7 @@ Outcome Search::Run(const std::string& ordering, int64_t node_limit,
   for (int b = 0; b < static_cast<int>(model_.ids.size()); ++b) {
     all.buffers.push_back(b);
   }
-  return SolveParts(SplitAtCuts(all));
-}
-
-// Splits a part at every boundary no unplaced buffer crosses: finds the cut
-// sections, then files each unplaced buffer under the piece holding it.
-std::vector<Part> Search::SplitAtCuts(const Part& part) const {
-  std::vector<int> starts = {part.lo};  // first section of every piece
-  for (int s = part.lo; s + 1 < part.hi; ++s) {
-    if (cuts_[s] == 0) starts.push_back(s + 1);
-  }
-  std::vector<Part> parts(starts.size());
-  for (size_t k = 0; k < starts.size(); ++k) {
-    parts[k].lo = starts[k];
-    parts[k].hi = k + 1 < starts.size() ? starts[k + 1] : part.hi;
-  }
-  for (int b : part.buffers) {
-    if (placed_[b]) continue;
-    const size_t k =
-        std::upper_bound(starts.begin(), starts.end(), model_.sec_lo[b]) -
-        starts.begin() - 1;
-    parts[k].buffers.push_back(b);
-  }
-  parts.erase(std::remove_if(parts.begin(), parts.end(),
-                             [](const Part& p) { return p.buffers.empty(); }),
-              parts.end());
-  return parts;
+  return SolveParts(cuts_.Split(all, placed_, model_.sec_lo));
 }
 
 // Independent parts: all must succeed; the first failure ends the call.
@@ -495,13 +422,9 @@ Outcome Search::SubSolve(const Part& part) {
     saved[i] = rank_[part.buffers[i]];
   }
   RankPart(part);
-  // The part follows from its sections and the placed set; its key leaves
-  // the ordering out (NodeKey adds it where the ranks matter).
-  const Hash128 saved_key = part_key_;
-  part_key_ = placed_set_.With(static_cast<uint64_t>(part.lo))
-                  .With(static_cast<uint64_t>(part.hi));
+  const Hash128 saved_key = memo_.EnterPart(part.lo, part.hi);
   const Outcome outcome = Dfs(part, 0, -1);
-  part_key_ = saved_key;
+  memo_.LeavePart(saved_key);
   for (size_t i = 0; i < part.buffers.size(); ++i) {
     rank_[part.buffers[i]] = saved[i];
   }
@@ -552,24 +475,19 @@ size_t Search::CollectCandidates(const Part& part, Offset last_offset,
 
 // One node: branch over the candidates; kFound at a full placement.
 Outcome Search::Dfs(const Part& part, Offset last_offset, int last_rank) {
-  // At zero slack every surviving node packs its sections without a gap, so
-  // its floors and minimum offsets follow from the placed SET, whatever the
-  // offsets: a node that failed fails again when another order of
-  // placements reaches the same set in the same part with the same
-  // restriction. The restarts of the round robin walk again what the last
-  // run finished, and hole branching reaches some sets twice. A node
-  // without a rank restriction is searched completely under any ordering
-  // (the orderings only change which child comes first), so its failure is
-  // a fact about the set and is shared by all orderings.
+  // At zero slack a node that failed fails again wherever another order of
+  // placements reaches its state (failure_memo.h says why): the restarts of
+  // the round robin walk again what the last run finished, and hole
+  // branching reaches some sets twice.
   const size_t base = CollectCandidates(part, last_offset, last_rank);
   if (all_placed_) {
     candidates_.resize(base);
     return Outcome::kFound;
   }
   Hash128 key;
-  if (remember_) {
+  if (memo_.enabled()) {
     key = NodeKey(last_offset, last_rank);
-    if (failed_.contains(key)) {
+    if (memo_.Failed(key)) {
       candidates_.resize(base);
       return Outcome::kNotFound;
     }
@@ -587,33 +505,22 @@ Outcome Search::Dfs(const Part& part, Offset last_offset, int last_rank) {
     if (outcome != Outcome::kNotFound || (hatless && !forced)) break;
   }
   candidates_.resize(base);
-  if (remember_ && outcome == Outcome::kNotFound &&
-      failed_.size() < kMaxFailedStates) {
-    failed_.insert(key);
-  }
+  if (memo_.enabled() && outcome == Outcome::kNotFound) memo_.Remember(key);
   return outcome;
 }
 
+// The failure memo's key of this node.
 Hash128 Search::NodeKey(Offset last_offset, int last_rank) const {
-  Hash128 key = placed_set_;
-  key.a ^= part_key_.a;
-  key.b ^= part_key_.b;
-  // The floors and minimum offsets follow from the placed set, but hole
-  // groups read the offsets of placed members, and two orders of the same
-  // placements can leave those at different offsets.
-  if (groups_) key = key.With(open_groups_);
   // Every section with unplaced bytes is tight at zero slack, so the
   // candidates all sit at the lowest of their floors (lowest_hole_, from
   // CollectCandidates). Above the last offset (or after a reset, last_rank
   // < 0) the restriction admits all of them: the node is the same
   // whatever (last_offset, last_rank), and whatever the ordering.
-  if (last_rank < 0 || lowest_hole_ > last_offset) {
-    return key.With(~uint64_t{0});
-  }
-  // The ranks, and so the restriction, depend on the ordering.
-  return key.With(ordering_key_)
-      .With(static_cast<uint64_t>(last_offset))
-      .With(static_cast<uint64_t>(static_cast<int64_t>(last_rank)));
+  const bool any_order = last_rank < 0 || lowest_hole_ > last_offset;
+  const std::optional<uint64_t> open_groups =
+      groups_.active() ? std::optional<uint64_t>(groups_.open_key())
+                       : std::nullopt;
+  return memo_.Key(open_groups, any_order, last_offset, last_rank);
 }
 
 // A tight section (floor + unplaced bytes == capacity: its unplaced
@@ -705,73 +612,14 @@ Outcome Search::TryCandidate(const Part& part, int b, bool forced,
   const size_t floor_mark = floor_log_.size();
   *hatless = !Place(b, offset);
   Outcome outcome = Outcome::kNotFound;
-  if (Check(floor_mark) && GroupsHold(b, offset_mark) &&
+  if (Check(floor_mark) &&
+      groups_.Hold(b, offset_log_, offset_mark,
+                   PlacedView{placed_, solution_, min_offset_}) &&
       (!holes_ || Coverable(part, b, offset_mark))) {
     outcome = Decompose(part, b, offset, forced ? -1 : rank_[b]);
   }
   Undo(b, offset_mark, floor_mark);
   return outcome;
-}
-
-// At zero slack, after placing b: its hole groups, and those of every
-// buffer whose minimum offset the placement raised, can still lie within
-// their spans.
-bool Search::GroupsHold(int b, size_t offset_mark) const {
-  if (!groups_) return true;
-  for (int g : model_.groups_of[b]) {
-    if (!GroupFits(g)) return false;
-  }
-  for (size_t k = offset_mark; k < offset_log_.size(); ++k) {
-    for (int g : model_.groups_of[offset_log_[k].first]) {
-      if (!GroupFits(g)) return false;
-    }
-  }
-  return true;
-}
-
-// Whether group g's placed buffers lie within its span and each unplaced
-// one can still be placed inside it (it goes to its minimum offset or
-// higher).
-bool Search::GroupFits(int g) const {
-  const HoleGroup& group = model_.groups[g];
-  Offset lo = kInfinity, hi = -1;
-  for (int b : group.members) {
-    if (!placed_[b]) continue;
-    lo = std::min(lo, solution_[b]);
-    hi = std::max(hi, solution_[b] + model_.size[b]);
-  }
-  if (hi < 0) return true;
-  if (hi - lo > group.span) return false;
-  for (int b : group.members) {
-    if (!placed_[b] && min_offset_[b] + model_.size[b] > lo + group.span) {
-      return false;
-    }
-  }
-  return true;
-}
-
-// Group g's part of open_groups_: a hash of its placed members' offsets
-// while some members are placed and some not, else nothing (GroupFits reads
-// a group only when one of its members is placed or raised).
-uint64_t Search::OpenTerm(int g) const {
-  const int unplaced = group_unplaced_[g];
-  if (unplaced == 0 ||
-      unplaced == static_cast<int>(model_.groups[g].members.size())) {
-    return 0;
-  }
-  return Mix(group_hash_[g] ^ Mix(static_cast<uint64_t>(g)));
-}
-
-// Places (unplaced_delta -1) or removes (+1) b at `offset` in its groups.
-void Search::ToggleGroups(int b, Offset offset, int unplaced_delta) {
-  if (!groups_) return;
-  for (int g : model_.groups_of[b]) {
-    open_groups_ ^= OpenTerm(g);
-    group_hash_[g] ^= Mix(static_cast<uint64_t>(b) * Hash128::kSecond +
-                          static_cast<uint64_t>(offset));
-    group_unplaced_[g] += unplaced_delta;
-    open_groups_ ^= OpenTerm(g);
-  }
 }
 
 // The lowest offset >= `offset` (aligned) clear of b's fixed obstacles.
@@ -789,9 +637,9 @@ Offset Search::Lift(int b, Offset offset) const {
 // floors. Returns whether some unplaced neighbour exists.
 bool Search::Place(int b, Offset offset) {
   placed_[b] = 1;
-  placed_set_.Toggle(static_cast<uint64_t>(b));
+  memo_.Toggle(b);
   solution_[b] = offset;
-  ToggleGroups(b, offset, -1);
+  groups_.Place(b, offset);
   const Offset top = offset + model_.size[b];
   bool has_hat = false;
   raised_spans_.clear();
@@ -869,8 +717,8 @@ void Search::Undo(int b, size_t offset_mark, size_t floor_mark) {
     total_[s] += model_.size[b];
   }
   placed_[b] = 0;
-  placed_set_.Toggle(static_cast<uint64_t>(b));
-  ToggleGroups(b, solution_[b], +1);
+  memo_.Toggle(b);
+  groups_.Remove(b, solution_[b]);
 }
 
 // The cross-section bound: in every section the unplaced buffers stack above
@@ -984,13 +832,12 @@ bool Search::CoverLevel(const Part& part, Offset level) {
 // After placing `b`: continue in this part, or, if b was the last buffer
 // crossing some boundary, solve the pieces on each side independently.
 Outcome Search::Decompose(const Part& part, int b, Offset offset, int rank) {
-  bool split = false;
-  for (int s = model_.sec_lo[b]; s + 1 < model_.sec_hi[b]; ++s) {
-    split = (--cuts_[s] == 0) || split;
-  }
-  Outcome outcome =
-      split ? SolveParts(SplitAtCuts(part)) : Dfs(part, offset, rank);
-  for (int s = model_.sec_lo[b]; s + 1 < model_.sec_hi[b]; ++s) ++cuts_[s];
+  const int lo = model_.sec_lo[b], hi = model_.sec_hi[b];
+  const Outcome outcome =
+      cuts_.Remove(lo, hi)
+          ? SolveParts(cuts_.Split(part, placed_, model_.sec_lo))
+          : Dfs(part, offset, rank);
+  cuts_.Restore(lo, hi);
   return outcome;
 }
 

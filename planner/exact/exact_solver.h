@@ -49,20 +49,23 @@ enum class CapacityStatus {
 };
 
 // Settings of SolveExact. Defaults suit the service; tests change them.
+// docs/research/exact-search.md says how each device was measured.
 struct ExactOptions {
-  // kMinimize by default.
+  // What is asked for: the smallest arena, or any plan within a capacity.
+  // Default kMinimize.
   ExactMode mode = ExactMode::kMinimize;
   // The limit for kCapacity; when unset, problem.capacity is used. It is
   // searched rounded down to the sizes' grain (every arena of a pushed-down
-  // plan is a whole number of grains: the same plans fit).
+  // plan is a whole number of grains: the same plans fit). Default unset.
   // REQUIRES (kCapacity) one of the two set. kMinimize ignores it.
   std::optional<Bytes> capacity;
   // Problems with more buffers are not searched: the seed (or the built-in
-  // greedy plan) is returned as is. Default 4096.
+  // greedy plan) is returned as is. The search's memory and set-up grow
+  // with the buffers. Default 4096.
   int64_t max_buffers = 4096;
   // Nor are problems with more pairs of buffers live at the same time: the
-  // search keeps every buffer's overlapping buffers (memory and set-up
-  // grow with the pairs). Default 2^22.
+  // search keeps every buffer's overlapping buffers, 8 bytes a pair (32 MiB
+  // at the default), and finds them at set-up. Default 2^22.
   int64_t max_overlaps = int64_t{1} << 22;
   // Static buffer orderings tried round robin with doubling node limits
   // (MiniMalloc's "preordering heuristics"); letters, each descending:
@@ -72,49 +75,55 @@ struct ExactOptions {
   // tight section with the fewest of them, those whose top meets the floor
   // just before or after their lifetime first, then in the ordering's
   // order (without it, only forced holes, with zero or one candidate, are
-  // narrowed). Default {"WAT", "TAW", "TWA"}. REQUIRES non-empty, letters
-  // from "WATZ", optional 'h'.
+  // narrowed), and checks the zero-slack bounds at every node. Cost: every
+  // ordering gets the round's node limit; 'h' makes each node dearer.
+  // Default {"WAT", "TAW", "TWA"}. REQUIRES non-empty, letters from
+  // "WATZ", optional 'h'.
   std::vector<std::string> orderings = {"WAT", "TAW", "TWA"};
   // The orderings used instead when the capacity searched leaves zero
   // slack: every section's live bytes are 0 or exactly the capacity (a
-  // capacity x time rectangle cut into buffers). Default {"Zh", "TZh"}:
-  // largest first, with hole branching. REQUIRES as `orderings`. At zero
-  // slack the search also keeps the buffers of each hole group
-  // (planner/hole_groups.h) within its span.
+  // capacity x time rectangle cut into buffers). Cost as `orderings`.
+  // Default {"Zh", "TZh"}: largest first, with hole branching. REQUIRES as
+  // `orderings`. (Whatever the orderings, at zero slack the search also
+  // keeps the buffers of each hole group, planner/exact/hole_groups.h,
+  // within its span.)
   std::vector<std::string> zero_slack_orderings = {"Zh", "TZh"};
   // At zero slack (the capacity searched equals every section's live
   // bytes), remember the search states that failed and prune them when
   // another order of placements reaches them again, also across the
-  // restarts and orderings of the round robin; at most about 36 MB per
-  // search thread (kMinimize: per probe). The verdict is the same, reached
-  // (threads == 1) in at most as many nodes. Default true.
+  // restarts and orderings of the round robin. The verdict is the same,
+  // reached (threads == 1) in at most as many nodes. Cost: a hash-set
+  // lookup per node and at most about 36 MB per search thread (kMinimize:
+  // per probe). Default true.
   bool remember_failures = true;
-  // At zero slack, run the PQ-tree sweep (planner/pq_sweep.h) before the
-  // orderings in every round of the round robin, with the round's node
-  // limit: it keeps every memory order still possible instead of placing
-  // buffers one by one, and decides most such problems in a few hundred
-  // nodes. Where there is slack, at the lower bound (kMinimize's first
-  // probe, or a capacity within one grain of the bound) it searches the
-  // plans with one free run per step (fill_slack): finding one proves the
-  // bound, and near-zero-slack problems have one. Default true.
+  // At zero slack, run the PQ-tree sweep (planner/exact/pq_sweep.h) before
+  // the orderings in every round of the round robin: it keeps every memory
+  // order still possible instead of placing buffers one by one. Where there
+  // is slack, at the lower bound (kMinimize's first probe, or a capacity
+  // within one grain of the bound) it searches the plans with one free run
+  // per step (PqSweepOptions::fill_slack): finding one proves the bound.
+  // Cost: per round, up to 4 times the round's node limit at zero slack and
+  // once the limit at the bound, taken from max_nodes like the orderings'.
+  // Default true.
   bool pq_sweep = true;
   // Above the lower bound, every round of the round robin also dives: short
   // runs of the first ordering with each buffer's keys scaled by a factor
   // in [1, 1.1) drawn from a seed (the seeds follow from the capacity and
-  // the round: the dives add no randomness of their own), at the first
-  // round's node limit, twice as many nodes as the orderings had that
-  // round. They help because runs of one ordering are heavy tailed; their
-  // cost is the nodes they take (docs/research/exact-search.md). Default
-  // true.
+  // the round: the dives add no randomness of their own), each at the first
+  // round's node limit. They try other starts where one ordering's run
+  // would stay stuck. Cost: per round, twice the nodes the orderings had.
+  // Default true.
   bool dives = true;
   // Threads searching orderings at once (1 or 2); the first to answer wins.
-  // Results do not depend on timing when 1. Default 1.
+  // Results do not depend on timing when 1. Cost: a second core, and a
+  // second search state and failure memo. Default 1.
   int threads = 1;
   // kMinimize probes arenas in rounds: the lower bound, then a binary search
   // up to the incumbent over multiples of the sizes' common grain (every
   // arena of a pushed-down plan is one), each probe stopped after about
   // this many nodes per ordering (above the bound the dives add twice
-  // that); the budget doubles every round. Default 16384. REQUIRES > 0.
+  // that); the budget doubles every round. Larger: fewer, longer probes.
+  // Default 16384. REQUIRES > 0.
   int64_t probe_nodes = 16384;
   // The round robin's node limit per ordering in its first round, doubled
   // every round, and every dive's limit; 0 picks max(1024, 2 x buffers).
