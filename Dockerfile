@@ -4,12 +4,19 @@
 # two binaries load, running as uid 10001.
 #
 #   docker build -t memplan .
+#
+# With BINARIES=prebuilt the runtime takes the binaries and their package
+# list from prebuilt/ in the context instead (binaries built on Debian 12,
+# as CI does: tests/container/run.sh --prebuilt); the builder stage is then
+# skipped (BuildKit, podman and buildah skip stages nothing uses).
 #   docker run -p 127.0.0.1:50051:50051 -p 127.0.0.1:9464:9464 memplan
 #   memplan health --server 127.0.0.1:50051
 #
 # Extra arguments go to memplan-server: `docker run memplan --max_in_flight=32`.
 # Without a Docker engine: tests/container/run.sh builds and runs this file
 # with podman (see deploy/README.md).
+
+ARG BINARIES=build
 
 FROM debian:bookworm AS build
 # Build parallelism; empty means one job per core.
@@ -35,22 +42,20 @@ RUN JOBS="${MEMPLAN_JOBS:-$(nproc)}" \
 RUN set -e; mkdir -p /out \
  && cp /build/bin/memplan-server /build/bin/memplan /out/ \
  && strip /out/memplan-server /out/memplan \
- && libs=$(ldd /out/memplan-server /out/memplan \
-             | awk '$3 ~ /^\// {print $3}' | sort -u) \
- && [ -n "$libs" ] \
- && for lib in $libs; do \
-      owner=$(dpkg -S "$lib" 2>/dev/null || dpkg -S "/usr$lib" 2>/dev/null \
-              || dpkg -S "${lib#/usr}" 2>/dev/null \
-              || dpkg -S "$(readlink -f "$lib")" 2>/dev/null) \
-        || { echo "no Debian package owns $lib" >&2; exit 1; }; \
-      echo "${owner%%:*}" >> /out/owners; \
-    done \
- && sort -u /out/owners > /out/runtime-packages && rm /out/owners \
+ && scripts/runtime_packages.sh /out/memplan-server /out/memplan \
+      > /out/runtime-packages \
  && cat /out/runtime-packages
+
+# Binaries built outside the image: prebuilt/ holds memplan-server, memplan
+# and runtime-packages (scripts/runtime_packages.sh).
+FROM scratch AS prebuilt
+COPY prebuilt/ /out/
+
+FROM ${BINARIES} AS binaries
 
 FROM debian:bookworm-slim
 ENV DEBIAN_FRONTEND=noninteractive
-COPY --from=build /out/runtime-packages /tmp/runtime-packages
+COPY --from=binaries /out/runtime-packages /tmp/runtime-packages
 RUN apt-get update -qq \
  && xargs -a /tmp/runtime-packages \
       apt-get install -y -qq --no-install-recommends \
@@ -58,7 +63,7 @@ RUN apt-get update -qq \
  && groupadd --system --gid 10001 memplan \
  && useradd --system --uid 10001 --gid 10001 --no-create-home \
       --home-dir /nonexistent --shell /usr/sbin/nologin memplan
-COPY --from=build /out/memplan-server /out/memplan /usr/local/bin/
+COPY --from=binaries /out/memplan-server /out/memplan /usr/local/bin/
 # Large plans touch hundreds of MB of fresh arrays: malloc backs its large
 # blocks with transparent huge pages; whether that helps depends on the host
 # (BENCHMARKS.md, "Placement cost and scale"). Ignored where THP is off.

@@ -4,12 +4,16 @@
 # debian:bookworm-slim base images made here with debootstrap (cached).
 #
 #   tests/container/run.sh               set up, build, run, check, clean up
+#   tests/container/run.sh --prebuilt    the same with the runtime stage only,
+#                                        from the host's build/bin binaries
+#                                        (what CI runs: minutes, not 30+)
 #   tests/container/run.sh --bases-only  only make (or reuse) the base images
 #   tests/container/run.sh --run-only    run and check the image built last
 #
 # Checks, through ports published on 127.0.0.1 only and the host's CLI:
-# `memplan health`, a `memplan plan --server` of examples/resnet50.json that
-# must match the in-process plan, /metrics on the metrics port, the image's
+# `memplan health`, a `memplan plan --server` of examples/resnet50.json
+# whose JSON (without timings) must equal the in-process plan's, byte for
+# byte, /metrics on the metrics port, the image's
 # HEALTHCHECK, that memplan-server runs as a non-root uid, and a clean exit 0
 # on SIGTERM (`podman stop`). It runs as deploy/k8s and docker-compose.yml
 # run it: read-only root filesystem, every capability dropped, no new
@@ -24,7 +28,9 @@
 #   MEMPLAN_CONTEXT          "head" (default): build `git archive HEAD`, what
 #                            a clone has; "worktree": the work tree as it is
 #   MEMPLAN_DEBIAN_MIRROR    debootstrap mirror (default deb.debian.org)
-# Not part of CTest: it takes 20+ minutes on 2 cores (see deploy/README.md).
+# The whole multi-stage build takes 30+ minutes on 2 cores (BENCHMARKS.md,
+# "Container image"); --prebuilt takes a few and runs in CI after the tests
+# (scripts/dev.sh test).
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -138,6 +144,20 @@ EOF
     grep debian | tr '\n' ' ')"
 }
 
+# The context of --prebuilt: the Dockerfile and prebuilt/ (the host's
+# stripped binaries and their packages), nothing else, so that a builder
+# that would run the unused build stage fails at once instead of building.
+prebuilt_context() {
+  local ctx=$WORK/prebuilt-context
+  mkdir -p "$ctx/prebuilt"
+  cp "$ROOT/Dockerfile" "$ctx/"
+  cp "$(dirname "$CLI")/memplan-server" "$CLI" "$ctx/prebuilt/"
+  strip "$ctx/prebuilt/memplan-server" "$ctx/prebuilt/memplan"
+  "$ROOT/scripts/runtime_packages.sh" "$ctx/prebuilt/memplan-server" \
+    "$ctx/prebuilt/memplan" >"$ctx/prebuilt/runtime-packages"
+  echo "$ctx"
+}
+
 # The build context: the committed tree (default) or the work tree.
 context_dir() {
   if [ "$CONTEXT_MODE" = worktree ]; then
@@ -181,13 +201,18 @@ run_and_check() {
   wait_healthy "$target"
   log "ok: memplan health --server $target: $("$CLI" health --server "$target")"
 
-  out=$("$CLI" plan --server "$target" examples/resnet50.json) ||
-    fail "memplan plan --server $target failed"
-  local_out=$("$CLI" plan examples/resnet50.json)
-  [ "$(grep '^arena:' <<<"$out")" = "$(grep '^arena:' <<<"$local_out")" ] ||
-    fail "remote plan differs from in-process plan: $(head -3 <<<"$out")"
-  grep -q '^buffers: *231$' <<<"$out" || fail "plan lacks 231 buffers"
-  log "ok: plan through the published port: $(grep '^arena:' <<<"$out")"
+  # The contract: a plan through the server is the in-process plan.
+  out=$("$CLI" plan --server "$target" --format json --no_timings \
+    examples/resnet50.json) || fail "memplan plan --server $target failed"
+  local_out=$("$CLI" plan --format json --no_timings examples/resnet50.json) ||
+    fail "in-process memplan plan failed"
+  [ "$out" = "$local_out" ] ||
+    fail "remote plan differs from in-process plan: $(diff <(echo "$out") \
+      <(echo "$local_out") | head -5)"
+  python3 -c 'import json,sys; p=json.load(sys.stdin); assert int(p["arena_size_bytes"]) > 0 and p["assignments"], list(p)' <<<"$out" ||
+    fail "the plan has no arena or no assignments: $(head -c 300 <<<"$out")"
+  log "ok: plan through the published port equals the in-process plan" \
+    "($(wc -c <<<"$out") bytes of JSON)"
 
   curl -fsS "http://127.0.0.1:$mport/metrics" >"$WORK/metrics" ||
     fail "no /metrics on 127.0.0.1:$mport"
@@ -239,11 +264,20 @@ main() {
     log "PASS (run only): $((SECONDS - t0))s"
     exit 0
   fi
-  local ctx
-  ctx=$(context_dir)
-  log "podman build --isolation chroot (context: $CONTEXT_MODE, jobs $JOBS)"
+  local ctx binaries=build
+  if [ "${1:-}" = --prebuilt ]; then
+    [ -x "$(dirname "$CLI")/memplan-server" ] || fail "no memplan-server beside $CLI"
+    ctx=$(prebuilt_context)
+    binaries=prebuilt
+    log "podman build --isolation chroot (runtime stage, prebuilt binaries" \
+      "of $(dirname "$CLI"))"
+  else
+    ctx=$(context_dir)
+    log "podman build --isolation chroot (context: $CONTEXT_MODE, jobs $JOBS)"
+  fi
   nice -n 10 podman build --isolation chroot --pull=never --format docker \
-    --build-arg "MEMPLAN_JOBS=$JOBS" -t "$IMAGE" -f "$ctx/Dockerfile" "$ctx" \
+    --build-arg "MEMPLAN_JOBS=$JOBS" --build-arg "BINARIES=$binaries" \
+    -t "$IMAGE" -f "$ctx/Dockerfile" "$ctx" \
     >"$WORK/build.log" 2>&1 || { tail -40 "$WORK/build.log" >&2; fail "podman build"; }
   cp "$WORK/build.log" "${TMPDIR:-/tmp}/memplan-container-build.log"
   t_build=$((SECONDS - t0 - t_bases))
