@@ -5,18 +5,16 @@
 #
 #   docker build -t memplan .
 #
-# With BINARIES=prebuilt the runtime takes the binaries and their package
-# list from prebuilt/ in the context instead (binaries built on Debian 12,
-# as CI does: tests/container/run.sh --prebuilt); the builder stage is then
-# skipped (BuildKit, podman and buildah skip stages nothing uses).
+# tests/container/run.sh --prebuilt builds the runtime stage alone (from
+# "FROM debian:bookworm-slim" on) with the binaries CI built on Debian 12,
+# each `COPY --from=build /out/X` read as `COPY prebuilt/X`: keep those
+# two COPY lines in that form.
 #   docker run -p 127.0.0.1:50051:50051 -p 127.0.0.1:9464:9464 memplan
 #   memplan health --server 127.0.0.1:50051
 #
 # Extra arguments go to memplan-server: `docker run memplan --max_in_flight=32`.
 # Without a Docker engine: tests/container/run.sh builds and runs this file
 # with podman (see deploy/README.md).
-
-ARG BINARIES=build
 
 FROM debian:bookworm AS build
 # Build parallelism; empty means one job per core.
@@ -46,16 +44,9 @@ RUN set -e; mkdir -p /out \
       > /out/runtime-packages \
  && cat /out/runtime-packages
 
-# Binaries built outside the image: prebuilt/ holds memplan-server, memplan
-# and runtime-packages (scripts/runtime_packages.sh).
-FROM scratch AS prebuilt
-COPY prebuilt/ /out/
-
-FROM ${BINARIES} AS binaries
-
 FROM debian:bookworm-slim
 ENV DEBIAN_FRONTEND=noninteractive
-COPY --from=binaries /out/runtime-packages /tmp/runtime-packages
+COPY --from=build /out/runtime-packages /tmp/runtime-packages
 RUN apt-get update -qq \
  && xargs -a /tmp/runtime-packages \
       apt-get install -y -qq --no-install-recommends \
@@ -63,7 +54,7 @@ RUN apt-get update -qq \
  && groupadd --system --gid 10001 memplan \
  && useradd --system --uid 10001 --gid 10001 --no-create-home \
       --home-dir /nonexistent --shell /usr/sbin/nologin memplan
-COPY --from=binaries /out/memplan-server /out/memplan /usr/local/bin/
+COPY --from=build /out/memplan-server /out/memplan /usr/local/bin/
 # Large plans touch hundreds of MB of fresh arrays: malloc backs its large
 # blocks with transparent huge pages; whether that helps depends on the host
 # (BENCHMARKS.md, "Placement cost and scale"). Ignored where THP is off.

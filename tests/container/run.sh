@@ -144,13 +144,18 @@ EOF
     grep debian | tr '\n' ' ')"
 }
 
-# The context of --prebuilt: the Dockerfile and prebuilt/ (the host's
-# stripped binaries and their packages), nothing else, so that a builder
-# that would run the unused build stage fails at once instead of building.
+# The context of --prebuilt: the Dockerfile's runtime stage and prebuilt/
+# (the host's stripped binaries and their packages), nothing else.
 prebuilt_context() {
   local ctx=$WORK/prebuilt-context
   mkdir -p "$ctx/prebuilt"
-  cp "$ROOT/Dockerfile" "$ctx/"
+  # The Dockerfile's runtime stage, its binaries read from prebuilt/.
+  sed -n '/^FROM debian:bookworm-slim/,$p' "$ROOT/Dockerfile" |
+    sed 's#^COPY --from=build /out/\([^ ]*\) /out/\([^ ]*\) #COPY prebuilt/\1 prebuilt/\2 #; s#^COPY --from=build /out/#COPY prebuilt/#' \
+    >"$ctx/Dockerfile"
+  grep -q '^FROM debian:bookworm-slim' "$ctx/Dockerfile" &&
+    ! grep -q -- '--from=' "$ctx/Dockerfile" ||
+    fail "the Dockerfile's runtime stage no longer has the form --prebuilt reads"
   cp "$(dirname "$CLI")/memplan-server" "$CLI" "$ctx/prebuilt/"
   strip "$ctx/prebuilt/memplan-server" "$ctx/prebuilt/memplan"
   "$ROOT/scripts/runtime_packages.sh" "$ctx/prebuilt/memplan-server" \
@@ -264,11 +269,10 @@ main() {
     log "PASS (run only): $((SECONDS - t0))s"
     exit 0
   fi
-  local ctx binaries=build
+  local ctx
   if [ "${1:-}" = --prebuilt ]; then
     [ -x "$(dirname "$CLI")/memplan-server" ] || fail "no memplan-server beside $CLI"
     ctx=$(prebuilt_context)
-    binaries=prebuilt
     log "podman build --isolation chroot (runtime stage, prebuilt binaries" \
       "of $(dirname "$CLI"))"
   else
@@ -276,7 +280,7 @@ main() {
     log "podman build --isolation chroot (context: $CONTEXT_MODE, jobs $JOBS)"
   fi
   nice -n 10 podman build --isolation chroot --pull=never --format docker \
-    --build-arg "MEMPLAN_JOBS=$JOBS" --build-arg "BINARIES=$binaries" \
+    --build-arg "MEMPLAN_JOBS=$JOBS" \
     -t "$IMAGE" -f "$ctx/Dockerfile" "$ctx" \
     >"$WORK/build.log" 2>&1 || { tail -40 "$WORK/build.log" >&2; fail "podman build"; }
   cp "$WORK/build.log" "${TMPDIR:-/tmp}/memplan-container-build.log"
