@@ -31,7 +31,7 @@ RUN JOBS="${MEMPLAN_JOBS:-$(nproc)}" \
 # The unit tests: the libraries' own folders (tests/ holds the end-to-end
 # tests, which need the deploy tools and run in CI instead).
 RUN JOBS="${MEMPLAN_JOBS:-$(nproc)}" \
- && for d in planner allocators proto server client; do \
+ && for d in base planner allocators proto server client; do \
       [ ! -d "/build/$d" ] || \
         ctest --test-dir "/build/$d" --output-on-failure -j "$JOBS" || exit 1; \
     done

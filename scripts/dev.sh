@@ -2,8 +2,10 @@
 # memplan's one entry point for a newcomer and for CI.
 #   scripts/dev.sh serve [server flags]  set up, build, run memplan-server
 #                                        on 127.0.0.1:50051
-#   scripts/dev.sh test                  set up, build, run every test; then
-#                                        the sanitizer build (ASan + UBSan)
+#   scripts/dev.sh test                  set up, build, run every test, check
+#                                        the container image built from those
+#                                        binaries; then the sanitizer build
+#                                        (ASan + UBSan)
 #                                        runs the unit and end-to-end tests
 #                                        again and the fuzzers for a minute
 #   scripts/dev.sh build                 set up and build only
@@ -60,6 +62,8 @@ case "${1:-}" in
   test)
     build
     (cd build && ctest --output-on-failure -j "$JOBS")
+    # The image as deploy/ runs it, from the binaries just built.
+    tests/container/run.sh --prebuilt
     sanitize
     ;;
   build)
