@@ -33,7 +33,10 @@ std::string InputHelp() {
       "  --dim=NAME=N[,NAME=N]      models: symbolic dims (repeatable)\n"
       "  --input=NAME=AxBxC[,...]   models: whole shapes of inputs "
       "(repeatable)\n"
-      "  --max_input_bytes=N        refuse larger input (default 536870912)\n");
+      "  --max_input_bytes=N        refuse larger input read into memory:\n"
+      "                             JSON, CSV, standard input (default\n"
+      "                             536870912); model files are mapped and\n"
+      "                             may hold up to 2 GiB\n");
 }
 
 std::string PlanHelp() {

@@ -3,6 +3,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "engine/model_import.h"
+#include "formats/file_io.h"
 #include "formats/request_json.h"
 #include "proto/convert.h"
 
@@ -45,11 +47,13 @@ absl::Status SetModel(const Input& input, std::string bytes,
 
 absl::StatusOr<Input> ReadInput(const std::string& path,
                                 const InputOptions& options) {
-  absl::StatusOr<std::string> bytes =
-      formats::ReadFile(path, options.max_bytes);
-  if (!bytes.ok()) return bytes.status();
+  // Mapped: a model's weights are never read (RequestModelBytes skips them).
+  absl::StatusOr<formats::FileBytes> file = formats::FileBytes::Open(
+      path, options.max_bytes, options.max_model_bytes);
+  if (!file.ok()) return file.status();
+  const absl::string_view bytes = file->view();
   absl::StatusOr<formats::Format> format =
-      formats::DetectFormat(path, *bytes, options.format);
+      formats::DetectFormat(path, bytes, options.format);
   if (!format.ok()) return format.status();
   Input input;
   input.path = path;
@@ -61,9 +65,15 @@ absl::StatusOr<Input> ReadInput(const std::string& path,
         absl::StrCat("--dim and --input apply to model files (ONNX, TFLite); ",
                      name, " is ", formats::FormatName(*format)));
   }
+  if (!formats::IsModel(*format) &&
+      static_cast<int64_t>(bytes.size()) > options.max_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        name, " is ", bytes.size(), " bytes, larger than ", options.max_bytes,
+        " (the input limit, --max_input_bytes)"));
+  }
   if (*format == formats::Format::kCsv) {
     absl::StatusOr<formats::MinimallocCsv> csv =
-        formats::ReadMinimallocCsv(*bytes, name);
+        formats::ReadMinimallocCsv(bytes, name);
     if (!csv.ok()) return csv.status();
     api::BuffersToProto(csv->problem, input.request.mutable_buffers());
     input.csv = *std::move(csv);
@@ -71,7 +81,7 @@ absl::StatusOr<Input> ReadInput(const std::string& path,
   }
   if (*format == formats::Format::kJson) {
     absl::StatusOr<v1::PlanRequest> request =
-        formats::ParseRequestJson(*bytes, name);
+        formats::ParseRequestJson(bytes, name);
     if (!request.ok()) return request.status();
     input.request = *std::move(request);
     return input;
@@ -79,8 +89,10 @@ absl::StatusOr<Input> ReadInput(const std::string& path,
   absl::StatusOr<formats::ModelOptions> model_options =
       ModelOptionsFromFlags(options.dims, options.shapes);
   if (!model_options.ok()) return model_options.status();
+  absl::StatusOr<std::string> model = engine::RequestModelBytes(*format, bytes);
+  if (!model.ok()) return model.status();
   if (auto s =
-          SetModel(input, *std::move(bytes), *model_options, &input.request);
+          SetModel(input, *std::move(model), *model_options, &input.request);
       !s.ok()) {
     return s;
   }

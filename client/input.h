@@ -29,6 +29,9 @@ struct InputOptions {
   std::vector<std::string> dims;                       // --dim lists (models)
   std::vector<std::string> shapes;                     // --input lists (models)
   int64_t max_bytes = formats::kDefaultMaxInputBytes;  // --max_input_bytes
+  // The bound on a model file, which is mapped, not read: only its graph
+  // is. Default formats::kMaxMappedBytes (2 GiB, protobuf's limit).
+  int64_t max_model_bytes = formats::kMaxMappedBytes;
 };
 
 // An input read and ready to plan.

@@ -13,6 +13,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -52,7 +53,8 @@ int Usage(const std::string& command, const std::string& error) {
 }
 
 // The exit code for a failed call or input. Over a limit is retryable only
-// when a server said so (it may be busy); in-process it is the input's size.
+// when a server said it is busy; any other limit (the request's size, its
+// tensors...) refuses the same request every time.
 int ExitCode(const absl::Status& s, bool remote) {
   switch (s.code()) {
     case absl::StatusCode::kInvalidArgument:
@@ -60,7 +62,9 @@ int ExitCode(const absl::Status& s, bool remote) {
     case absl::StatusCode::kOutOfRange:
       return kDataErr;
     case absl::StatusCode::kResourceExhausted:
-      return remote ? kTempFail : kDataErr;
+      return remote && absl::StartsWith(s.message(), "the server is busy")
+                 ? kTempFail
+                 : kDataErr;
     case absl::StatusCode::kNotFound:
       return kNoInput;
     case absl::StatusCode::kPermissionDenied:

@@ -1,5 +1,6 @@
 #include "client/remote.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "memplan/v1/memplan.grpc.pb.h"
@@ -38,8 +39,18 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target) {
 
 absl::Status FromGrpc(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
+  const std::string& message = status.error_message();
+  if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+      absl::StartsWith(message, "Received message larger than max")) {
+    // gRPC's own limit: the same request will never be taken.
+    return absl::ResourceExhaustedError(absl::StrCat(
+        message,
+        ": the request is larger than the server takes (memplan-server "
+        "--max_request_bytes); plan in-process, raise the server's limit, "
+        "or send a lean model (docs/json-contract.md, \"Models\")"));
+  }
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      status.error_message());
+                      message);
 }
 
 namespace {

@@ -3,6 +3,7 @@
 #include "base/status.h"
 #include "onnx/import.h"
 #include "onnx/inspect.h"
+#include "onnx/lean.h"
 #include "tflite/inspect.h"
 #include "tflite/reader.h"
 
@@ -68,6 +69,12 @@ absl::StatusOr<ImportedModel> ImportModelFile(const v1::ModelFile& model) {
     options.shapes[value] = {shape.dims().begin(), shape.dims().end()};
   }
   return ImportModel(*format, model.data(), name, options);
+}
+
+absl::StatusOr<std::string> RequestModelBytes(Format format,
+                                              absl::string_view file_bytes) {
+  if (format == Format::kOnnx) return formats::LeanOnnxModel(file_bytes);
+  return std::string(file_bytes);
 }
 
 }  // namespace memplan::engine

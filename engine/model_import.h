@@ -10,6 +10,8 @@
 #ifndef MEMPLAN_ENGINE_MODEL_IMPORT_H_
 #define MEMPLAN_ENGINE_MODEL_IMPORT_H_
 
+#include <string>
+
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "formats/format.h"
@@ -30,6 +32,15 @@ namespace memplan::engine {
 [[nodiscard]] absl::StatusOr<formats::ImportedModel> ImportModel(
     formats::Format format, absl::string_view bytes, absl::string_view name,
     const formats::ModelOptions& options);
+
+// The bytes of a model file as a request carries them (PlanRequest.model):
+// an ONNX model lean (formats::LeanOnnxModel: the payload of every tensor
+// too large for the import to read is dropped, so that the request is the
+// size of the graph, whatever the weights), a TFLite model as it is. The
+// CLI and the Python module send this in-process and to a server alike, so
+// the plan is the same either way. Errors as LeanOnnxModel.
+[[nodiscard]] absl::StatusOr<std::string> RequestModelBytes(
+    formats::Format format, absl::string_view file_bytes);
 
 // The model carried by a request (PlanRequest.model), format detected from
 // its bytes when not given.

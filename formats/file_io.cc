@@ -1,6 +1,7 @@
 #include "formats/file_io.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -83,6 +85,65 @@ absl::StatusOr<std::string> ReadFile(const std::string& path,
   absl::StatusOr<std::string> bytes = ReadBounded(fd, path, max_bytes);
   ::close(fd);
   return bytes;
+}
+
+absl::StatusOr<FileBytes> FileBytes::Open(const std::string& path,
+                                          int64_t max_read_bytes,
+                                          int64_t max_mapped_bytes) {
+  FileBytes file;
+  struct stat info;
+  if (path == "-" || ::stat(path.c_str(), &info) != 0 ||
+      !S_ISREG(info.st_mode) || info.st_size == 0) {
+    absl::StatusOr<std::string> bytes = ReadFile(path, max_read_bytes);
+    if (!bytes.ok()) return bytes.status();
+    file.read_ = *std::move(bytes);
+    return file;
+  }
+  if (info.st_size > max_mapped_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(path, " is ", info.st_size, " bytes, larger than ",
+                     max_mapped_bytes, " (the most a model file may hold)"));
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot open ", path, ": ", Reason()));
+  }
+  const size_t size = static_cast<size_t>(info.st_size);
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const std::string why = p == MAP_FAILED ? Reason() : "";
+  ::close(fd);
+  if (p == MAP_FAILED) {
+    return absl::UnavailableError(absl::StrCat("cannot map ", path, ": ", why));
+  }
+  file.mapped_ = static_cast<const char*>(p);
+  file.mapped_size_ = size;
+  return file;
+}
+
+FileBytes::FileBytes(FileBytes&& other) noexcept
+    : mapped_(std::exchange(other.mapped_, nullptr)),
+      mapped_size_(std::exchange(other.mapped_size_, 0)),
+      read_(std::move(other.read_)) {}
+
+FileBytes& FileBytes::operator=(FileBytes&& other) noexcept {
+  if (this != &other) {
+    Unmap();
+    mapped_ = std::exchange(other.mapped_, nullptr);
+    mapped_size_ = std::exchange(other.mapped_size_, 0);
+    read_ = std::move(other.read_);
+  }
+  return *this;
+}
+
+FileBytes::~FileBytes() { Unmap(); }
+
+void FileBytes::Unmap() {
+  if (mapped_ != nullptr) {
+    ::munmap(const_cast<char*>(mapped_), mapped_size_);
+    mapped_ = nullptr;
+    mapped_size_ = 0;
+  }
 }
 
 absl::Status WriteFileAtomically(const std::string& path,

@@ -4,11 +4,15 @@
 // nothing half-written is ever left at the destination.
 //
 //   absl::StatusOr<std::string> bytes =
-//       formats::ReadFile("model.onnx", formats::kDefaultMaxInputBytes);
+//       formats::ReadFile("plan.json", formats::kDefaultMaxInputBytes);
+//   absl::StatusOr<formats::FileBytes> model = formats::FileBytes::Open(
+//       "model.onnx", formats::kDefaultMaxInputBytes,
+//       formats::kMaxMappedBytes);
 //   absl::Status s = formats::WriteFileAtomically("plan.h", text);
 #ifndef MEMPLAN_FORMATS_FILE_IO_H_
 #define MEMPLAN_FORMATS_FILE_IO_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -27,6 +31,45 @@ inline constexpr int64_t kDefaultMaxInputBytes = int64_t{512} << 20;
 // UNAVAILABLE for other read errors. Messages name the path.
 [[nodiscard]] absl::StatusOr<std::string> ReadFile(const std::string& path,
                                                    int64_t max_bytes);
+
+// The bound on a file that is mapped rather than read: 2 GiB less one byte,
+// the most a protobuf message or a flatbuffer can hold.
+inline constexpr int64_t kMaxMappedBytes = (int64_t{1} << 31) - 1;
+
+// A file's bytes: a regular file is mapped read-only, so that only the pages
+// a reader touches are ever read (a model's weights, skipped by the lean
+// model readers, are not); standard input and other files are read whole.
+// Move-only; view() lives as long as the object. Thread-compatible.
+class FileBytes {
+ public:
+  // Opens `path` ("-" is standard input). Errors as ReadFile; a regular file
+  // may be up to `max_mapped_bytes`, anything read whole up to
+  // `max_read_bytes`.
+  [[nodiscard]] static absl::StatusOr<FileBytes> Open(const std::string& path,
+                                                      int64_t max_read_bytes,
+                                                      int64_t max_mapped_bytes);
+
+  FileBytes(FileBytes&& other) noexcept;
+  FileBytes& operator=(FileBytes&& other) noexcept;
+  FileBytes(const FileBytes&) = delete;
+  FileBytes& operator=(const FileBytes&) = delete;
+  ~FileBytes();
+
+  absl::string_view view() const {
+    return mapped_ != nullptr ? absl::string_view(mapped_, mapped_size_)
+                              : absl::string_view(read_);
+  }
+  // Whether the bytes are mapped (else read into memory).
+  bool mapped() const { return mapped_ != nullptr; }
+
+ private:
+  FileBytes() = default;
+  void Unmap();
+
+  const char* mapped_ = nullptr;  // the mapping, or null
+  size_t mapped_size_ = 0;
+  std::string read_;  // the bytes when not mapped
+};
 
 // Writes `contents` to `path` through a temporary file in the same
 // directory and a rename; "-" writes to standard output. PERMISSION_DENIED

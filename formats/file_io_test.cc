@@ -49,6 +49,46 @@ TEST_F(FileIoTest, MissingFilesAndDirectoriesAreNamed) {
   EXPECT_THAT(std::string(dir.status().message()), HasSubstr("is a directory"));
 }
 
+TEST_F(FileIoTest, RegularFilesAreMappedUpToTheirOwnLimit) {
+  const std::string path = dir_ + "/model.bin";
+  std::ofstream(path, std::ios::binary) << std::string(100, 'x') << "end";
+  // Larger than what may be read whole, within what may be mapped.
+  absl::StatusOr<FileBytes> file = FileBytes::Open(path, 10, 1000);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_TRUE(file->mapped());
+  EXPECT_EQ(file->view().size(), 103u);
+  EXPECT_EQ(file->view().substr(100), "end");
+  FileBytes moved = *std::move(file);  // the mapping moves with it
+  EXPECT_EQ(moved.view().substr(100), "end");
+
+  absl::StatusOr<FileBytes> over = FileBytes::Open(path, 10, 102);
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(over.status().message()),
+              HasSubstr("larger than 102 (the most a model file may hold)"));
+  EXPECT_EQ(FileBytes::Open(dir_ + "/nope", 10, 10).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(FileBytes::Open(dir_, 10, 10).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(FileIoTest, EmptyFilesAndPipesAreReadWhole) {
+  const std::string empty = dir_ + "/empty";
+  std::ofstream(empty).flush();
+  absl::StatusOr<FileBytes> file = FileBytes::Open(empty, 10, 10);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_FALSE(file->mapped());
+  EXPECT_TRUE(file->view().empty());
+
+  const std::string fifo = dir_ + "/pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] { std::ofstream(fifo, std::ios::binary) << "abc"; });
+  absl::StatusOr<FileBytes> piped = FileBytes::Open(fifo, 10, 1000);
+  writer.join();
+  ASSERT_TRUE(piped.ok()) << piped.status();
+  EXPECT_FALSE(piped->mapped());
+  EXPECT_EQ(piped->view(), "abc");
+}
+
 TEST_F(FileIoTest, EndlessStreamStopsAtTheLimit) {
   // A FIFO never says how large it is: reading must stop at the limit.
   const std::string fifo = dir_ + "/zero";

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "engine/model_import.h"
 #include "engine/plan.h"
 #include "formats/file_io.h"
 #include "formats/format.h"
@@ -175,18 +177,28 @@ Plan PlanFile(const std::string& path,
               const std::map<std::string, int64_t>& dims,
               const std::map<std::string, std::vector<int64_t>>& shapes,
               const Options& options) {
-  absl::StatusOr<std::string> bytes =
-      formats::ReadFile(path, formats::kDefaultMaxInputBytes);
-  if (!bytes.ok()) Raise(bytes.status());
+  // Mapped: a model's weights are never read (RequestModelBytes skips them).
+  absl::StatusOr<formats::FileBytes> file = formats::FileBytes::Open(
+      path, formats::kDefaultMaxInputBytes, formats::kMaxMappedBytes);
+  if (!file.ok()) Raise(file.status());
+  const absl::string_view bytes = file->view();
   absl::StatusOr<formats::Format> format =
-      formats::DetectFormat(path, *bytes, "");
+      formats::DetectFormat(path, bytes, "");
   if (!format.ok()) Raise(format.status());
+  if (!formats::IsModel(*format) &&
+      static_cast<int64_t>(bytes.size()) > formats::kDefaultMaxInputBytes) {
+    Raise(absl::ResourceExhaustedError(absl::StrCat(
+        path, " is larger than ", formats::kDefaultMaxInputBytes, " bytes")));
+  }
   v1::PlanRequest request;
   if (formats::IsModel(*format)) {
+    absl::StatusOr<std::string> lean =
+        engine::RequestModelBytes(*format, bytes);
+    if (!lean.ok()) Raise(lean.status());
     v1::ModelFile* model = request.mutable_model();
     model->set_format(std::string(formats::FormatName(*format)));
     model->set_name(path);
-    model->set_data(*std::move(bytes));
+    model->set_data(*std::move(lean));
     for (const auto& [name, value] : dims)
       (*model->mutable_dims())[name] = value;
     for (const auto& [name, dims_of] : shapes) {
@@ -194,7 +206,7 @@ Plan PlanFile(const std::string& path,
     }
   } else if (*format == formats::Format::kJson) {
     absl::StatusOr<v1::PlanRequest> parsed =
-        formats::ParseRequestJson(*bytes, path);
+        formats::ParseRequestJson(bytes, path);
     if (!parsed.ok()) Raise(parsed.status());
     request = *std::move(parsed);
   } else {

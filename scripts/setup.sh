@@ -32,9 +32,13 @@ fi
 # The picture tests (tests/pictures_test.py) render SVG and HTML in Debian's
 # headless chromium; the build never needs it, but those tests fail, saying
 # so, where it is missing.
+# The real-size model tests (tests/torchvision_models_test.py) export
+# torchvision architectures with Debian's python3-torch and check the plans
+# with python3-onnx; where they are missing those tests skip, saying so.
 OPTIONAL=()
 if [ "${1:-}" != --build-only ]; then
-  OPTIONAL=(prometheus python3-yaml chromium)
+  OPTIONAL=(prometheus python3-yaml chromium
+            python3-torch python3-torchvision python3-onnx)
 fi
 
 installed() {

@@ -19,7 +19,6 @@ import json
 import os
 import random
 import re
-import select
 import shutil
 import signal
 import subprocess
@@ -32,6 +31,7 @@ import xml.etree.ElementTree as ET
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "testing"))
 import headless  # noqa: E402
+from server import Server  # noqa: E402
 
 CLI = os.environ.get("MEMPLAN_CLI", "")
 SERVER = os.environ.get("MEMPLAN_SERVER", "")
@@ -252,38 +252,13 @@ class SvgMapTest(unittest.TestCase):
         self.assertEqual(above, 0)
 
     def test_a_server_draws_the_same_picture(self):
-        with Server() as address:
+        with Server(SERVER) as address:
             remote = os.path.join(self.tmp, "remote.svg")
             memplan("plan", RESNET, "--no_timings", "--server", address,
                     "--emit", "svg", "-o", remote)
         with open(remote, "rb") as a, open(self.svg_path, "rb") as b:
             self.assertEqual(a.read(), b.read())
 
-
-class Server:
-    """memplan-server on 127.0.0.1, port 0; its process group is killed by
-    id on exit."""
-
-    def __enter__(self):
-        self.proc = subprocess.Popen(
-            [SERVER, "--address=127.0.0.1:0",
-             "--metrics_address=127.0.0.1:0"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, start_new_session=True)
-        ready, _, _ = select.select([self.proc.stdout], [], [], 30)
-        line = self.proc.stdout.readline().decode() if ready else ""
-        found = re.search(r"listening on ([\d.]+:\d+)", line)
-        if not found:
-            self.__exit__()
-            raise AssertionError("memplan-server did not start: %r" % line)
-        return found.group(1)
-
-    def __exit__(self, *_):
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait(timeout=30)
 
 
 class PageData:
@@ -628,7 +603,7 @@ class BenchHtmlTest(unittest.TestCase):
 
     def test_a_server_gives_the_same_charts(self):
         remote = os.path.join(self.tmp, "remote.html")
-        with Server() as address:
+        with Server(SERVER) as address:
             response = json.loads(memplan(
                 "bench", RESNET, "--format=json", "--server", address,
                 "--emit", "html", "-o", remote))

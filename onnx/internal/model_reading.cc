@@ -3,11 +3,13 @@
 #include <cstdint>
 #include <exception>
 #include <map>
+#include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
 #include "onnx/defs/schema.h"
+#include "onnx/lean.h"
 #include "onnx/shape_inference/implementation.h"
 #include "onnx/shapes.h"
 
@@ -39,21 +41,30 @@ void ForEachMutableGraph(onnx::GraphProto* g, const F& f) {
   }
 }
 
-// Elements the typed data fields of a tensor of `type` hold for `count`
-// elements (complex types hold two numbers each, 4-bit types two to an
-// int32), and how many they hold.
-void TypedData(const onnx::TensorProto& t, int64_t count, int64_t* expected,
-               int64_t* held) {
-  const int32_t type = t.data_type();
-  *held = t.float_data_size() + t.int32_data_size() + t.int64_data_size() +
-          t.double_data_size() + t.uint64_data_size() + t.string_data_size();
-  *expected = count;
+// Numbers the typed data fields of a tensor of `type` hold for `count`
+// elements: complex types hold two numbers each, 4-bit types two to an
+// int32 (-1: more than 64 bits count).
+int64_t ExpectedTypedData(int32_t type, int64_t count) {
   if (type == onnx::TensorProto::COMPLEX64 ||
       type == onnx::TensorProto::COMPLEX128) {
-    *expected = count * 2;
-  } else if (OnnxElementBits(type) == 4) {
-    *expected = (count + 1) / 2;
+    int64_t numbers = 0;
+    return __builtin_mul_overflow(count, 2, &numbers) ? -1 : numbers;
   }
+  if (OnnxElementBits(type) == 4) return (count + 1) / 2;
+  return count;
+}
+
+// What SanitizeTensor reads of a parsed tensor.
+TensorDataFacts FactsOf(const onnx::TensorProto& t) {
+  TensorDataFacts f;
+  f.data_type = t.data_type();
+  f.external = t.data_location() == onnx::TensorProto::EXTERNAL;
+  f.dims.assign(t.dims().begin(), t.dims().end());
+  f.has_raw = t.has_raw_data();
+  f.raw_bytes = static_cast<int64_t>(t.raw_data().size());
+  f.held = t.float_data_size() + t.int32_data_size() + t.int64_data_size() +
+           t.double_data_size() + t.uint64_data_size() + t.string_data_size();
+  return f;
 }
 
 // Checks one tensor's data against its dims; clears data too large for the
@@ -62,40 +73,30 @@ void TypedData(const onnx::TensorProto& t, int64_t count, int64_t* expected,
 // inference, which reads data without checking its length, throws instead
 // of reading past it.
 absl::Status SanitizeTensor(onnx::TensorProto* t, absl::string_view where) {
-  if (t->data_location() == onnx::TensorProto::EXTERNAL)
-    return absl::OkStatus();
-  int64_t count = 1;
-  for (int64_t d : t->dims()) {
-    if (d < 0) return absl::OkStatus();  // the evaluation names it
-    if (__builtin_mul_overflow(count, d, &count)) {
+  const TensorDataFacts f = FactsOf(*t);
+  switch (JudgeTensorData(f)) {
+    case TensorDataVerdict::kKeep:
+      return absl::OkStatus();
+    case TensorDataVerdict::kTooManyElements:
       return Invalid(where, ": tensor '", t->name(),
                      "' has more elements than 64 bits count");
-    }
+    case TensorDataVerdict::kMismatch:
+      return Invalid(where, ": tensor '", t->name(), "' holds ",
+                     f.has_raw ? f.raw_bytes : f.held,
+                     f.has_raw ? " bytes" : " numbers",
+                     " of data that do not match its dims and type");
+    case TensorDataVerdict::kClearLarge:
+    case TensorDataVerdict::kMarkNoData:
+      break;
   }
-  int64_t expected = 0, held = 0;
-  TypedData(*t, count, &expected, &held);
-  const int bits = OnnxElementBits(t->data_type());
-  const bool raw = t->has_raw_data();
-  const int64_t raw_expected =
-      bits == 0 || count > INT64_MAX / bits ? -1 : (count * bits + 7) / 8;
-  if ((raw && held > 0) ||
-      (raw && static_cast<int64_t>(t->raw_data().size()) != raw_expected) ||
-      (held > 0 && held != expected)) {
-    return Invalid(where, ": tensor '", t->name(), "' holds ",
-                   raw ? t->raw_data().size() : held,
-                   raw ? " bytes" : " numbers", " of data that do not match ",
-                   "its dims and type");
-  }
-  if (count > kMaxOnnxContent || (!raw && held == 0 && count > 0)) {
-    t->clear_raw_data();
-    t->clear_float_data();
-    t->clear_int32_data();
-    t->clear_int64_data();
-    t->clear_double_data();
-    t->clear_uint64_data();
-    t->clear_string_data();
-    t->set_data_location(onnx::TensorProto::EXTERNAL);
-  }
+  t->clear_raw_data();
+  t->clear_float_data();
+  t->clear_int32_data();
+  t->clear_int64_data();
+  t->clear_double_data();
+  t->clear_uint64_data();
+  t->clear_string_data();
+  t->set_data_location(onnx::TensorProto::EXTERNAL);
   return absl::OkStatus();
 }
 
@@ -121,13 +122,17 @@ void HideChangedOps(onnx::ModelProto* model, bool hide) {
 
 absl::StatusOr<onnx::ModelProto> ParseModel(absl::string_view bytes,
                                             absl::string_view name) {
-  onnx::ModelProto model;
-  if (bytes.size() > kMaxModelBytes ||
-      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+  auto not_onnx = [&] {
     return Invalid(name,
                    ": not an ONNX model, or truncated: it does not parse as "
                    "an onnx.ModelProto");
-  }
+  };
+  if (bytes.size() > kMaxModelBytes) return not_onnx();
+  // Large tensors' data, cleared after the parse, is never parsed at all.
+  absl::StatusOr<std::string> lean = LeanOnnxModel(bytes);
+  if (!lean.ok()) return lean.status();
+  onnx::ModelProto model;
+  if (!model.ParseFromString(*lean)) return not_onnx();
   const onnx::GraphProto& g = model.graph();
   if (!model.has_graph() || (g.node_size() == 0 && g.input_size() == 0)) {
     return Invalid(name, ": not an ONNX model: it has no graph");
@@ -143,6 +148,30 @@ int DefaultOpset(const onnx::ModelProto& model) {
     }
   }
   return version;
+}
+
+TensorDataVerdict JudgeTensorData(const TensorDataFacts& t) {
+  if (t.external) return TensorDataVerdict::kKeep;
+  int64_t count = 1;
+  for (int64_t d : t.dims) {
+    if (d < 0) return TensorDataVerdict::kKeep;  // the evaluation names it
+    if (__builtin_mul_overflow(count, d, &count)) {
+      return TensorDataVerdict::kTooManyElements;
+    }
+  }
+  const int64_t expected = ExpectedTypedData(t.data_type, count);
+  const int bits = OnnxElementBits(t.data_type);
+  const int64_t raw_expected =
+      bits == 0 || count > INT64_MAX / bits ? -1 : (count * bits + 7) / 8;
+  if ((t.has_raw && t.held > 0) || (t.has_raw && t.raw_bytes != raw_expected) ||
+      (t.held > 0 && t.held != expected)) {
+    return TensorDataVerdict::kMismatch;
+  }
+  if (count > kMaxOnnxContent) return TensorDataVerdict::kClearLarge;
+  if (!t.has_raw && t.held == 0 && count > 0) {
+    return TensorDataVerdict::kMarkNoData;
+  }
+  return TensorDataVerdict::kKeep;
 }
 
 absl::Status SanitizeTensors(onnx::ModelProto* model, absl::string_view name) {

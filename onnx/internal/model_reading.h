@@ -11,6 +11,7 @@
 #ifndef MEMPLAN_ONNX_INTERNAL_MODEL_READING_H_
 #define MEMPLAN_ONNX_INTERNAL_MODEL_READING_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,10 @@
 
 namespace memplan::formats::internal {
 
-// Parses the bytes; protobuf accepts some garbage, so a model also needs a
-// graph with something in it. INVALID_ARGUMENT naming `name` otherwise.
+// Parses the bytes, in their lean form (onnx/lean.h: the data of large
+// tensors is never parsed); protobuf accepts some garbage, so a model also
+// needs a graph with something in it. INVALID_ARGUMENT naming `name`
+// otherwise.
 absl::StatusOr<::ONNX_NAMESPACE::ModelProto> ParseModel(absl::string_view bytes,
                                                         absl::string_view name);
 
@@ -43,6 +46,32 @@ void ForEachGraph(const ::ONNX_NAMESPACE::GraphProto& g, const F& f) {
 
 // The model's opset of the default domain, or -1.
 int DefaultOpset(const ::ONNX_NAMESPACE::ModelProto& model);
+
+// What SanitizeTensors reads of one tensor to check its data and decide
+// whether to clear it: filled from a parsed TensorProto, or from its wire
+// form by LeanOnnxModel (onnx/lean.h), which must decide alike.
+struct TensorDataFacts {
+  int32_t data_type = 0;      // TensorProto.data_type
+  bool external = false;      // data_location is EXTERNAL
+  std::vector<int64_t> dims;  // TensorProto.dims, as they are
+  bool has_raw = false;       // raw_data is set (even empty)
+  int64_t raw_bytes = 0;      // raw_data's size
+  int64_t held = 0;           // numbers and strings of the typed data fields
+                              // (float_data... string_data) together
+};
+
+// What SanitizeTensors does with one tensor.
+enum class TensorDataVerdict {
+  kKeep,             // its data stays: small, external, or a negative dim
+  kClearLarge,       // over kMaxOnnxContent elements: data cleared, and
+                     // the tensor marked external
+  kMarkNoData,       // elements but no data: marked external
+  kTooManyElements,  // an error: its element count overflows 64 bits
+  kMismatch,         // an error: its data does not match its dims and type
+};
+
+// Judges one tensor as SanitizeTensors does; the one place that decides.
+TensorDataVerdict JudgeTensorData(const TensorDataFacts& t);
 
 // Checks every initializer and tensor attribute of every graph against its
 // dims (INVALID_ARGUMENT naming the tensor on a mismatch); clears data too
