@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -137,6 +139,29 @@ FileBytes& FileBytes::operator=(FileBytes&& other) noexcept {
 }
 
 FileBytes::~FileBytes() { Unmap(); }
+
+void FileBytes::Release(absl::string_view part) const {
+  if (mapped_ == nullptr || part.empty() || part.data() < mapped_ ||
+      part.data() + part.size() > mapped_ + mapped_size_) {
+    return;
+  }
+  // File pages may be mapped as large folios of up to 2 MiB, and dropping
+  // part of one keeps the rest mapped: drop whole 2 MiB blocks around
+  // `part`. A private read-only file mapping holds only the file's pages,
+  // so dropping loses nothing; what is read again is mapped again.
+  constexpr uintptr_t kBlock = uintptr_t{2} << 20;
+  const uintptr_t base = reinterpret_cast<uintptr_t>(mapped_);
+  const uintptr_t end = base + mapped_size_;
+  const uintptr_t at = reinterpret_cast<uintptr_t>(part.data());
+  const uintptr_t from = std::max(base, at / kBlock * kBlock);
+  const uintptr_t to =
+      std::min(end, (at + part.size() + kBlock - 1) / kBlock * kBlock);
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (from + page - 1) / page * page;  // base is aligned
+  if (to > first) {
+    ::madvise(reinterpret_cast<void*>(first), to - first, MADV_DONTNEED);
+  }
+}
 
 void FileBytes::Unmap() {
   if (mapped_ != nullptr) {

@@ -61,6 +61,10 @@ class FileBytes {
   }
   // Whether the bytes are mapped (else read into memory).
   bool mapped() const { return mapped_ != nullptr; }
+  // Drops the mapped pages holding `part` (a part of view()) from this
+  // process's memory; reading them again maps them again. Nothing for bytes
+  // read whole. For a reader that skips through a large file.
+  void Release(absl::string_view part) const;
 
  private:
   FileBytes() = default;

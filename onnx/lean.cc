@@ -3,6 +3,7 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -264,6 +265,9 @@ void AppendVarint32(uint32_t value, std::string* out) {
 // not change is never copied here (its parent copies its bytes once).
 class Leaner {
  public:
+  explicit Leaner(const std::function<void(absl::string_view)>& release)
+      : release_(release) {}
+
   // True when `msg`, a message of `kind` nested `depth` deep, changes: its
   // lean form is then in *out. False when it stays as it is, or when the
   // input is malformed (malformed() tells).
@@ -292,6 +296,7 @@ class Leaner {
     Field f;
     while (reader.Next(&f)) {
       if (f.type != WireFormatLite::WIRETYPE_LENGTH_DELIMITED) continue;
+      Release(f.value);  // read again only if it is a child or copied
       std::optional<Kind> child = ChildKind(kind, f.number);
       if (!child) continue;
       if (kind == Kind::kAttribute &&
@@ -344,6 +349,7 @@ class Leaner {
     }
     absl::StrAppend(out, msg.substr(at));
     out->append(kExternalField, sizeof(kExternalField));
+    Release(msg);
     return true;
   }
 
@@ -358,8 +364,14 @@ class Leaner {
     out->reserve(bytes);
     size_t at = 0;
     for (const Edit& e : edits) {
-      absl::StrAppend(out,
-                      msg.substr(at, e.field.begin + e.field.tag_bytes - at));
+      absl::StrAppend(out, msg.substr(at, e.field.begin - at));
+      // The tag written anew (tags are read in their shortest form only, so
+      // the bytes are the same) rather than copied: its page of a mapped
+      // file was released and stays so.
+      AppendVarint32(
+          WireFormatLite::MakeTag(e.field.number,
+                                  WireFormatLite::WIRETYPE_LENGTH_DELIMITED),
+          out);
       AppendVarint32(static_cast<uint32_t>(e.lean.size()), out);
       out->append(e.lean);
       at = e.field.end;
@@ -372,14 +384,22 @@ class Leaner {
     return false;
   }
 
+  // Tells the caller the walk is done with `part` for now.
+  void Release(absl::string_view part) const {
+    if (release_) release_(part);
+  }
+
+  const std::function<void(absl::string_view)>& release_;
   bool malformed_ = false;
 };
 
 }  // namespace
 
-absl::StatusOr<std::string> LeanOnnxModel(absl::string_view bytes) {
+absl::StatusOr<std::string> LeanOnnxModel(
+    absl::string_view bytes,
+    const std::function<void(absl::string_view)>& release) {
   if (bytes.size() > kMaxLeanBytes) return std::string(bytes);
-  Leaner leaner;
+  Leaner leaner(release);
   std::string lean;
   if (!leaner.Lean(Kind::kModel, bytes, 0, &lean) || leaner.malformed()) {
     return std::string(bytes);

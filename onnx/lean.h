@@ -17,6 +17,7 @@
 #ifndef MEMPLAN_ONNX_LEAN_H_
 #define MEMPLAN_ONNX_LEAN_H_
 
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -43,8 +44,14 @@ namespace memplan::formats {
 // and the protobuf parse that follows reports it; so does an input over
 // 2 GiB (protobuf's limit), and messages nested over 64 deep are copied as
 // they are. The status is OK for every input today; callers check it.
+//
+// `release`, when given, is called with each part of `bytes` the walk is
+// done with for now (it may read a part again later): a caller whose bytes
+// are memory-mapped drops those pages (formats::FileBytes::Release), so the
+// file's pages around each tensor's header do not stay resident.
 [[nodiscard]] absl::StatusOr<std::string> LeanOnnxModel(
-    absl::string_view bytes);
+    absl::string_view bytes,
+    const std::function<void(absl::string_view)>& release = {});
 
 }  // namespace memplan::formats
 
