@@ -29,8 +29,9 @@ ABSL_FLAG(std::vector<std::string>, memory_pool, {}, "");
 ABSL_FLAG(std::string, weights, "", "");
 ABSL_FLAG(std::string, io, "", "");
 ABSL_FLAG(bool, no_timings, false, "");
-ABSL_FLAG(std::string, emit, "", "");
-ABSL_FLAG(std::string, output, "", "");
+ABSL_FLAG(std::vector<std::string>, emit, {}, "");
+ABSL_FLAG(std::vector<std::string>, output, {}, "");
+ABSL_FLAG(std::string, c_header_id, "", "");
 ABSL_FLAG(int64_t, max_input_bytes, memplan::formats::kDefaultMaxInputBytes,
           "");
 ABSL_FLAG(absl::Duration, deadline, absl::Seconds(30), "");
@@ -44,8 +45,11 @@ ABSL_FLAG(std::string, service, "", "");
 namespace memplan::client {
 namespace {
 
-// Flags given as lists, which repeat: every occurrence adds to the list.
-constexpr const char* kListFlags[] = {"dim", "input", "memory_pool"};
+// Flags given as lists, which repeat: every occurrence adds to the list
+// (--emit and -o as given, commas included: the Nth -o is the Nth --emit's
+// file).
+constexpr const char* kListFlags[] = {"dim", "input", "memory_pool", "emit",
+                                      "output"};
 
 // Short spellings.
 std::string Canonical(std::string name) {
@@ -143,6 +147,8 @@ absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv,
   absl::SetFlag(&FLAGS_dim, lists["dim"]);
   absl::SetFlag(&FLAGS_input, lists["input"]);
   absl::SetFlag(&FLAGS_memory_pool, lists["memory_pool"]);
+  absl::SetFlag(&FLAGS_emit, lists["emit"]);
+  absl::SetFlag(&FLAGS_output, lists["output"]);
   return positional;
 }
 

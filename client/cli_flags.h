@@ -1,8 +1,8 @@
 // The memplan CLI's flags: parsing through abseil's flag registry (so
 // values are checked by abseil's own parsers) with the CLI's rules: a bad
 // or unknown flag is a usage error that suggests the closest known flag,
-// list flags (--dim, --input, --memory_pool) repeat, and flags may be
-// written --name=value or --name value, with - or _ in the name.
+// list flags (--dim, --input, --memory_pool, --emit, -o) repeat, and flags
+// may be written --name=value or --name value, with - or _ in the name.
 //
 //   absl::StatusOr<std::vector<std::string>> files =
 //       client::ParseFlags(argc, argv, /*first=*/2);
@@ -35,8 +35,9 @@ ABSL_DECLARE_FLAG(std::vector<std::string>, memory_pool);
 ABSL_DECLARE_FLAG(std::string, weights);
 ABSL_DECLARE_FLAG(std::string, io);
 ABSL_DECLARE_FLAG(bool, no_timings);
-ABSL_DECLARE_FLAG(std::string, emit);
-ABSL_DECLARE_FLAG(std::string, output);
+ABSL_DECLARE_FLAG(std::vector<std::string>, emit);
+ABSL_DECLARE_FLAG(std::vector<std::string>, output);
+ABSL_DECLARE_FLAG(std::string, c_header_id);
 ABSL_DECLARE_FLAG(int64_t, max_input_bytes);
 ABSL_DECLARE_FLAG(absl::Duration, deadline);
 ABSL_DECLARE_FLAG(std::string, workload);

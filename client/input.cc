@@ -89,7 +89,7 @@ absl::StatusOr<Input> ReadInput(const std::string& path,
   absl::StatusOr<formats::ModelOptions> model_options =
       ModelOptionsFromFlags(options.dims, options.shapes);
   if (!model_options.ok()) return model_options.status();
-  absl::StatusOr<std::string> model = engine::RequestModelBytes(*format, bytes);
+  absl::StatusOr<std::string> model = engine::RequestModelBytes(*format, *file);
   if (!model.ok()) return model.status();
   if (auto s =
           SetModel(input, *std::move(model), *model_options, &input.request);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/text.h"
 #include "engine/model_import.h"
 #include "formats/model.h"
 #include "planner/graph.h"
@@ -17,13 +18,14 @@
 namespace memplan::client {
 namespace {
 
+// Names from the model follow the text rule (base/text.h), as in a plan.
 void AddValues(const std::vector<formats::ValueSummary>& values,
                google::protobuf::RepeatedPtrField<v1::ValueSummary>* out) {
   for (const formats::ValueSummary& v : values) {
     v1::ValueSummary* s = out->Add();
-    s->set_name(v.name);
+    s->set_name(base::SafeName(v.name));
     s->set_element_type(v.element_type);
-    for (const std::string& d : v.dims) s->add_dims(d);
+    for (const std::string& d : v.dims) s->add_dims(base::SafeName(d));
     s->set_bytes(v.bytes);
   }
 }
@@ -35,16 +37,34 @@ absl::StatusOr<v1::InputSummary> SummarizeModelInput(const Input& input) {
   if (!m.ok()) return m.status();
   v1::InputSummary s;
   s.set_format(std::string(formats::FormatName(input.format)));
-  s.set_producer(m->producer);
-  s.set_version(m->version);
+  s.set_producer(base::SafeText(m->producer));
+  s.set_version(base::SafeText(m->version));
   s.set_subgraphs(m->subgraphs);
   AddValues(m->inputs, s.mutable_inputs());
   AddValues(m->outputs, s.mutable_outputs());
-  for (const std::string& d : m->symbolic_dims) s.add_symbolic_dims(d);
+  for (const std::string& d : m->symbolic_dims) {
+    s.add_symbolic_dims(base::SafeName(d));
+  }
   s.set_weight_bytes(m->weight_bytes);
   s.set_ops(m->ops);
   for (const auto& [type, count] : m->op_types) {
-    (*s.mutable_op_types())[type] = count;
+    (*s.mutable_op_types())[base::SafeName(type)] = count;
+  }
+  for (const formats::DefaultedDim& d : m->defaulted_dims) {
+    v1::DefaultedDim* out = s.add_defaulted_dims();
+    out->set_value(base::SafeName(d.value));
+    out->set_dim(d.dim);
+    out->set_size(d.size);
+    out->set_flag(base::SafeText(d.flag));
+  }
+  s.set_dynamic_tensors(m->dynamic_tensors);
+  if (m->offline_plan.has_value()) {
+    v1::OfflinePlanSummary* p = s.mutable_offline_plan();
+    p->set_version(m->offline_plan->version);
+    p->set_subgraphs(m->offline_plan->subgraphs);
+    p->set_offsets(m->offline_plan->offsets);
+    p->set_placed(m->offline_plan->placed);
+    p->set_usable(m->offline_plan->usable);
   }
   return s;
 }
@@ -73,6 +93,39 @@ absl::StatusOr<v1::InputSummary> SummarizeGraph(const v1::Graph& g) {
   for (const std::string& name : g.inputs()) s.add_inputs()->set_name(name);
   for (const std::string& name : g.outputs()) s.add_outputs()->set_name(name);
   return s;
+}
+
+// The dims an import sets by itself, one line each, and the -1 dims of a
+// TFLite model's other tensors.
+void AppendDefaults(const v1::InputSummary& s, std::string* out) {
+  bool first = true;
+  for (const v1::DefaultedDim& d : s.defaulted_dims()) {
+    absl::StrAppendFormat(
+        out, "%-14s %s dim %d = %d  (%s; set with %s)\n",
+        first ? "default dims:" : "", d.value(), d.dim(), d.size(),
+        s.format() == "tflite" ? "the model's own shape" : "unnamed", d.flag());
+    first = false;
+  }
+  if (s.dynamic_tensors() > 0) {
+    absl::StrAppendFormat(out,
+                          "%-14s %d tensors have -1 dims; each takes the "
+                          "model's own shape (what TFLite Micro runs)\n",
+                          "dynamic:", s.dynamic_tensors());
+  }
+}
+
+// A TFLite model's own offline plan, when it carries one.
+void AppendOfflinePlan(const v1::InputSummary& s, std::string* out) {
+  if (!s.has_offline_plan()) return;
+  const v1::OfflinePlanSummary& p = s.offline_plan();
+  absl::StrAppendFormat(
+      out,
+      "%-14s OfflineMemoryAllocation: version %d, subgraphs word %d, %d "
+      "offsets (%d placed, the others left to TFLite Micro)%s\n",
+      "offline plan:", p.version(), p.subgraphs(), p.offsets(), p.placed(),
+      p.usable() ? ""
+                 : "; not the model's tensor count: TFLite Micro refuses "
+                   "the model");
 }
 
 std::string Dims(const v1::ValueSummary& v) {
@@ -132,6 +185,8 @@ std::string FormatSummary(const v1::InputSummary& s) {
         &out, "%-14s %s  (set with --dim NAME=N)\n",
         "symbolic dims:", absl::StrJoin(s.symbolic_dims(), ", "));
   }
+  AppendDefaults(s, &out);
+  AppendOfflinePlan(s, &out);
   if (s.ops() > 0) {
     std::vector<std::pair<int64_t, std::string>> types;
     for (const auto& [type, count] : s.op_types())

@@ -17,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -45,10 +46,16 @@ constexpr int kBenchSeriesPoints = 512;
 constexpr int kUsage = 64, kDataErr = 65, kNoInput = 66, kUnavailable = 69,
               kSoftware = 70, kCantCreate = 73, kTempFail = 75;
 
+// A usage error: the error, and where the command's help is (the overview,
+// a list of the commands, when there is no command).
 int Usage(const std::string& command, const std::string& error) {
-  const std::string help = CommandHelp(command);
-  std::fprintf(stderr, "memplan: %s\n\n%s", error.c_str(),
-               help.empty() ? OverviewHelp().c_str() : help.c_str());
+  if (CommandHelp(command).empty()) {
+    std::fprintf(stderr, "memplan: %s\n\n%s", error.c_str(),
+                 OverviewHelp().c_str());
+  } else {
+    std::fprintf(stderr, "memplan: %s\nrun 'memplan help %s' for its flags\n",
+                 error.c_str(), command.c_str());
+  }
   return kUsage;
 }
 
@@ -219,25 +226,85 @@ int PrintPlan(const Input& input, const Planned& planned) {
   return 0;
 }
 
+// A file to write: one --emit FORMAT and its -o FILE.
+struct EmitTarget {
+  std::string format;
+  std::string path;
+};
+
+// Pairs the --emit flags with the -o flags in the order given (the Nth -o
+// is the Nth --emit's file). INVALID_ARGUMENT when they do not pair up or
+// two write one file.
+absl::StatusOr<std::vector<EmitTarget>> EmitTargets() {
+  const std::vector<std::string> formats = absl::GetFlag(FLAGS_emit);
+  const std::vector<std::string> paths = absl::GetFlag(FLAGS_output);
+  if (formats.size() != paths.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "each --emit FORMAT needs its own -o FILE (e.g. --emit svg -o "
+        "plan.svg --emit html -o plan.html); got ",
+        formats.size(), " --emit and ", paths.size(), " -o"));
+  }
+  std::vector<EmitTarget> targets;
+  for (size_t i = 0; i < formats.size(); ++i) {
+    for (const EmitTarget& t : targets) {
+      if (t.path == paths[i]) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "-o ", paths[i], " is given for both --emit ", t.format,
+            " and --emit ", formats[i], "; give each its own file"));
+      }
+    }
+    targets.push_back({formats[i], paths[i]});
+  }
+  return targets;
+}
+
 // Checks the output flags of plan before anything is read.
-absl::Status CheckPlanFlags() {
+absl::StatusOr<std::vector<EmitTarget>> CheckPlanFlags() {
   const std::string format = absl::GetFlag(FLAGS_format);
   if (format != "text" && format != "json" && format != "csv") {
     return absl::InvalidArgumentError("--format must be text, json or csv");
   }
-  if (absl::GetFlag(FLAGS_emit).empty() !=
-      absl::GetFlag(FLAGS_output).empty()) {
-    return absl::InvalidArgumentError(
-        "--emit FORMAT and -o FILE go together (e.g. --emit svg -o plan.svg)");
+  return EmitTargets();
+}
+
+// Writes the files of `targets`, asked for after the request's own emit
+// (the last targets.size() files of the response), and takes them out of
+// the response: written, not printed. The request's own files stay (JSON
+// output prints them).
+absl::Status WriteEmitted(const std::vector<EmitTarget>& targets,
+                          v1::PlanResponse* response) {
+  const int first = response->files_size() - static_cast<int>(targets.size());
+  if (first < 0) {
+    return absl::InternalError("the plan came back without its files");
   }
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const v1::EmittedFile& file = response->files(first + static_cast<int>(i));
+    absl::Status s = formats::WriteFileAtomically(targets[i].path, file.data());
+    if (!s.ok()) return s;
+  }
+  response->mutable_files()->DeleteSubrange(first,
+                                            static_cast<int>(targets.size()));
   return absl::OkStatus();
+}
+
+// A request file's own emit list gives files only JSON output shows.
+void WarnAboutRequestEmit(const v1::PlanRequest& request) {
+  if (request.emit_size() == 0 || absl::GetFlag(FLAGS_format) == "json") {
+    return;
+  }
+  std::fprintf(stderr,
+               "memplan: warning: the request's emit (%s) returns files in "
+               "the JSON response only (--format json); write them with "
+               "--emit FORMAT -o FILE\n",
+               absl::StrJoin(request.emit(), ", ").c_str());
 }
 
 int RunPlan(const std::vector<std::string>& args) {
   if (args.size() != 1)
     return Usage("plan", "plan takes one FILE (- for stdin)");
-  if (auto s = CheckPlanFlags(); !s.ok()) {
-    return Usage("plan", std::string(s.message()));
+  absl::StatusOr<std::vector<EmitTarget>> targets = CheckPlanFlags();
+  if (!targets.ok()) {
+    return Usage("plan", std::string(targets.status().message()));
   }
   absl::StatusOr<Input> input = ReadInput(args[0], InputOptionsFromFlags());
   if (!input.ok()) return Fail(input.status());
@@ -249,21 +316,18 @@ int RunPlan(const std::vector<std::string>& args) {
     return Fail(s);
   }
   if (absl::GetFlag(FLAGS_no_timings)) request.set_no_timings(true);
-  const std::string emit = absl::GetFlag(FLAGS_emit);
-  if (!emit.empty()) request.add_emit(emit);
+  if (const std::string id = absl::GetFlag(FLAGS_c_header_id); !id.empty()) {
+    request.set_c_header_id(id);
+  }
+  WarnAboutRequestEmit(request);
+  for (const EmitTarget& t : *targets) request.add_emit(t.format);
   if (const std::string dump = absl::GetFlag(FLAGS_dump_graph); !dump.empty()) {
     if (auto s = DumpGraph(*input, dump); !s.ok()) return Fail(s);
   }
   absl::StatusOr<Planned> planned = PlanRequest(request);
   if (!planned.ok()) return Fail(planned.status(), Remote());
-  if (!emit.empty()) {
-    if (planned->response.files_size() != 1) {
-      return Fail(absl::InternalError("the plan came back without its file"));
-    }
-    absl::Status s = formats::WriteFileAtomically(
-        absl::GetFlag(FLAGS_output), planned->response.files(0).data());
-    if (!s.ok()) return Fail(s);
-    planned->response.clear_files();  // written, not printed
+  if (auto s = WriteEmitted(*targets, &planned->response); !s.ok()) {
+    return Fail(s);
   }
   return PrintPlan(*input, *planned);
 }
@@ -344,24 +408,28 @@ int RunBench(const std::vector<std::string>& args) {
       args.size() > 1) {
     return Usage("bench", "bench takes one FILE or --workload");
   }
-  const std::string emit = absl::GetFlag(FLAGS_emit);
-  if (!emit.empty() && emit != "html") {
-    return Usage("bench", "bench --emit takes html (charts of the replay)");
+  absl::StatusOr<std::vector<EmitTarget>> targets = EmitTargets();
+  if (!targets.ok()) {
+    return Usage("bench", std::string(targets.status().message()));
   }
-  if (emit.empty() != absl::GetFlag(FLAGS_output).empty()) {
-    return Usage("bench", "--emit html and -o FILE go together");
+  if (targets->size() > 1 ||
+      (!targets->empty() && targets->front().format != "html")) {
+    return Usage("bench",
+                 "bench --emit takes html, once: --emit html -o FILE (charts "
+                 "of the replay)");
   }
+  const bool emit = !targets->empty();
   absl::StatusOr<v1::BenchmarkRequest> request = BenchRequest(args);
   if (!request.ok()) return Fail(request.status());
-  if (!emit.empty()) request->set_series_points(kBenchSeriesPoints);
+  if (emit) request->set_series_points(kBenchSeriesPoints);
   absl::StatusOr<v1::BenchmarkResponse> response = Bench(*request);
   if (!response.ok()) return Fail(response.status(), Remote());
-  if (!emit.empty()) {
+  if (emit) {
     const std::string title =
         args.empty() ? absl::StrCat("workload ", absl::GetFlag(FLAGS_workload))
                      : args[0];
     absl::Status s = formats::WriteFileAtomically(
-        absl::GetFlag(FLAGS_output), formats::BenchHtml(*response, title));
+        targets->front().path, formats::BenchHtml(*response, title));
     if (!s.ok()) return Fail(s);
   }
   if (format == "json") {
@@ -391,8 +459,9 @@ int RunInspect(const std::vector<std::string>& args) {
 int RunHealth(const std::vector<std::string>& args) {
   const std::string server = absl::GetFlag(FLAGS_server);
   if (!args.empty() || server.empty()) {
-    std::fprintf(stderr, "memplan: health needs --server and no FILE\n\n%s",
-                 CommandHelp("health").c_str());
+    std::fprintf(stderr,
+                 "memplan: health needs --server and no FILE\nrun 'memplan "
+                 "help health' for its flags\n");
     return 1;
   }
   HealthResult r = CheckHealth(server, absl::GetFlag(FLAGS_service),

@@ -41,21 +41,26 @@ absl::Status CheckEmit(const v1::PlanRequest& request) {
           "emit: a planned .tflite needs a TFLite model as input");
     }
   }
+  if (!request.c_header_id().empty() &&
+      !formats::IsCHeaderId(request.c_header_id())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "c_header_id '", api::Clip(request.c_header_id()),
+        "' is not a C identifier part: letters, digits and '_', starting "
+        "with a letter, at most 64 characters"));
+  }
   return absl::OkStatus();
 }
 
 namespace {
 
-// The pictures' title: the model's or graph's name, else what was planned.
+// The pictures' title: the model's file name or the graph's name (both
+// cleaned), else what was planned.
 formats::PictureOptions PictureFor(const PlanOutcome& outcome,
                                    const v1::PlanRequest& request) {
   formats::PictureOptions picture;
-  if (request.has_model()) {
-    const std::string& path = request.model().name();
-    picture.title = path.substr(path.find_last_of('/') + 1);
-  } else if (request.has_graph()) {
-    picture.title = request.graph().name();
-  }
+  const std::string& name = outcome.input_name;
+  picture.title =
+      request.has_model() ? name.substr(name.find_last_of('/') + 1) : name;
   if (picture.title.empty()) {
     picture.title =
         absl::StrCat(outcome.result.problem.buffers.size(),
@@ -80,11 +85,20 @@ absl::StatusOr<std::string> Emit(absl::string_view asked,
     return formats::EmitPlannedTflite(*model, outcome.result);
   }
   if (format == "c_header") {
-    const std::string name = request.has_model()   ? request.model().name()
-                             : request.has_graph() ? request.graph().name()
-                                                   : "plan";
-    return formats::EmitCHeader(
-        {name, &outcome.result, &outcome.options, model});
+    if (model != nullptr && !model->tflite_kept.empty()) {
+      // Its TFLite Micro section lists the graph's tensors only.
+      return absl::FailedPreconditionError(absl::StrCat(
+          "emit c_header: ", model->tflite_kept.size(),
+          " tensors of this model keep the offsets of the offline plan it "
+          "carries (an Ethos-U model's), which the header cannot list yet; "
+          "emit tflite instead"));
+    }
+    formats::CHeaderInput header{
+        outcome.input_name.empty() ? "plan" : outcome.input_name,
+        &outcome.result, &outcome.options, model};
+    header.id = request.c_header_id();
+    header.content = request.model().data();
+    return formats::EmitCHeader(header);
   }
   if (format == "svg") {
     return formats::PlanSvg(outcome.result, outcome.options,

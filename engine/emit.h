@@ -27,10 +27,12 @@ const std::vector<std::string>& EmitFormats();
 std::string CanonicalEmitFormat(absl::string_view name);
 
 // INVALID_ARGUMENT when a request asks for a format that does not exist, or
-// one its input cannot give (a planned .tflite needs a TFLite model).
+// one its input cannot give (a planned .tflite needs a TFLite model), or
+// sets a c_header_id that cannot be one (formats::IsCHeaderId).
 [[nodiscard]] absl::Status CheckEmit(const v1::PlanRequest& request);
 
-// The file of `format` for a planned request.
+// The file of `format` for a planned request (its names cleaned:
+// engine/names.h), titled with outcome.input_name.
 [[nodiscard]] absl::StatusOr<std::string> Emit(absl::string_view format,
                                                const PlanOutcome& outcome,
                                                const v1::PlanRequest& request);

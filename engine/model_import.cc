@@ -72,9 +72,12 @@ absl::StatusOr<ImportedModel> ImportModelFile(const v1::ModelFile& model) {
 }
 
 absl::StatusOr<std::string> RequestModelBytes(Format format,
-                                              absl::string_view file_bytes) {
-  if (format == Format::kOnnx) return formats::LeanOnnxModel(file_bytes);
-  return std::string(file_bytes);
+                                              const formats::FileBytes& file) {
+  if (format == Format::kOnnx) {
+    return formats::LeanOnnxModel(
+        file.view(), [&file](absl::string_view part) { file.Release(part); });
+  }
+  return std::string(file.view());
 }
 
 }  // namespace memplan::engine

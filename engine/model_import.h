@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "formats/file_io.h"
 #include "formats/format.h"
 #include "formats/model.h"
 #include "memplan/v1/memplan.pb.h"
@@ -39,8 +40,9 @@ namespace memplan::engine {
 // size of the graph, whatever the weights), a TFLite model as it is. The
 // CLI and the Python module send this in-process and to a server alike, so
 // the plan is the same either way. Errors as LeanOnnxModel.
+// A mapped file's pages are dropped as the walk passes them.
 [[nodiscard]] absl::StatusOr<std::string> RequestModelBytes(
-    formats::Format format, absl::string_view file_bytes);
+    formats::Format format, const formats::FileBytes& file);
 
 // The model carried by a request (PlanRequest.model), format detected from
 // its bytes when not given.

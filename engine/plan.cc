@@ -6,8 +6,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status.h"
+#include "base/text.h"
 #include "engine/emit.h"
 #include "engine/model_import.h"
+#include "engine/names.h"
 #include "planner/tflm_greedy.h"
 #include "tflite/tflm_baseline.h"
 
@@ -72,26 +74,52 @@ absl::Status CheckRequest(const v1::PlanRequest& request,
 // outcome->model) with outcome->options.
 absl::Status PlanInput(const v1::PlanRequest& request, const Limits& limits,
                        base::WorkerPool* workers,
-                       const base::CancelToken* cancel, PlanOutcome* outcome) {
+                       const base::CancelToken* cancel, PlanCache* cache,
+                       PlanOutcome* outcome) {
   absl::StatusOr<planner::PlanResult> result;
+  const planner::PlanOptions& options = outcome->options;
   if (request.buffers_size() > 0) {
-    result = planner::PlanBuffers(
-        api::BuffersFromProto(request.buffers(), outcome->options.alignment),
-        outcome->options, workers, cancel);
+    planner::Problem problem =
+        api::BuffersFromProto(request.buffers(), options.alignment);
+    result = cache != nullptr
+                 ? cache->PlanBuffers(std::move(problem), options, workers,
+                                      cancel, &outcome->cache)
+                 : planner::PlanBuffers(std::move(problem), options, workers,
+                                        cancel);
   } else {
     const v1::Graph& graph =
         outcome->model.has_value() ? outcome->model->graph : request.graph();
     if (auto s = CheckGraph(graph, limits); !s.ok()) return s;
-    result = planner::PlanGraph(api::GraphFromProto(graph), outcome->options,
-                                workers, cancel);
+    const planner::Graph g = api::GraphFromProto(graph);
+    result = cache != nullptr ? cache->PlanGraph(g, options, workers, cancel,
+                                                 &outcome->cache)
+                              : planner::PlanGraph(g, options, workers, cancel);
   }
   if (!result.ok()) return result.status();
   outcome->result = *std::move(result);
   return absl::OkStatus();
 }
 
+// TFLite models with io "arena_keep_inputs": the import has the main
+// inputs die after their last use, as TFLM does; the op after the main
+// graph ("model/outputs", tflite/reader.h) reads them too, so they stay
+// intact until the run ends.
+void KeepTfliteInputs(formats::ImportedModel* model) {
+  v1::Graph& graph = model->graph;
+  for (v1::Op& op : *graph.mutable_ops()) {
+    if (op.name() != "model/outputs") continue;
+    for (int t : model->main_inputs) {
+      if (t >= 0 && t < graph.tensors_size()) {
+        op.add_inputs(graph.tensors(t).name());
+      }
+    }
+    return;
+  }
+}
+
 // TFLite models: the main subgraph's inputs and outputs, planned as
-// activations with TFLM's lifetimes, are reported as inputs and outputs.
+// activations with TFLM's lifetimes, are reported as inputs and outputs,
+// and operators' scratch tensors as scratch.
 void LabelModelIo(const formats::ImportedModel& model,
                   planner::PlanResult* result) {
   auto label = [&](const std::vector<int>& tensors, planner::TensorKind kind) {
@@ -103,6 +131,7 @@ void LabelModelIo(const formats::ImportedModel& model,
   };
   label(model.main_inputs, planner::TensorKind::kInput);
   label(model.main_outputs, planner::TensorKind::kOutput);
+  label(model.scratch, planner::TensorKind::kScratch);
 }
 
 // TFLite models: the arena TFLite Micro's own planner would need for the
@@ -130,7 +159,8 @@ std::string EmitFormatNames() { return absl::StrJoin(EmitFormats(), ", "); }
 absl::StatusOr<PlanOutcome> Plan(const v1::PlanRequest& request,
                                  const Limits& limits,
                                  base::WorkerPool* workers,
-                                 const base::CancelToken* cancel) {
+                                 const base::CancelToken* cancel,
+                                 PlanCache* cache) {
   if (auto s = CheckRequest(request, limits); !s.ok()) return s;
   absl::StatusOr<planner::PlanOptions> options =
       api::OptionsFromProto(request.options(), limits.budgets);
@@ -146,16 +176,24 @@ absl::StatusOr<PlanOutcome> Plan(const v1::PlanRequest& request,
     outcome.warnings = model->warnings;
     outcome.model = *std::move(model);
     const bool tflite = outcome.model->format == formats::Format::kTflite;
-    if (tflite && !outcome.options.io_in_arena) {
+    if (tflite && outcome.options.io == planner::IoPolicy::kExclude) {
       return Invalid(
           "io 'exclude' does not apply to TFLite models: TFLite Micro keeps "
-          "a model's inputs and outputs in its arena (use io 'arena')");
+          "a model's inputs and outputs in its arena (use io 'arena' or "
+          "'arena_keep_inputs')");
+    }
+    if (tflite && outcome.options.io == planner::IoPolicy::kKeepInputs) {
+      KeepTfliteInputs(&*outcome.model);
     }
     if (tflite && request.options().alignment() == 0) {
       outcome.options.alignment = planner::kTflmAlignment;  // TFLM's default
     }
   }
-  if (auto s = PlanInput(request, limits, workers, cancel, &outcome); !s.ok()) {
+  // Every name from here on follows the text rule (engine/names.h).
+  const std::optional<v1::PlanRequest> clean = CleanNames(request, &outcome);
+  const v1::PlanRequest& input = clean.has_value() ? *clean : request;
+  if (auto s = PlanInput(input, limits, workers, cancel, cache, &outcome);
+      !s.ok()) {
     return s;
   }
   if (outcome.model.has_value() &&
@@ -164,7 +202,7 @@ absl::StatusOr<PlanOutcome> Plan(const v1::PlanRequest& request,
     SetTflmBaseline(request, &outcome);
   }
   for (const std::string& format : request.emit()) {
-    absl::StatusOr<std::string> data = Emit(format, outcome, request);
+    absl::StatusOr<std::string> data = Emit(format, outcome, input);
     if (!data.ok()) return data.status();
     outcome.files.push_back({format, *std::move(data)});
   }
@@ -174,7 +212,9 @@ absl::StatusOr<PlanOutcome> Plan(const v1::PlanRequest& request,
 v1::PlanResponse ToResponse(const PlanOutcome& outcome) {
   v1::PlanResponse response =
       api::ToProto(outcome.result, outcome.options, {outcome.no_timings});
-  for (const std::string& w : outcome.warnings) response.add_warnings(w);
+  for (const std::string& w : outcome.warnings) {
+    response.add_warnings(base::SafeText(w));  // they may quote raw names
+  }
   for (const EmittedFile& f : outcome.files) {
     v1::EmittedFile* out = response.add_files();
     out->set_format(f.format);
@@ -186,6 +226,11 @@ v1::PlanResponse ToResponse(const PlanOutcome& outcome) {
     response.set_runtime_arena_bytes(
         (outcome.result.solution.arena_size + a - 1) / a * a);
   }
+  // Like stage_micros, left out with no_timings: the same request then
+  // always gives the same bytes, from the cache or not.
+  response.set_cached(!outcome.no_timings &&
+                      (outcome.cache == CacheUse::kMemoryHit ||
+                       outcome.cache == CacheUse::kStoreHit));
   if (outcome.tflm_arena_bytes.has_value()) {
     response.mutable_baseline()->set_strategy("tflm_greedy");
     response.mutable_baseline()->set_arena_size_bytes(
@@ -194,10 +239,13 @@ v1::PlanResponse ToResponse(const PlanOutcome& outcome) {
   return response;
 }
 
-absl::StatusOr<v1::PlanResponse> PlanToResponse(
-    const v1::PlanRequest& request, const Limits& limits,
-    base::WorkerPool* workers, const base::CancelToken* cancel) {
-  absl::StatusOr<PlanOutcome> outcome = Plan(request, limits, workers, cancel);
+absl::StatusOr<v1::PlanResponse> PlanToResponse(const v1::PlanRequest& request,
+                                                const Limits& limits,
+                                                base::WorkerPool* workers,
+                                                const base::CancelToken* cancel,
+                                                PlanCache* cache) {
+  absl::StatusOr<PlanOutcome> outcome =
+      Plan(request, limits, workers, cancel, cache);
   if (!outcome.ok()) return outcome.status();
   return ToResponse(*outcome);
 }

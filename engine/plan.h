@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "base/cancel.h"
 #include "base/worker_pool.h"
+#include "engine/plan_cache.h"
 #include "formats/model.h"
 #include "memplan/v1/memplan.pb.h"
 #include "planner/planner.h"
@@ -60,20 +61,31 @@ struct PlanOutcome {
   std::vector<EmittedFile> files;     // as asked, in that order
   // TFLite models: the arena TFLite Micro's own planner would need.
   std::optional<int64_t> tflm_arena_bytes;
-  // When the request carried a model: what it imported to.
+  // When the request carried a model: what it imported to (its names
+  // cleaned, engine/names.h).
   std::optional<formats::ImportedModel> model;
+  // The model's file name or the graph's name, cleaned (base/text.h): what
+  // the emitted files are titled with. Empty for a buffer list.
+  std::string input_name;
+  // How the plan was obtained: computed, or from the plan cache.
+  CacheUse cache = CacheUse::kNone;
 };
 
-// Checks, plans and emits. INVALID_ARGUMENT for a malformed request
+// Checks, plans and emits. Every name the outcome holds follows the text
+// rule of base/text.h (applied after import, before planning:
+// engine/names.h). INVALID_ARGUMENT for a malformed request
 // (naming the field, tensor, op or buffer; an unknown strategy or emit
 // format is refused before any work), RESOURCE_EXHAUSTED over `limits`
 // (naming the limit), FAILED_PRECONDITION when a capacity is set and no
 // plan fits, DEADLINE_EXCEEDED when `cancel` fires first, INTERNAL for a
-// broken invariant. `workers` and `cancel` may be null.
+// broken invariant. `workers` and `cancel` may be null. With a `cache`,
+// the plan comes from it when it holds one for the request (verified), and
+// a plan computed here is kept in it (plan_cache.h).
 [[nodiscard]] absl::StatusOr<PlanOutcome> Plan(const v1::PlanRequest& request,
                                                const Limits& limits,
                                                base::WorkerPool* workers,
-                                               const base::CancelToken* cancel);
+                                               const base::CancelToken* cancel,
+                                               PlanCache* cache = nullptr);
 
 // The response for an outcome (api::ToProto plus files and warnings).
 v1::PlanResponse ToResponse(const PlanOutcome& outcome);
@@ -81,7 +93,8 @@ v1::PlanResponse ToResponse(const PlanOutcome& outcome);
 // Plan then ToResponse: what the Plan RPC answers.
 [[nodiscard]] absl::StatusOr<v1::PlanResponse> PlanToResponse(
     const v1::PlanRequest& request, const Limits& limits,
-    base::WorkerPool* workers, const base::CancelToken* cancel);
+    base::WorkerPool* workers, const base::CancelToken* cancel,
+    PlanCache* cache = nullptr);
 
 // The names PlanRequest.emit takes: "tflite, c_header, svg, html".
 std::string EmitFormatNames();

@@ -1,5 +1,6 @@
 #include "engine/plan.h"
 
+#include <cstdlib>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -42,11 +43,12 @@ v1::PlanRequest Parse(const std::string& json) {
 TEST(PlanTest, PlansAGraphFromContractJson) {
   absl::StatusOr<v1::PlanResponse> r = PlanToResponse(Parse(kGraphJson));
   ASSERT_TRUE(r.ok()) << r.status();
-  // x, y persistent (256+256) plus h (512): nothing can share; the weight
-  // w (128) stays in the model.
-  EXPECT_EQ(r->lower_bound_bytes(), 1024);
+  // h (512) beside x at step 0 (x dies after fc) and beside y at step 1
+  // (y is born at out): x and y share 256 bytes. The weight w (128) stays
+  // in the model.
+  EXPECT_EQ(r->lower_bound_bytes(), 768);
   EXPECT_EQ(r->naive_bytes(), 1024);
-  EXPECT_EQ(r->arena_size_bytes(), 1024);
+  EXPECT_EQ(r->arena_size_bytes(), 768);
   EXPECT_EQ(r->weights_bytes(), 128);
   EXPECT_EQ(r->schema_version(), 2);
   ASSERT_EQ(r->assignments_size(), 3);
@@ -55,6 +57,9 @@ TEST(PlanTest, PlansAGraphFromContractJson) {
   EXPECT_EQ(r->assignments(1).first_step(), 0);
   EXPECT_EQ(r->assignments(1).last_step(), 1);
   EXPECT_EQ(r->assignments(1).end_step(), 2);
+  EXPECT_EQ(r->assignments(0).end_step(), 1);    // x: to its last use
+  EXPECT_EQ(r->assignments(2).first_step(), 1);  // y: from its producer
+  EXPECT_EQ(r->assignments(2).end_step(), 2);
   EXPECT_TRUE(r->assignments(0).persistent());
   EXPECT_EQ(r->assignments(0).kind(), "input");
   EXPECT_EQ(r->assignments(2).kind(), "output");
@@ -63,8 +68,9 @@ TEST(PlanTest, PlansAGraphFromContractJson) {
   EXPECT_EQ(r->unplanned(0).name(), "w");
   EXPECT_EQ(r->unplanned(0).kind(), "weight");
   EXPECT_EQ(r->unplanned(0).size(), 128);
-  EXPECT_EQ(r->pools_size(), 3);
+  EXPECT_EQ(r->pools_size(), 2);  // x and y in one, h in the other
   EXPECT_EQ(r->options().weights(), "exclude");
+  EXPECT_EQ(r->options().io(), "arena");
   EXPECT_EQ(r->options().alignment(), 64);
   EXPECT_EQ(r->options().strategy(), "auto");
   EXPECT_TRUE(r->proven_optimal());
@@ -91,9 +97,17 @@ TEST(PlanTest, WeightsInTheArenaAndCallerOwnedIo) {
   request.mutable_options()->set_weights("arena");
   absl::StatusOr<v1::PlanResponse> r = PlanToResponse(request);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->arena_size_bytes(), 1152);  // as memplan 0.1 planned it
+  // w (128) for the whole run beside x + h, then h + y.
+  EXPECT_EQ(r->arena_size_bytes(), 128 + 768);
   EXPECT_EQ(r->assignments(1).kind(), "weight");
   EXPECT_EQ(r->weights_bytes(), 0);
+  // With x kept for the whole run too: all four at step 1, the arena
+  // memplan 0.1 planned (inputs and outputs held for the whole run).
+  request.mutable_options()->set_io("arena_keep_inputs");
+  r = PlanToResponse(request);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->arena_size_bytes(), 1152);
+  EXPECT_EQ(r->options().io(), "arena_keep_inputs");
   request.mutable_options()->set_weights("exclude");
   request.mutable_options()->set_io("exclude");
   r = PlanToResponse(request);
@@ -102,7 +116,8 @@ TEST(PlanTest, WeightsInTheArenaAndCallerOwnedIo) {
   EXPECT_EQ(r->unplanned_size(), 3);
   request.mutable_options()->set_io("maybe");
   EXPECT_THAT(std::string(PlanToResponse(request).status().message()),
-              HasSubstr("options.io 'maybe' is not \"arena\" or \"exclude\""));
+              HasSubstr("options.io 'maybe' is not \"arena\", "
+                        "\"arena_keep_inputs\" or \"exclude\""));
 }
 
 TEST(PlanTest, SameRequestSameBytesWithoutTimings) {
@@ -190,7 +205,9 @@ TEST(PlanTest, InPlaceOutputsAreReportedInRequestOrderAtTheirInputsOffset) {
   EXPECT_EQ(h2.pool_id(), h.pool_id());
   EXPECT_EQ(h2.first_step(), 1);
   EXPECT_EQ(h2.last_step(), 2);
-  EXPECT_EQ(r->arena_size_bytes(), 256 + 512 + 256);
+  // One 512-byte buffer for h and h2, beside x at step 0 and y at step 2:
+  // x (read by fc only) and y (born at out) share 256 bytes.
+  EXPECT_EQ(r->arena_size_bytes(), 512 + 256);
   // The tensor handed over keeps its own lifetime: h dies at step 1.
   EXPECT_EQ(h.first_step(), 0);
   EXPECT_EQ(h.last_step(), 1);
@@ -256,6 +273,37 @@ TEST(PlanTest, TfliteModelsReportTheArenaTflmNeedsAndTheBaseline) {
   absl::StatusOr<v1::PlanResponse> g = PlanToResponse(Parse(kGraphJson));
   ASSERT_TRUE(g.ok());
   EXPECT_EQ(g->runtime_arena_bytes(), 0);
+}
+
+// TFLite models have TFLite Micro's lifetimes by default; keeping the
+// inputs keeps the main graph's input to the end of the run, and the
+// planned model still carries the plan.
+TEST(PlanTest, TfliteInputsAreKeptForTheWholeRunWhenAsked) {
+  v1::PlanRequest request;
+  request.mutable_model()->set_data(formats::testing::ChainModel().Build());
+  request.mutable_model()->set_name("chain.tflite");
+  absl::StatusOr<v1::PlanResponse> r = PlanToResponse(request);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // Steps: model/inputs, ADD, RELU, model/outputs. x (192 bytes) dies after
+  // ADD, so x + a, then a + y: 384 bytes.
+  EXPECT_EQ(r->arena_size_bytes(), 384);
+  ASSERT_EQ(r->assignments(0).name(), "x");
+  EXPECT_EQ(r->assignments(0).end_step(), 2);
+  request.mutable_options()->set_io("arena_keep_inputs");
+  request.add_emit("tflite");
+  r = PlanToResponse(request);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->options().io(), "arena_keep_inputs");
+  EXPECT_EQ(r->assignments(0).kind(), "input");
+  EXPECT_EQ(r->assignments(0).end_step(), 4);  // to the end of the run
+  EXPECT_EQ(r->arena_size_bytes(), 3 * 192);   // x + a + y at RELU
+  // The planned model holds x and y apart, where TFLM's lifetimes let them
+  // share memory: offsets of x, w (-1: in the model), a, y.
+  ASSERT_EQ(r->files_size(), 1);
+  const std::vector<int32_t> offsets =
+      formats::testing::DecodeOfflinePlan(r->files(0).data()).offsets;
+  ASSERT_EQ(offsets.size(), 4u);
+  EXPECT_GE(std::abs(offsets[0] - offsets[3]), 192);
 }
 
 }  // namespace

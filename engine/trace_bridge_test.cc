@@ -43,11 +43,11 @@ TEST(TraceBridgeTest, AGraphsLifetimesBecomeItsEvents) {
       planner::AnalyzeLiveness(SmallGraph(), 64);
   ASSERT_TRUE(p.ok()) << p.status();
   const allocators::Trace trace = TraceFromProblem(*p);
-  // Step 0: everything born there (the graph output is persistent, live
-  // from the start), then the unused side output dies; step 1: hidden and
-  // the persistent tensors die.
-  EXPECT_THAT(Compact(trace), ElementsAre("A0", "A1", "A2", "A3", "A4", "F3",
-                                          "F0", "F1", "F2", "F4"));
+  // Step 0: the input, the weight, and conv's outputs are born, then the
+  // input (read by conv only) and the unused side output die; step 1: the
+  // graph output is born at its producer, relu, then everything dies.
+  EXPECT_THAT(Compact(trace), ElementsAre("A0", "A1", "A2", "A3", "F0", "F3",
+                                          "A4", "F1", "F2", "F4"));
   EXPECT_EQ(trace.events[2].size, 3000);
   EXPECT_EQ(trace.events[5].size, 100);  // frees carry the size too
   EXPECT_EQ(trace.events[0].alignment, 64);

@@ -1,7 +1,6 @@
 #include "formats/c_header.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -10,16 +9,19 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "base/sha256.h"
+#include "base/text.h"
 #include "planner/tflm_greedy.h"
 
 namespace memplan::formats {
 namespace {
 
 // Text safe inside a C comment: no control characters, no "*/" or "/*"
-// and no "??" (C99 trigraphs), at most 120 bytes.
+// and no "??" (C99 trigraphs), at most 120 bytes, not cut inside a
+// character.
 std::string CommentText(absl::string_view raw) {
   std::string out;
-  for (char c : raw.substr(0, 120)) {
+  for (char c : base::Utf8Prefix(raw, 120)) {
     const bool control = static_cast<unsigned char>(c) < 0x20 || c == 0x7F;
     const char before = out.empty() ? ' ' : out.back();
     if (control || c == '?' || (c == '/' && before == '*') ||
@@ -30,6 +32,48 @@ std::string CommentText(absl::string_view raw) {
     }
   }
   return out;
+}
+
+// The first `max` bytes of `text` as a C identifier part: letters and
+// digits kept (in lower case), every run of other bytes one '_', none at
+// either end; empty when nothing is left.
+std::string IdentifierPart(absl::string_view text, size_t max) {
+  std::string id;
+  for (char c : text.substr(0, max)) {
+    const bool ok = absl::ascii_isalnum(static_cast<unsigned char>(c));
+    const char out =
+        ok ? absl::ascii_tolower(static_cast<unsigned char>(c)) : '_';
+    if (out == '_' && (id.empty() || id.back() == '_')) continue;
+    id.push_back(out);
+  }
+  while (!id.empty() && id.back() == '_') id.pop_back();
+  return id;
+}
+
+// 8 hex digits of a hash of the input's bytes and its plan (not of where
+// the file lies): what a header's default ID adds to the file name. SHA-256
+// (base/sha256.h): the same in every process and on every machine.
+std::string InputHash(const CHeaderInput& in) {
+  base::Sha256 h;
+  h.Update(in.content);
+  h.UpdateInt64(static_cast<int64_t>(in.content.size()));
+  const planner::PlanResult& r = *in.result;
+  h.UpdateInt64(r.solution.arena_size);
+  for (size_t t = 0; t < r.tensors.size(); ++t) {
+    const planner::TensorPlacement& p = r.tensors[t];
+    h.Update(p.name);
+    h.UpdateInt64(static_cast<int64_t>(p.name.size()));
+    for (int64_t v : {p.size, r.OffsetOf(static_cast<int>(t)), p.start, p.end,
+                      static_cast<int64_t>(p.kind)}) {
+      h.UpdateInt64(v);
+    }
+  }
+  for (const planner::MemorySpacePlan& space : r.memory_spaces) {
+    h.Update(space.name);
+    h.UpdateInt64(static_cast<int64_t>(space.name.size()));
+    h.UpdateInt64(space.arena_size);
+  }
+  return base::Sha256::Hex(h.Finish()).substr(0, 8);
 }
 
 // One column of the header: a name, a C element type wide enough for its
@@ -57,7 +101,7 @@ class HeaderWriter {
   explicit HeaderWriter(const CHeaderInput& in)
       : in_(in),
         r_(*in.result),
-        id_(CHeaderId(in.name)),
+        id_(CHeaderIdFor(in)),
         macro_(absl::AsciiStrToUpper(id_)) {}
 
   absl::StatusOr<std::string> Write() {
@@ -102,6 +146,7 @@ class HeaderWriter {
   }
 
   void Columns();
+  std::vector<std::string> PoolIds() const;
   absl::StatusOr<bool> TflmColumn();
   void Preamble();
   void Macros();
@@ -183,6 +228,20 @@ absl::StatusOr<bool> HeaderWriter::TflmColumn() {
   return true;
 }
 
+// Per memory pool, the part of its macro's name after POOL_: its name as
+// an upper-case C identifier (its index when nothing is left), unique with
+// a suffix (sram.0, sram, SRAM -> SRAM_0, SRAM, SRAM_2).
+std::vector<std::string> HeaderWriter::PoolIds() const {
+  std::vector<std::string> ids;
+  for (size_t k = 0; k < r_.memory_spaces.size(); ++k) {
+    std::string id =
+        absl::AsciiStrToUpper(IdentifierPart(r_.memory_spaces[k].name, 48));
+    ids.push_back(id.empty() ? absl::StrCat(k) : std::move(id));
+  }
+  base::MakeUnique(&ids, "_");
+  return ids;
+}
+
 void HeaderWriter::Preamble() {
   absl::StrAppend(
       &out_, "/* Memory plan of ", CommentText(in_.name),
@@ -218,14 +277,13 @@ void HeaderWriter::Macros() {
                   Macro("TENSOR_COUNT"), " ", r_.tensors.size(), "\n#define ",
                   Macro("STEP_COUNT"), " ", steps, "\n#define ",
                   Macro("POOL_COUNT"), " ", pools, "\n");
+  const std::vector<std::string> pool_ids = PoolIds();
   for (int k = 0; k < static_cast<int>(r_.memory_spaces.size()); ++k) {
     const planner::MemorySpacePlan& space = r_.memory_spaces[k];
-    absl::StrAppend(
-        &out_, "#define ",
-        Macro(absl::StrCat(
-            "POOL_", absl::AsciiStrToUpper(CHeaderId(space.name)), "_BYTES")),
-        " ", space.arena_size, "  /* pool ", k, ": ", CommentText(space.name),
-        " */\n");
+    absl::StrAppend(&out_, "#define ",
+                    Macro(absl::StrCat("POOL_", pool_ids[k], "_BYTES")), " ",
+                    space.arena_size, "  /* pool ", k, ": ",
+                    CommentText(space.name), " */\n");
     pool_bytes.values.push_back(space.arena_size);
     pool_bytes.notes.push_back(CommentText(space.name));
   }
@@ -295,18 +353,28 @@ std::string CHeaderId(absl::string_view name) {
   if (slash != absl::string_view::npos) name.remove_prefix(slash + 1);
   const size_t dot = name.rfind('.');
   if (dot != absl::string_view::npos && dot > 0) name = name.substr(0, dot);
-  std::string id;
-  for (char c : name.substr(0, 48)) {
-    const bool ok = std::isalnum(static_cast<unsigned char>(c)) != 0;
-    const char out = ok ? static_cast<char>(std::tolower(c)) : '_';
-    if (out == '_' && !id.empty() && id.back() == '_') continue;
-    id.push_back(out);
-  }
-  while (!id.empty() && id.back() == '_') id.pop_back();
-  if (id.empty() || id == "_") return "plan";
-  if (std::isdigit(static_cast<unsigned char>(id[0]))) id = "m" + id;
-  if (id[0] == '_') id = "m" + id;
+  std::string id = IdentifierPart(name, 48);
+  if (id.empty()) return "plan";
+  if (absl::ascii_isdigit(static_cast<unsigned char>(id[0]))) id = "m" + id;
   return id;
+}
+
+bool IsCHeaderId(absl::string_view id) {
+  if (id.empty() || id.size() > 64 ||
+      !absl::ascii_isalpha(static_cast<unsigned char>(id[0]))) {
+    return false;
+  }
+  for (char c : id) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_') {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string CHeaderIdFor(const CHeaderInput& input) {
+  if (!input.id.empty()) return absl::AsciiStrToLower(input.id);
+  return absl::StrCat(CHeaderId(input.name), "_", InputHash(input));
 }
 
 absl::StatusOr<std::string> EmitCHeader(const CHeaderInput& input) {

@@ -9,9 +9,15 @@
 //       {"model.tflite", &result, &options, &model});
 //
 // Every name in the file starts with MEMPLAN_<ID>_ (macros) or
-// memplan_<id>_ (data), ID from the input's file name ("face_detection"
-// for face_detection.tflite), so that plans of several models can live in
-// one program. The arrays are declared by the header and defined where
+// memplan_<id>_ (data), so that plans of several models can live in one
+// program. ID is the user's (PlanRequest.c_header_id, --c_header_id), or by
+// default the input's file name as a C identifier and 8 hex digits of a
+// hash of the model's bytes and the plan ("face_detection_1f0c93ab" for
+// face_detection.tflite): two different models both called model.tflite
+// get different include guards and symbols. Memory pools get one macro
+// each, named from the pool's name and made unique with a suffix
+// ("sram.0", "sram", "SRAM" -> POOL_SRAM_0, POOL_SRAM, POOL_SRAM_2). The
+// arrays are declared by the header and defined where
 // MEMPLAN_<ID>_IMPLEMENTATION is defined before including it (in one .c
 // file), so that including it anywhere else costs nothing and warns of
 // nothing.
@@ -37,6 +43,13 @@ struct CHeaderInput {
   // When the plan is of an imported model: the model (for TFLite, its
   // tflm_uses give TFLite Micro's buffer order). Default: none.
   const ImportedModel* model = nullptr;
+  // The ID the header's names are built on. Default empty: CHeaderId(name),
+  // '_' and 8 hex digits of a hash of `content` and the plan. REQUIRES
+  // empty or IsCHeaderId.
+  std::string id;
+  // The input's bytes (a model file as sent), hashed into the default ID.
+  // Default: none (the plan alone is hashed).
+  absl::string_view content;
 };
 
 // The C99 header text for a plan. The error of the TFLM walk when a TFLite
@@ -45,9 +58,17 @@ struct CHeaderInput {
 [[nodiscard]] absl::StatusOr<std::string> EmitCHeader(
     const CHeaderInput& input);
 
-// The ID the header's names are built on: `name`'s file name without its
-// extension as a C identifier in lower case ("plan" when empty).
+// `name`'s file name without its extension as a C identifier in lower case
+// ("plan" when empty): the first part of a header's default ID.
 std::string CHeaderId(absl::string_view name);
+
+// Whether `id` can be a header's ID as given: letters, digits and '_',
+// starting with a letter, at most 64 characters.
+bool IsCHeaderId(absl::string_view id);
+
+// The ID `input`'s header is built on, in lower case: input.id, or the
+// default described at CHeaderInput::id.
+std::string CHeaderIdFor(const CHeaderInput& input);
 
 }  // namespace memplan::formats
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -92,8 +93,8 @@ int other_unit_tensor_count(void) {
 }
 )";
 
-// Compiles `header` with the check program (gcc -std=c99 -Wall -Wextra
-// -Werror) and runs it; returns its output, or the failure.
+// Compiles `header` with the check program (gcc -std=c99 -pedantic-errors -Wall
+// -Wextra -Werror) and runs it; returns its output, or the failure.
 std::string CompileAndRun(const std::string& header, const std::string& id) {
   const std::string dir =
       absl::StrCat(::testing::TempDir(), "c_header_", getpid(), "_", id);
@@ -107,7 +108,9 @@ std::string CompileAndRun(const std::string& header, const std::string& id) {
   std::ofstream(dir + "/main.c") << subst(kCheck);
   std::ofstream(dir + "/other.c") << subst(kOtherUnit);
   const std::string cc = absl::StrCat(
-      "cd '", dir, "' && gcc -std=c99 -Wall -Wextra -Werror -o check main.c ",
+      "cd '", dir,
+      "' && gcc -std=c99 -pedantic-errors -Wall -Wextra -Werror -o check "
+      "main.c ",
       "other.c > cc.log 2>&1 && ./check > run.log 2>&1; echo $? > status");
   EXPECT_EQ(std::system(cc.c_str()), 0);
   std::ifstream status(dir + "/status"), cc_log(dir + "/cc.log"),
@@ -131,6 +134,83 @@ TEST(CHeaderTest, IdsAreCIdentifiersFromTheFileName) {
   EXPECT_EQ(CHeaderId("3d-net.onnx"), "m3d_net");
   EXPECT_EQ(CHeaderId(""), "plan");
   EXPECT_EQ(CHeaderId("??.json"), "plan");
+  EXPECT_EQ(CHeaderId("_x.onnx"), "x");
+}
+
+TEST(CHeaderTest, UserIdsAreCIdentifierParts) {
+  for (const char* id : {"kws", "Net_2", "a", "x_"}) {
+    EXPECT_TRUE(IsCHeaderId(id)) << id;
+  }
+  for (const char* id : {"", "9lives", "_x", "a-b", "a b", "caf\xc3\xa9"}) {
+    EXPECT_FALSE(IsCHeaderId(id)) << id;
+  }
+  EXPECT_FALSE(IsCHeaderId(std::string(65, 'a')));
+}
+
+// The default ID: the file name and a hash of the model and the plan, the
+// same every time for the same input, different for different ones.
+TEST(CHeaderTest, DefaultIdsDifferBetweenModelsOfOneName) {
+  const planner::PlanOptions options = Options();
+  absl::StatusOr<planner::PlanResult> plan = planner::PlanGraph(
+      planner::testing::RandomGraph(12, 1), options, nullptr, nullptr);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  CHeaderInput a{"x/model.tflite", &*plan, &options, nullptr};
+  a.content = "model bytes";
+  const std::string id = CHeaderIdFor(a);
+  EXPECT_THAT(id, ::testing::MatchesRegex("model_[0-9a-f]{8}"));
+  EXPECT_EQ(CHeaderIdFor(a), id);
+  CHeaderInput b = a;
+  b.content = "other bytes";
+  EXPECT_NE(CHeaderIdFor(b), id);
+  planner::PlanResult moved = *plan;
+  moved.solution.offsets[0] += 64;
+  CHeaderInput c = a;
+  c.result = &moved;
+  EXPECT_NE(CHeaderIdFor(c), id);
+  CHeaderInput user = a;
+  user.id = "KWS";
+  EXPECT_EQ(CHeaderIdFor(user), "kws");
+  absl::StatusOr<std::string> header = EmitCHeader(user);
+  ASSERT_TRUE(header.ok()) << header.status();
+  EXPECT_THAT(*header, HasSubstr("#ifndef MEMPLAN_KWS_PLAN_H_"));
+  EXPECT_THAT(*header, HasSubstr("memplan_kws_offsets["));
+}
+
+// Pools whose names meet as identifiers get one macro each; a name is cut
+// for a comment between characters, never inside one.
+TEST(CHeaderTest, PoolMacrosAreUniqueAndCommentsStayUtf8) {
+  planner::Graph graph = planner::testing::RandomGraph(30, 2);
+  // A name of 121 bytes whose 120th is inside a character.
+  const std::string old_name = graph.tensors[0].name,
+                    long_name = std::string(119, 'a') + "\xc3\xa9";
+  graph.tensors[0].name = long_name;
+  for (planner::Op& op : graph.ops) {
+    for (auto* names : {&op.inputs, &op.outputs}) {
+      std::replace(names->begin(), names->end(), old_name, long_name);
+    }
+  }
+  for (auto* names : {&graph.inputs, &graph.outputs}) {
+    std::replace(names->begin(), names->end(), old_name, long_name);
+  }
+  planner::PlanOptions options = Options();
+  options.memory_spaces = {{"sram.0", 256}, {"sram", 256}, {"SRAM", 256},
+                           {"l2-a", 256},   {"l2_a", 256}, {"\xc3\xa9", 0}};
+  absl::StatusOr<planner::PlanResult> plan =
+      planner::PlanGraph(graph, options, nullptr, nullptr);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  CHeaderInput input{"pools", &*plan, &options, nullptr};
+  input.id = "p";
+  absl::StatusOr<std::string> header = EmitCHeader(input);
+  ASSERT_TRUE(header.ok()) << header.status();
+  for (const char* macro :
+       {"SRAM_0", "SRAM", "SRAM_2", "L2_A", "L2_A_2", "5"}) {
+    EXPECT_THAT(*header, HasSubstr(absl::StrCat("#define MEMPLAN_P_POOL_",
+                                                macro, "_BYTES ")));
+  }
+  EXPECT_THAT(*header, HasSubstr(std::string(119, 'a') + " ("));
+  EXPECT_THAT(*header, ::testing::Not(HasSubstr("a\xc3 (")));
+  EXPECT_THAT(CompileAndRun(*header, "p"),
+              ::testing::StartsWith("exit 0: ok "));
 }
 
 // A TFLite model with an IF: the header compiles, the program finds no
@@ -159,8 +239,9 @@ TEST(CHeaderTest, TfliteHeaderCompilesAndHoldsNoOverlap) {
   absl::StatusOr<planner::PlanResult> plan = planner::PlanGraph(
       api::GraphFromProto(m->graph), options, nullptr, nullptr);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  absl::StatusOr<std::string> header =
-      EmitCHeader({"dir/if_model.tflite", &*plan, &options, &*m});
+  CHeaderInput input{"dir/if_model.tflite", &*plan, &options, &*m};
+  input.id = "if_model";
+  absl::StatusOr<std::string> header = EmitCHeader(input);
   ASSERT_TRUE(header.ok()) << header.status();
   EXPECT_THAT(*header,
               ::testing::AllOf(
@@ -173,8 +254,8 @@ TEST(CHeaderTest, TfliteHeaderCompilesAndHoldsNoOverlap) {
   planner::PlanResult broken = *plan;
   broken.solution.offsets[broken.tensors[y].buffer] =
       broken.solution.offsets[broken.tensors[x].buffer];
-  absl::StatusOr<std::string> bad =
-      EmitCHeader({"dir/if_model.tflite", &broken, &options, &*m});
+  input.result = &broken;
+  absl::StatusOr<std::string> bad = EmitCHeader(input);
   ASSERT_TRUE(bad.ok()) << bad.status();
   EXPECT_THAT(CompileAndRun(*bad, "if_model"),
               ::testing::AllOf(::testing::StartsWith("exit 1: "),
@@ -193,14 +274,18 @@ TEST(CHeaderTest, GraphHeadersCompileWithPoolsAndInPlaceOps) {
     absl::StatusOr<planner::PlanResult> plan =
         planner::PlanGraph(graph, options, nullptr, nullptr);
     ASSERT_TRUE(plan.ok()) << plan.status();
-    absl::StatusOr<std::string> header =
-        EmitCHeader({graph.name, &*plan, &options, nullptr});
+    const CHeaderInput input{graph.name, &*plan, &options, nullptr};
+    absl::StatusOr<std::string> header = EmitCHeader(input);
     ASSERT_TRUE(header.ok()) << header.status();
     EXPECT_THAT(*header, ::testing::Not(HasSubstr("TFLM")));
+    const std::string id = CHeaderIdFor(input);
+    EXPECT_THAT(id, ::testing::StartsWith("random_graph_"));
     if (pools) {
-      EXPECT_THAT(*header, HasSubstr("#define MEMPLAN_RANDOM_GRAPH_POOL_SRAM"));
+      EXPECT_THAT(*header, HasSubstr(absl::StrCat("#define MEMPLAN_",
+                                                  absl::AsciiStrToUpper(id),
+                                                  "_POOL_SRAM_BYTES ")));
     }
-    EXPECT_THAT(CompileAndRun(*header, "random_graph"),
+    EXPECT_THAT(CompileAndRun(*header, id),
                 ::testing::StartsWith("exit 0: ok "));
   }
 }

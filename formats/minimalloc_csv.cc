@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/text.h"
 
 namespace memplan::formats {
 namespace {
@@ -69,6 +70,13 @@ absl::Status ReadRow(const std::vector<absl::string_view>& cells,
                      MinimallocCsv* csv) {
   planner::Buffer b;
   b.name = std::string(absl::StripAsciiWhitespace(cells[columns.at("id")]));
+  // A text file is UTF-8, as JSON is: an id that is not could not travel
+  // to a server either (protobuf refuses it in a request).
+  if (!base::IsUtf8(b.name)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": id '", base::SafeText(b.name.substr(0, 64)),
+                     "' is not UTF-8 text"));
+  }
   b.alignment = 1;  // MiniMalloc's default
   int64_t offset = 0;
   for (const char* field : {"lower", "upper", "size", "alignment", "offset"}) {

@@ -68,6 +68,20 @@ TEST(MinimallocCsvTest, ErrorsNameTheLineTheBufferAndTheColumn) {
   EXPECT_THAT(Error(""), HasSubstr("no buffers"));
 }
 
+// Ids are text: bytes that are not UTF-8 are refused, as in JSON; valid
+// text the outputs must escape (U+FFFE, a backslash) is read as it is.
+TEST(MinimallocCsvTest, IdsMustBeUtf8) {
+  EXPECT_EQ(Error("id,lower,upper,size\nv\xff,0,3,4\n"),
+            "b.csv:2: id 'v\\xFF' is not UTF-8 text");
+  EXPECT_THAT(Error("id,lower,upper,size\n\xed\xa0\x80,0,3,4\n"),
+              HasSubstr("is not UTF-8 text"));
+  absl::StatusOr<MinimallocCsv> csv = ReadMinimallocCsv(
+      "id,lower,upper,size\nu\xef\xbf\xbe,0,3,4\nw\\xFF,0,3,4\n", "x.csv");
+  ASSERT_TRUE(csv.ok()) << csv.status();
+  EXPECT_EQ(csv->problem.buffers[0].name, "u\xef\xbf\xbe");
+  EXPECT_EQ(csv->problem.buffers[1].name, "w\\xFF");
+}
+
 TEST(MinimallocCsvTest, WritesWhatItReadsWithOffsets) {
   const std::string text =
       "id,lower,upper,size,alignment\na,0,3,4,16\nb,1,2,8,1\n";

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,23 @@ struct ImportedModel {
   // to the last), so the graph marks them as activations; the plan reports
   // them as the inputs and outputs they are.
   std::vector<int> main_inputs, main_outputs;
+  // TFLite: the graph tensors that are scratch memory of the operators
+  // reading them (no data, no producer: an Ethos-U operator's scratch and
+  // fast scratch), planned from just before their first reader to their
+  // last; the plan reports them as scratch.
+  std::vector<int> scratch;
+  // TFLite: tensors that keep the offsets of the offline plan the model
+  // already carries (an Ethos-U model's, from Vela: its command streams
+  // address them from the scratch tensor's start). They are not graph
+  // tensors of their own: each lies `offset` bytes into graph tensor
+  // `block`, which spans them all, so the planned model keeps their
+  // layout (tflite/reader.h).
+  struct KeptTensor {
+    int64_t tensor = 0;  // index among all tensors, subgraphs concatenated
+    int block = 0;       // the graph tensor holding it
+    int64_t offset = 0;  // bytes from the block's start
+  };
+  std::vector<KeptTensor> tflite_kept;
   // TFLite: the parsed model, a view of the bytes given to the import (they
   // must outlive it), so that the writers and the TFLM baseline never parse
   // the file again; and TFLite Micro's view of every tensor, subgraphs
@@ -98,6 +116,23 @@ struct ValueSummary {
   int64_t bytes = -1;  // -1 while a dim is not a number
 };
 
+// A dynamic dim an import gives a value of its own unless told otherwise.
+struct DefaultedDim {
+  std::string value;  // the tensor (graph input) holding it
+  int dim = 0;        // its index in the shape, from 0
+  int64_t size = 0;   // the value used
+  std::string flag;   // what sets it instead: "--dim batch=N", "--input ..."
+};
+
+// The offline plan a model file carries (TFLite OfflineMemoryAllocation).
+struct OfflinePlanSummary {
+  int32_t version = 0;    // word 0
+  int32_t subgraphs = 0;  // word 1 (number of subgraphs)
+  int64_t offsets = 0;    // word 2: N
+  int64_t placed = 0;     // offsets that are not -1
+  bool usable = false;    // N is the tensor count: TFLite Micro uses it
+};
+
 // What a model holds, without planning it (`memplan inspect`).
 struct ModelSummary {
   Format format = Format::kOnnx;      // what was read
@@ -110,6 +145,14 @@ struct ModelSummary {
   int64_t weight_bytes = 0;                 // constants kept in the model
   int64_t ops = 0;                          // nodes/operators over all graphs
   std::map<std::string, int64_t> op_types;  // op type -> count
+  // Dynamic dims of the main inputs that an import sets by itself (TFLite:
+  // -1 dims, to the model's own shape; ONNX: unnamed dims, to 1).
+  std::vector<DefaultedDim> defaulted_dims;
+  // TFLite: tensors whose shape_signature has -1 dims (all take the
+  // model's own shape unless --dim or --input says otherwise).
+  int64_t dynamic_tensors = 0;
+  // TFLite: the offline plan the file already carries, when it has one.
+  std::optional<OfflinePlanSummary> offline_plan;
 };
 
 // Adds "NAME=VALUE[,NAME=VALUE...]" (the --dim flag) to options->dims.

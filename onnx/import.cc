@@ -120,6 +120,26 @@ absl::Status CheckShapeNames(const ModelOptions& options,
 // --- Overrides applied before ONNX's inference
 // ---------------------------------
 
+// Gives each graph input that is also an initializer (exporters of IR < 4
+// list every initializer among the inputs) the initializer's type and
+// dims: it is a weight, so ONNX's inference and --dim see the shape the
+// file holds, not a declared one with dim names of its own.
+void TypeInitializerInputs(onnx::GraphProto* g) {
+  absl::flat_hash_map<std::string, const onnx::TensorProto*> initializers;
+  for (const onnx::TensorProto& t : g->initializer()) {
+    initializers.emplace(t.name(), &t);
+  }
+  for (onnx::ValueInfoProto& vi : *g->mutable_input()) {
+    auto it = initializers.find(vi.name());
+    if (it == initializers.end()) continue;
+    onnx::TypeProto::Tensor* type = vi.mutable_type()->mutable_tensor_type();
+    type->set_elem_type(it->second->data_type());
+    onnx::TensorShapeProto* shape = type->mutable_shape();
+    shape->clear_dim();
+    for (int64_t d : it->second->dims()) shape->add_dim()->set_dim_value(d);
+  }
+}
+
 // Replaces symbolic dims named in `dims` by their values in one type.
 void SetNamedDims(const std::map<std::string, int64_t>& dims,
                   onnx::TypeProto* type) {
@@ -200,10 +220,12 @@ absl::StatusOr<onnx::ModelProto> Prepare(absl::string_view bytes,
   if (!model.ok()) return model.status();
   if (auto s = internal::SanitizeTensors(&*model, name); !s.ok()) return s;
   if (auto s = internal::CheckAttributes(*model, name); !s.ok()) return s;
+  if (auto s = internal::SortNodes(&*model, name); !s.ok()) return s;
   std::vector<const absl::flat_hash_set<std::string>*> scopes;
   if (auto s = internal::CheckReads(model->graph(), &scopes, "", name); !s.ok())
     return s;
   onnx::GraphProto* g = model->mutable_graph();
+  TypeInitializerInputs(g);
   if (auto s = CheckDimNames(options, *g); !s.ok()) return s;
   if (auto s = CheckShapeNames(options, *g); !s.ok()) return s;
   ApplyDims(options, g);
@@ -357,6 +379,7 @@ class GraphBuilder {
     t->set_size_bytes(*size->bytes);
     if (v.constant) {
       t->set_constant(true);
+      t->set_folded(v.folded);
       ++result_.stats.weights;
     }
     return absl::OkStatus();

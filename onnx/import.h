@@ -18,14 +18,21 @@
 //   element size x element count, with 4-bit types (int4, uint4,
 //   float4e2m1) packed two to a byte, rounded up. Values with a zero dim
 //   hold no memory and are left out (stats count them).
-// - Weights: initializers, Constant nodes' outputs and values folded from
-//   those alone (every input constant, a deterministic op) are tensors with
+// - Weights: initializers (also those an older exporter lists among the
+//   graph inputs too, IR < 4: a weight of the initializer's type and dims,
+//   not an input), Constant nodes' outputs and values folded from those
+//   alone (every input constant, a deterministic op) are tensors with
 //   `constant` set: the planner keeps them out of the arena unless
-//   options.weights is "arena", and reports their bytes apart. Values
-//   computed from shapes (Shape -> Gather...) are not constants: a runtime
-//   computes them at run time.
-// - One op per node, in the file's order, which must be topological (checked:
-//   the error names the node).
+//   options.weights is "arena", and reports their bytes apart. Folded
+//   values also have `folded` set: the file does not store them, so
+//   weights_bytes leaves them out. Values computed from shapes (Shape ->
+//   Gather...) are not constants: a runtime computes them at run time.
+// - One op per node, in the order ONNX Runtime runs them: the file's order
+//   when it is topological, else sorted topologically as ONNX Runtime sorts
+//   (stably: a node keeps its place among the others wherever what it
+//   reads allows; in every subgraph too; numbers in unnamed nodes' op
+//   names are their places after the sort). Nodes in a cycle are an error
+//   naming some of them.
 // - Control flow is flattened into the one op list (the planner needs no
 //   new concept). For a node running subgraphs, per subgraph that runs:
 //     "<node>/<branch>/enter" reads what the node passes in (its inputs and
@@ -68,7 +75,7 @@
 //
 // Errors are INVALID_ARGUMENT naming the node or value (not an ONNX file,
 // truncated file, string tensors, an op whose outputs cannot be typed, such
-// as one from an unknown domain, nodes out of order, unknown sizes, a value
+// as one from an unknown domain, a cycle, unknown sizes, a value
 // over 1 TiB such as a hostile Range or ConstantOfShape, subgraphs nested
 // more than 16 deep). Before ONNX's inference sees the model, tensor data
 // is checked against its dims and required attributes against the op's

@@ -108,6 +108,7 @@ void EvaluateOutputs(const onnx::ModelProto& model, absl::string_view name,
   onnx::ModelProto inferred = model;
   if (!internal::SanitizeTensors(&inferred, name).ok()) return;
   if (!internal::CheckAttributes(inferred, name).ok()) return;
+  if (!internal::SortNodes(&inferred, name).ok()) return;
   std::vector<const absl::flat_hash_set<std::string>*> scopes;
   if (!internal::CheckReads(inferred.graph(), &scopes, "", name).ok()) return;
   if (!internal::InferShapes(&inferred, name).ok()) return;
@@ -128,6 +129,14 @@ void DeclaredInputsOutputs(const onnx::GraphProto& g, ModelSummary* s) {
   for (const onnx::ValueInfoProto& vi : g.input()) {
     if (!initializers.contains(vi.name())) {
       s->inputs.push_back(DeclaredSummary(vi));
+      // Unnamed dynamic dims: the import sets them to 1 (onnx/import.h).
+      const std::vector<std::string>& dims = s->inputs.back().dims;
+      for (size_t d = 0; d < dims.size(); ++d) {
+        if (dims[d] != "?") continue;
+        s->defaulted_dims.push_back(
+            {vi.name(), static_cast<int>(d), 1,
+             absl::StrCat("--input ", vi.name(), "=SHAPE")});
+      }
     }
   }
   for (const onnx::ValueInfoProto& vi : g.output()) {

@@ -684,6 +684,7 @@ class Evaluator {
       OnnxValue& v = V(nr->outputs[k]);
       MergeGlobal(GlobalType(run->graph, v.name), &v);
       if (auto s = Override(&v); !s.ok()) return s;
+      v.folded = !v.constant && foldable && node.op_type() != "Constant";
       v.constant = v.constant || foldable;
       if (!v.content) {
         v.from_data = from_data;

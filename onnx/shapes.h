@@ -70,6 +70,8 @@ struct OnnxValue {
   std::optional<OnnxContent> content;  // its elements, when known and small
   bool constant = false;    // data in the model: an initializer, a Constant
                             // node's output, or folded from those alone
+  bool folded = false;      // a constant folded from constants: its bytes
+                            // are not stored in the model
   bool from_data = false;   // its elements depend on tensor data (inputs)
   std::set<AtomId> taint;   // when the elements are unknown and not from
                             // data: the dims they depend on

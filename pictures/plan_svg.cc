@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/text.h"
 
 namespace memplan::formats {
 namespace {
@@ -482,39 +483,23 @@ std::vector<int64_t> StepTicks(int64_t first, int64_t last, int max_ticks) {
 
 namespace {
 
-// The length of the valid UTF-8 sequence starting at text[i] (a byte of
-// 0x80 or more), or 0 when it is not one.
-size_t Utf8Length(absl::string_view text, size_t i) {
-  const auto c = static_cast<unsigned char>(text[i]);
-  const size_t len = c >= 0xF0 && c <= 0xF4  ? 4
-                     : c >= 0xE0 && c < 0xF0 ? 3
-                     : c >= 0xC2 && c < 0xE0 ? 2
-                                             : 0;
-  if (len == 0 || i + len > text.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    if ((static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) return 0;
-  }
-  return len;
-}
-
-// Calls ascii(c) for each ASCII byte, appends valid UTF-8 sequences as they
-// are and '?' for any other byte.
+// Calls ascii(c) for each ASCII byte, appends other characters XML 1.0
+// allows as they are (base/text.h) and '?' for any other byte.
 template <typename Ascii>
 std::string MapUtf8(absl::string_view text, Ascii ascii) {
   std::string out;
   out.reserve(text.size() + 8);
   for (size_t i = 0; i < text.size();) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x80) {
-      ascii(static_cast<char>(c), &out);
-      ++i;
-    } else if (const size_t len = Utf8Length(text, i); len > 0) {
+    char32_t c = 0;
+    const size_t len = base::Utf8Sequence(text, i, &c);
+    if (len == 1) {
+      ascii(text[i], &out);
+    } else if (len > 0 && base::IsXmlChar(c)) {
       out.append(text.data() + i, len);
-      i += len;
     } else {
       out += '?';
-      ++i;
     }
+    i += std::max<size_t>(len, 1);
   }
   return out;
 }

@@ -102,12 +102,14 @@ std::vector<int64_t> ByteTicks(int64_t top, int max_ticks);
 std::vector<int64_t> StepTicks(int64_t first, int64_t last, int max_ticks);
 
 // `text` safe inside XML/HTML text and attribute values: markup escaped,
-// characters XML forbids and bytes that are not UTF-8 replaced by '?'.
+// characters XML 1.0 forbids and bytes that are not well-formed UTF-8
+// (base/text.h) replaced by '?'. Names arrive clean (engine::Plan applies
+// base::SafeName); this keeps any other text from breaking the file.
 std::string EscapeXml(absl::string_view text);
 
 // `text` as a JSON string literal with its quotes, safe inside an HTML
-// <script> element ('<', '>' and '&' as \u escapes); bytes that are not
-// UTF-8 replaced by '?'.
+// <script> element ('<', '>' and '&' as \u escapes); characters XML 1.0
+// forbids and bytes that are not well-formed UTF-8 replaced by '?'.
 std::string JsonString(absl::string_view text);
 
 // The i-th colour of a categorical palette: distinct neighbours, readable

@@ -309,6 +309,20 @@ TEST(DrawingHelpersTest, JsonStringCannotCloseAScript) {
   EXPECT_EQ(JsonString("\x01\xc3\xa9\xff"), "\"\\u0001\xc3\xa9?\"");
 }
 
+// What XML 1.0 forbids never reaches a picture, however a caller's text
+// came: surrogates, overlong forms, code points past U+10FFFF, U+FFFE,
+// controls (the issue 31 SVG that xmllint refused).
+TEST(DrawingHelpersTest, EscapeXmlKeepsOnlyXmlCharacters) {
+  EXPECT_EQ(EscapeXml("a\xed\xa0\x80"
+                      "b"),
+            "a???b");  // one per byte
+  EXPECT_EQ(EscapeXml("\xe0\x80\x80|\xc0\x80|\xf4\x90\x80\x80"), "???|??|????");
+  EXPECT_EQ(EscapeXml("u\xef\xbf\xbe\xef\xbf\xbf\x01<&"), "u???&lt;&amp;");
+  EXPECT_EQ(EscapeXml("caf\xc3\xa9\tx\ny \xf0\x9f\x98\x80"),
+            "caf\xc3\xa9\tx\ny \xf0\x9f\x98\x80");
+  EXPECT_EQ(JsonString("\xed\xa0\x80\xef\xbf\xbe"), "\"????\"");
+}
+
 TEST(DrawingHelpersTest, PaletteNeighboursDiffer) {
   for (int i = 0; i < 200; ++i) {
     EXPECT_THAT(PaletteColor(i), ::testing::MatchesRegex("#[0-9a-f]{6}"));

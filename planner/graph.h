@@ -25,10 +25,14 @@ enum class TensorKind {
   kOutput,      // a graph output, read by the caller after the run
   kWeight,      // data stored in the model (weights, constants)
   kVariable,    // state kept from one run to the next
+  // Memory an operator uses while it runs, that nothing writes before it
+  // (TFLite: an Ethos-U operator's scratch tensors); set by the model
+  // import, planned as an activation.
+  kScratch,
 };
 
-// "activation", "input", "output", "weight" or "variable": the names the
-// response and the reports use.
+// "activation", "input", "output", "weight", "variable" or "scratch": the
+// names the response and the reports use.
 absl::string_view TensorKindName(TensorKind kind);
 
 struct Tensor {
@@ -42,6 +46,10 @@ struct Tensor {
   // State kept across runs (a TFLite variable tensor): live for the whole
   // run and never shared, like graph inputs. Default false.
   bool variable = false;
+  // With `constant`: computed from constants when the model loads (ONNX
+  // constant folding), its bytes not stored in the model: a weight that
+  // PlanResult::weights_bytes leaves out. Default false.
+  bool folded = false;
 };
 
 struct Op {

@@ -146,7 +146,65 @@ absl::Status ClassifyTensors(const Graph& graph,
   return absl::OkStatus();
 }
 
+// Marks the tensors listed as graph outputs (an input may be one too).
+std::vector<bool> GraphOutputs(
+    const Graph& graph, const absl::flat_hash_map<std::string, int>& index) {
+  std::vector<bool> output(graph.tensors.size(), false);
+  for (const std::string& name : graph.outputs) output[index.at(name)] = true;
+  return output;
+}
+
+// Whether an input or output lives for the whole run whatever the policy:
+// an input that is also an output (the caller reads it after the run), or
+// a variable.
+bool IsWholeRun(TensorKind kind, bool graph_output, const Tensor& tensor) {
+  return (kind == TensorKind::kInput && graph_output) || tensor.variable;
+}
+
+// A tensor's steps: [start, end).
+struct Lifetime {
+  Step start = 0;
+  Step end = 0;
+};
+
+// The lifetime of tensor `t` (liveness.h): activations from their producer
+// to their last consumer, inputs from the start and outputs to the end
+// (`io` may keep inputs whole), weights and variables for the whole run.
+// `whole_run`: IsWholeRun.
+Lifetime LifetimeOf(const Usage& usage, size_t t, bool whole_run, IoPolicy io,
+                    Step steps) {
+  const Step producer = usage.producer[t];
+  const Step last_use = std::max(producer, Step{usage.last_consumer[t]});
+  switch (usage.kind[t]) {
+    case TensorKind::kActivation:
+    case TensorKind::kScratch:
+      return {producer, last_use + 1};
+    case TensorKind::kInput:
+      if (whole_run || io == IoPolicy::kKeepInputs) break;
+      return {0, std::max(Step{0}, last_use) + 1};
+    case TensorKind::kOutput:
+      if (whole_run) break;
+      return {std::max(Step{0}, producer), steps};
+    case TensorKind::kWeight:
+    case TensorKind::kVariable:
+      break;
+  }
+  return {0, steps};
+}
+
 }  // namespace
+
+absl::string_view IoPolicyName(IoPolicy policy) {
+  switch (policy) {
+    case IoPolicy::kRuntime:
+      return "arena";
+    case IoPolicy::kKeepInputs:
+      return "arena_keep_inputs";
+    case IoPolicy::kExclude:
+      return "exclude";
+  }
+  return "arena";
+}
 
 absl::string_view TensorKindName(TensorKind kind) {
   switch (kind) {
@@ -160,13 +218,16 @@ absl::string_view TensorKindName(TensorKind kind) {
       return "weight";
     case TensorKind::kVariable:
       return "variable";
+    case TensorKind::kScratch:
+      return "scratch";
   }
   return "activation";
 }
 
 absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
                                         Bytes default_alignment,
-                                        std::vector<TensorKind>* kinds) {
+                                        std::vector<TensorKind>* kinds,
+                                        IoPolicy io) {
   const std::string label =
       graph.name.empty() ? "graph" : "graph '" + graph.name + "'";
   if (graph.tensors.empty()) return Invalid(label, " has no tensors");
@@ -185,6 +246,7 @@ absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
   if (auto s = FindConsumers(graph, *index, &usage); !s.ok()) return s;
   if (auto s = ClassifyTensors(graph, *index, &usage); !s.ok()) return s;
 
+  const std::vector<bool> output = GraphOutputs(graph, *index);
   const Step steps = static_cast<Step>(graph.ops.size());
   Problem problem;
   problem.buffers.reserve(n);
@@ -195,13 +257,10 @@ absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
     b.size = tensor.size_bytes;
     b.alignment = tensor.alignment != 0 ? tensor.alignment : default_alignment;
     b.persistent = usage.kind[t] != TensorKind::kActivation;
-    if (b.persistent) {
-      b.start = 0;
-      b.end = steps;
-    } else {
-      b.start = usage.producer[t];
-      b.end = std::max(usage.producer[t], usage.last_consumer[t]) + 1;
-    }
+    const Lifetime life = LifetimeOf(
+        usage, t, IsWholeRun(usage.kind[t], output[t], tensor), io, steps);
+    b.start = life.start;
+    b.end = life.end;
     problem.buffers.push_back(std::move(b));
   }
   if (kinds != nullptr) *kinds = std::move(usage.kind);

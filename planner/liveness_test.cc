@@ -48,10 +48,99 @@ TEST(LivenessTest, InputsOutputsAndWeightsArePersistent) {
   absl::StatusOr<Problem> p = AnalyzeLiveness(SmallGraph(), 64);
   ASSERT_TRUE(p.ok()) << p.status();
   for (const char* name : {"x", "w", "y"}) {
-    EXPECT_TRUE(Find(*p, name).persistent) << name;
-    EXPECT_EQ(Find(*p, name).start, 0) << name;
-    EXPECT_EQ(Find(*p, name).end, 3) << name;
+    EXPECT_TRUE(Find(*p, name).persistent) << name;  // never reused in place
   }
+  EXPECT_EQ(Find(*p, "w").start, 0);
+  EXPECT_EQ(Find(*p, "w").end, 3);
+}
+
+// x -> a -> b -> c -> y over four steps: the input is read at step 0 only,
+// the output written at step 3.
+Graph Chain() {
+  Graph g;
+  g.tensors = {{"x", 100}, {"a", 10}, {"b", 10}, {"c", 10}, {"y", 100}};
+  g.ops = {{"op0", {"x"}, {"a"}},
+           {"op1", {"a"}, {"b"}},
+           {"op2", {"b"}, {"c"}},
+           {"op3", {"c"}, {"y"}}};
+  g.inputs = {"x"};
+  g.outputs = {"y"};
+  return g;
+}
+
+TEST(LivenessTest, InputsDieAfterTheirLastUseAndOutputsAreBornAtTheirProducer) {
+  absl::StatusOr<Problem> p = AnalyzeLiveness(Chain(), 64);
+  ASSERT_TRUE(p.ok()) << p.status();
+  // As TFLite Micro has them: x from step 0 through its last reader (0),
+  // y from its producer (3) to the end.
+  EXPECT_EQ(Find(*p, "x").start, 0);
+  EXPECT_EQ(Find(*p, "x").end, 1);
+  EXPECT_EQ(Find(*p, "y").start, 3);
+  EXPECT_EQ(Find(*p, "y").end, 4);
+  // So x and y, 100 bytes each and never live together, can share memory:
+  // the peak is x + a = c + y = 110 bytes, where holding both for the whole
+  // run gave x + y + a = 210.
+  EXPECT_EQ(LowerBound(*p), 110);
+  // SmallGraph: x is read by conv (step 0) only; y written by add (step 2).
+  absl::StatusOr<Problem> small = AnalyzeLiveness(SmallGraph(), 64);
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(Find(*small, "x").end, 1);
+  EXPECT_EQ(Find(*small, "y").start, 2);
+}
+
+TEST(LivenessTest, AnInputReadLaterLivesUntilThatRead) {
+  Graph g = Chain();
+  g.ops[2].inputs.push_back("x");  // op2 reads x again
+  absl::StatusOr<Problem> p = AnalyzeLiveness(g, 64);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(Find(*p, "x").start, 0);
+  EXPECT_EQ(Find(*p, "x").end, 3);
+}
+
+TEST(LivenessTest, KeepInputsHoldsInputsForTheWholeRun) {
+  absl::StatusOr<Problem> p =
+      AnalyzeLiveness(Chain(), 64, nullptr, IoPolicy::kKeepInputs);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(Find(*p, "x").start, 0);
+  EXPECT_EQ(Find(*p, "x").end, 4);
+  // Outputs still from their producer.
+  EXPECT_EQ(Find(*p, "y").start, 3);
+  EXPECT_EQ(Find(*p, "y").end, 4);
+  EXPECT_EQ(Find(*p, "a").end, 2);  // activations are not affected
+}
+
+TEST(LivenessTest, ExcludeKeepsTheRuntimeLifetimesForReports) {
+  absl::StatusOr<Problem> p =
+      AnalyzeLiveness(Chain(), 64, nullptr, IoPolicy::kExclude);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(Find(*p, "x").end, 1);
+  EXPECT_EQ(Find(*p, "y").start, 3);
+}
+
+TEST(LivenessTest, EdgeCasesOfInputsAndOutputs) {
+  Graph g = Chain();
+  g.tensors.push_back({"unused", 8});  // an input nothing reads
+  g.tensors.push_back({"given", 8});   // an output no op writes
+  g.tensors.push_back({"state", 8, 0, false, /*variable=*/true});
+  g.ops[3].outputs.push_back("state");  // a variable that is an output
+  g.inputs.push_back("unused");
+  g.outputs = {"y", "x", "given", "state"};  // x: both input and output
+  std::vector<TensorKind> kinds;
+  absl::StatusOr<Problem> p = AnalyzeLiveness(g, 64, &kinds);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(Find(*p, "unused").start, 0);  // live while the run starts
+  EXPECT_EQ(Find(*p, "unused").end, 1);
+  for (const char* name : {"x", "given", "state"}) {  // the whole run
+    EXPECT_EQ(Find(*p, name).start, 0) << name;
+    EXPECT_EQ(Find(*p, name).end, 4) << name;
+  }
+  EXPECT_EQ(kinds[0], TensorKind::kInput);
+}
+
+TEST(LivenessTest, IoPolicyNames) {
+  EXPECT_EQ(IoPolicyName(IoPolicy::kRuntime), "arena");
+  EXPECT_EQ(IoPolicyName(IoPolicy::kKeepInputs), "arena_keep_inputs");
+  EXPECT_EQ(IoPolicyName(IoPolicy::kExclude), "exclude");
 }
 
 TEST(LivenessTest, UnusedOutputAndMultiOutputOps) {
@@ -165,10 +254,16 @@ TEST(LivenessTest, KindsOfTensors) {
                          TensorKind::kActivation, TensorKind::kActivation,
                          TensorKind::kOutput, TensorKind::kWeight,
                          TensorKind::kVariable));
-  // Every kind but activations lives for the whole schedule.
-  for (const char* name : {"x", "w", "y", "k", "state"}) {
+  // Weights and variables live for the whole schedule; inputs and outputs
+  // as a runtime has them. None is an activation.
+  for (const char* name : {"w", "k", "state"}) {
     EXPECT_EQ(Find(*p, name).start, 0) << name;
     EXPECT_EQ(Find(*p, name).end, 5) << name;
+  }
+  EXPECT_EQ(Find(*p, "x").end, 1);
+  EXPECT_EQ(Find(*p, "y").start, 2);
+  EXPECT_EQ(Find(*p, "y").end, 5);
+  for (const char* name : {"x", "w", "y", "k", "state"}) {
     EXPECT_TRUE(Find(*p, name).persistent) << name;
   }
   EXPECT_EQ(TensorKindName(TensorKind::kVariable), "variable");

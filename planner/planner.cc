@@ -14,6 +14,7 @@
 #include "planner/in_place.h"
 #include "planner/interference.h"
 #include "planner/liveness.h"
+#include "planner/memory_spaces.h"
 #include "planner/portfolio.h"
 #include "planner/sections.h"
 #include "planner/strategy.h"
@@ -276,12 +277,13 @@ bool Planned(TensorKind kind, const PlanOptions& options) {
   switch (kind) {
     case TensorKind::kActivation:
     case TensorKind::kVariable:
+    case TensorKind::kScratch:
       return true;
     case TensorKind::kWeight:
       return options.weights_in_arena;
     case TensorKind::kInput:
     case TensorKind::kOutput:
-      return options.io_in_arena;
+      return options.io != IoPolicy::kExclude;
   }
   return true;
 }
@@ -308,7 +310,9 @@ std::vector<InPlaceTensor> SelectBuffers(const Graph& graph,
     TensorPlacement& out = result->tensors[t];
     out = {b.name, kinds[t], b.size, b.start, b.end, -1, ""};
     if (!Planned(kinds[t], options)) {
-      if (kinds[t] == TensorKind::kWeight) result->weights_bytes += b.size;
+      if (kinds[t] == TensorKind::kWeight && !graph.tensors[t].folded) {
+        result->weights_bytes += b.size;
+      }
       continue;
     }
     const int m = in_place ? merge.buffer_of[t] : static_cast<int>(t);
@@ -504,6 +508,45 @@ absl::StatusOr<PlanResult> PlanProblem(PlanResult result,
 
 }  // namespace
 
+namespace {
+
+// The buffers of a graph, before any offset: liveness, kinds and in-place
+// merging into result->problem and result->tensors (timed as "liveness").
+// The in-place aliases go to *aliases. INVALID_ARGUMENT as AnalyzeLiveness.
+absl::Status GraphBuffers(const Graph& graph, const PlanOptions& options,
+                          PlanResult* result,
+                          std::vector<InPlaceTensor>* aliases) {
+  StageTimer timer("liveness", result);
+  std::vector<TensorKind> kinds;
+  absl::StatusOr<Problem> tensors =
+      AnalyzeLiveness(graph, options.alignment, &kinds, options.io);
+  if (!tensors.ok()) return tensors.status();
+  result->io = options.io;
+  *aliases = SelectBuffers(graph, *tensors, kinds, options, result);
+  result->problem.capacity = options.capacity;
+  return absl::OkStatus();
+}
+
+// A buffer list, validated, as result->problem and result->tensors (timed
+// as "prepare"). INVALID_ARGUMENT as ValidateProblem.
+absl::Status ListBuffers(Problem problem, const PlanOptions& options,
+                         PlanResult* result) {
+  const absl::Time start = absl::Now();
+  problem.capacity = options.capacity;  // pins are checked against it
+  if (absl::Status s = ValidateProblem(problem); !s.ok()) return s;
+  result->tensors.reserve(problem.buffers.size());
+  for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    const Buffer& b = problem.buffers[i];
+    result->tensors.push_back({b.name, TensorKind::kActivation, b.size, b.start,
+                               b.end, static_cast<int>(i), ""});
+  }
+  result->problem = std::move(problem);
+  AddStageTime("prepare", absl::Now() - start, result);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<PlanResult> PlanGraph(const Graph& graph,
                                      const PlanOptions& options,
                                      base::WorkerPool* workers,
@@ -512,15 +555,10 @@ absl::StatusOr<PlanResult> PlanGraph(const Graph& graph,
   const base::CancelToken budget(cancel, absl::Now() + options.time_budget);
   PlanResult result;
   std::vector<InPlaceTensor> aliases;
-  {
-    StageTimer timer("liveness", &result);
-    std::vector<TensorKind> kinds;
-    absl::StatusOr<Problem> tensors =
-        AnalyzeLiveness(graph, options.alignment, &kinds);
-    if (!tensors.ok()) return tensors.status();
-    aliases = SelectBuffers(graph, *tensors, kinds, options, &result);
+  if (absl::Status s = GraphBuffers(graph, options, &result, &aliases);
+      !s.ok()) {
+    return s;
   }
-  result.problem.capacity = options.capacity;
   absl::StatusOr<PlanResult> planned =
       PlanProblem(std::move(result), options, workers, cancel, &budget);
   if (!planned.ok() || aliases.empty()) return planned;
@@ -535,21 +573,203 @@ absl::StatusOr<PlanResult> PlanBuffers(Problem problem,
                                        base::WorkerPool* workers,
                                        const base::CancelToken* cancel) {
   if (absl::Status s = CheckStrategyName(options.strategy); !s.ok()) return s;
-  const absl::Time start = absl::Now();
-  const base::CancelToken budget(cancel, start + options.time_budget);
-  problem.capacity = options.capacity;  // pins are checked against it
-  if (absl::Status s = ValidateProblem(problem); !s.ok()) return s;
+  const base::CancelToken budget(cancel, absl::Now() + options.time_budget);
   PlanResult result;
-  result.tensors.reserve(problem.buffers.size());
-  for (size_t i = 0; i < problem.buffers.size(); ++i) {
-    const Buffer& b = problem.buffers[i];
-    result.tensors.push_back({b.name, TensorKind::kActivation, b.size, b.start,
-                              b.end, static_cast<int>(i), ""});
+  if (absl::Status s = ListBuffers(std::move(problem), options, &result);
+      !s.ok()) {
+    return s;
   }
-  result.problem = std::move(problem);
-  result.problem.capacity = options.capacity;
-  AddStageTime("prepare", absl::Now() - start, &result);
   return PlanProblem(std::move(result), options, workers, cancel, &budget);
+}
+
+namespace {
+
+// The largest arena a cached plan may claim: far above any real plan, low
+// enough that offset + size never overflows.
+constexpr Bytes kMaxAdoptedArena = Bytes{1} << 60;
+
+template <typename... Parts>
+absl::Status Unfit(const Parts&... parts) {
+  return absl::DataLossError(absl::StrCat("the cached plan ", parts...));
+}
+
+// A name a plan may carry in PlanResult::strategy (or, with `space`, in a
+// MemorySpacePlan): metrics label by it, so it must be one of the known.
+bool KnownStrategy(std::string_view name, bool space) {
+  if (name == (space ? "pool_claim" : "memory_pools")) return true;
+  if (name == kFallbackStrategy) return true;
+  const std::vector<std::string>& names = StrategyNames();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// Every offset in [0, arena - size] of its space, and each space's arena
+// (and the whole) exactly the end of its highest buffer: what the verifier
+// then reads cannot overflow, and the sizes reported are the plan's.
+absl::Status CheckRanges(const PlanResult& result) {
+  const size_t spaces = std::max<size_t>(1, result.memory_spaces.size());
+  std::vector<Bytes> arena(spaces), top(spaces, 0);
+  for (size_t k = 0; k < spaces; ++k) {
+    arena[k] = result.memory_spaces.empty()
+                   ? result.solution.arena_size
+                   : result.memory_spaces[k].arena_size;
+    if (arena[k] < 0 || arena[k] > kMaxAdoptedArena) {
+      return Unfit("has an arena of ", arena[k], " bytes");
+    }
+  }
+  const std::vector<Buffer>& b = result.problem.buffers;
+  for (size_t i = 0; i < b.size(); ++i) {
+    const size_t k = result.memory_space_of.empty()
+                         ? 0
+                         : static_cast<size_t>(result.memory_space_of[i]);
+    const Offset offset = result.solution.offsets[i];
+    if (offset < 0 || b[i].size > arena[k] || offset > arena[k] - b[i].size) {
+      return Unfit("puts '", b[i].name, "' at ", offset, ", outside its arena");
+    }
+    top[k] = std::max(top[k], offset + b[i].size);
+  }
+  Bytes total = 0;
+  for (size_t k = 0; k < spaces; ++k) {
+    if (top[k] != arena[k]) {
+      return Unfit("claims an arena of ", arena[k], " bytes for one of ",
+                   top[k]);
+    }
+    total += arena[k];
+  }
+  if (total != result.solution.arena_size) {
+    return Unfit("claims an arena of ", result.solution.arena_size,
+                 " bytes for memory pools of ", total);
+  }
+  return absl::OkStatus();
+}
+
+// The memory spaces of the choices against the options: the same spaces in
+// the same order, every buffer in one, capacities kept, and each space's
+// buffer count and lower bound as the problem gives them.
+absl::Status CheckSpaces(const PlanOptions& options, PlanResult* result) {
+  const size_t n = result->problem.buffers.size();
+  const size_t count = options.memory_spaces.size();
+  if (result->memory_spaces.size() != count ||
+      result->memory_space_of.size() != (count == 0 ? 0 : n)) {
+    return Unfit("does not have the memory pools asked for");
+  }
+  if (count == 0) return absl::OkStatus();
+  std::vector<std::vector<int>> members(count);
+  for (size_t i = 0; i < n; ++i) {
+    const int k = result->memory_space_of[i];
+    if (k < 0 || static_cast<size_t>(k) >= count) {
+      return Unfit("puts a buffer in memory pool ", k);
+    }
+    members[k].push_back(static_cast<int>(i));
+  }
+  for (size_t k = 0; k < count; ++k) {
+    MemorySpacePlan& plan = result->memory_spaces[k];
+    const MemorySpace& asked = options.memory_spaces[k];
+    if (plan.name != asked.name || plan.capacity != asked.capacity ||
+        plan.buffers != static_cast<int>(members[k].size()) ||
+        (asked.capacity > 0 && plan.arena_size > asked.capacity) ||
+        (!members[k].empty() && !KnownStrategy(plan.strategy, true))) {
+      return Unfit("does not fit memory pool '", asked.name, "'");
+    }
+    plan.lower_bound =
+        PaddedLowerBound(SubProblem(result->problem, members[k]));
+  }
+  return absl::OkStatus();
+}
+
+// Takes the choices into a result whose buffers and tensors come from the
+// request, and proves them as planning does.
+absl::Status AdoptChoices(const PlanOptions& options, PlanChoices choices,
+                          const std::vector<InPlaceTensor>& aliases,
+                          const base::CancelToken* cancel, PlanResult* result) {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<Sections> time = CompressTime(result->problem, cancel);
+  if (!time.ok()) return time.status();
+  SetBounds(*time, result);
+  AddStageTime("prepare", absl::Now() - start, result);
+  const size_t n = result->problem.buffers.size();
+  if (choices.solution.offsets.size() != n) {
+    return Unfit("has ", choices.solution.offsets.size(), " offsets for ", n,
+                 " buffers");
+  }
+  if (n == 0) {  // nothing planned, as PlanProblem answers it
+    if (choices.solution.arena_size != 0) return Unfit("has a phantom arena");
+    result->proven_optimal = true;
+    return absl::OkStatus();
+  }
+  if (!KnownStrategy(choices.strategy, false)) {
+    return Unfit("names an unknown strategy");
+  }
+  result->solution = std::move(choices.solution);
+  result->strategy = std::move(choices.strategy);
+  result->proven_optimal = choices.proven_optimal ||
+                           result->solution.arena_size == result->lower_bound;
+  result->shared_objects = std::move(choices.shared_objects);
+  result->memory_spaces = std::move(choices.memory_spaces);
+  result->memory_space_of = std::move(choices.memory_space_of);
+  if (absl::Status s = CheckSpaces(options, result); !s.ok()) return s;
+  if (absl::Status s = CheckRanges(*result); !s.ok()) return s;
+  if (options.capacity.has_value() &&
+      result->solution.arena_size > *options.capacity) {
+    return Unfit("does not fit the capacity");
+  }
+  const absl::Time verify = absl::Now();
+  absl::Status s = VerifySharedObjects(result->problem, result->shared_objects);
+  // Per tensor where tensors share buffers (in place) or memory pools
+  // split the arena; otherwise tensors and buffers are one to one.
+  if (s.ok()) {
+    s = aliases.empty() && result->memory_spaces.empty()
+            ? Verify(result->problem, result->solution, cancel)
+            : VerifyTensors(aliases, cancel, result);
+  }
+  AddStageTime("verify", absl::Now() - verify, result);
+  if (!s.ok() && !absl::IsDeadlineExceeded(s)) {
+    return Unfit("failed verification: ", s.message());
+  }
+  return s;
+}
+
+}  // namespace
+
+PlanChoices ChoicesOf(const PlanResult& result) {
+  return {result.solution,       result.strategy,      result.proven_optimal,
+          result.shared_objects, result.memory_spaces, result.memory_space_of};
+}
+
+absl::StatusOr<PlanResult> AdoptGraphPlan(const Graph& graph,
+                                          const PlanOptions& options,
+                                          PlanChoices choices,
+                                          const base::CancelToken* cancel) {
+  if (absl::Status s = CheckStrategyName(options.strategy); !s.ok()) return s;
+  PlanResult result;
+  std::vector<InPlaceTensor> aliases;
+  if (absl::Status s = GraphBuffers(graph, options, &result, &aliases);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          AdoptChoices(options, std::move(choices), aliases, cancel, &result);
+      !s.ok()) {
+    return s;
+  }
+  return result;
+}
+
+absl::StatusOr<PlanResult> AdoptBuffersPlan(Problem problem,
+                                            const PlanOptions& options,
+                                            PlanChoices choices,
+                                            const base::CancelToken* cancel) {
+  if (absl::Status s = CheckStrategyName(options.strategy); !s.ok()) return s;
+  PlanResult result;
+  if (absl::Status s = ListBuffers(std::move(problem), options, &result);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          AdoptChoices(options, std::move(choices), {}, cancel, &result);
+      !s.ok()) {
+    return s;
+  }
+  return result;
 }
 
 }  // namespace memplan::planner

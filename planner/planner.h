@@ -24,6 +24,7 @@
 #include "base/cancel.h"
 #include "base/worker_pool.h"
 #include "planner/graph.h"
+#include "planner/liveness.h"
 #include "planner/memory_spaces.h"
 #include "planner/problem.h"
 #include "planner/shared_objects.h"
@@ -84,10 +85,12 @@ struct PlanOptions {
   // the arena, as runtimes keep them in the model, and reports their total
   // as PlanResult::weights_bytes; true places each in memory of its own.
   bool weights_in_arena = false;
-  // Graph inputs and outputs: true (default) places each in memory of its
-  // own for the whole run (TFLite does the same); false leaves them out,
-  // for callers that own those buffers.
-  bool io_in_arena = true;
+  // Graph inputs and outputs (liveness.h): kRuntime (default) plans them
+  // as runtimes run them, an input from the start to its last use and an
+  // output from its producer to the end (TFLite Micro); kKeepInputs keeps
+  // inputs intact for the whole run (read again after it); kExclude leaves
+  // both out, for callers that own those buffers.
+  IoPolicy io = IoPolicy::kRuntime;
 };
 
 // How long one stage took.
@@ -112,7 +115,7 @@ struct TensorPlacement {
   Step end = 0;                               // one past its own last step
   // The planned buffer holding it (index into PlanResult::problem.buffers),
   // or -1 when it is not planned (weights, or inputs/outputs left to the
-  // caller: PlanOptions::weights_in_arena, io_in_arena).
+  // caller: PlanOptions::weights_in_arena, io).
   int buffer = -1;
   // Set when an in_place op wrote it into the memory of this input.
   std::string in_place_of;
@@ -129,13 +132,15 @@ struct MemorySpacePlan {
 };
 
 struct PlanResult {
-  Problem problem;                 // the buffers planned, with lifetimes
-  Solution solution;               // offsets[i] for problem.buffers[i]
-  std::string strategy;            // the strategy whose plan won, or
-                                   // "memory_pools" (see memory_spaces)
-  bool proven_optimal = false;     // arena == lower bound or search finished
-  bool proven_infeasible = false;  // the search proved no plan fits capacity
-  SharedObjects shared_objects;    // per planned buffer (stage 3)
+  Problem problem;                   // the buffers planned, with lifetimes
+  Solution solution;                 // offsets[i] for problem.buffers[i]
+  std::string strategy;              // the strategy whose plan won, or
+                                     // "memory_pools" (see memory_spaces)
+  IoPolicy io = IoPolicy::kRuntime;  // how graph inputs and outputs were
+                                     // planned (PlanOptions::io)
+  bool proven_optimal = false;       // arena == lower bound or search finished
+  bool proven_infeasible = false;    // the search proved no plan fits capacity
+  SharedObjects shared_objects;      // per planned buffer (stage 3)
   // The time budget (or the caller's deadline) was reached before the
   // optional work ended (the heuristics `optimize` adds, the hill climb, the
   // exact search), so another machine, or this one under other load, may
@@ -148,7 +153,8 @@ struct PlanResult {
   Bytes lower_bound = 0;
   Bytes unaligned_lower_bound = 0;  // the same without alignment padding
   Bytes naive_bytes = 0;    // every planned buffer its own aligned memory
-  Bytes weights_bytes = 0;  // sizes of weights and constants not planned
+  Bytes weights_bytes = 0;  // weights and constants not planned, folded
+                            // ones left out (the model does not store them)
   std::vector<StageTime> stages;
   // Every tensor of the request, in request order, and where it went.
   std::vector<TensorPlacement> tensors;
@@ -177,6 +183,41 @@ struct PlanResult {
 // activation. Same errors.
 [[nodiscard]] absl::StatusOr<PlanResult> PlanBuffers(
     Problem problem, const PlanOptions& options, base::WorkerPool* workers,
+    const base::CancelToken* cancel);
+
+// What a plan chose, without the problem it was made for: what a plan
+// cache keeps (engine/plan_cache.h). Indices are those of the planned
+// buffers (PlanResult::problem.buffers) that the same request gives.
+struct PlanChoices {
+  Solution solution;             // an offset per planned buffer, the arena
+  std::string strategy;          // PlanResult::strategy
+  bool proven_optimal = false;   // PlanResult::proven_optimal
+  SharedObjects shared_objects;  // per planned buffer
+  std::vector<MemorySpacePlan> memory_spaces;  // PlanResult::memory_spaces
+  std::vector<int> memory_space_of;            // per planned buffer
+};
+
+// The choices of a plan, to keep them.
+PlanChoices ChoicesOf(const PlanResult& result);
+
+// The plan `choices` give `graph` under `options`, trusting them in
+// nothing: liveness, buffers, kinds, lower bounds and weights come from the
+// graph as PlanGraph computes them, and the choices must pass the verifier
+// on them (every tensor aligned, pinned where pinned, inside its arena and
+// memory pool, no two live together overlapping but in-place hand-overs;
+// shared objects of members never live together; capacities kept; arenas
+// exactly as large as their plans; a known strategy name). No strategy
+// runs, and the result is not time_limited. proven_optimal is taken as
+// recorded (a search's proof is not repeated). INVALID_ARGUMENT as
+// PlanGraph for a malformed graph; DATA_LOSS naming the first fault when the
+// choices do not fit it; DEADLINE_EXCEEDED when cancelled.
+[[nodiscard]] absl::StatusOr<PlanResult> AdoptGraphPlan(
+    const Graph& graph, const PlanOptions& options, PlanChoices choices,
+    const base::CancelToken* cancel);
+
+// The same for a buffer list (validated as PlanBuffers validates it).
+[[nodiscard]] absl::StatusOr<PlanResult> AdoptBuffersPlan(
+    Problem problem, const PlanOptions& options, PlanChoices choices,
     const base::CancelToken* cancel);
 
 // A text report: arena, lower bound, efficiency, saving against naive, the

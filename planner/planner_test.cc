@@ -42,6 +42,27 @@ TEST(PlannerTest, GraphPlanIsVerifiedAndReportsEveryStage) {
   EXPECT_EQ(r->shared_objects.object_of.size(), g.tensors.size() - 1);
 }
 
+// A weight folded from another one (an ONNX Identity of an initializer)
+// stays out of the arena like the other weights, but the model does not
+// store it: weights_bytes counts the stored one alone.
+TEST(PlannerTest, FoldedWeightsAreLeftOutOfWeightsBytes) {
+  Graph g;
+  g.tensors = {{"x", 64},
+               {"w", 256, 0, /*constant=*/true},
+               {"wt", 256, 0, /*constant=*/true},
+               {"y", 64}};
+  g.tensors[2].folded = true;
+  g.ops = {{"t", {"w"}, {"wt"}}, {"f", {"x", "wt"}, {"y"}}};
+  g.inputs = {"x"};
+  g.outputs = {"y"};
+  absl::StatusOr<PlanResult> r = PlanGraph(g, PlanOptions{}, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->tensors[2].kind, TensorKind::kWeight);
+  EXPECT_EQ(r->tensors[1].buffer, -1);
+  EXPECT_EQ(r->tensors[2].buffer, -1);
+  EXPECT_EQ(r->weights_bytes, 256);
+}
+
 TEST(PlannerTest, StrategiesAfterOneAtTheLowerBoundAreSkipped) {
   // Two buffers live together and one after: best fit stacks them at the
   // bound (48), so first fit and the climb could at best tie.
@@ -275,13 +296,19 @@ TEST(PlannerTest, CancelledBeforeAnyPlanIsDeadlineExceeded) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
 }
 
-TEST(PlannerTest, PersistentTensorsNeverShareMemory) {
+TEST(PlannerTest, TensorsLiveForTheWholeRunNeverShareMemory) {
   Graph g = testing::RandomGraph(30, 11);
-  absl::StatusOr<PlanResult> r = PlanGraph(g, {}, nullptr, nullptr);
+  g.tensors[1].variable = true;  // "weight" made state: planned, whole run
+  PlanOptions keep;
+  keep.io = IoPolicy::kKeepInputs;  // "input" for the whole run too
+  absl::StatusOr<PlanResult> r = PlanGraph(g, keep, nullptr, nullptr);
   ASSERT_TRUE(r.ok());
   const auto& b = r->problem.buffers;
+  const Step steps = static_cast<Step>(g.ops.size());
+  int whole_run = 0;
   for (size_t i = 0; i < b.size(); ++i) {
-    if (!b[i].persistent) continue;
+    if (b[i].start != 0 || b[i].end != steps) continue;
+    ++whole_run;
     for (size_t j = 0; j < b.size(); ++j) {
       if (i == j) continue;
       const Offset oi = r->solution.offsets[i], oj = r->solution.offsets[j];
@@ -290,6 +317,52 @@ TEST(PlannerTest, PersistentTensorsNeverShareMemory) {
       EXPECT_NE(r->shared_objects.object_of[i], r->shared_objects.object_of[j]);
     }
   }
+  EXPECT_GE(whole_run, 2);  // the variable and the kept input
+}
+
+// x(100) -> a(10) -> b(10) -> c(10) -> y(100): the input is read by the
+// first op only and the output written by the last.
+Graph IoChain() {
+  Graph g;
+  g.tensors = {{"x", 100}, {"a", 10}, {"b", 10}, {"c", 10}, {"y", 100}};
+  g.ops = {{"op0", {"x"}, {"a"}},
+           {"op1", {"a"}, {"b"}},
+           {"op2", {"b"}, {"c"}},
+           {"op3", {"c"}, {"y"}}};
+  g.inputs = {"x"};
+  g.outputs = {"y"};
+  return g;
+}
+
+TEST(PlannerTest, InputsAndOutputsAsRuntimesRunThem) {
+  PlanOptions options;
+  options.alignment = 1;
+  absl::StatusOr<PlanResult> r =
+      PlanGraph(IoChain(), options, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // x lives at step 0 with a, y at step 3 with c: the peak is 110 bytes and
+  // x and y share memory. Held for the whole run they needed x + y + a =
+  // 210.
+  EXPECT_EQ(r->solution.arena_size, 110);
+  EXPECT_EQ(r->lower_bound, 110);
+  EXPECT_EQ(r->io, IoPolicy::kRuntime);
+  EXPECT_THAT(FormatReport(*r),
+              HasSubstr("io:           arena (inputs from step 0 to their "
+                        "last use, outputs from their producer to the end)"));
+  // Inputs kept for the whole run: x + c + y at step 3.
+  options.io = IoPolicy::kKeepInputs;
+  r = PlanGraph(IoChain(), options, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->solution.arena_size, 210);
+  EXPECT_EQ(r->tensors[0].end, 4);
+  EXPECT_THAT(FormatReport(*r), HasSubstr("io:           arena_keep_inputs"));
+  // Excluded: the activations alone, two of 10 bytes live at once.
+  options.io = IoPolicy::kExclude;
+  r = PlanGraph(IoChain(), options, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->solution.arena_size, 20);
+  EXPECT_EQ(r->tensors[0].buffer, -1);
+  EXPECT_THAT(FormatReport(*r), HasSubstr("io:           exclude"));
 }
 
 TEST(PlannerTest, RandomGraphsProperty) {
@@ -314,8 +387,11 @@ TEST(PlannerTest, ReportShowsTheFiguresAndAPicture) {
   absl::StatusOr<PlanResult> r = PlanGraph(g, {}, nullptr, nullptr);
   ASSERT_TRUE(r.ok());
   std::string report = FormatReport(*r);
-  EXPECT_THAT(report, HasSubstr("arena:        256 bytes"));
-  EXPECT_THAT(report, HasSubstr("lower bound:  256 bytes"));
+  // x + h at step 0, h + y at step 1 (x dies after f, y is born at g):
+  // 192 bytes, where inputs and outputs held for the whole run needed all
+  // three, 256.
+  EXPECT_THAT(report, HasSubstr("arena:        192 bytes"));
+  EXPECT_THAT(report, HasSubstr("lower bound:  192 bytes"));
   EXPECT_THAT(report, HasSubstr("efficiency:   1.000"));
   EXPECT_THAT(report, HasSubstr("legend: A=x B=h C=y"));
 }
@@ -398,9 +474,11 @@ TEST(PlannerTest, InPlaceChainReportsTheAliasesAtTheSameOffset) {
   EXPECT_EQ(r->tensors[1].start, 0);
   EXPECT_EQ(r->tensors[1].end, 2);
   EXPECT_EQ(r->tensors[3].end, 4);
-  // x, y and one 256-byte buffer for a, b and c.
-  EXPECT_EQ(r->solution.arena_size, 64 + 64 + 256);
-  EXPECT_EQ(r->lower_bound, 64 + 64 + 256);
+  // One 256-byte buffer for a, b and c, beside x at step 0 and y at step 3:
+  // x dies after r0 and y is born at out, so they share 64 bytes (held for
+  // the whole run they took 64 + 64 + 256).
+  EXPECT_EQ(r->solution.arena_size, 64 + 256);
+  EXPECT_EQ(r->lower_bound, 64 + 256);
   EXPECT_THAT(FormatReport(*r), HasSubstr("in place:     2 tensors"));
 }
 

@@ -34,7 +34,9 @@ struct Buffer {
   Bytes size = 0;       // REQUIRES size > 0
   Bytes alignment = 1;  // REQUIRES a power of two; offsets are multiples
   std::optional<Offset> fixed_offset;  // pinned by an offline plan
-  bool persistent = false;  // graph input/output or weight: never shared
+  // Not an activation (graph input/output, weight, variable): no op writes
+  // over it in place. Its lifetime is start..end all the same.
+  bool persistent = false;
 };
 
 // Two half-open lifetimes overlap when each starts before the other ends.

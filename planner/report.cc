@@ -10,11 +10,38 @@
 namespace memplan::planner {
 namespace {
 
+// How graph inputs and outputs were planned (PlanResult::io), when the
+// request has any.
+void AppendIoPolicy(const PlanResult& r, std::string* out) {
+  const bool io = std::any_of(
+      r.tensors.begin(), r.tensors.end(), [](const TensorPlacement& t) {
+        return t.kind == TensorKind::kInput || t.kind == TensorKind::kOutput;
+      });
+  if (!io) return;
+  const char* how = "";
+  switch (r.io) {
+    case IoPolicy::kRuntime:
+      how =
+          "inputs from step 0 to their last use, outputs from their producer "
+          "to the end";
+      break;
+    case IoPolicy::kKeepInputs:
+      how =
+          "inputs kept for the whole run, outputs from their producer to "
+          "the end";
+      break;
+    case IoPolicy::kExclude:
+      how = "inputs and outputs left to the caller, not in the arena";
+      break;
+  }
+  absl::StrAppend(out, "io:           ", IoPolicyName(r.io), " (", how, ")\n");
+}
+
 // How many tensors of each kind, and what was left out of the arena.
 void AppendKinds(const PlanResult& r, std::string* out) {
-  constexpr TensorKind kKinds[] = {TensorKind::kActivation, TensorKind::kInput,
-                                   TensorKind::kOutput, TensorKind::kWeight,
-                                   TensorKind::kVariable};
+  constexpr TensorKind kKinds[] = {
+      TensorKind::kActivation, TensorKind::kInput,    TensorKind::kOutput,
+      TensorKind::kWeight,     TensorKind::kVariable, TensorKind::kScratch};
   std::string line;
   for (TensorKind kind : kKinds) {
     int planned = 0, left_out = 0;
@@ -29,6 +56,7 @@ void AppendKinds(const PlanResult& r, std::string* out) {
         left_out > 0 ? absl::StrCat(" (", left_out, " not planned)") : "");
   }
   absl::StrAppend(out, "tensors:      ", line, "\n");
+  AppendIoPolicy(r, out);
   if (r.weights_bytes > 0) {
     absl::StrAppendFormat(out,
                           "weights:      %d bytes, kept in the model (not in "

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "base/sort.h"
+#include "planner/shared_objects.h"
 
 namespace memplan::planner {
 namespace {
@@ -206,6 +207,54 @@ absl::Status VerifyInPlace(const Problem& problem, const Solution& solution,
 absl::Status VerifyInPlace(const Problem& problem, const Solution& solution,
                            const std::vector<InPlacePair>& pairs) {
   return VerifyInPlace(problem, solution, pairs, nullptr);
+}
+
+absl::Status VerifySharedObjects(const Problem& problem,
+                                 const SharedObjects& objects) {
+  const auto& b = problem.buffers;
+  if (objects.object_of.size() != b.size()) {
+    return absl::InternalError(absl::StrCat("shared objects cover ",
+                                            objects.object_of.size(), " of ",
+                                            b.size(), " buffers"));
+  }
+  const size_t count = objects.size.size();
+  std::vector<Bytes> largest(count, 0);
+  std::vector<int> order(b.size());
+  for (size_t i = 0; i < b.size(); ++i) {
+    const int p = objects.object_of[i];
+    if (p < 0 || static_cast<size_t>(p) >= count) {
+      return absl::InternalError(absl::StrCat(
+          "buffer '", b[i].name, "' is in shared object ", p, " of ", count));
+    }
+    largest[p] = std::max(largest[p], b[i].size);
+    order[i] = static_cast<int>(i);
+  }
+  for (size_t p = 0; p < count; ++p) {
+    if (largest[p] == 0 || largest[p] != objects.size[p]) {
+      return absl::InternalError(
+          absl::StrCat("shared object ", p, " has size ", objects.size[p],
+                       " but its largest member has ", largest[p]));
+    }
+  }
+  // By object, then start: members of one object follow each other, and
+  // each must start once the one before it has ended.
+  std::sort(order.begin(), order.end(), [&](int x, int y) {
+    const int px = objects.object_of[x], py = objects.object_of[y];
+    return px != py ? px < py : b[x].start < b[y].start;
+  });
+  for (size_t k = 1; k < order.size(); ++k) {
+    const Buffer& prev = b[order[k - 1]];
+    const Buffer& next = b[order[k]];
+    if (objects.object_of[order[k - 1]] == objects.object_of[order[k]] &&
+        next.start < prev.end) {
+      return absl::InternalError(
+          absl::StrCat("buffers '", prev.name, "' and '", next.name,
+                       "' share shared object ", objects.object_of[order[k]],
+                       " but are live together (steps [", prev.start, ", ",
+                       prev.end, ") and [", next.start, ", ", next.end, "))"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status VerifyAllPairs(const Problem& problem, const Solution& solution) {

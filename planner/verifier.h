@@ -50,6 +50,15 @@ struct InPlacePair {
                                          const std::vector<InPlacePair>& pairs,
                                          const base::CancelToken* cancel);
 
+struct SharedObjects;  // shared_objects.h
+
+// Checks shared objects (stage 3) for their problem: one object per buffer,
+// every object used, each as large as its largest member, and no two
+// members of one object live together. O(n log n). INTERNAL naming the
+// object or the two buffers on the first violation.
+[[nodiscard]] absl::Status VerifySharedObjects(const Problem& problem,
+                                               const SharedObjects& objects);
+
 // The same checks by comparing every pair: O(n^2), for tests only.
 [[nodiscard]] absl::Status VerifyAllPairs(const Problem& problem,
                                           const Solution& solution);

@@ -32,7 +32,7 @@ absl::StatusOr<absl::Duration> TimeBudget(int64_t ms, const Budgets& budgets) {
   return std::min(absl::Milliseconds(ms), budgets.max_budget);
 }
 
-// "exclude"/"arena" choices of options.weights and options.io.
+// "exclude"/"arena" choices of options.weights.
 absl::StatusOr<bool> InArena(const std::string& value, const char* field,
                              bool by_default) {
   if (value.empty()) return by_default;
@@ -40,6 +40,19 @@ absl::StatusOr<bool> InArena(const std::string& value, const char* field,
   if (value == "exclude") return false;
   return Invalid("options.", field, " '", Clip(value),
                  "' is not \"arena\" or \"exclude\"");
+}
+
+// options.io: "arena" or empty (the default), "arena_keep_inputs",
+// "exclude".
+absl::StatusOr<planner::IoPolicy> IoFromProto(const std::string& value) {
+  if (value.empty()) return planner::IoPolicy::kRuntime;
+  for (planner::IoPolicy p :
+       {planner::IoPolicy::kRuntime, planner::IoPolicy::kKeepInputs,
+        planner::IoPolicy::kExclude}) {
+    if (value == planner::IoPolicyName(p)) return p;
+  }
+  return Invalid("options.io '", Clip(value),
+                 "' is not \"arena\", \"arena_keep_inputs\" or \"exclude\"");
 }
 
 // Memory pools (planner memory spaces), checked together with capacity.
@@ -97,9 +110,9 @@ absl::StatusOr<planner::PlanOptions> OptionsFromProto(const v1::PlanOptions& o,
   absl::StatusOr<bool> weights = InArena(o.weights(), "weights", false);
   if (!weights.ok()) return weights.status();
   options.weights_in_arena = *weights;
-  absl::StatusOr<bool> io = InArena(o.io(), "io", true);
+  absl::StatusOr<planner::IoPolicy> io = IoFromProto(o.io());
   if (!io.ok()) return io.status();
-  options.io_in_arena = *io;
+  options.io = *io;
   if (auto s = SpacesFromProto(o, &options); !s.ok()) return s;
   return options;
 }
@@ -117,7 +130,7 @@ v1::PlanOptions OptionsToProto(const planner::PlanOptions& options) {
     pool->set_capacity_bytes(m.capacity);
   }
   o.set_weights(options.weights_in_arena ? "arena" : "exclude");
-  o.set_io(options.io_in_arena ? "arena" : "exclude");
+  o.set_io(std::string(planner::IoPolicyName(options.io)));
   o.set_effort(options.effort);
   return o;
 }
@@ -129,6 +142,7 @@ planner::Graph GraphFromProto(const v1::Graph& graph) {
   for (const v1::Tensor& t : graph.tensors()) {
     g.tensors.push_back(
         {t.name(), t.size_bytes(), t.alignment(), t.constant(), t.variable()});
+    g.tensors.back().folded = t.folded();
   }
   g.ops.reserve(graph.ops_size());
   for (const v1::Op& op : graph.ops()) {
@@ -152,6 +166,7 @@ v1::Graph GraphToProto(const planner::Graph& graph) {
     out->set_alignment(t.alignment);
     out->set_constant(t.constant);
     out->set_variable(t.variable);
+    out->set_folded(t.folded);
   }
   for (const planner::Op& op : graph.ops) {
     v1::Op* out = g.add_ops();
@@ -225,7 +240,8 @@ void AddTensors(const planner::PlanResult& result, v1::PlanResponse* response) {
     a->set_first_step(p.start);
     a->set_last_step(p.end - 1);
     a->set_end_step(p.end);
-    a->set_persistent(p.kind != planner::TensorKind::kActivation);
+    a->set_persistent(p.kind != planner::TensorKind::kActivation &&
+                      p.kind != planner::TensorKind::kScratch);
     a->set_in_place_of(p.in_place_of);
     a->set_kind(kind);
     if (!result.memory_space_of.empty()) {
@@ -300,7 +316,8 @@ namespace {
 planner::TensorKind KindFromName(const std::string& name) {
   for (planner::TensorKind kind :
        {planner::TensorKind::kInput, planner::TensorKind::kOutput,
-        planner::TensorKind::kWeight, planner::TensorKind::kVariable}) {
+        planner::TensorKind::kWeight, planner::TensorKind::kVariable,
+        planner::TensorKind::kScratch}) {
     if (planner::TensorKindName(kind) == name) return kind;
   }
   return planner::TensorKind::kActivation;
@@ -335,6 +352,7 @@ planner::PlanResult ResultFromProto(const v1::PlanResponse& response) {
   r.strategy = response.strategy();
   r.proven_optimal = response.proven_optimal();
   r.time_limited = response.time_limited();
+  r.io = IoFromProto(response.options().io()).value_or(planner::IoPolicy{});
   for (const v1::Assignment& a : response.assignments()) {
     const planner::Step end =
         a.end_step() != 0 ? a.end_step() : a.last_step() + 1;

@@ -19,13 +19,31 @@ TEST(ConvertTest, OptionsDefaultsAndEcho) {
   EXPECT_EQ(o->strategy, "auto");
   EXPECT_EQ(o->time_budget, absl::Seconds(1));
   EXPECT_FALSE(o->weights_in_arena);
-  EXPECT_TRUE(o->io_in_arena);
+  EXPECT_EQ(o->io, planner::IoPolicy::kRuntime);
   const v1::PlanOptions echo = OptionsToProto(*o);
   EXPECT_EQ(echo.alignment(), 64);
   EXPECT_EQ(echo.strategy(), "auto");
   EXPECT_EQ(echo.time_budget_ms(), 1000);
   EXPECT_EQ(echo.weights(), "exclude");
   EXPECT_EQ(echo.io(), "arena");
+}
+
+TEST(ConvertTest, IoPoliciesRoundTripAndOthersAreRefused) {
+  for (const char* name : {"arena", "arena_keep_inputs", "exclude"}) {
+    v1::PlanOptions in;
+    in.set_io(name);
+    absl::StatusOr<planner::PlanOptions> o = OptionsFromProto(in, Budgets{});
+    ASSERT_TRUE(o.ok()) << name << ": " << o.status();
+    EXPECT_EQ(planner::IoPolicyName(o->io), name);
+    EXPECT_EQ(OptionsToProto(*o).io(), name);
+  }
+  v1::PlanOptions in;
+  in.set_io("keep");
+  absl::StatusOr<planner::PlanOptions> o = OptionsFromProto(in, Budgets{});
+  EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(o.status().message()),
+              HasSubstr("options.io 'keep' is not \"arena\", "
+                        "\"arena_keep_inputs\" or \"exclude\""));
 }
 
 TEST(ConvertTest, BudgetsAreCutToTheMaximum) {
@@ -58,12 +76,19 @@ TEST(ConvertTest, UnknownStrategyListsTheKnownOnesAndIsCut) {
 TEST(ConvertTest, GraphRoundTripsWithConstantsAndVariables) {
   planner::Graph g;
   g.name = "g";
-  g.tensors = {{"x", 4}, {"w", 8, 16, true}, {"s", 4, 0, false, true}};
-  g.ops = {{"f", {"x", "w", "s"}, {}, true}};
+  g.tensors = {{"x", 4},
+               {"w", 8, 16, true},
+               {"s", 4, 0, false, true},
+               {"wt", 8, 0, true}};
+  g.tensors[3].folded = true;
+  g.ops = {{"f", {"x", "w", "s"}, {}, true}, {"t", {"w"}, {"wt"}}};
   g.inputs = {"x"};
   const planner::Graph back = GraphFromProto(GraphToProto(g));
-  ASSERT_EQ(back.tensors.size(), 3u);
+  ASSERT_EQ(back.tensors.size(), 4u);
   EXPECT_TRUE(back.tensors[1].constant);
+  EXPECT_FALSE(back.tensors[1].folded);
+  EXPECT_TRUE(back.tensors[3].constant);
+  EXPECT_TRUE(back.tensors[3].folded);
   EXPECT_EQ(back.tensors[1].alignment, 16);
   EXPECT_TRUE(back.tensors[2].variable);
   EXPECT_TRUE(back.ops[0].in_place);

@@ -68,11 +68,16 @@ class MemplanModuleTest(unittest.TestCase):
                  "ops": [{"name": "fc", "inputs": ["x", "w"], "outputs": ["h"]},
                          {"name": "out", "inputs": ["h"], "outputs": ["y"]}],
                  "inputs": ["x"], "outputs": ["y"]}
+        # x dies after fc and y is born at out: x + h = h + y = 768 bytes.
         plan = memplan.plan_graph(graph)
-        self.assertEqual(plan.arena, 1024)
+        self.assertEqual(plan.arena, 768)
         self.assertEqual(plan.weights_bytes, 128)
         self.assertNotIn("w", plan.offsets)
-        self.assertEqual(memplan.plan_graph(graph, weights="arena").arena, 1152)
+        # w (128) live for the whole run beside them.
+        self.assertEqual(memplan.plan_graph(graph, weights="arena").arena, 896)
+        # x kept for the whole run: x + h + y at out.
+        self.assertEqual(
+            memplan.plan_graph(graph, io="arena_keep_inputs").arena, 1024)
 
     def test_files_and_json(self):
         plan = memplan.plan_file(os.path.join(SOURCE, "examples/resnet50.json"))

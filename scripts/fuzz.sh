@@ -14,7 +14,7 @@ SECONDS_TOTAL="${1:-60}"
 BUILD="${MEMPLAN_FUZZ_BUILD:-build-fuzz}"
 JOBS="${MEMPLAN_JOBS:-$(nproc)}"
 TARGETS=(plan_request_fuzz request_json_fuzz minimalloc_csv_fuzz
-         onnx_import_fuzz tflite_import_fuzz)
+         onnx_import_fuzz tflite_import_fuzz names_fuzz)
 
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
   CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja \

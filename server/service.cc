@@ -118,8 +118,8 @@ grpc::Status PlannerService::Plan(grpc::ServerContext* context,
   return Guarded("Plan", [&] {
     base::CancelToken cancel(shutdown_, CallDeadline(*context),
                              [context] { return context->IsCancelled(); });
-    absl::StatusOr<engine::PlanOutcome> outcome =
-        engine::Plan(*request, options_.limits, workers_, &cancel);
+    absl::StatusOr<engine::PlanOutcome> outcome = engine::Plan(
+        *request, options_.limits, workers_, &cancel, options_.plan_cache);
     if (!outcome.ok()) return Failed(outcome.status());
     metrics_->PlanDone(outcome->result);
     *response = engine::ToResponse(*outcome);

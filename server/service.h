@@ -32,6 +32,9 @@ struct ServiceOptions {
   // Requests handled at once; one more answers RESOURCE_EXHAUSTED at once.
   // Default 64. REQUIRES >= 1.
   int max_in_flight = 64;
+  // The plan cache Plan calls go through (engine/plan_cache.h). Default
+  // null: none. Must outlive the service.
+  engine::PlanCache* plan_cache = nullptr;
 };
 
 // gRPC status with the same code and message as an absl::Status (abseil's

@@ -49,6 +49,7 @@ TEST_F(CliTest, InProcessAndServerGiveTheSamePlan) {
                      b = ParsePlanJson(remote.out);
     a.clear_stage_micros();
     b.clear_stage_micros();
+    b.clear_cached();  // the server's plan cache may have served it
     EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString()) << file;
     EXPECT_GT(a.assignments_size(), 0);
   }
@@ -160,6 +161,61 @@ TEST_F(CliTest, BadInputThroughTheServerIsExit65) {
                         ["zz"], "outputs": ["a"]}]}})");
   EXPECT_EQ(r.exit_code, 65);
   EXPECT_THAT(r.err, HasSubstr("op 'o' reads unknown tensor 'zz'"));
+}
+
+// The graph of docs/json-contract.md: x(256) -fc(w)-> h(512) -out-> y(256).
+constexpr char kMlp[] = R"({"graph": {"name": "mlp",
+    "tensors": [{"name": "x", "size_bytes": "256"},
+                {"name": "w", "size_bytes": "128", "constant": true},
+                {"name": "h", "size_bytes": "512"},
+                {"name": "y", "size_bytes": "256"}],
+    "ops": [{"name": "fc", "inputs": ["x", "w"], "outputs": ["h"]},
+            {"name": "out", "inputs": ["h"], "outputs": ["y"]}],
+    "inputs": ["x"], "outputs": ["y"]}})";
+
+// Graph inputs and outputs live as runtimes run them by default, in-process
+// and through the server alike, and the JSON and the report say so.
+TEST_F(CliTest, InputsAndOutputsLiveAsRuntimesRunThem) {
+  struct Case {
+    const char* io;  // --io, "" for none
+    int64_t arena;   // expected arena
+    const char* echo;
+  };
+  // Default: x dies after fc (step 0) and y is born at out (step 1), so
+  // the peak is x + h = h + y = 768 (held for the whole run: 1024).
+  // arena_keep_inputs: x + h + y at step 1 = 1024. exclude: h alone.
+  for (const Case& c :
+       {Case{"", 768, "arena"},
+        Case{"--io=arena_keep_inputs", 1024, "arena_keep_inputs"},
+        Case{"--io=exclude", 512, "exclude"}}) {
+    for (bool remote : {false, true}) {
+      std::vector<std::string> args = {"plan", "--format=json",
+                                       "--input-format=json", "-"};
+      if (*c.io != '\0') args.insert(args.begin() + 1, c.io);
+      if (remote)
+        args.insert(args.begin() + 1, "--server=" + server_->address());
+      CommandResult r = RunCli(args, kMlp);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      v1::PlanResponse plan = ParsePlanJson(r.out);
+      EXPECT_EQ(plan.arena_size_bytes(), c.arena) << c.io << remote;
+      EXPECT_EQ(plan.options().io(), c.echo) << remote;
+      if (std::string(c.echo) == "exclude") continue;
+      ASSERT_EQ(plan.assignments(0).name(), "x");
+      EXPECT_EQ(plan.assignments(0).end_step(), c.arena == 768 ? 1 : 2);
+      EXPECT_EQ(plan.assignments(2).name(), "y");
+      EXPECT_EQ(plan.assignments(2).first_step(), 1);
+    }
+    std::vector<std::string> text = {"plan", "--input-format=json", "-"};
+    if (*c.io != '\0') text.insert(text.begin() + 1, c.io);
+    CommandResult r = RunCli(text, kMlp);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out,
+                HasSubstr(std::string("io:           ") + c.echo + " ("));
+  }
+  CommandResult bad =
+      RunCli({"plan", "--io=keep", "--input-format=json", "-"}, kMlp);
+  EXPECT_EQ(bad.exit_code, 65);
+  EXPECT_THAT(bad.err, HasSubstr("\"arena_keep_inputs\""));
 }
 
 TEST_F(CliTest, UnreachableServerIsExit69) {

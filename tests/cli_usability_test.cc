@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -175,6 +176,88 @@ TEST_F(CliUsabilityTest, OutputThatCannotBeWrittenIsExit73AndLeavesNothing) {
   EXPECT_EQ(r.exit_code, 73);
   EXPECT_THAT(r.err, HasSubstr("cannot write"));
   EXPECT_FALSE(std::filesystem::exists(dir() + "/no"));
+}
+
+TEST_F(CliUsabilityTest, SeveralEmitsWriteEachFile) {
+  const std::string graph = kExamples + "transformer_encoder.json";
+  CommandResult r =
+      RunCli({"plan", graph, "--emit", "svg", "-o", Path("plan.svg"),
+              "--emit=c_header", "-o", Path("plan.h"), "--emit", "html",
+              "--output", Path("plan.html")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto read = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_THAT(read(Path("plan.svg")), HasSubstr("<svg"));
+  EXPECT_THAT(read(Path("plan.h")), HasSubstr("#define"));
+  EXPECT_THAT(read(Path("plan.html")), HasSubstr("<html"));
+  // The same file written by the pair alone.
+  ASSERT_EQ(
+      RunCli({"plan", graph, "--emit", "svg", "-o", Path("one.svg")}).exit_code,
+      0);
+  EXPECT_EQ(read(Path("one.svg")), read(Path("plan.svg")));
+}
+
+TEST_F(CliUsabilityTest, EmitsThatDoNotPairUpAreUsageErrors) {
+  const std::string graph = kExamples + "transformer_encoder.json";
+  CommandResult unpaired = RunCli(
+      {"plan", graph, "--emit", "svg", "-o", Path("a.svg"), "--emit", "html"});
+  EXPECT_EQ(unpaired.exit_code, 64);
+  EXPECT_THAT(unpaired.err,
+              HasSubstr("each --emit FORMAT needs its own -o FILE"));
+  EXPECT_THAT(unpaired.err, HasSubstr("got 2 --emit and 1 -o"));
+  CommandResult same = RunCli({"plan", graph, "--emit", "svg", "-o", Path("a"),
+                               "--emit", "html", "-o", Path("a")});
+  EXPECT_EQ(same.exit_code, 64);
+  EXPECT_THAT(same.err, HasSubstr("is given for both --emit svg and --emit "
+                                  "html"));
+  EXPECT_FALSE(std::filesystem::exists(Path("a.svg")));
+  EXPECT_FALSE(std::filesystem::exists(Path("a")));
+  CommandResult bench =
+      RunCli({"bench", "--workload=allocation", "--emit", "html", "-o",
+              Path("a.html"), "--emit", "html", "-o", Path("b.html")});
+  EXPECT_EQ(bench.exit_code, 64);
+  EXPECT_THAT(bench.err, HasSubstr("bench --emit takes html, once"));
+}
+
+TEST_F(CliUsabilityTest, ARequestsOwnEmitStaysBesideTheFlags) {
+  // A request file that asks for a C header itself, plus --emit svg: the
+  // SVG is written to its file, the header stays in the JSON response.
+  const std::string request = Write("request.json", R"({"graph": {
+      "tensors": [{"name": "x", "size_bytes": "64"},
+                  {"name": "y", "size_bytes": "64"}],
+      "ops": [{"name": "f", "inputs": ["x"], "outputs": ["y"]}],
+      "inputs": ["x"], "outputs": ["y"]},
+    "emit": ["c_header"]})");
+  CommandResult json = RunCli({"plan", request, "--format=json", "--emit",
+                               "svg", "-o", Path("plan.svg")});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  v1::PlanResponse plan = testing::ParsePlanJson(json.out);
+  ASSERT_EQ(plan.files_size(), 1);
+  EXPECT_EQ(plan.files(0).format(), "c_header");
+  EXPECT_TRUE(std::filesystem::exists(Path("plan.svg")));
+  // In text the request's file has nowhere to go: a warning says so.
+  CommandResult text =
+      RunCli({"plan", request, "--emit", "svg", "-o", Path("again.svg")});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.err, HasSubstr("warning: the request's emit (c_header)"));
+  EXPECT_TRUE(std::filesystem::exists(Path("again.svg")));
+}
+
+TEST_F(CliUsabilityTest, UsageErrorsSayWhereHelpIsInsteadOfPrintingIt) {
+  CommandResult r =
+      RunCli({"plan", "--format=yaml", kExamples + "resnet50.json"});
+  EXPECT_EQ(r.exit_code, 64);
+  EXPECT_EQ(r.err,
+            "memplan: --format must be text, json or csv\n"
+            "run 'memplan help plan' for its flags\n");
+  CommandResult typo = RunCli({"bench", "--allocatrs=bfc"});
+  EXPECT_EQ(typo.exit_code, 64);
+  EXPECT_THAT(typo.err, HasSubstr("run 'memplan help bench' for its flags"));
+  EXPECT_THAT(typo.err, Not(HasSubstr("--arena_allocator")));
+  // Without a command, the overview lists the commands.
+  EXPECT_THAT(RunCli({}).err, HasSubstr("memplan plan [flags] FILE"));
 }
 
 TEST_F(CliUsabilityTest, InProcessOverALimitIsBadInputNotRetryLater) {

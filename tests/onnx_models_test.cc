@@ -166,33 +166,40 @@ void MainWeights(const onnx::GraphProto& g, Expected* e) {
   }
 }
 
-// The lower bound: persistent inputs and outputs plus the largest sum of
-// activations live at one step (weights left out).
+// The lower bound: the largest sum of sizes live at one step (weights left
+// out), with the lifetimes runtimes give graph inputs and outputs (TFLite
+// Micro's, memplan's default): an input from step 0 to its last reader, an
+// output from its producer to the last step, an input that is also an
+// output for the whole run.
 int64_t Sweep(const onnx::GraphProto& g, const Expected& e) {
-  std::set<std::string> persistent;
-  for (const auto& vi : g.input()) persistent.insert(vi.name());
-  for (const auto& vi : g.output()) persistent.insert(vi.name());
+  std::set<std::string> inputs, outputs;
+  for (const auto& vi : g.input()) inputs.insert(vi.name());
+  for (const auto& vi : g.output()) outputs.insert(vi.name());
   std::map<std::string, int> born, last;
   for (int i = 0; i < g.node_size(); ++i) {
     for (const std::string& r : g.node(i).input()) last[r] = i;
     for (const std::string& o : g.node(i).output()) born[o] = i;
   }
-  int64_t fixed = 0;
+  const int end = g.node_size() - 1;
   std::vector<int64_t> live(g.node_size(), 0);
   for (const std::string& name : e.main_values) {
-    if (e.main_weights.count(name) && !persistent.count(name)) continue;
+    const bool io = inputs.count(name) || outputs.count(name);
+    if (e.main_weights.count(name) && !io) continue;
     if (e.main_weights.count(name) && !born.count(name)) continue;
     if (!e.onnx_sizes.count(name)) return -1;
     const int64_t bytes = e.onnx_sizes.at(name);
-    if (persistent.count(name)) {
-      fixed += bytes;
-      continue;
+    int from = 0, to = end;
+    if (inputs.count(name)) {
+      if (!outputs.count(name)) to = last.count(name) ? last[name] : 0;
+    } else if (outputs.count(name)) {
+      from = born.count(name) ? born[name] : 0;
+    } else {
+      from = born.at(name);
+      to = std::max(from, last.count(name) ? last[name] : from);
     }
-    const int from = born.at(name);
-    const int to = std::max(from, last.count(name) ? last[name] : from);
     for (int s = from; s <= to; ++s) live[s] += bytes;
   }
-  return fixed + *std::max_element(live.begin(), live.end());
+  return *std::max_element(live.begin(), live.end());
 }
 
 // Runs ONNX's shape inference with the model's dims and shapes set, then

@@ -69,13 +69,17 @@ v1::PlanRequest BadGraph() {
   return r;
 }
 
-// The server under test, gRPC and metrics on ports it picks.
+// The server under test, gRPC and metrics on ports it picks. Its plan
+// cache has a Redis store that no one runs: the store's series exist (down,
+// failing) and calls go on without it.
 class Server {
  public:
   Server()
-      : process_(MEMPLAN_SERVER_PATH,
-                 {"--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
-                  "--worker_threads=2", "--max_tensors=100"}),
+      : process_(
+            MEMPLAN_SERVER_PATH,
+            {"--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
+             "--worker_threads=2", "--max_tensors=100",
+             absl::StrCat("--cache=redis://127.0.0.1:", testing::FreePort())}),
         metrics_port_(testing::MetricsPort(process_.first_line())) {
     channel_ = grpc::CreateChannel(process_.address(),
                                    grpc::InsecureChannelCredentials());
@@ -280,7 +284,13 @@ TEST(MetricNames, DashboardsAndRulesUseOnlyExportedMetrics) {
         "memplan_planner_queue_depth", "memplan_plan_efficiency_ratio",
         "memplan_plan_strategy_wins_total", "memplan_allocator_bytes_in_use",
         "memplan_allocator_bytes_reserved",
-        "memplan_allocator_fragmentation_ratio"}) {
+        "memplan_allocator_fragmentation_ratio",
+        // The plan cache (issue 32).
+        "memplan_plan_cache_hits_total", "memplan_plan_cache_misses_total",
+        "memplan_plan_cache_verification_failures_total",
+        "memplan_plan_cache_store_errors_total",
+        "memplan_plan_cache_store_seconds_bucket",
+        "memplan_plan_cache_store_up"}) {
     EXPECT_TRUE(used.count(name)) << name << " is on no dashboard or rule";
   }
   // The label values the rules match on are the ones the server writes.

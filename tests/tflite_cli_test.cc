@@ -132,8 +132,10 @@ TEST_F(TfliteCliTest, ServerAndInProcessGiveTheSamePlanAndFiles) {
   EXPECT_EQ(plan.subgraphs, 3);
   EXPECT_EQ(plan.count, 13);       // 5 + 4 + 4 tensors
   EXPECT_EQ(plan.offsets[2], -1);  // w: a constant
+  // ID: the file name and a hash of the model and plan.
   EXPECT_THAT(ReadAll(Path("local.c_header")),
-              HasSubstr("#define MEMPLAN_M_TFLM_BUFFER_COUNT 12"));
+              ::testing::ContainsRegex(
+                  "#define MEMPLAN_M_[0-9A-F]{8}_TFLM_BUFFER_COUNT 12"));
 }
 
 TEST_F(TfliteCliTest, PlanningThePlannedModelGivesTheSameFile) {
@@ -199,15 +201,34 @@ TEST_F(TfliteCliTest, AnOutputThatCannotBeWrittenIsExit73) {
   EXPECT_EQ(folder.exit_code, 73) << folder.err;
 }
 
-TEST_F(TfliteCliTest, DynamicDimsNeedDimOrInputFlags) {
+// TFLite Micro runs a model at its own shapes, and so does memplan by
+// default; --dim and --input still set them. A --dim no dim of the model
+// could be meant by is a warning (one flag set for a pipeline's models);
+// a misspelt one is an error that suggests the right name.
+TEST_F(TfliteCliTest, DynamicDimsTakeTheModelsOwnShapeUnlessFlagsSetThem) {
   const std::string model = Write("dyn.tflite", DynamicModel().Build());
-  CommandResult missing = RunCli({"plan", model});
-  EXPECT_EQ(missing.exit_code, 65);
-  EXPECT_THAT(missing.err, AllOf(HasSubstr("'x'"), HasSubstr("'y'"),
-                                 HasSubstr("--dim batch=N")));
+  CommandResult own = RunCli({"plan", "--format=json", model});
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  EXPECT_THAT(own.err, AllOf(HasSubstr("2 tensor(s) have dynamic (-1) dims"),
+                             HasSubstr("--dim batch=N")));
+  EXPECT_EQ(ParsePlanJson(own.out).unaligned_lower_bound_bytes(), 4 + 4 * 8);
   CommandResult typo = RunCli({"plan", model, "--dim", "bach=1"});
   EXPECT_EQ(typo.exit_code, 65);
-  EXPECT_THAT(typo.err, HasSubstr("'batch'"));
+  EXPECT_THAT(typo.err, HasSubstr("did you mean --dim batch?"));
+  CommandResult inspect = RunCli({"inspect", model});
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  EXPECT_THAT(inspect.out,
+              AllOf(HasSubstr("default dims:  x dim 0 = 1  (the model's own "
+                              "shape; set with --dim batch=N)"),
+                    HasSubstr("x dim 1 = 1  (the model's own shape; set with "
+                              "--input x=SHAPE)"),
+                    HasSubstr("2 tensors have -1 dims")));
+  CommandResult pipeline =
+      RunCli({"plan", Write("chain.tflite", ChainModel().Build()), "--dim",
+              "batch=1,seq_len=16"});
+  EXPECT_EQ(pipeline.exit_code, 0) << pipeline.err;
+  EXPECT_THAT(pipeline.err, AllOf(HasSubstr("--dim batch ignored"),
+                                  HasSubstr("--dim seq_len ignored")));
   for (bool remote : {false, true}) {
     std::vector<std::string> args = {"plan",   "--format=json", model,
                                      "--dim",  "batch=2",       "--input",
@@ -218,6 +239,57 @@ TEST_F(TfliteCliTest, DynamicDimsNeedDimOrInputFlags) {
     EXPECT_EQ(ParsePlanJson(ok.out).unaligned_lower_bound_bytes(),
               4 * 200 + 4 * 16);
   }
+}
+
+// A Vela-compiled model: the ethos-u operator's scratch tensors are in the
+// arena and reported as scratch; Vela's own offline plan is kept (the NPU
+// addresses the feature maps from the scratch tensor), so the arena is
+// Vela's and the planned model carries Vela's offsets again.
+TEST_F(TfliteCliTest, EthosUModelsPlanTheirScratchAndKeepVelasPlan) {
+  using formats::testing::EthosUModel;
+  using formats::testing::kVelaScratch;
+  const std::string vela = Write("vela.tflite", EthosUModel(true).Build());
+  CommandResult r = RunCli({"plan", "--format=json", vela, "--emit", "tflite",
+                            "-o", Path("planned.tflite")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("(Vela's) is kept"));
+  const v1::PlanResponse kept = ParsePlanJson(r.out);
+  EXPECT_EQ(kept.arena_size_bytes(), kVelaScratch);
+  EXPECT_EQ(kept.runtime_arena_bytes(), kVelaScratch);
+  std::map<std::string, std::string> kinds;
+  for (const v1::Assignment& a : kept.assignments()) kinds[a.name()] = a.kind();
+  EXPECT_EQ(kinds["main_split_1_scratch"], "scratch");
+  EXPECT_THAT(DecodeOfflinePlan(ReadAll(Path("planned.tflite"))).offsets,
+              ::testing::ElementsAreArray(formats::testing::VelaOffsets()));
+  CommandResult inspect = RunCli({"inspect", vela});
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  EXPECT_THAT(inspect.out,
+              HasSubstr("offline plan:  OfflineMemoryAllocation: version 0, "
+                        "subgraphs word 1, 7 offsets (5 placed"));
+  CommandResult header =
+      RunCli({"plan", vela, "--emit", "c_header", "-o", Path("vela.h")});
+  EXPECT_NE(header.exit_code, 0);
+  EXPECT_THAT(header.err, HasSubstr("emit tflite instead"));
+
+  const std::string bare = Write("bare.tflite", EthosUModel(false).Build());
+  for (bool remote : {false, true}) {
+    std::vector<std::string> args = {"plan", bare};
+    if (remote) args.push_back("--server=" + server_->address());
+    CommandResult text = RunCli(args);
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_THAT(text.out, HasSubstr("2 scratch"));
+    EXPECT_THAT(text.err, HasSubstr("no usable offline plan"));
+  }
+  CommandResult json = RunCli({"plan", "--format=json", bare});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const v1::PlanResponse planned = ParsePlanJson(json.out);
+  EXPECT_EQ(planned.arena_size_bytes(), 2048 + 2 * kVelaScratch + 2048);
+  for (const v1::Assignment& a : planned.assignments()) {
+    if (a.name().find("scratch") == std::string::npos) continue;
+    EXPECT_EQ(a.kind(), "scratch") << a.name();
+    EXPECT_FALSE(a.persistent()) << a.name();
+  }
+  EXPECT_EQ(planned.unplanned_size(), 2);  // the command stream, weights
 }
 
 }  // namespace

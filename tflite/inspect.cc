@@ -1,6 +1,7 @@
 #include "tflite/inspect.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -11,6 +12,39 @@
 #include "tflite/reader.h"
 
 namespace memplan::formats {
+namespace {
+
+// A -1 dim of a main input: the model's own shape stands in for it.
+DefaultedDim DefaultDim(const tfl::Tensor& tensor, const std::string& name,
+                        size_t d) {
+  DefaultedDim out;
+  out.value = name;
+  out.dim = static_cast<int>(d);
+  const auto* shape = tensor.shape();
+  out.size =
+      static_cast<int>(d) < Size(shape) ? shape->Get(static_cast<int>(d)) : -1;
+  out.flag = d == 0 ? absl::StrCat("--dim ", kTfliteBatchDim, "=N")
+                    : absl::StrCat("--input ", name, "=SHAPE");
+  return out;
+}
+
+// The offline plan the file carries, if any.
+std::optional<OfflinePlanSummary> OfflinePlanOf(const TfliteModel& m) {
+  const TfliteOfflinePlan plan = m.OfflinePlan();
+  if (!plan.present) return std::nullopt;
+  OfflinePlanSummary out;
+  out.version = plan.version;
+  out.subgraphs = plan.subgraphs;
+  out.offsets = plan.count;
+  const size_t count = static_cast<size_t>(std::max(plan.count, 0));
+  for (size_t k = 0; k < plan.offsets.size() && k < count; ++k) {
+    out.placed += plan.offsets[k] != -1;
+  }
+  out.usable = plan.usable;
+  return out;
+}
+
+}  // namespace
 
 absl::StatusOr<ModelSummary> SummarizeTflite(absl::string_view bytes,
                                              absl::string_view name) {
@@ -35,7 +69,10 @@ absl::StatusOr<ModelSummary> SummarizeTflite(absl::string_view bytes,
           summary.weight_bytes += m.DataBytes(tensor);
         }
       } else {
-        batch = batch || TfliteHasDynamicBatch(TfliteDeclaredDims(tensor));
+        const std::vector<int64_t> dims = TfliteDeclaredDims(tensor);
+        batch = batch || TfliteHasDynamicBatch(dims);
+        summary.dynamic_tensors += std::any_of(dims.begin(), dims.end(),
+                                               [](int64_t d) { return d < 0; });
       }
     }
     summary.ops += m.op_count(s);
@@ -52,7 +89,7 @@ absl::StatusOr<ModelSummary> SummarizeTflite(absl::string_view bytes,
       const int t = list->Get(k);
       const tfl::Tensor& tensor = m.tensor(0, t);
       ValueSummary v;
-      v.name = m.TensorName(0, t);
+      v.name = m.RawTensorName(0, t);  // the text rule applies on output
       v.element_type = TfliteTypeName(tensor.type());
       const std::vector<int64_t> dims = TfliteDeclaredDims(tensor);
       bool known = true;
@@ -61,6 +98,9 @@ absl::StatusOr<ModelSummary> SummarizeTflite(absl::string_view bytes,
         v.dims.push_back(dims[d] >= 0 ? absl::StrCat(dims[d])
                          : d == 0     ? kTfliteBatchDim
                                       : "?");
+        if (dims[d] < 0 && values == &summary.inputs) {
+          summary.defaulted_dims.push_back(DefaultDim(tensor, v.name, d));
+        }
       }
       const int type = tensor.type() == tfl::TensorType_INT4
                            ? tfl::TensorType_INT8
@@ -70,6 +110,7 @@ absl::StatusOr<ModelSummary> SummarizeTflite(absl::string_view bytes,
       values->push_back(std::move(v));
     }
   }
+  summary.offline_plan = OfflinePlanOf(m);
   return summary;
 }
 

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
+#include "base/text.h"
 
 namespace memplan::formats {
 namespace {
@@ -27,35 +28,10 @@ constexpr int32_t kCallOnce = tfl::BuiltinOperator_CALL_ONCE;
 constexpr int32_t kStablehloWhile = tfl::BuiltinOperator_STABLEHLO_WHILE;
 constexpr int32_t kComposite = tfl::BuiltinOperator_STABLEHLO_COMPOSITE;
 
-// Length of the valid UTF-8 sequence starting at s[i], 0 if none.
-size_t Utf8Length(absl::string_view s, size_t i) {
-  const unsigned char c = static_cast<unsigned char>(s[i]);
-  size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-  if (c >= 0xF8 || n == 0 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
-  }
-  return n;
-}
-
-// A name from the file as text every output accepts: valid UTF-8 without
-// control characters (others become '?'), at most `max` bytes.
+// A name from the file as text every output accepts, for messages: the
+// text rule's SafeText (base/text.h), at most `max` bytes of it.
 std::string SafeText(absl::string_view raw, size_t max) {
-  std::string out;
-  for (size_t i = 0; i < raw.size() && out.size() < max;) {
-    const unsigned char c = static_cast<unsigned char>(raw[i]);
-    if (c >= 0x20 && c < 0x7F) {
-      out.push_back(raw[i++]);
-    } else if (size_t n = c >= 0x80 ? Utf8Length(raw, i) : 0; n > 0) {
-      if (out.size() + n > max) break;
-      out.append(raw.data() + i, n);
-      i += n;
-    } else {
-      out.push_back('?');
-      ++i;
-    }
-  }
-  return out;
+  return std::string(base::Utf8Prefix(base::SafeText(raw.substr(0, max)), max));
 }
 
 absl::string_view View(const flatbuffers::String* s) {
@@ -238,6 +214,34 @@ absl::string_view TfliteModel::BufferData(int b) const {
       buffer->data()->size());
 }
 
+TfliteOfflinePlan TfliteModel::OfflinePlan() const {
+  TfliteOfflinePlan plan;
+  absl::string_view data;
+  for (int i = 0; i < Size(model_->metadata()); ++i) {
+    const tfl::Metadata* m = model_->metadata()->Get(i);
+    if (View(m->name()) != kOfflinePlanMetadata) continue;
+    ++plan.entries;
+    data = BufferData(static_cast<int>(m->buffer()));  // the last one wins
+  }
+  auto word = [&](size_t k) {
+    uint32_t w = 0;
+    for (int b = 3; b >= 0; --b) {
+      w = (w << 8) | static_cast<unsigned char>(data[4 * k + b]);
+    }
+    return static_cast<int32_t>(w);
+  };
+  const size_t words = data.size() / 4;
+  if (words < 3) return plan;
+  plan.present = true;
+  plan.version = word(0);
+  plan.subgraphs = word(1);
+  plan.count = word(2);
+  for (size_t k = 3; k < words; ++k) plan.offsets.push_back(word(k));
+  plan.usable = plan.count >= 0 && plan.count == tensor_count() &&
+                static_cast<int64_t>(plan.offsets.size()) >= plan.count;
+  return plan;
+}
+
 std::string TfliteModel::SubgraphLabel(int s) const {
   const std::string name = SafeText(View(subgraph(s).name()), 64);
   return name.empty() ? absl::StrCat("subgraph ", s)
@@ -246,6 +250,10 @@ std::string TfliteModel::SubgraphLabel(int s) const {
 
 std::string TfliteModel::TensorName(int s, int t) const {
   return SafeText(View(tensor(s, t).name()), kMaxNameBytes);
+}
+
+std::string TfliteModel::RawTensorName(int s, int t) const {
+  return std::string(View(tensor(s, t).name()).substr(0, kMaxNameBytes));
 }
 
 std::string TfliteModel::TensorLabel(int s, int t) const {

@@ -45,6 +45,29 @@ struct SubgraphCall {
   int subgraph = 0;  // index into Model.subgraphs (checked)
 };
 
+// The metadata name TFLite Micro looks for an offline plan under.
+inline constexpr char kOfflinePlanMetadata[] = "OfflineMemoryAllocation";
+
+// The offline plan a model carries, read as TFLite Micro reads it
+// (micro_allocation_info.cc, GetOfflinePlannedOffsets): the last metadata
+// entry named exactly kOfflinePlanMetadata, its buffer's data as
+// little-endian int32 words [version, number of subgraphs, N, N offsets].
+// TFLite Micro reads word 2 and the offsets only; word 1 is the number of
+// subgraphs in its memory_management.md and in what Vela writes (an older
+// copy of that page called it the subgraph index), so any value is read.
+struct TfliteOfflinePlan {
+  int entries = 0;        // metadata entries of that name (0: no plan)
+  bool present = false;   // the last one holds at least the 3 header words
+  int32_t version = 0;    // word 0 (memplan writes 1, Vela 0)
+  int32_t subgraphs = 0;  // word 1
+  int32_t count = 0;      // word 2: N
+  // The words after the header, as many as the buffer holds.
+  std::vector<int32_t> offsets;
+  // N is the model's tensor count and the buffer holds N offsets: TFLite
+  // Micro uses the plan (it refuses the model when N differs).
+  bool usable = false;
+};
+
 // A verified model. Thread-compatible; holds a view of the bytes given to
 // Parse (or of its own aligned copy), which must outlive it.
 class TfliteModel {
@@ -87,11 +110,20 @@ class TfliteModel {
   // The bytes of buffer `b`'s data inside the flatbuffer (empty for none).
   absl::string_view BufferData(int b) const;
 
+  // The offline plan the model carries (TfliteOfflinePlan; entries 0 when
+  // none).
+  TfliteOfflinePlan OfflinePlan() const;
+
   // For messages: "subgraph 1 ('body')", "tensor 5 ('x') of subgraph 0".
   std::string SubgraphLabel(int s) const;
   std::string TensorLabel(int s, int t) const;
-  // The tensor's name as stored (clipped to 256 bytes), maybe empty.
+  // The tensor's name as stored (clipped to 256 bytes), maybe empty, as
+  // text every output accepts (base::SafeText): for messages.
   std::string TensorName(int s, int t) const;
+  // The same bytes as stored, clipped to 256 bytes: what the imported
+  // graph's tensor is named. engine::Plan applies the text rule to it
+  // (base/text.h), which keeps distinct names distinct.
+  std::string RawTensorName(int s, int t) const;
 
  private:
   TfliteModel() = default;
@@ -110,6 +142,11 @@ class TfliteModel {
 
 // "float32", "int8", "int4"...: a TFLite tensor type, lower case.
 std::string TfliteTypeName(int type);
+
+// The custom operator of Arm's Ethos-U NPU (Vela's output): its inputs are
+// the command stream, the weights ("flash"), the scratch and fast scratch
+// tensors (no data: arena memory), then its feature maps.
+inline constexpr char kEthosUOp[] = "ethos-u";
 
 // The name `--dim` gives a dynamic first dim (-1 in shape_signature).
 inline constexpr char kTfliteBatchDim[] = "batch";

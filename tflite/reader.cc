@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/edit_distance.h"
 #include "base/status.h"
 #include "proto/convert.h"
 #include "tflite/model.h"
@@ -22,7 +23,20 @@ namespace {
 
 constexpr int kMaxNesting = 256;  // subgraphs running subgraphs
 constexpr int64_t kMaxBytes = int64_t{1} << 62;
-constexpr int kMaxListed = 8;  // tensors named in one message
+constexpr int kMaxListed = 4;  // names listed in one message
+// Byte alignment of the block holding an offline plan's tensors: the NPU's
+// base addresses (the scratch tensor's start) are 16-byte aligned.
+constexpr int64_t kKeptBlockAlignment = 16;
+
+// "a, b, c, d and 5 more": at most kMaxListed of `names`.
+std::string FewNames(const std::vector<std::string>& names) {
+  const size_t shown = std::min<size_t>(names.size(), kMaxListed);
+  std::string out = absl::StrJoin(names.begin(), names.begin() + shown, ", ");
+  if (names.size() > shown) {
+    absl::StrAppend(&out, " and ", names.size() - shown, " more");
+  }
+  return out;
+}
 
 // Bits per element of each TFLite type; 0 for types without a fixed size.
 int ElementBits(int type) {
@@ -79,8 +93,15 @@ struct TensorInfo {
   int64_t bytes = 0;      // 0: holds nothing, left out of the graph
   bool constant = false;  // data in the file
   bool variable = false;  // is_variable
-  int graph_index = -1;   // index in the graph, -1 when left out
-  std::string name;       // unique graph name
+  // No data and no producer, read by operators: their scratch memory,
+  // written by an op "<reader>/scratch" just before its first reader.
+  bool scratch = false;
+  // Keeps the model's offline offset: inside the block (not in the graph),
+  // or the block itself (in the graph, live while any of them is).
+  bool kept = false;
+  bool block = false;
+  int graph_index = -1;  // index in the graph, -1 when left out
+  std::string name;      // unique graph name
 };
 
 // A tensor whose size the options do not settle.
@@ -99,6 +120,8 @@ class Importer {
   absl::StatusOr<ImportedModel> Run() {
     if (auto s = CheckOptionNames(); !s.ok()) return s;
     if (auto s = SizeTensors(); !s.ok()) return s;
+    FindScratch();
+    KeepOfflinePlan();
     NameTensors();
     AddTensors();
     const int n = m_.subgraph_count();
@@ -116,10 +139,17 @@ class Importer {
 
  private:
   absl::Status CheckOptionNames();
+  absl::Status CheckDimName(const std::string& dim, bool batch);
+  absl::Status CheckInputName(const std::string& name,
+                              const std::set<std::string>& names) const;
   absl::Status SizeTensors();
   absl::Status SizeTensor(int s, int t, std::vector<MissingSize>* missing);
   absl::StatusOr<std::vector<int64_t>> ResolveDims(int s, int t, bool* known);
   absl::Status MissingError(const std::vector<MissingSize>& missing) const;
+  void WarnDefaultedDims();
+  void FindScratch();
+  void KeepOfflinePlan();
+  std::vector<int64_t> FreshScratch(int s, const tfl::Operator& op);
   void NameTensors();
   void AddTensors();
   absl::Status WalkAll();
@@ -135,8 +165,8 @@ class Importer {
                                 bool skip_constants = false);
   // Every non-constant graph tensor of `s` and the subgraphs it runs.
   std::vector<int64_t> Closure(int s);
-  void EmitOp(const std::string& name, const std::vector<int64_t>& in,
-              const std::vector<int64_t>& out);
+  void EmitOp(const std::string& name, std::vector<int64_t> in,
+              std::vector<int64_t> out);
   std::string OpName(int s, int i) const;
   const std::string& Prefix(int s) const { return prefixes_[s]; }
 
@@ -146,6 +176,13 @@ class Importer {
   std::vector<std::string> prefixes_;  // per subgraph: "" for the main one
   ImportedModel out_;
   int64_t int4_activations_ = 0;
+  // Tensors whose -1 dims took the model's own shape, and whether one of
+  // those dims was a first dim (--dim batch would set it).
+  int64_t defaulted_tensors_ = 0;
+  bool defaulted_batch_ = false;
+  int64_t block_ = -1;                 // global index of the kept block
+  bool block_written_ = false;         // an op of this walk used the block
+  std::vector<char> scratch_written_;  // per global tensor, in this walk
   // The walk over subgraph calls, made twice: to count each subgraph's
   // calls, then to emit ops knowing which call is a subgraph's last.
   bool emit_ = false;
@@ -169,28 +206,59 @@ absl::Status Importer::CheckOptionNames() {
     }
   }
   for (const auto& [dim, value] : options_.dims) {
-    if (dim != kTfliteBatchDim || !batch) {
-      return Invalid(m_.name(), ": --dim ", api::Clip(dim),
-                     ": the model has no dim of that name (",
-                     batch ? "its only named dim is 'batch', a -1 first dim; "
-                             "set other dims with --input"
-                           : "it has no dynamic first dim",
-                     ")");
-    }
+    if (auto s = CheckDimName(dim, batch); !s.ok()) return s;
   }
   for (const auto& [name, shape] : options_.shapes) {
-    if (names.count(name) == 0) {
-      std::vector<std::string> inputs;
-      const auto* in = m_.subgraph(0).inputs();
-      for (int k = 0; k < Size(in); ++k) {
-        inputs.push_back(m_.TensorName(0, in->Get(k)));
-      }
-      return Invalid(m_.name(), ": --input ", api::Clip(name),
-                     ": the model has no tensor of that name (its inputs: ",
-                     absl::StrJoin(inputs, ", "), ")");
-    }
+    if (auto s = CheckInputName(name, names); !s.ok()) return s;
   }
   return absl::OkStatus();
+}
+
+// A --dim the model has no use for: an error suggesting the dim it has
+// when the name looks like a misspelling of it, else a warning (one set of
+// flags may serve every model of a pipeline) and the dim is ignored.
+absl::Status Importer::CheckDimName(const std::string& dim, bool batch) {
+  if (batch && dim == kTfliteBatchDim) return absl::OkStatus();
+  if (batch && base::LooksLikeMisspelling(dim, kTfliteBatchDim)) {
+    return Invalid(m_.name(), ": --dim ", api::Clip(dim),
+                   ": did you mean --dim ", kTfliteBatchDim,
+                   "? (the model's only named dim is '", kTfliteBatchDim,
+                   "', a -1 first dim; other dims are set with --input)");
+  }
+  out_.warnings.push_back(absl::StrCat(
+      "--dim ", api::Clip(dim), " ignored: ",
+      batch ? "the model's only named dim is 'batch' (a -1 first dim)"
+            : "the model has no dynamic (-1) first dim"));
+  return absl::OkStatus();
+}
+
+// An --input naming no tensor: an error (the shape is the model's own),
+// suggesting the nearest name, else naming a few inputs.
+absl::Status Importer::CheckInputName(
+    const std::string& name, const std::set<std::string>& names) const {
+  if (names.count(name) > 0) return absl::OkStatus();
+  // The nearest name, among a bounded number (each costs a small table).
+  constexpr size_t kMaxCandidates = 20'000;
+  std::vector<std::string> candidates;
+  for (const std::string& n : names) {
+    if (candidates.size() == kMaxCandidates) break;
+    candidates.push_back(n);
+  }
+  const std::string closest = base::ClosestName(name, candidates);
+  if (!closest.empty()) {
+    return Invalid(m_.name(), ": --input ", api::Clip(name),
+                   ": did you mean --input ", api::Clip(closest),
+                   "? (the model has no tensor of that name)");
+  }
+  std::vector<std::string> inputs;
+  const auto* in = m_.subgraph(0).inputs();
+  for (int k = 0; k < Size(in); ++k) {
+    inputs.push_back(absl::StrCat("'", m_.TensorName(0, in->Get(k)), "'"));
+  }
+  return Invalid(m_.name(), ": --input ", api::Clip(name),
+                 ": give a tensor of the model (the model has no tensor of "
+                 "that name; its inputs: ",
+                 inputs.empty() ? "none" : FewNames(inputs), ")");
 }
 
 absl::StatusOr<std::vector<int64_t>> Importer::ResolveDims(int s, int t,
@@ -216,15 +284,25 @@ absl::StatusOr<std::vector<int64_t>> Importer::ResolveDims(int s, int t,
     }
     return given;
   }
+  // -1 dims: the batch when given, else the model's own shape (what TFLite
+  // Micro runs).
+  const auto* shape = tensor.shape();
+  bool defaulted = false;
   for (size_t k = 0; k < dims.size(); ++k) {
     if (dims[k] >= 0) continue;
     auto batch = options_.dims.find(kTfliteBatchDim);
     if (k == 0 && batch != options_.dims.end()) {
       dims[k] = batch->second;
+    } else if (Size(shape) == static_cast<int>(dims.size()) &&
+               shape->Get(static_cast<int>(k)) >= 0) {
+      dims[k] = shape->Get(static_cast<int>(k));
+      defaulted = true;
+      defaulted_batch_ = defaulted_batch_ || k == 0;
     } else {
       *known = false;
     }
   }
+  defaulted_tensors_ += defaulted && *known;
   return dims;
 }
 
@@ -267,6 +345,7 @@ absl::Status Importer::SizeTensors() {
     }
   }
   if (!missing.empty()) return MissingError(missing);
+  WarnDefaultedDims();
   if (int4_activations_ > 0) {
     out_.warnings.push_back(absl::StrCat(
         int4_activations_,
@@ -276,28 +355,147 @@ absl::Status Importer::SizeTensors() {
   return absl::OkStatus();
 }
 
+// Sizes no flag settles and the model's own shape cannot give (its shape
+// has another rank or a negative dim): the fix first, then a few names.
 absl::Status Importer::MissingError(
     const std::vector<MissingSize>& missing) const {
   std::vector<std::string> listed;
   bool batch = false;
   for (const MissingSize& m : missing) {
     batch = batch || TfliteHasDynamicBatch(m.dims);
-    if (static_cast<int>(listed.size()) == kMaxListed) continue;
-    listed.push_back(
-        absl::StrCat(m.label, ": ", DimsText(m.dims),
-                     " (the model's own shape: ", DimsText(m.static_), ")"));
+    listed.push_back(absl::StrCat(m.label, ": ", DimsText(m.dims),
+                                  ", stored shape ", DimsText(m.static_)));
   }
-  if (static_cast<int>(missing.size()) > kMaxListed) {
-    listed.push_back(
-        absl::StrCat("and ", missing.size() - kMaxListed, " more"));
+  return Invalid(m_.name(), ": give the shape of ", missing.size(),
+                 " tensor(s) with --input NAME=1x2x3",
+                 batch ? " (or the first dim with --dim batch=N)" : "",
+                 ": their shape_signature has -1 dims and their stored "
+                 "shape cannot stand in for it: ",
+                 FewNames(listed));
+}
+
+// One line for every tensor whose -1 dims took the model's own shape.
+void Importer::WarnDefaultedDims() {
+  if (defaulted_tensors_ == 0) return;
+  out_.warnings.push_back(absl::StrCat(
+      defaulted_tensors_,
+      " tensor(s) have dynamic (-1) dims: planned at the model's own shapes, "
+      "as TFLite Micro runs it (set them with ",
+      defaulted_batch_ ? "--dim batch=N or " : "", "--input NAME=SHAPE)"));
+}
+
+// Tensors an operator reads that hold no data, are no variable, and that
+// no operator of their subgraph writes and no caller fills (not a subgraph
+// input): memory the reading operators use as they run, as Vela's scratch
+// and fast scratch tensors are for the ethos-u operator. TFLite Micro
+// plans them (they need allocating); they are not weights.
+void Importer::FindScratch() {
+  for (int s = 0; s < m_.subgraph_count(); ++s) {
+    std::vector<char> written(m_.tensor_count(s), 0), read(written);
+    const auto* inputs = m_.subgraph(s).inputs();
+    for (int k = 0; k < Size(inputs); ++k) written[inputs->Get(k)] = 1;
+    for (int i = 0; i < m_.op_count(s); ++i) {
+      const tfl::Operator& op = m_.op(s, i);
+      for (const auto* list : {op.outputs(), op.intermediates()}) {
+        for (int k = 0; k < Size(list); ++k) {
+          if (list->Get(k) >= 0) written[list->Get(k)] = 1;
+        }
+      }
+      if (!m_.CalledSubgraphs(op).empty()) continue;  // read by enter ops
+      for (int k = 0; k < Size(op.inputs()); ++k) {
+        if (op.inputs()->Get(k) >= 0) read[op.inputs()->Get(k)] = 1;
+      }
+    }
+    for (int t = 0; t < m_.tensor_count(s); ++t) {
+      TensorInfo& info = info_[m_.global_index(s, t)];
+      info.scratch = info.bytes > 0 && !info.constant && !info.variable &&
+                     read[t] && !written[t];
+    }
   }
-  return Invalid(
-      m_.name(), ": the size of ", missing.size(),
-      " tensor(s) is unknown: their shape_signature has dynamic (-1) dims: ",
-      absl::StrJoin(listed, "; "), ". Give ",
-      batch ? "the first dim with --dim batch=N, or " : "",
-      "whole shapes with --input NAME=1x2x3 (TFLite Micro runs the model "
-      "at its own shapes)");
+}
+
+// An Ethos-U model keeps the offline plan it carries (Vela's): its command
+// streams address the feature maps from the scratch tensor's start, as
+// Vela placed them, so their layout may not change. The tensors the plan
+// places become one block, the graph tensor that starts lowest (a scratch
+// tensor first, then the largest), grown to span them all and live from
+// the first operator using one of them to the last; the others lie inside
+// it at their offsets from its start (ImportedModel::tflite_kept). Models
+// without an ethos-u operator are planned afresh.
+void Importer::KeepOfflinePlan() {
+  bool ethos_u = false;
+  for (int s = 0; s < m_.subgraph_count() && !ethos_u; ++s) {
+    for (int i = 0; i < m_.op_count(s) && !ethos_u; ++i) {
+      ethos_u = m_.OpType(m_.op(s, i)) == kEthosUOp;
+    }
+  }
+  if (!ethos_u) return;
+  const TfliteOfflinePlan plan = m_.OfflinePlan();
+  if (!plan.usable) {
+    out_.warnings.push_back(absl::StrCat(
+        "the model has ", kEthosUOp,
+        " operators but no usable offline plan: their command streams "
+        "address feature maps from the scratch tensor's start as Vela "
+        "placed them, so plan the model as Vela wrote it (with its ",
+        kOfflinePlanMetadata, ")"));
+    return;
+  }
+  std::vector<int64_t> kept;
+  int64_t lowest = 0, top = 0;
+  for (size_t g = 0; g < info_.size(); ++g) {
+    const TensorInfo& info = info_[g];
+    const int64_t offset = plan.offsets[g];
+    if (offset < 0 || info.bytes == 0 || info.constant || info.variable) {
+      continue;
+    }
+    if (kept.empty() || offset < lowest) lowest = offset;
+    top = std::max(top, offset + info.bytes);
+    kept.push_back(static_cast<int64_t>(g));
+  }
+  if (kept.empty()) return;
+  for (int64_t g : kept) {
+    if (plan.offsets[g] != lowest) continue;
+    const TensorInfo& b = info_[g];
+    if (block_ < 0 || (b.scratch && !info_[block_].scratch) ||
+        (b.scratch == info_[block_].scratch && b.bytes > info_[block_].bytes)) {
+      block_ = g;
+    }
+  }
+  for (int64_t g : kept) {
+    TensorInfo& info = info_[g];
+    info.kept = true;
+    info.scratch = false;  // the block's first user writes it
+    if (g != block_) {
+      out_.tflite_kept.push_back({g, -1, plan.offsets[g] - lowest});
+    }
+  }
+  TensorInfo& block = info_[block_];
+  block.block = true;
+  const int64_t own = block.bytes;
+  block.bytes = top - lowest;
+  int s = m_.subgraph_count() - 1;
+  while (m_.global_index(s, 0) > block_) --s;
+  const int t = static_cast<int>(block_ - m_.global_index(s, 0));
+  out_.warnings.push_back(absl::StrCat(
+      "the offline plan this ", kEthosUOp, " model carries (Vela's) is kept: ",
+      kept.size(), " tensor(s) stay at its offsets, inside one block of ",
+      block.bytes, " bytes (", m_.TensorLabel(s, t),
+      own == block.bytes ? "" : absl::StrCat(", grown from ", own, " bytes"),
+      "); the other tensors are planned around it"));
+}
+
+// Scratch tensors `op` reads that no earlier op of this walk wrote.
+std::vector<int64_t> Importer::FreshScratch(int s, const tfl::Operator& op) {
+  std::vector<int64_t> fresh;
+  for (int k = 0; k < Size(op.inputs()); ++k) {
+    if (op.inputs()->Get(k) < 0) continue;
+    const int64_t g = m_.global_index(s, op.inputs()->Get(k));
+    if (info_[g].scratch && info_[g].graph_index >= 0 && !scratch_written_[g]) {
+      scratch_written_[g] = 1;
+      fresh.push_back(g);
+    }
+  }
+  return fresh;
 }
 
 void Importer::NameTensors() {
@@ -320,8 +518,8 @@ void Importer::NameTensors() {
     prefixes_.push_back(s == 0 ? "" : prefix + "/");
     for (int t = 0; t < m_.tensor_count(s); ++t) {
       TensorInfo& info = info_[m_.global_index(s, t)];
-      if (info.bytes == 0) continue;
-      std::string raw = m_.TensorName(s, t);
+      if (info.bytes == 0 || (info.kept && !info.block)) continue;
+      std::string raw = m_.RawTensorName(s, t);
       if (raw.empty()) raw = absl::StrCat("tensor#", t);
       std::string unique = prefixes_[s] + raw;
       for (int k = 0; !used.insert(unique).second; ++k) {
@@ -341,16 +539,24 @@ void Importer::AddTensors() {
         ++out_.stats.empty_values;
         continue;
       }
+      if (info.kept && !info.block) continue;  // inside the block
       info.graph_index = out_.graph.tensors_size();
       v1::Tensor* tensor = out_.graph.add_tensors();
       tensor->set_name(info.name);
       tensor->set_size_bytes(info.bytes);
       tensor->set_constant(info.constant);
       tensor->set_variable(info.variable);
+      if (info.block) tensor->set_alignment(kKeptBlockAlignment);
+      if (info.scratch || info.block) {
+        out_.scratch.push_back(info.graph_index);
+      }
       out_.tflite_tensors.push_back({s, t});
       out_.stats.weights += info.constant;
       out_.stats.subgraph_values += s > 0;
     }
+  }
+  for (ImportedModel::KeptTensor& k : out_.tflite_kept) {
+    k.block = info_[block_].graph_index;
   }
   stamp_.assign(info_.size(), -1);
 }
@@ -365,7 +571,8 @@ std::vector<int64_t> Importer::Operands(int s,
   std::vector<int64_t> out;
   for (int k = 0; k < Size(v); ++k) {
     if (v->Get(k) < 0) continue;
-    const int64_t g = m_.global_index(s, v->Get(k));
+    int64_t g = m_.global_index(s, v->Get(k));
+    if (info_[g].kept) g = block_;  // a tensor inside the block uses it
     if (info_[g].graph_index < 0 || stamp_[g] == op_serial_) continue;
     if (skip_constants && info_[g].constant) continue;
     stamp_[g] = op_serial_;
@@ -402,9 +609,24 @@ std::vector<int64_t> Importer::Closure(int s) {
   return out;
 }
 
-void Importer::EmitOp(const std::string& name, const std::vector<int64_t>& in,
-                      const std::vector<int64_t>& out) {
+void Importer::EmitOp(const std::string& name, std::vector<int64_t> in,
+                      std::vector<int64_t> out) {
   ++op_serial_;  // operand lists of the next op start afresh
+  if (block_ >= 0) {
+    // The block lives from the first op using a tensor inside it (which
+    // writes it) to the last (which reads it).
+    const auto uses = [&](std::vector<int64_t>* v) {
+      const auto it = std::remove(v->begin(), v->end(), block_);
+      const bool found = it != v->end();
+      v->erase(it, v->end());
+      return found;
+    };
+    const bool in_uses = uses(&in), out_uses = uses(&out);
+    if (in_uses || out_uses) {
+      (block_written_ ? in : out).push_back(block_);
+      block_written_ = true;
+    }
+  }
   if (!emit_) return;
   v1::Op* op = out_.graph.add_ops();
   std::string unique = name;
@@ -434,7 +656,9 @@ absl::Status Importer::Walk(int s, int depth) {
     ++op_serial_;
     std::vector<int64_t> out = Operands(s, op.outputs());
     for (int64_t g : Operands(s, op.intermediates())) out.push_back(g);
-    refs_ += static_cast<int64_t>(in.size() + out.size());
+    const std::vector<int64_t> scratch = FreshScratch(s, op);
+    refs_ += static_cast<int64_t>(in.size() + out.size() + scratch.size());
+    if (!scratch.empty()) EmitOp(OpName(s, i) + "/scratch", {}, scratch);
     EmitOp(OpName(s, i), in, out);
   }
   on_stack_[s] = 0;
@@ -506,6 +730,8 @@ absl::Status Importer::RunSubgraphs(int s, int i,
 
 absl::Status Importer::WalkAll() {
   refs_ = 0;
+  scratch_written_.assign(info_.size(), 0);
+  block_written_ = false;
   // As in TFLM, the main inputs are created before the first operator and
   // live until their last use, the outputs from their producer to the end.
   const tfl::SubGraph& main = m_.subgraph(0);
@@ -517,9 +743,12 @@ absl::Status Importer::WalkAll() {
   const std::vector<int64_t> outputs = Operands(0, main.outputs(), true);
   EmitOp("model/outputs", outputs, {});
   if (emit_) {
-    for (int64_t g : inputs) out_.main_inputs.push_back(info_[g].graph_index);
+    // An input or output inside a kept block is reported with the block.
+    for (int64_t g : inputs) {
+      if (g != block_) out_.main_inputs.push_back(info_[g].graph_index);
+    }
     for (int64_t g : outputs) {
-      out_.main_outputs.push_back(info_[g].graph_index);
+      if (g != block_) out_.main_outputs.push_back(info_[g].graph_index);
     }
   }
   for (int s = 1; s < m_.subgraph_count(); ++s) {

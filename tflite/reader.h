@@ -21,6 +21,27 @@
 //   warning says so). Tensors with a zero dim hold nothing and are left out
 //   (stats.empty_values). String and variant tensors without data have no
 //   size before run time: an error naming them.
+// - Scratch tensors: a tensor operators read that holds no data, is no
+//   variable, and that no operator writes and no caller fills (Vela's
+//   scratch and fast scratch, read by the ethos-u operator) is memory the
+//   operators use as they run: an op "<reader>/scratch" writes it just
+//   before its first reader, so it lives from there to its last reader
+//   (ImportedModel::scratch; reported as scratch). TFLite Micro plans such
+//   tensors too, from the start of the run.
+// - Ethos-U models keep their offline plan: when a model with an ethos-u
+//   operator carries a usable OfflineMemoryAllocation (Vela writes one),
+//   the command streams address the feature maps from the scratch tensor's
+//   start as Vela placed them, so the tensors that plan places keep its
+//   layout. They become one block: the graph tensor that starts lowest (a
+//   scratch tensor first, then the largest), sized to span them all,
+//   aligned to 16, live from the first operator using one of them (which
+//   writes it) to the last; the others are left out of the graph and lie
+//   inside it (ImportedModel::tflite_kept), and the planned model gives
+//   them the block's offset plus their own in it. Other tensors are
+//   planned around the block (not in its bytes while it lives, even where
+//   Vela's layout leaves a hole). A warning says so; an ethos-u model
+//   without such a plan plans afresh, with a warning that the NPU needs
+//   Vela's layout.
 // - Main subgraph (0) inputs and outputs live as TFLM has them live: an op
 //   "model/inputs" before the first operator writes the inputs (they die
 //   after their last use) and an op "model/outputs" after the last reads
@@ -49,10 +70,14 @@
 //
 // Dynamic dims (-1 in shape_signature): a -1 in the first dim is the dim
 // "batch" (--dim batch=N); any tensor's whole shape can be given by its
-// name (--input NAME=1x16000), which sets its -1 dims. A tensor whose size
-// is still unknown is an error listing every such tensor and the shape the
-// model itself holds (what TFLite Micro would use). --dim and --input names
-// the model does not have are errors listing the valid ones.
+// name (--input NAME=1x16000), which sets its -1 dims. Other -1 dims take
+// the model's own shape (Tensor.shape: what TFLite Micro runs), with one
+// warning counting the tensors and naming the flags. Only a tensor whose
+// own shape cannot stand in (another rank, a negative dim) is an error,
+// which gives the fix first and names a few tensors. A --dim the model has
+// no use for is a warning (one set of flags may serve a pipeline's models),
+// or an error suggesting "batch" when it looks like a misspelling of it;
+// an --input naming no tensor is an error suggesting the nearest name.
 #ifndef MEMPLAN_TFLITE_READER_H_
 #define MEMPLAN_TFLITE_READER_H_
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "formats/model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -17,6 +18,7 @@
 #include "tflite/model.h"
 #include "tflite/testing/tflite_builder.h"
 #include "tflite/tflm_baseline.h"
+#include "tflite/writer.h"
 
 namespace memplan::formats {
 namespace {
@@ -25,6 +27,7 @@ namespace ts = ::memplan::tflite_schema;
 using testing::ChainModel;
 using testing::DynamicModel;
 using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using testing::TestSubgraph;
 using testing::TfliteBuilder;
@@ -152,49 +155,117 @@ TEST(TfliteReaderTest, VariableTensorsArePersistentNotConstant) {
             planner::TensorKind::kVariable);
 }
 
-TEST(TfliteReaderTest, DynamicDimsAreAnErrorListingEveryTensor) {
+// TFLite Micro runs a model at the shapes it stores: -1 dims take them,
+// with one warning that counts the tensors and names the flags.
+TEST(TfliteReaderTest, DynamicDimsTakeTheModelsOwnShapeWithAWarning) {
   absl::StatusOr<ImportedModel> m = Import(DynamicModel().Build());
-  ASSERT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(m.status().message(),
-              ::testing::AllOf(HasSubstr("size of 2 tensor(s) is unknown"),
-                               HasSubstr("'x'"), HasSubstr("-1x-1"),
-                               HasSubstr("'y'"), HasSubstr("own shape: 1x8"),
-                               HasSubstr("--dim batch=N")));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->graph.tensors(0).size_bytes(), 4 * 1);  // x: 1x1
+  EXPECT_EQ(m->graph.tensors(1).size_bytes(), 4 * 8);  // y: 1x8
+  ASSERT_EQ(m->warnings.size(), 1u);
+  EXPECT_THAT(m->warnings[0],
+              ::testing::AllOf(HasSubstr("2 tensor(s) have dynamic (-1) dims"),
+                               HasSubstr("model's own shapes"),
+                               HasSubstr("--dim batch=N"),
+                               HasSubstr("--input NAME=SHAPE")));
 }
 
-TEST(TfliteReaderTest, BatchDimAndInputShapesSettleDynamicDims) {
+// A shape the model cannot stand in with (negative in `shape` itself): the
+// message gives the fix first and names a few tensors, not all.
+TEST(TfliteReaderTest, SizesNothingGivesAreAnErrorThatSaysTheFixFirst) {
+  TfliteBuilder b;
+  TestSubgraph& g = b.Subgraph("main");
+  std::vector<int32_t> chain;
+  for (int i = 0; i < 7; ++i) {
+    chain.push_back(g.Tensor("t" + std::to_string(i), {-1, 4}));
+  }
+  for (int i = 0; i + 1 < 7; ++i) {
+    g.Op(ts::BuiltinOperator_RELU, {chain[i]}, {chain[i + 1]});
+  }
+  g.inputs = {chain[0]};
+  g.outputs = {chain[6]};
+  absl::StatusOr<ImportedModel> m = Import(b.Build());
+  ASSERT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(m.status().message());
+  EXPECT_THAT(message, ::testing::StartsWith(
+                           "m.tflite: give the shape of 7 tensor(s) with "
+                           "--input NAME=1x2x3 (or the first dim with --dim "
+                           "batch=N)"));
+  EXPECT_THAT(message, ::testing::AllOf(HasSubstr("'t3'"), HasSubstr("-1x4"),
+                                        HasSubstr("and 3 more")));
+  EXPECT_THAT(message, ::testing::Not(HasSubstr("'t4'")));
+  ModelOptions batch;
+  batch.dims["batch"] = 2;
+  m = Import(b.Build(), batch);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->graph.tensors(0).size_bytes(), 4 * 8);
+}
+
+TEST(TfliteReaderTest, BatchDimAndInputShapesOverrideTheModelsOwnShape) {
   ModelOptions options;
   options.dims["batch"] = 2;
-  absl::StatusOr<ImportedModel> partial =
-      Import(DynamicModel().Build(), options);
-  ASSERT_FALSE(partial.ok());  // x's length is still unknown
-  EXPECT_THAT(partial.status().message(),
-              ::testing::AllOf(HasSubstr("1 tensor(s)"), HasSubstr("'x'")));
+  absl::StatusOr<ImportedModel> batch = Import(DynamicModel().Build(), options);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_EQ(batch->graph.tensors(0).size_bytes(), 4 * 2);  // 2x(own 1)
+  EXPECT_EQ(batch->graph.tensors(1).size_bytes(), 4 * 16);
+  ASSERT_EQ(batch->warnings.size(), 1u);  // x's length is the model's own
+  EXPECT_THAT(batch->warnings[0],
+              ::testing::AllOf(HasSubstr("1 tensor(s)"),
+                               ::testing::Not(HasSubstr("--dim batch"))));
   options.shapes["x"] = {2, 100};
   absl::StatusOr<ImportedModel> m = Import(DynamicModel().Build(), options);
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->graph.tensors(0).size_bytes(), 4 * 200);
   EXPECT_EQ(m->graph.tensors(1).size_bytes(), 4 * 16);
+  EXPECT_TRUE(m->warnings.empty());
 }
 
-TEST(TfliteReaderTest, UnknownDimAndInputNamesAreRejected) {
-  ModelOptions bad_dim;
-  bad_dim.dims["bach"] = 1;
-  absl::StatusOr<ImportedModel> m = Import(DynamicModel().Build(), bad_dim);
-  ASSERT_FALSE(m.ok());
-  EXPECT_THAT(m.status().message(),
-              ::testing::AllOf(HasSubstr("--dim bach"), HasSubstr("'batch'")));
+// One set of flags for a pipeline's models: a --dim no dim of the model
+// could be meant by is a warning; one that looks like a typo of the dim
+// the model has is an error suggesting it.
+TEST(TfliteReaderTest, DimsTheModelHasNoUseForAreWarningsUnlessMisspelt) {
+  for (const char* typo : {"bach", "bacth", "Batch"}) {
+    ModelOptions bad_dim;
+    bad_dim.dims[typo] = 1;
+    absl::StatusOr<ImportedModel> m = Import(DynamicModel().Build(), bad_dim);
+    ASSERT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << typo;
+    EXPECT_THAT(m.status().message(),
+                ::testing::AllOf(HasSubstr(absl::StrCat("--dim ", typo)),
+                                 HasSubstr("did you mean --dim batch?")));
+  }
+  ModelOptions other;
+  other.dims["seq_len"] = 16;
+  other.dims["batch"] = 1;
+  absl::StatusOr<ImportedModel> m = Import(DynamicModel().Build(), other);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_THAT(m->warnings, ::testing::Contains(::testing::AllOf(
+                               HasSubstr("--dim seq_len ignored"),
+                               HasSubstr("only named dim is 'batch'"))));
   ModelOptions static_batch;
   static_batch.dims["batch"] = 1;
+  static_batch.dims["bach"] = 1;  // no dim of the model: nothing to misspell
   m = Import(ChainModel().Build(), static_batch);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->warnings.size(), 2u);
+  EXPECT_THAT(m->warnings[0], HasSubstr("--dim bach ignored"));
+  EXPECT_THAT(m->warnings[1],
+              ::testing::AllOf(HasSubstr("--dim batch ignored"),
+                               HasSubstr("no dynamic (-1) first dim")));
+}
+
+TEST(TfliteReaderTest, UnknownInputNamesAreRejected) {
+  ModelOptions typo;
+  typo.shapes["xx"] = {1, 1};
+  absl::StatusOr<ImportedModel> m = Import(DynamicModel().Build(), typo);
   ASSERT_FALSE(m.ok());
-  EXPECT_THAT(m.status().message(), HasSubstr("no dynamic first dim"));
+  EXPECT_THAT(m.status().message(), HasSubstr("did you mean --input x?"));
   ModelOptions bad_input;
-  bad_input.shapes["z"] = {1};
+  bad_input.shapes["zzz"] = {1};
   m = Import(DynamicModel().Build(), bad_input);
   ASSERT_FALSE(m.ok());
   EXPECT_THAT(m.status().message(),
-              ::testing::AllOf(HasSubstr("--input z"), HasSubstr("inputs: x")));
+              ::testing::AllOf(HasSubstr("--input zzz: give a tensor"),
+                               HasSubstr("its inputs: 'x'")));
   ModelOptions wrong_rank;
   wrong_rank.shapes["x"] = {1, 2, 3};
   m = Import(DynamicModel().Build(), wrong_rank);
@@ -392,6 +463,85 @@ TEST(TfliteReaderTest, TensorNamesAreMadeUnique) {
   EXPECT_EQ(m->graph.tensors(3).name(), "tensor#3");
 }
 
+// Vela's scratch and fast scratch tensors: read by the ethos-u operator,
+// written by nothing, no data. Without Vela's plan they are planned for
+// the operator's lifetime (an op writes them just before it), in the
+// arena: x + both scratch tensors + y at once.
+TEST(TfliteReaderTest, ScratchTensorsArePlannedForTheOperatorReadingThem) {
+  absl::StatusOr<ImportedModel> m = Import(testing::EthosUModel(false).Build());
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_THAT(OpNames(*m),
+              ElementsAre("model/inputs", "ethos-u#0/scratch", "ethos-u#0",
+                          "SOFTMAX#1", "model/outputs"));
+  EXPECT_EQ(m->stats.weights, 2);  // the command stream and the weights
+  const int scratch = TensorIndex(*m, "main_split_1_scratch");
+  const int fast = TensorIndex(*m, "main_split_1_scratch_fast");
+  EXPECT_THAT(m->scratch, ElementsAre(scratch, fast));
+  EXPECT_FALSE(m->graph.tensors(scratch).constant());
+  EXPECT_TRUE(m->tflite_kept.empty());
+  EXPECT_THAT(m->warnings,
+              ::testing::Contains(HasSubstr("no usable offline plan")));
+  absl::StatusOr<planner::PlanResult> plan = Plan(*m);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (int t : {scratch, fast}) {
+    const planner::TensorPlacement& p = plan->tensors[t];
+    EXPECT_EQ(p.kind, planner::TensorKind::kActivation);  // engine relabels
+    EXPECT_GE(p.buffer, 0);
+    EXPECT_EQ(p.start, 1);  // from its writer, just before ethos-u
+    EXPECT_EQ(p.end, 3);    // to ethos-u (step 2)
+  }
+  EXPECT_EQ(plan->solution.arena_size, 2048 + 2 * testing::kVelaScratch + 2048);
+}
+
+// With the offline plan Vela wrote, the ethos-u command stream addresses
+// x, y and the fast scratch from the scratch tensor's start: the tensors
+// Vela placed keep its layout inside one block (the scratch tensor), and
+// the planned model gives TFLite Micro Vela's offsets again.
+TEST(TfliteReaderTest, AVelaModelKeepsVelasOfflinePlan) {
+  absl::StatusOr<ImportedModel> m = Import(testing::EthosUModel(true).Build());
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->graph.tensors_size(), 3);  // cms, flash, the block
+  const int block = TensorIndex(*m, "main_split_1_scratch");
+  ASSERT_GE(block, 0);
+  EXPECT_EQ(m->graph.tensors(block).size_bytes(), testing::kVelaScratch);
+  EXPECT_EQ(m->graph.tensors(block).alignment(), 16);
+  EXPECT_THAT(m->scratch, ElementsAre(block));
+  EXPECT_TRUE(m->main_inputs.empty());     // x is inside the block
+  ASSERT_EQ(m->tflite_kept.size(), 4u);    // x, the fast scratch, y, z
+  EXPECT_EQ(m->tflite_kept[2].tensor, 5);  // y
+  EXPECT_EQ(m->tflite_kept[2].block, block);
+  EXPECT_EQ(m->tflite_kept[2].offset, 2048);
+  EXPECT_THAT(m->warnings,
+              ::testing::Contains(::testing::AllOf(
+                  HasSubstr("(Vela's) is kept"), HasSubstr("5 tensor(s)"),
+                  HasSubstr("8192 bytes"))));
+  absl::StatusOr<planner::PlanResult> plan = Plan(*m);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->solution.arena_size, testing::kVelaScratch);
+  absl::StatusOr<std::vector<int32_t>> offsets = OfflinePlanOffsets(*m, *plan);
+  ASSERT_TRUE(offsets.ok()) << offsets.status();
+  EXPECT_THAT(*offsets, ElementsAreArray(testing::VelaOffsets()));
+
+  // A tensor Vela left to TFLite Micro (-1) is planned around the block,
+  // which lives from x (written before ethos-u) to y (read by SOFTMAX).
+  TfliteBuilder online = testing::EthosUModel(false);
+  std::vector<int32_t> words = {0, 1, 7};
+  words.insert(words.end(), testing::VelaOffsets().begin(),
+               testing::VelaOffsets().end());
+  words.back() = -1;  // z
+  online.metadata = {{"OfflineMemoryAllocation", testing::Int32Words(words)}};
+  m = Import(online.Build());
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_THAT(m->main_outputs, ElementsAre(TensorIndex(*m, "z")));
+  plan = Plan(*m);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  offsets = OfflinePlanOffsets(*m, *plan);
+  ASSERT_TRUE(offsets.ok()) << offsets.status();
+  EXPECT_EQ((*offsets)[5], 2048);                   // y: kept
+  EXPECT_EQ((*offsets)[6], testing::kVelaScratch);  // z: after the block
+  EXPECT_EQ(plan->solution.arena_size, testing::kVelaScratch + 2048);
+}
+
 // TFLM's AllocationInfoBuilder on the chain: x from scope 0 to its last use
 // (ADD, scope 1); a from 1 to 2; y from 2 to the end (2); w is data.
 TEST(TfliteReaderTest, TflmTensorUsesFollowTflmScopes) {
@@ -443,6 +593,16 @@ TEST(TfliteReaderTest, SummaryShowsInputsDimsWeightsAndOps) {
   EXPECT_THAT(s->symbolic_dims, ElementsAre("batch"));
   EXPECT_EQ(s->ops, 1);
   EXPECT_EQ(s->op_types.at("FULLY_CONNECTED"), 1);
+  // The -1 dims of the inputs, and what the import gives them.
+  ASSERT_EQ(s->defaulted_dims.size(), 2u);
+  EXPECT_EQ(s->defaulted_dims[0].value, "x");
+  EXPECT_EQ(s->defaulted_dims[0].dim, 0);
+  EXPECT_EQ(s->defaulted_dims[0].size, 1);
+  EXPECT_EQ(s->defaulted_dims[0].flag, "--dim batch=N");
+  EXPECT_EQ(s->defaulted_dims[1].dim, 1);
+  EXPECT_EQ(s->defaulted_dims[1].flag, "--input x=SHAPE");
+  EXPECT_EQ(s->dynamic_tensors, 2);
+  EXPECT_FALSE(s->offline_plan.has_value());
 
   TfliteBuilder shared = ChainModel();
   shared.subgraphs[0].Tensor("w2", {3}, ts::TensorType_FLOAT32,
@@ -452,6 +612,18 @@ TEST(TfliteReaderTest, SummaryShowsInputsDimsWeightsAndOps) {
   EXPECT_EQ(c->weight_bytes, 24);
   EXPECT_EQ(c->inputs[0].bytes, 192);
   EXPECT_TRUE(c->symbolic_dims.empty());
+  EXPECT_TRUE(c->defaulted_dims.empty());
+
+  // A model that already carries an offline plan (Vela's) says so.
+  absl::StatusOr<ModelSummary> v =
+      SummarizeTflite(testing::EthosUModel(true).Build(), "v.tflite");
+  ASSERT_TRUE(v.ok()) << v.status();
+  ASSERT_TRUE(v->offline_plan.has_value());
+  EXPECT_EQ(v->offline_plan->version, 0);
+  EXPECT_EQ(v->offline_plan->subgraphs, 1);
+  EXPECT_EQ(v->offline_plan->offsets, 7);
+  EXPECT_EQ(v->offline_plan->placed, 5);
+  EXPECT_TRUE(v->offline_plan->usable);
 }
 
 // Many tensors that are one table many times over: refused before any

@@ -408,6 +408,21 @@ absl::StatusOr<std::vector<int32_t>> OfflinePlanOffsets(
     offsets[m->global_index(ref.subgraph, ref.tensor)] =
         static_cast<int32_t>(o);
   }
+  for (const ImportedModel::KeptTensor& k : model.tflite_kept) {
+    if (k.block < 0 || k.block >= model.graph.tensors_size() || k.tensor < 0 ||
+        k.tensor >= m->tensor_count()) {
+      return absl::InternalError("emit tflite: the plan is not of this model");
+    }
+    const planner::Offset o = result.OffsetOf(k.block) + k.offset;
+    if (result.OffsetOf(k.block) < 0 ||
+        o > std::numeric_limits<int32_t>::max()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "emit tflite: tensor ", k.tensor,
+          " (kept from the model's own offline plan) would be at offset ", o,
+          "; TFLite Micro's offline plan holds offsets below 2^31"));
+    }
+    offsets[k.tensor] = static_cast<int32_t>(o);
+  }
   return offsets;
 }
 

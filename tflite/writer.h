@@ -5,6 +5,13 @@
 //   [version 1, number of subgraphs, N, offset_0 ... offset_{N-1}]
 // with one offset per tensor, the subgraphs' tensors concatenated, in bytes
 // from the start of the arena, -1 for a tensor TFLM plans itself (online).
+// This is the layout of tflite-micro's docs/memory_management.md, whose
+// word 1 is the number of subgraphs, and what Vela writes (version 0, the
+// number of subgraphs); TFLM reads only N and the offsets. (An older copy
+// of that page, in the tensorflow repository, named word 1 "subgraph index
+// to which this allocation applies"; with every subgraph's tensors in one
+// list there is no single index to give.) Any header is read back
+// (TfliteModel::OfflinePlan).
 //
 //   absl::StatusOr<std::string> planned =
 //       formats::EmitPlannedTflite(model, result);  // model: a TFLite import
@@ -35,14 +42,17 @@
 
 namespace memplan::formats {
 
-// The metadata name TFLM looks for, and the format version written.
-inline constexpr char kOfflinePlanMetadata[] = "OfflineMemoryAllocation";
+// The format version written (word 0; the metadata's name,
+// kOfflinePlanMetadata, is in tflite/model.h).
 inline constexpr int32_t kOfflinePlanVersion = 1;
 
 // The offline plan of `result` for `model` (a TFLite import): per TFLite
 // tensor (subgraphs concatenated) its planned offset, or -1 for constants
 // (always: TFLM keeps them in the model, even when the plan placed weights
-// in the arena) and every tensor the plan left out. FAILED_PRECONDITION for
+// in the arena) and every tensor the plan left out. Tensors that keep the
+// model's own offline offsets (ImportedModel::tflite_kept, an Ethos-U
+// model's) get their block's offset plus their offset in it, so their
+// layout is Vela's. FAILED_PRECONDITION for
 // a plan over several memory pools (TFLM has one arena) or offsets past
 // 2^31; INTERNAL when `result` is not a plan of `model`.
 [[nodiscard]] absl::StatusOr<std::vector<int32_t>> OfflinePlanOffsets(

@@ -239,5 +239,63 @@ TEST(TfliteWriterTest, PlanningTheEmittedModelGivesTheSameFile) {
   EXPECT_EQ(files[2], files[0]);
 }
 
+// The header TFLite Micro's memory_management.md (tflite-micro) documents,
+// and Vela writes: [version, number of subgraphs, N]. TFLM reads N only;
+// memplan writes version 1 and the subgraph count, and reads any header
+// back: its own, Vela's (version 0), one whose word 1 is a subgraph index.
+TEST(TfliteWriterTest, HeaderIsVersionSubgraphCountAndTensorCount) {
+  TfliteBuilder b = ChainModel();
+  testing::TestSubgraph& other = b.Subgraph("other");
+  const int t = other.Tensor("t", {4});
+  other.inputs = {t};
+  other.outputs = {t};
+  const std::string out = Write(b.Build(), {0, -1, 256, 0, 512});
+  const DecodedPlan plan = DecodeOfflinePlan(out);
+  EXPECT_EQ(plan.version, kOfflinePlanVersion);
+  EXPECT_EQ(plan.subgraphs, 2);
+  EXPECT_EQ(plan.count, 5);
+  absl::StatusOr<TfliteModel> m = TfliteModel::Parse(out, "m");
+  ASSERT_TRUE(m.ok()) << m.status();
+  const TfliteOfflinePlan read = m->OfflinePlan();
+  EXPECT_EQ(read.entries, 1);
+  EXPECT_TRUE(read.usable);
+  EXPECT_EQ(read.version, 1);
+  EXPECT_EQ(read.subgraphs, 2);
+  EXPECT_THAT(read.offsets, ElementsAreArray({0, -1, 256, 0, 512}));
+
+  for (const std::vector<int32_t>& header :
+       {std::vector<int32_t>{0, 1, 4}, std::vector<int32_t>{1, 0, 4}}) {
+    TfliteBuilder vela = ChainModel();
+    std::vector<int32_t> words = header;
+    words.insert(words.end(), kOffsets.begin(), kOffsets.end());
+    vela.metadata = {{"OfflineMemoryAllocation", testing::Int32Words(words)}};
+    const std::string bytes = vela.Build();
+    absl::StatusOr<TfliteModel> v = TfliteModel::Parse(bytes, "v");
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_TRUE(v->OfflinePlan().usable);
+    EXPECT_EQ(v->OfflinePlan().version, header[0]);
+    EXPECT_EQ(v->OfflinePlan().subgraphs, header[1]);
+    EXPECT_THAT(v->OfflinePlan().offsets, ElementsAreArray(kOffsets));
+    // Planned again, the header becomes memplan's; the entry is reused.
+    const DecodedPlan again = DecodeOfflinePlan(Write(bytes, kOffsets));
+    EXPECT_EQ(again.entries, 1);
+    EXPECT_EQ(again.version, 1);
+    EXPECT_EQ(again.subgraphs, 1);
+  }
+  TfliteBuilder wrong = ChainModel();
+  wrong.metadata = {
+      {"OfflineMemoryAllocation", testing::Int32Words({0, 1, 9, 0, 0})}};
+  const std::string wrong_bytes = wrong.Build();
+  absl::StatusOr<TfliteModel> w = TfliteModel::Parse(wrong_bytes, "w");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_TRUE(w->OfflinePlan().present);
+  EXPECT_FALSE(w->OfflinePlan().usable);  // N is not the tensor count
+  absl::StatusOr<TfliteModel> none =
+      TfliteModel::Parse(ChainModel().Build(), "n");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->OfflinePlan().entries, 0);
+  EXPECT_FALSE(none->OfflinePlan().present);
+}
+
 }  // namespace
 }  // namespace memplan::formats

@@ -1,13 +1,19 @@
 #include "onnx/internal/model_reading.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <map>
+#include <queue>
 #include <string>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
+#include "google/protobuf/repeated_field.h"
 #include "onnx/defs/schema.h"
 #include "onnx/lean.h"
 #include "onnx/shape_inference/implementation.h"
@@ -25,6 +31,8 @@ namespace onnx = ::ONNX_NAMESPACE;
 constexpr size_t kMaxModelBytes = (size_t{1} << 31) - 1;
 // Op types renamed while ONNX's inference runs (see HideChangedOps).
 constexpr char kHiddenPrefix[] = "memplan.hidden.";
+// Nodes of a cycle named in its message, at most this many.
+constexpr int kMaxCycleListed = 4;
 
 // Calls f(graph) for the main graph and every subgraph, outer first, each
 // mutable.
@@ -116,6 +124,167 @@ void HideChangedOps(onnx::ModelProto* model, bool hide) {
       }
     }
   });
+}
+
+// --- Sorting nodes
+// -------------------------------------------------------------
+
+// One graph's nodes as SortNodes orders them: for each node, its edges to
+// the nodes of the same graph making what it reads (CSR).
+struct NodeDeps {
+  std::vector<int> begin;  // node i's edges: [begin[i], begin[i + 1])
+  std::vector<int> maker;  // per edge: the node making the value read
+  std::vector<absl::string_view> value;  // per edge: the value's name (in
+                                         // the maker's outputs)
+};
+
+// The stable topological order of `n` nodes: Kahn's algorithm, taking the
+// ready node first in the file each time. Shorter than n when some nodes
+// wait on a cycle.
+std::vector<int> StableOrder(const NodeDeps& deps, int n) {
+  std::vector<int> pending(n), next_begin(n + 1, 0);
+  for (int i = 0; i < n; ++i) pending[i] = deps.begin[i + 1] - deps.begin[i];
+  for (int m : deps.maker) ++next_begin[m + 1];
+  for (int i = 0; i < n; ++i) next_begin[i + 1] += next_begin[i];
+  std::vector<int> next(deps.maker.size()),
+      at(next_begin.begin(), next_begin.end() - 1);
+  for (int i = 0; i < n; ++i) {
+    for (int e = deps.begin[i]; e < deps.begin[i + 1]; ++e) {
+      next[at[deps.maker[e]]++] = i;
+    }
+  }
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int i = 0; i < n; ++i) {
+    if (pending[i] == 0) ready.push(i);
+  }
+  std::vector<int> order;
+  order.reserve(n);
+  while (!ready.empty()) {
+    const int i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (int e = next_begin[i]; e < next_begin[i + 1]; ++e) {
+      if (--pending[next[e]] == 0) ready.push(next[e]);
+    }
+  }
+  return order;
+}
+
+// Names a cycle among the nodes `order` left out: each of them reads from
+// another one left out (its wait never ended), so walking back from one
+// comes round to a node it saw.
+absl::Status CycleError(const onnx::GraphProto& g, const NodeDeps& deps,
+                        const std::vector<int>& order, const std::string& path,
+                        absl::string_view name) {
+  std::vector<bool> placed(g.node_size(), false);
+  for (int i : order) placed[i] = true;
+  int at = static_cast<int>(std::find(placed.begin(), placed.end(), false) -
+                            placed.begin());
+  std::vector<int> seen_at(g.node_size(), -1), walk, edges;
+  while (seen_at[at] < 0) {
+    seen_at[at] = static_cast<int>(walk.size());
+    walk.push_back(at);
+    int e = deps.begin[at];
+    while (placed[deps.maker[e]]) ++e;
+    edges.push_back(e);
+    at = deps.maker[e];
+  }
+  // The cycle's edges, each read by the maker of the one before (the first
+  // by the last one's), from its first node in the file: the last edge's.
+  std::vector<int> cycle(edges.begin() + seen_at[at], edges.end());
+  std::rotate(cycle.begin(),
+              std::min_element(
+                  cycle.begin(), cycle.end(),
+                  [&](int a, int b) { return deps.maker[a] < deps.maker[b]; }),
+              cycle.end());
+  std::rotate(cycle.begin(), cycle.begin() + 1, cycle.end());
+  auto label = [&](int i) { return OnnxNodeLabel(g.node(i), i, path); };
+  std::string links = label(deps.maker[cycle.back()]);
+  const int listed = std::min<int>(cycle.size(), kMaxCycleListed);
+  for (int k = 0; k < listed; ++k) {
+    absl::StrAppend(&links, k == 0 ? " reads '" : ", which reads '",
+                    deps.value[cycle[k]], "' from ",
+                    label(deps.maker[cycle[k]]));
+  }
+  if (listed < static_cast<int>(cycle.size())) {
+    absl::StrAppend(&links, ", and so on (", cycle.size(),
+                    " nodes in the cycle)");
+  }
+  return Invalid(name, ": nodes form a cycle, so no order runs them: ", links);
+}
+
+// Puts the nodes of `g` in `order`.
+void Reorder(onnx::GraphProto* g, const std::vector<int>& order) {
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> sorted;
+  sorted.Reserve(static_cast<int>(order.size()));
+  for (int i : order) sorted.Add()->Swap(g->mutable_node(i));
+  g->mutable_node()->Swap(&sorted);
+}
+
+// Sorts the subgraphs of `g`, then `g` (see SortNodes); adds to *outer the
+// names `g` reads and does not define (from enclosing graphs, or undefined).
+absl::Status SortGraph(onnx::GraphProto* g, const std::string& path,
+                       absl::string_view name,
+                       absl::flat_hash_set<std::string>* outer) {
+  absl::flat_hash_set<absl::string_view> local;
+  for (const auto& vi : g->input()) local.insert(vi.name());
+  for (const auto& t : g->initializer()) local.insert(t.name());
+  for (const auto& t : g->sparse_initializer()) local.insert(t.values().name());
+  absl::flat_hash_map<absl::string_view, int> maker;
+  for (int i = 0; i < g->node_size(); ++i) {
+    for (const std::string& o : g->node(i).output()) {
+      if (!o.empty() && !local.contains(o)) maker.try_emplace(o, i);
+    }
+  }
+  NodeDeps deps;
+  auto read = [&](absl::string_view in) {
+    if (in.empty() || local.contains(in)) return;
+    auto m = maker.find(in);
+    if (m == maker.end()) {
+      outer->emplace(in);
+      return;
+    }
+    deps.maker.push_back(m->second);
+    deps.value.push_back(m->first);
+  };
+  for (int i = 0; i < g->node_size(); ++i) {
+    deps.begin.push_back(static_cast<int>(deps.maker.size()));
+    onnx::NodeProto* node = g->mutable_node(i);
+    absl::flat_hash_set<std::string> inner;  // what its subgraphs read
+    for (onnx::AttributeProto& a : *node->mutable_attribute()) {
+      if (!a.has_g() && a.graphs_size() == 0) continue;
+      const std::string sub = OnnxSubgraphPath(path, *node, i, a.name());
+      absl::Status s;
+      if (a.has_g()) s.Update(SortGraph(a.mutable_g(), sub, name, &inner));
+      for (onnx::GraphProto& sg : *a.mutable_graphs()) {
+        s.Update(SortGraph(&sg, sub, name, &inner));
+      }
+      if (!s.ok()) return s;
+    }
+    for (const std::string& in : node->input()) read(in);
+    std::vector<std::string> captured(inner.begin(), inner.end());
+    std::sort(captured.begin(), captured.end());  // a stable cycle message
+    for (const std::string& in : captured) read(in);
+  }
+  deps.begin.push_back(static_cast<int>(deps.maker.size()));
+  for (const auto& vi : g->output()) {
+    if (!local.contains(vi.name()) && !maker.contains(vi.name())) {
+      outer->insert(vi.name());
+    }
+  }
+  bool in_order = true;
+  for (int i = 0; i < g->node_size() && in_order; ++i) {
+    for (int e = deps.begin[i]; e < deps.begin[i + 1]; ++e) {
+      in_order = in_order && deps.maker[e] < i;
+    }
+  }
+  if (in_order) return absl::OkStatus();
+  const std::vector<int> order = StableOrder(deps, g->node_size());
+  if (static_cast<int>(order.size()) < g->node_size()) {
+    return CycleError(*g, deps, order, path, name);
+  }
+  Reorder(g, order);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -237,6 +406,11 @@ absl::Status CheckAttributes(const onnx::ModelProto& model,
   return status;
 }
 
+absl::Status SortNodes(onnx::ModelProto* model, absl::string_view name) {
+  absl::flat_hash_set<std::string> outer;  // undefined: CheckReads names them
+  return SortGraph(model->mutable_graph(), "", name, &outer);
+}
+
 absl::Status CheckReads(
     const onnx::GraphProto& g,
     std::vector<const absl::flat_hash_set<std::string>*>* outer,
@@ -246,10 +420,6 @@ absl::Status CheckReads(
   for (const auto& t : g.initializer()) defined.insert(t.name());
   for (const auto& t : g.sparse_initializer())
     defined.insert(t.values().name());
-  absl::flat_hash_map<std::string, int> producer;
-  for (int i = 0; i < g.node_size(); ++i) {
-    for (const std::string& o : g.node(i).output()) producer.emplace(o, i);
-  }
   auto visible = [&](const std::string& n) {
     if (defined.contains(n)) return true;
     for (const auto* scope : *outer) {
@@ -263,16 +433,10 @@ absl::Status CheckReads(
     const onnx::NodeProto& node = g.node(i);
     for (const std::string& in : node.input()) {
       if (in.empty() || visible(in)) continue;
-      auto p = producer.find(in);
-      status =
-          p == producer.end()
-              ? Invalid(OnnxNodeLabel(node, i, path), " reads '", in,
-                        "', which is no graph input, initializer or node "
-                        "output")
-              : Invalid(OnnxNodeLabel(node, i, path), " reads '", in,
-                        "' before ",
-                        OnnxNodeLabel(g.node(p->second), p->second, path),
-                        " produces it: nodes are not in topological order");
+      // SortNodes put every node of this graph making `in` before.
+      status = Invalid(OnnxNodeLabel(node, i, path), " reads '", in,
+                       "', which is no graph input, initializer or node "
+                       "output");
       break;
     }
     for (const onnx::AttributeProto& a : node.attribute()) {

@@ -7,7 +7,7 @@
 //       internal::ParseModel(bytes, "model.onnx");
 //   if (!model.ok()) return model.status();
 //   if (auto s = internal::SanitizeTensors(&*model, name); !s.ok()) return s;
-//   // then CheckAttributes, CheckReads, and InferShapes
+//   // then CheckAttributes, SortNodes, CheckReads, and InferShapes
 #ifndef MEMPLAN_ONNX_INTERNAL_MODEL_READING_H_
 #define MEMPLAN_ONNX_INTERNAL_MODEL_READING_H_
 
@@ -89,11 +89,25 @@ absl::Status SanitizeTensors(::ONNX_NAMESPACE::ModelProto* model,
 absl::Status CheckAttributes(const ::ONNX_NAMESPACE::ModelProto& model,
                              absl::string_view name);
 
+// Sorts the nodes of the main graph and of every subgraph topologically, as
+// ONNX Runtime does before it runs a model (ONNX's inference and memplan's
+// evaluation read nodes in order): each node after the nodes of its graph
+// making what it reads, what its subgraphs read from that graph included.
+// Stable: among the nodes ready to run, the first in the file goes first,
+// so a node keeps its place wherever what it reads allows, and a file in
+// topological order keeps its order. Names no node of the graph makes
+// (inputs, initializers, outer values, or undefined ones, which CheckReads
+// names) order nothing. O((nodes + edges) log nodes) per graph.
+// INVALID_ARGUMENT naming nodes of a cycle (a few, in the order they feed
+// each other) when there is no such order.
+absl::Status SortNodes(::ONNX_NAMESPACE::ModelProto* model,
+                       absl::string_view name);
+
 // Every name a node reads must be defined before it, in its graph or an
 // enclosing one (`outer`, innermost last; empty for the main graph), and
-// every graph output too: checked before ONNX's inference runs (it
-// dereferences the type of an undefined input). `path` is the graph's
-// subgraph path ("" for the main graph); `name` names the model.
+// every graph output too: checked, after SortNodes, before ONNX's inference
+// runs (it dereferences the type of an undefined input). `path` is the
+// graph's subgraph path ("" for the main graph); `name` names the model.
 absl::Status CheckReads(
     const ::ONNX_NAMESPACE::GraphProto& g,
     std::vector<const absl::flat_hash_set<std::string>*>* outer,

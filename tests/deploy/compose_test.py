@@ -121,4 +121,35 @@ for path in dashboards:
         c.check(all(t.get("expr") for t in panel.get("targets", [])) and panel.get("targets"),
                 f"{os.path.basename(path)} panel {panel['title']!r} has queries")
 
+# The plan cache's Redis: the service --cache names, memory only, evicting
+# least recently used at a --maxmemory below its container's limit, and
+# not published.
+def to_bytes(text):
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    text = str(text).lower().rstrip("b")
+    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+
+
+cache = flag_value(services[server].get("command", []), "cache")
+if cache and cache.startswith("redis://"):
+    url = urlparse(cache)
+    redis = services.get(url.hostname)
+    if c.check(redis is not None, f"{server}: --cache names service {url.hostname}"):
+        args = redis.get("command", [])
+        def arg(name):
+            return args[args.index(name) + 1] if name in args else None
+        c.check(url.port == int(arg("--port") or 6379),
+                f"{url.hostname}: listens on the port --cache names ({url.port})")
+        c.check(arg("--maxmemory-policy") == "allkeys-lru",
+                f"{url.hostname}: --maxmemory-policy allkeys-lru")
+        c.check(arg("--save") == "" and arg("--appendonly") == "no",
+                f"{url.hostname}: no persistence (--save '' --appendonly no)")
+        limit = redis.get("mem_limit")
+        c.check(limit is not None and arg("--maxmemory") is not None and
+                to_bytes(arg("--maxmemory")) < to_bytes(limit),
+                f"{url.hostname}: --maxmemory {arg('--maxmemory')} below mem_limit {limit}")
+        c.check(not redis.get("ports"), f"{url.hostname}: no published port")
+        c.check(url.hostname in services[server].get("depends_on", []),
+                f"{server} depends on {url.hostname}")
+
 c.finish()

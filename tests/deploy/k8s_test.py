@@ -3,7 +3,10 @@
 offline, and checks what a cluster would get: native gRPC probes on the gRPC
 port, the "restricted" Pod Security Standard, a read-only root filesystem,
 a drain window longer than the server's --grace_seconds, ports that match
-the image, Services, HPA, PDB and ServiceMonitor that select the pods.
+the image, Services, HPA, PDB and ServiceMonitor that select the pods, and
+where the server's plan cache is on Redis (overlays/redis), that Redis:
+its Service, maxmemory under its memory limit with allkeys-lru, and a
+NetworkPolicy letting only memplan-server pods in.
 
 Exit 0 when every check passes, 1 on a failure, 77 (skip) when kubectl or
 python3-yaml is missing.
@@ -200,6 +203,82 @@ def check_monitor(objects, svc, headless, where):
         c.check(e.get("path", "/metrics") == "/metrics", f"{where}: path /metrics")
 
 
+def to_bytes(text):
+    """Bytes of a Kubernetes quantity (512Mi) or a Redis size (384mb)."""
+    text = str(text)
+    units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30,
+             "kb": 1 << 10, "mb": 1 << 20, "gb": 1 << 30}
+    for unit, factor in units.items():
+        if text.endswith(unit):
+            return int(text[: -len(unit)]) * factor
+    return int(text)
+
+
+def check_plan_cache(objects, dep, where):
+    """With --cache=redis://HOST:PORT: a Service HOST on PORT selecting a
+    Redis pod with maxmemory below its memory limit and allkeys-lru, no
+    persistence, the restricted standard, and a NetworkPolicy admitting
+    only memplan-server pods on that port."""
+    ct = dep["spec"]["template"]["spec"]["containers"][0]
+    cache = flag_value(ct.get("args", []), "cache")
+    if not cache or not cache.startswith("redis://"):
+        return
+    host, port = cache[len("redis://"):].rsplit(":", 1)
+    port = int(port)
+    svc = one(objects, "Service", host)
+    if not svc:
+        return
+    c.check(any(p["port"] == port for p in svc["spec"]["ports"]),
+            f"{where}: Service {host} serves port {port}")
+    redis = [o for o in objects if o["kind"] == "Deployment" and
+             selects(svc["spec"].get("selector"),
+                     o["spec"]["template"]["metadata"]["labels"])]
+    if not c.check(len(redis) == 1, f"{where}: Service {host} selects one Deployment"):
+        return
+    redis = redis[0]
+    pod = redis["spec"]["template"]["spec"]
+    check_restricted(pod, f"{where} {redis['metadata']['name']}")
+    rc = pod["containers"][0]
+    args = rc.get("args", []) + rc.get("command", [])
+
+    def arg(name):
+        return args[args.index(name) + 1] if name in args else None
+    c.check(arg("--maxmemory-policy") == "allkeys-lru",
+            f"{where}: Redis --maxmemory-policy allkeys-lru")
+    c.check(arg("--save") == "" and arg("--appendonly") == "no",
+            f"{where}: Redis keeps no snapshot or append-only file")
+    limit = rc.get("resources", {}).get("limits", {}).get("memory")
+    c.check(limit is not None and arg("--maxmemory") is not None and
+            to_bytes(arg("--maxmemory")) < to_bytes(limit),
+            f"{where}: Redis --maxmemory {arg('--maxmemory')} below its memory limit {limit}")
+    ports = {p.get("name"): p["containerPort"] for p in rc.get("ports", [])}
+    target = [p.get("targetPort") for p in svc["spec"]["ports"] if p["port"] == port]
+    c.check(bool(target) and (target[0] in ports or target[0] in ports.values()),
+            f"{where}: Service {host} targets a Redis container port")
+    redis_labels = redis["spec"]["template"]["metadata"]["labels"]
+    server_labels = dep["spec"]["template"]["metadata"]["labels"]
+    policies = [o for o in objects if o["kind"] == "NetworkPolicy" and
+                selects(o["spec"]["podSelector"].get("matchLabels"), redis_labels)]
+    if not c.check(len(policies) == 1, f"{where}: one NetworkPolicy guards Redis"):
+        return
+    spec = policies[0]["spec"]
+    c.check("Ingress" in spec.get("policyTypes", []),
+            f"{where}: the Redis NetworkPolicy restricts ingress")
+    rules = spec.get("ingress", [])
+    c.check(len(rules) >= 1, f"{where}: the Redis NetworkPolicy admits someone")
+    for rule in rules:
+        peers = rule.get("from", [])
+        c.check(bool(peers) and all(
+            set(p) == {"podSelector"} and
+            selects(p["podSelector"].get("matchLabels"), server_labels) and
+            not selects(p["podSelector"].get("matchLabels"), redis_labels)
+            for p in peers),
+            f"{where}: Redis admits only memplan-server pods")
+        c.check([p.get("port") for p in rule.get("ports", [])] in
+                ([port], [ports.get("redis")]),
+                f"{where}: Redis admits them on its port only")
+
+
 def check_tree(path):
     where = os.path.relpath(path, ROOT)
     objects = render(path)
@@ -212,6 +291,7 @@ def check_tree(path):
     svc, headless = check_services(objects, labels, ports, where)
     check_scaling(objects, dep, labels, where)
     check_monitor(objects, svc, headless, where)
+    check_plan_cache(objects, dep, where)
     return objects, dep
 
 

@@ -56,7 +56,30 @@ def onnx_models():
     return {"mlp.onnx": mlp, "shape_reshape.onnx": shapes, "if.onnx": cond}
 
 
+def names_seeds():
+    """names_fuzz inputs: a byte of switches (1: buffers, 2: memory pools,
+    4: a c_header_id), then names, each a byte of length and its bytes."""
+    issue = [b"\xff", b"\xed\xa0\x80", b"\xe0\x80\x80", b"\xf4\x90\x80\x80",
+             b"v\xff", b"v\xfe", b"u\xef\xbf\xbe", b"w\\xFF", b"x\ny</title>&",
+             b"caf\xc3\xa9 */ ??/"]
+    seeds = {
+        "issue_graph.bin": (0, issue),
+        "issue_buffers.bin": (1, issue),
+        "issue_pools.bin": (2, issue),
+        "pool_names_meet.bin": (2 | 4, [b"sram.0", b"sram.1", b"sram", b"SRAM",
+                                        b"l2-a", b"l2_a", b"\\", b"\\\\x41"]),
+        "markup.bin": (0, [b"<svg>", b"]]>", b"&amp;", b"\"'", b"*/#define X 1/*",
+                           b"??=", b"\x00\x01\x1f\x7f", b"\xc2\x85\xef\xb7\x90"]),
+    }
+    out = os.path.join(CORPUS, "names_fuzz")
+    os.makedirs(out, exist_ok=True)
+    for name, (switches, names) in seeds.items():
+        data = bytes([switches]) + b"".join(bytes([len(n)]) + n for n in names)
+        open(os.path.join(out, name), "wb").write(data)
+
+
 def main():
+    names_seeds()
     with tempfile.TemporaryDirectory() as tmp:
         pb = proto_module(tmp)
         from google.protobuf import json_format  # pylint: disable=import-outside-toplevel

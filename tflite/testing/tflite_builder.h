@@ -289,6 +289,59 @@ inline TfliteBuilder DynamicModel() {
   return b;
 }
 
+// Little-endian int32 words, as an offline plan's buffer holds them.
+inline std::string Int32Words(const std::vector<int32_t>& words) {
+  std::string out;
+  for (int32_t w : words) {
+    for (int i = 0; i < 4; ++i) {
+      out.push_back(static_cast<char>(static_cast<uint32_t>(w) >> (8 * i)));
+    }
+  }
+  return out;
+}
+
+// A Vela-compiled model in miniature: x[1,16,16,8] int8 -> the ethos-u
+// custom operator (reading its command stream and weights, both data in
+// the file, its scratch and fast scratch tensors of kVelaScratch bytes, no
+// data, and x) -> y -> SOFTMAX (on the CPU) -> z. Tensors in index order:
+// x, cms, flash, scratch, scratch_fast, y, z. With `vela_plan`, Vela's
+// OfflineMemoryAllocation [0, 1, 7, offsets]: both scratch tensors at 0,
+// spanning the arena, the feature maps inside it (x and z at 0, y at
+// 2048), the data -1.
+inline constexpr int32_t kVelaScratch = 8192;
+inline const std::vector<int32_t>& VelaOffsets() {
+  static const auto* offsets =
+      new std::vector<int32_t>{0, -1, -1, 0, 0, 2048, 0};
+  return *offsets;
+}
+inline TfliteBuilder EthosUModel(bool vela_plan) {
+  TfliteBuilder b;
+  b.description = "Vela Optimised";
+  TestSubgraph& g = b.Subgraph("main");
+  const int x = g.Tensor("x", {1, 16, 16, 8}, ts::TensorType_INT8);
+  const int cms = g.Tensor("main_split_1_command_stream", {96},
+                           ts::TensorType_UINT8, std::string(96, 3));
+  const int flash = g.Tensor("main_split_1_flash", {512}, ts::TensorType_UINT8,
+                             std::string(512, 5));
+  const int scratch =
+      g.Tensor("main_split_1_scratch", {kVelaScratch}, ts::TensorType_UINT8);
+  const int fast = g.Tensor("main_split_1_scratch_fast", {kVelaScratch},
+                            ts::TensorType_UINT8);
+  const int y = g.Tensor("y", {1, 16, 16, 8}, ts::TensorType_INT8);
+  const int z = g.Tensor("z", {1, 16, 16, 8}, ts::TensorType_INT8);
+  g.Op(ts::BuiltinOperator_CUSTOM, {cms, flash, scratch, fast, x}, {y}).custom =
+      "ethos-u";
+  g.Op(ts::BuiltinOperator_SOFTMAX, {y}, {z});
+  g.inputs = {x};
+  g.outputs = {z};
+  if (vela_plan) {
+    std::vector<int32_t> words = {0, 1, 7};
+    words.insert(words.end(), VelaOffsets().begin(), VelaOffsets().end());
+    b.metadata = {{"OfflineMemoryAllocation", Int32Words(words)}};
+  }
+  return b;
+}
+
 // What TFLite Micro reads from a model's offline plan, read the way its
 // GetOfflinePlannedOffsets does: every metadata entry named exactly
 // "OfflineMemoryAllocation" (the last one wins), its buffer's data as

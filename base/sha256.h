@@ -1,0 +1,54 @@
+// SHA-256 (FIPS 180-4), for content addresses that must be the same in
+// every process and on every machine: the plan cache's keys and its
+// entries' checksums (engine/plan_cache.h). absl::Hash is seeded per
+// process and cannot serve; this is the standard algorithm, checked
+// against the FIPS 180-4 / NIST example vectors in sha256_test.cc.
+//
+//   base::Sha256 h;
+//   h.Update("abc");
+//   base::Sha256::Digest d = h.Finish();      // 32 bytes
+//   std::string hex = base::Sha256::Hex(d);   // "ba7816bf..."
+#ifndef MEMPLAN_BASE_SHA256_H_
+#define MEMPLAN_BASE_SHA256_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+namespace memplan::base {
+
+// Incremental SHA-256. Thread-compatible.
+class Sha256 {
+ public:
+  using Digest = std::array<uint8_t, 32>;
+
+  Sha256();
+  // Appends bytes to the message.
+  void Update(absl::string_view bytes);
+  // Appends `value` as 8 little-endian bytes (a fixed-width field of a
+  // canonical encoding).
+  void UpdateInt64(int64_t value);
+  // Pads, and returns the digest of everything appended. The object must
+  // not be used afterwards.
+  Digest Finish();
+
+  // The digest of `bytes` in one call.
+  static Digest Of(absl::string_view bytes);
+  // 64 lowercase hex digits.
+  static std::string Hex(const Digest& digest);
+
+ private:
+  void Block(const uint8_t* block);  // compresses one 64-byte block
+
+  std::array<uint32_t, 8> state_;
+  std::array<uint8_t, 64> buffer_;
+  size_t buffered_ = 0;  // bytes in buffer_
+  uint64_t length_ = 0;  // message bytes so far
+};
+
+}  // namespace memplan::base
+
+#endif  // MEMPLAN_BASE_SHA256_H_
