@@ -74,6 +74,7 @@ void Sha256::Block(const uint8_t* block) {
 void Sha256::Update(absl::string_view bytes) {
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
   size_t n = bytes.size();
+  if (n == 0) return;  // bytes.data() may be null
   length_ += n;
   if (buffered_ > 0) {
     const size_t take = std::min(n, buffer_.size() - buffered_);

@@ -62,8 +62,11 @@ class ReliabilityTest : public ::testing::Test {
     setenv("ASAN_OPTIONS", options.c_str(), /*overwrite=*/1);
     server_ = new testing::ServerProcess(
         MEMPLAN_SERVER_PATH,
+        // No plan cache: it keeps plans (up to --cache_bytes) on purpose,
+        // and the memory checks below are about what the calls leave.
         {"--address=127.0.0.1:0", "--worker_threads=2",
-         "--max_time_budget_ms=60000", "--max_benchmark_bytes=1200000000"});
+         "--max_time_budget_ms=60000", "--max_benchmark_bytes=1200000000",
+         "--cache=off"});
     ASSERT_GT(server_->port(), 0) << server_->first_line();
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);  // a plan of 200,000 buffers is ~9 MB

@@ -290,8 +290,8 @@ TEST(TfliteWriterTest, HeaderIsVersionSubgraphCountAndTensorCount) {
   ASSERT_TRUE(w.ok()) << w.status();
   EXPECT_TRUE(w->OfflinePlan().present);
   EXPECT_FALSE(w->OfflinePlan().usable);  // N is not the tensor count
-  absl::StatusOr<TfliteModel> none =
-      TfliteModel::Parse(ChainModel().Build(), "n");
+  const std::string plain = ChainModel().Build();  // outlives the view
+  absl::StatusOr<TfliteModel> none = TfliteModel::Parse(plain, "n");
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->OfflinePlan().entries, 0);
   EXPECT_FALSE(none->OfflinePlan().present);
