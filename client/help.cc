@@ -14,8 +14,9 @@ namespace {
 constexpr char kExitCodes[] =
     "exit codes: 0 ok, 64 usage, 65 bad input (also: no plan within\n"
     "  --capacity, a request over a limit), 66 missing input, 69 server\n"
-    "  unavailable, 70 internal error, 73 cannot write the output, 75\n"
-    "  deadline or server busy (retry)\n";
+    "  unavailable, 70 internal error, 73 cannot write the output, 74\n"
+    "  input cannot be read (I/O error), 75 deadline or server busy\n"
+    "  (retry)\n";
 
 constexpr char kFlagSyntax[] =
     "Flags are --name=value or --name value, with - or _ in names; -o is\n"

@@ -1,8 +1,9 @@
 // memplan: the command-line client, a thin adapter over the engine: reads
 // input with formats/, plans in-process (engine::Plan) or through a
 // memplan-server (--server), prints or writes the result. Exit codes follow
-// sysexits: 0 ok, 64 usage, 65 bad input, 66 missing input, 69 unavailable,
-// 70 internal, 73 cannot write the output, 75 deadline or overload.
+// sysexits: 0 ok, 64 usage, 65 bad input, 66 missing input, 69 server
+// unavailable, 70 internal, 73 cannot write the output, 74 input cannot be
+// read, 75 deadline or overload.
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -44,7 +45,7 @@ namespace {
 constexpr int kBenchSeriesPoints = 512;
 
 constexpr int kUsage = 64, kDataErr = 65, kNoInput = 66, kUnavailable = 69,
-              kSoftware = 70, kCantCreate = 73, kTempFail = 75;
+              kSoftware = 70, kCantCreate = 73, kIoErr = 74, kTempFail = 75;
 
 // A usage error: the error, and where the command's help is (the overview,
 // a list of the commands, when there is no command).
@@ -77,7 +78,9 @@ int ExitCode(const absl::Status& s, bool remote) {
     case absl::StatusCode::kPermissionDenied:
       return kCantCreate;
     case absl::StatusCode::kUnavailable:
-      return kUnavailable;
+      // A server's: unavailable. Locally: input that cannot be read
+      // (formats::ReadFile, "cannot read ..."), an I/O error.
+      return remote ? kUnavailable : kIoErr;
     case absl::StatusCode::kDeadlineExceeded:
     case absl::StatusCode::kAborted:
       return kTempFail;

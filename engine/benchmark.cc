@@ -25,7 +25,8 @@ constexpr int kMaxRepetitions = 100;
 constexpr int kMaxSeriesPoints = 4096;
 constexpr int kLarsonSlots = 64;
 
-// The allocators to run, checked against the known names.
+// The allocators to run, checked against the known names; a name listed
+// more than once runs once, where it first appears.
 absl::StatusOr<std::vector<std::string>> ChooseAllocators(
     const v1::BenchmarkRequest& request) {
   const std::vector<std::string> known = BenchmarkAllocatorNames();
@@ -36,7 +37,9 @@ absl::StatusOr<std::vector<std::string>> ChooseAllocators(
       return Invalid("unknown allocator '", api::Clip(name),
                      "'; known: ", absl::StrJoin(known, ", "));
     }
-    chosen.push_back(name);
+    if (std::find(chosen.begin(), chosen.end(), name) == chosen.end()) {
+      chosen.push_back(name);
+    }
   }
   return chosen;
 }
@@ -161,6 +164,12 @@ absl::StatusOr<Workload> SyntheticWorkload(const v1::BenchmarkRequest& request,
                                                : kDefaultWorkloadSize;
   absl::StatusOr<int64_t> events = WorkloadEvents(request.workload(), size);
   if (!events.ok()) return events.status();
+  // Each allocation is a buffer of the static plan: the graph limit holds.
+  if (size > limits.plan.max_tensors) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("workload_size is ", size, "; this server plans at most ",
+                     limits.plan.max_tensors, " buffers (max_tensors)"));
+  }
   if (auto s = CheckEvents(*events, replays, limits); !s.ok()) return s;
   absl::StatusOr<planner::PlanOptions> options =
       api::OptionsFromProto(request.options(), limits.plan.budgets);

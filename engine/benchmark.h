@@ -59,7 +59,10 @@ std::vector<std::string> ArenaAllocatorNames();
 
 // INVALID_ARGUMENT for a bad graph, workload, allocator or arena name;
 // RESOURCE_EXHAUSTED, naming the limit, before any replay memory is taken
-// when the request is over `limits`; DEADLINE_EXCEEDED past the time limit
+// when the request is over `limits` (a workload_size over
+// limits.plan.max_tensors included, checked before the workload is made);
+// an allocator listed more than once runs once (one row, where it first
+// appears), so repeats add no work; DEADLINE_EXCEEDED past the time limit
 // or the call's deadline (replays stop within ~1024 events); DATA_LOSS if
 // the static plan's pattern check fails (an overlap the verifier missed).
 // `workers` and `observer` may be null.

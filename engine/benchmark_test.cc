@@ -154,5 +154,41 @@ TEST_F(BenchmarkTest, OverTheLimitsBeforeAnyMemoryIsTaken) {
             absl::StatusCode::kResourceExhausted);
 }
 
+TEST_F(BenchmarkTest, AnAllocatorListedManyTimesRunsOnce) {
+  v1::BenchmarkRequest r = ChainGraph();
+  for (int i = 0; i < 20; ++i) r.add_allocators("static_plan");
+  r.add_allocators("bfc");
+  r.add_allocators("static_plan");
+  r.add_allocators("bfc");
+  absl::StatusOr<v1::BenchmarkResponse> out = Run(r);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->rows_size(), 2);
+  EXPECT_EQ(out->rows(0).allocator(), "static_plan");
+  EXPECT_EQ(out->rows(1).allocator(), "bfc");
+  EXPECT_EQ(observed_, (std::vector<std::string>{"static_plan", "bfc"}));
+}
+
+TEST_F(BenchmarkTest, WorkloadSizeOverMaxTensorsIsRefusedBeforeAnyWork) {
+  v1::BenchmarkRequest r;
+  r.set_workload("allocation");
+  r.set_workload_size(4999999);
+  r.add_allocators("static_plan");
+  BenchmarkLimits limits;
+  limits.max_ops = int64_t{1} << 40;  // only the tensor limit applies
+  const absl::Time start = absl::Now();
+  absl::StatusOr<v1::BenchmarkResponse> out = Run(r, limits);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("max_tensors"));
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("4999999"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  EXPECT_TRUE(observed_.empty());
+  limits.plan.max_tensors = 100;
+  r.set_workload_size(101);
+  EXPECT_EQ(Run(r, limits).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  r.set_workload_size(100);
+  EXPECT_TRUE(Run(r, limits).ok());
+}
+
 }  // namespace
 }  // namespace memplan::engine

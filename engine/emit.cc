@@ -27,6 +27,12 @@ std::string CanonicalEmitFormat(absl::string_view name) {
 
 absl::Status CheckEmit(const v1::PlanRequest& request) {
   const std::vector<std::string>& known = EmitFormats();
+  if (request.emit_size() > kMaxEmit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("emit: ", request.emit_size(), " entries; at most ",
+                     kMaxEmit, " (each format once)"));
+  }
+  std::vector<std::string> seen;
   for (const std::string& asked : request.emit()) {
     const std::string name = CanonicalEmitFormat(asked);
     if (std::find(known.begin(), known.end(), name) == known.end()) {
@@ -34,6 +40,13 @@ absl::Status CheckEmit(const v1::PlanRequest& request) {
           absl::StrCat("emit: unknown format '", api::Clip(name),
                        "'; known: ", absl::StrJoin(known, ", ")));
     }
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("emit: '", name,
+                       "' is asked for more than once; ask for each "
+                       "format once"));
+    }
+    seen.push_back(name);
     if (name == "tflite" &&
         !(request.has_model() && (request.model().format() == "tflite" ||
                                   request.model().format().empty()))) {

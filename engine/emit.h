@@ -26,9 +26,15 @@ const std::vector<std::string>& EmitFormats();
 // `name` with '-' written as '_'.
 std::string CanonicalEmitFormat(absl::string_view name);
 
+// The most entries PlanRequest.emit may hold.
+inline constexpr int kMaxEmit = 8;
+
 // INVALID_ARGUMENT when a request asks for a format that does not exist, or
 // one its input cannot give (a planned .tflite needs a TFLite model), or
-// sets a c_header_id that cannot be one (formats::IsCHeaderId).
+// the same format twice ("svg" and "svg", or "c_header" and "c-header":
+// repeats are refused, naming the format, not merged, since files come
+// back one per entry in order), or more than kMaxEmit entries, or sets a
+// c_header_id that cannot be one (formats::IsCHeaderId).
 [[nodiscard]] absl::Status CheckEmit(const v1::PlanRequest& request);
 
 // The file of `format` for a planned request (its names cleaned:

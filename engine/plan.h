@@ -75,7 +75,8 @@ struct PlanOutcome {
 // rule of base/text.h (applied after import, before planning:
 // engine/names.h). INVALID_ARGUMENT for a malformed request
 // (naming the field, tensor, op or buffer; an unknown strategy or emit
-// format is refused before any work), RESOURCE_EXHAUSTED over `limits`
+// format, a format in emit twice, or over kMaxEmit emit entries is
+// refused before any work: engine/emit.h), RESOURCE_EXHAUSTED over `limits`
 // (naming the limit), FAILED_PRECONDITION when a capacity is set and no
 // plan fits, DEADLINE_EXCEEDED when `cancel` fires first, INTERNAL for a
 // broken invariant. `workers` and `cancel` may be null. With a `cache`,

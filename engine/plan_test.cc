@@ -178,6 +178,37 @@ TEST(PlanTest, BadOptionsAreInvalidBeforeAnyWork) {
               HasSubstr("emit: unknown format 'png'"));
 }
 
+TEST(PlanTest, EmitRepeatsAndTooManyEntriesAreInvalidBeforeAnyWork) {
+  v1::PlanRequest r = Parse(kGraphJson);
+  r.add_emit("svg");
+  r.add_emit("c_header");
+  r.add_emit("svg");
+  absl::Status s = PlanToResponse(r).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("emit: 'svg' is asked for more than once"));
+  r = Parse(kGraphJson);
+  r.add_emit("c_header");
+  r.add_emit("c-header");  // the same format, spelled the other way
+  s = PlanToResponse(r).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("'c_header'"));
+  r = Parse(kGraphJson);
+  for (int i = 0; i < 800; ++i) r.add_emit("svg");
+  s = PlanToResponse(r).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("800 entries; at most 8"));
+  r = Parse(kGraphJson);
+  r.add_emit("svg");
+  r.add_emit("html");
+  r.add_emit("c_header");
+  absl::StatusOr<v1::PlanResponse> ok = PlanToResponse(r);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  ASSERT_EQ(ok->files_size(), 3);
+  EXPECT_EQ(ok->files(0).format(), "svg");
+  EXPECT_EQ(ok->files(2).format(), "c_header");
+}
+
 TEST(PlanTest, InPlaceOutputsAreReportedInRequestOrderAtTheirInputsOffset) {
   // "h2" is listed before "h" and written in place of it.
   v1::PlanRequest request = Parse(R"({

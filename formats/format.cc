@@ -12,7 +12,9 @@ namespace {
 
 constexpr Format kAll[] = {Format::kJson, Format::kCsv, Format::kOnnx,
                            Format::kTflite};
-// Sniffing reads no further than this.
+// Sniffing text and magic numbers reads no further than this; ONNX, a
+// protobuf with no magic number, is recognised from its first top-level
+// fields, whose lengths may run anywhere in the file.
 constexpr size_t kSniffBytes = 4096;
 
 // Reads a protobuf varint at `*at`; false when it runs off the end.
@@ -39,6 +41,8 @@ bool ModelProtoField(uint64_t number, uint64_t wire) {
 
 // The first top-level fields parse as an ONNX ModelProto's: known numbers,
 // right wire types, lengths inside the file, a graph or an IR version.
+// `bytes` is the whole file: a field (the graph, its initializers) may run
+// past any fixed prefix. Reads only tags and lengths, at most 8 fields.
 bool LooksLikeOnnx(absl::string_view bytes) {
   size_t at = 0;
   bool anchored = false;
@@ -136,7 +140,7 @@ absl::StatusOr<Format> SniffFormat(absl::string_view bytes,
   if (absl::StartsWith(text, "{") || absl::StartsWith(text, "[")) {
     return Format::kJson;
   }
-  if (LooksLikeOnnx(head)) return Format::kOnnx;
+  if (LooksLikeOnnx(bytes)) return Format::kOnnx;
   if (LooksLikeCsv(text)) return Format::kCsv;
   return absl::InvalidArgumentError(absl::StrCat(
       name, ": unsupported input format: it looks like ", Describe(head),

@@ -34,7 +34,9 @@ std::string FormatNames();
 
 // The format `bytes` look like, or INVALID_ARGUMENT "unsupported input
 // format" saying what they look like instead (e.g. a PNG image, binary
-// data, empty). Looks at the first few KiB only.
+// data, empty). Text and magic numbers are judged from the first few KiB;
+// ONNX (no magic number) from its first top-level fields' tags and lengths,
+// which may run to the end of `bytes` (the whole file).
 [[nodiscard]] absl::StatusOr<Format> SniffFormat(absl::string_view bytes,
                                                  absl::string_view name);
 

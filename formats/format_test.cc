@@ -1,5 +1,6 @@
 #include "formats/format.h"
 
+#include <cstdint>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -39,6 +40,31 @@ TEST(FormatTest, ExtensionThenContent) {
   EXPECT_EQ(*DetectFormat("-", "\n  {\"graph\": {}}", ""), Format::kJson);
   EXPECT_EQ(*DetectFormat("trace", "id,lower,upper,size\n1,0,1,4\n", ""),
             Format::kCsv);
+}
+
+// A protobuf varint.
+std::string Varint(uint64_t v) {
+  std::string out;
+  for (; v >= 0x80; v >>= 7) out.push_back(static_cast<char>(v | 0x80));
+  out.push_back(static_cast<char>(v));
+  return out;
+}
+
+TEST(FormatTest, OnnxOverTheSniffedPrefixIsStillOnnx) {
+  // ir_version 8, a 5,000-byte producer, then a graph: the second field's
+  // length runs past the first 4 KiB.
+  const std::string producer = "\x08\x08\x12" + Varint(5000) +
+                               std::string(5000, 'p') +
+                               std::string("\x3a\x02\x0a\x00", 4);
+  EXPECT_EQ(*DetectFormat("model", producer, ""), Format::kOnnx);
+  EXPECT_EQ(*DetectFormat("-", producer, ""), Format::kOnnx);
+  // A graph of 1 MiB (its initializers), after the IR version.
+  const std::string big = "\x08\x08\x3a" + Varint(1 << 20) +
+                          std::string(1 << 20, '\x01') +
+                          std::string("\x42\x00", 2);
+  EXPECT_EQ(*DetectFormat("-", big, ""), Format::kOnnx);
+  // A length past the end of the file is still not ONNX.
+  EXPECT_FALSE(DetectFormat("-", big.substr(0, big.size() - 10), "").ok());
 }
 
 TEST(FormatTest, UnsupportedContentSaysWhatItLooksLike) {

@@ -155,6 +155,16 @@ TEST_F(CliUsabilityTest, HostileInputEndsWithAClearErrorQuickly) {
                                   "'9223372036854775808' is out of range"));
 }
 
+TEST_F(CliUsabilityTest, InputThatCannotBeReadIsAnIoErrorExit74) {
+  // Reading /proc/self/mem from offset 0 fails with EIO: an I/O error
+  // (sysexits EX_IOERR), not "server unavailable" (69).
+  CommandResult r = RunCli({"plan", "/proc/self/mem"});
+  EXPECT_EQ(r.exit_code, 74) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("cannot read"));
+  CommandResult inspect = RunCli({"inspect", "/proc/self/mem"});
+  EXPECT_EQ(inspect.exit_code, 74) << inspect.err;
+}
+
 TEST_F(CliUsabilityTest, HugeLifetimesPlanWithoutMemoryPerStep) {
   std::string csv = "id,lower,upper,size\n";
   for (int i = 0; i < 100; ++i) {

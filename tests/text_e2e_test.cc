@@ -460,6 +460,7 @@ TEST(CHeaderNamesTest, PoolsWhoseNamesMeetKeepTheirOwnMacros) {
       ->mutable_memory_pools()
       ->rbegin()
       ->set_capacity_bytes(0);
+  request.clear_emit();  // each format once
   request.add_emit("c_header");
   absl::StatusOr<v1::PlanResponse> r =
       engine::PlanToResponse(request, engine::Limits{}, nullptr, nullptr);
