@@ -24,7 +24,6 @@ Every process started here is stopped by its PID.
 import json
 import os
 import re
-import select
 import signal
 import socket
 import statistics
@@ -37,7 +36,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "testing"))
 import export_torchvision  # noqa: E402
+from server import Server  # noqa: E402
 
 RUNS = 3
 TIMEOUT_S = 300
@@ -151,43 +152,18 @@ def in_process(cli, model, cwd, work):
             response)
 
 
-class Server:
-    """memplan-server on 127.0.0.1 port 0 in folder `cwd`, metrics off;
-    stopped by its PID on exit."""
-
-    def __init__(self, binary, cwd):
-        self.binary, self.cwd = binary, cwd
-
-    def __enter__(self):
-        self.proc = subprocess.Popen(
-            [self.binary, "--address=127.0.0.1:0", "--metrics_address="],
-            cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, start_new_session=True)
-        ready, _, _ = select.select([self.proc.stdout], [], [], 30)
-        line = self.proc.stdout.readline().decode() if ready else ""
-        found = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
-        if not found:
-            self.__exit__()
-            raise RuntimeError("memplan-server did not start: %r" % line)
-        self.port = int(found.group(1))
-        self.status = "/proc/%d/status" % self.proc.pid
-        return self
-
-    def __exit__(self, *_):
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait(timeout=30)
-
 
 def through_server(bin_dir, model, cwd, work):
     """(bytes sent, server RSS at start kB, server VmHWM after kB, exit
     code, message) for one plan through a fresh server and the proxy."""
-    with Server(os.path.join(bin_dir, "memplan-server"), cwd) as server:
+    server = Server(os.path.join(bin_dir, "memplan-server"), cwd,
+                    metrics=False)
+    with server as address:
+        status = "/proc/%d/status" % server.proc.pid
         time.sleep(0.2)  # let its start-up settle
-        idle = kib(server.status, "VmRSS")
-        proxy = CountingProxy(("127.0.0.1", server.port))
+        idle = kib(status, "VmRSS")
+        port = int(address.rsplit(":", 1)[1])
+        proxy = CountingProxy(("127.0.0.1", port))
         try:
             code, _, _, _, err = timed(
                 [os.path.join(bin_dir, "memplan"), "plan", model, "--format",
@@ -196,7 +172,7 @@ def through_server(bin_dir, model, cwd, work):
                 os.path.join(work, "remote.json"))
         finally:
             proxy.close()
-        peak = kib(server.status, "VmHWM")
+        peak = kib(status, "VmHWM")
     message = err.strip().splitlines()[-1] if code != 0 and err.strip() \
         else ""
     return proxy.sent, idle, peak, code, message

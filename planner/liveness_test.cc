@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "planner/testing/graphs.h"
 
 namespace memplan::planner {
 namespace {
@@ -54,22 +55,8 @@ TEST(LivenessTest, InputsOutputsAndWeightsArePersistent) {
   EXPECT_EQ(Find(*p, "w").end, 3);
 }
 
-// x -> a -> b -> c -> y over four steps: the input is read at step 0 only,
-// the output written at step 3.
-Graph Chain() {
-  Graph g;
-  g.tensors = {{"x", 100}, {"a", 10}, {"b", 10}, {"c", 10}, {"y", 100}};
-  g.ops = {{"op0", {"x"}, {"a"}},
-           {"op1", {"a"}, {"b"}},
-           {"op2", {"b"}, {"c"}},
-           {"op3", {"c"}, {"y"}}};
-  g.inputs = {"x"};
-  g.outputs = {"y"};
-  return g;
-}
-
 TEST(LivenessTest, InputsDieAfterTheirLastUseAndOutputsAreBornAtTheirProducer) {
-  absl::StatusOr<Problem> p = AnalyzeLiveness(Chain(), 64);
+  absl::StatusOr<Problem> p = AnalyzeLiveness(testing::IoChain(), 64);
   ASSERT_TRUE(p.ok()) << p.status();
   // As TFLite Micro has them: x from step 0 through its last reader (0),
   // y from its producer (3) to the end.
@@ -89,7 +76,7 @@ TEST(LivenessTest, InputsDieAfterTheirLastUseAndOutputsAreBornAtTheirProducer) {
 }
 
 TEST(LivenessTest, AnInputReadLaterLivesUntilThatRead) {
-  Graph g = Chain();
+  Graph g = testing::IoChain();
   g.ops[2].inputs.push_back("x");  // op2 reads x again
   absl::StatusOr<Problem> p = AnalyzeLiveness(g, 64);
   ASSERT_TRUE(p.ok()) << p.status();
@@ -99,7 +86,7 @@ TEST(LivenessTest, AnInputReadLaterLivesUntilThatRead) {
 
 TEST(LivenessTest, KeepInputsHoldsInputsForTheWholeRun) {
   absl::StatusOr<Problem> p =
-      AnalyzeLiveness(Chain(), 64, nullptr, IoPolicy::kKeepInputs);
+      AnalyzeLiveness(testing::IoChain(), 64, nullptr, IoPolicy::kKeepInputs);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(Find(*p, "x").start, 0);
   EXPECT_EQ(Find(*p, "x").end, 4);
@@ -111,14 +98,14 @@ TEST(LivenessTest, KeepInputsHoldsInputsForTheWholeRun) {
 
 TEST(LivenessTest, ExcludeKeepsTheRuntimeLifetimesForReports) {
   absl::StatusOr<Problem> p =
-      AnalyzeLiveness(Chain(), 64, nullptr, IoPolicy::kExclude);
+      AnalyzeLiveness(testing::IoChain(), 64, nullptr, IoPolicy::kExclude);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(Find(*p, "x").end, 1);
   EXPECT_EQ(Find(*p, "y").start, 3);
 }
 
 TEST(LivenessTest, EdgeCasesOfInputsAndOutputs) {
-  Graph g = Chain();
+  Graph g = testing::IoChain();
   g.tensors.push_back({"unused", 8});  // an input nothing reads
   g.tensors.push_back({"given", 8});   // an output no op writes
   g.tensors.push_back({"state", 8, 0, false, /*variable=*/true});

@@ -11,6 +11,7 @@
 #include "planner/portfolio.h"
 #include "planner/strategy.h"
 #include "planner/testing/cpu_time.h"
+#include "planner/testing/graphs.h"
 #include "planner/testing/random_problems.h"
 #include "planner/verifier.h"
 
@@ -320,25 +321,11 @@ TEST(PlannerTest, TensorsLiveForTheWholeRunNeverShareMemory) {
   EXPECT_GE(whole_run, 2);  // the variable and the kept input
 }
 
-// x(100) -> a(10) -> b(10) -> c(10) -> y(100): the input is read by the
-// first op only and the output written by the last.
-Graph IoChain() {
-  Graph g;
-  g.tensors = {{"x", 100}, {"a", 10}, {"b", 10}, {"c", 10}, {"y", 100}};
-  g.ops = {{"op0", {"x"}, {"a"}},
-           {"op1", {"a"}, {"b"}},
-           {"op2", {"b"}, {"c"}},
-           {"op3", {"c"}, {"y"}}};
-  g.inputs = {"x"};
-  g.outputs = {"y"};
-  return g;
-}
-
 TEST(PlannerTest, InputsAndOutputsAsRuntimesRunThem) {
   PlanOptions options;
   options.alignment = 1;
   absl::StatusOr<PlanResult> r =
-      PlanGraph(IoChain(), options, nullptr, nullptr);
+      PlanGraph(testing::IoChain(), options, nullptr, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   // x lives at step 0 with a, y at step 3 with c: the peak is 110 bytes and
   // x and y share memory. Held for the whole run they needed x + y + a =
@@ -351,14 +338,14 @@ TEST(PlannerTest, InputsAndOutputsAsRuntimesRunThem) {
                         "last use, outputs from their producer to the end)"));
   // Inputs kept for the whole run: x + c + y at step 3.
   options.io = IoPolicy::kKeepInputs;
-  r = PlanGraph(IoChain(), options, nullptr, nullptr);
+  r = PlanGraph(testing::IoChain(), options, nullptr, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->solution.arena_size, 210);
   EXPECT_EQ(r->tensors[0].end, 4);
   EXPECT_THAT(FormatReport(*r), HasSubstr("io:           arena_keep_inputs"));
   // Excluded: the activations alone, two of 10 bytes live at once.
   options.io = IoPolicy::kExclude;
-  r = PlanGraph(IoChain(), options, nullptr, nullptr);
+  r = PlanGraph(testing::IoChain(), options, nullptr, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->solution.arena_size, 20);
   EXPECT_EQ(r->tensors[0].buffer, -1);

@@ -14,17 +14,19 @@ import subprocess
 
 class Server:
     """memplan-server on 127.0.0.1 port 0, run in folder `cwd` (default:
-    the caller's)."""
+    the caller's), metrics on a port of their own unless `metrics` is
+    false. Once started, `proc` is its process."""
 
-    def __init__(self, binary, cwd=None):
+    def __init__(self, binary, cwd=None, metrics=True):
         self.binary = binary
         self.cwd = cwd
+        self.metrics = "127.0.0.1:0" if metrics else ""
         self.proc = None
 
     def __enter__(self):
         self.proc = subprocess.Popen(
             [self.binary, "--address=127.0.0.1:0",
-             "--metrics_address=127.0.0.1:0"], cwd=self.cwd,
+             "--metrics_address=" + self.metrics], cwd=self.cwd,
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, start_new_session=True)
         ready, _, _ = select.select([self.proc.stdout], [], [], 30)
