@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <utility>
 
@@ -35,13 +36,21 @@ void Push(Trace* trace, EventKind kind, TensorId id, int64_t size) {
       {kind, id, size, static_cast<int64_t>(kDefaultAlignment)});
 }
 
+// Whether a workload maker should stop at allocation `i`: polls every 4096.
+bool StopWorkload(const std::function<bool()>& should_stop, int i) {
+  return should_stop && i % 4096 == 0 && should_stop();
+}
+
 }  // namespace
 
-Trace AllocationWorkload(int num_allocs, uint64_t seed) {
+Trace AllocationWorkload(int num_allocs, uint64_t seed,
+                         const std::function<bool()>& should_stop) {
   static constexpr int64_t kSizes[] = {256, 4096, 16384, 524288, 512, 1048576};
   std::mt19937_64 rng(seed);
   Trace trace;
+  trace.events.reserve(2 * static_cast<size_t>(std::max(num_allocs, 0)));
   for (int i = 0; i < num_allocs; ++i) {
+    if (StopWorkload(should_stop, i)) break;
     const int64_t size = kSizes[rng() % std::size(kSizes)];
     Push(&trace, EventKind::kAlloc, i, size);
     Push(&trace, EventKind::kFree, i, size);
@@ -49,12 +58,15 @@ Trace AllocationWorkload(int num_allocs, uint64_t seed) {
   return trace;
 }
 
-Trace DelayedFreeWorkload(int num_allocs, int delay) {
+Trace DelayedFreeWorkload(int num_allocs, int delay,
+                          const std::function<bool()>& should_stop) {
   static constexpr int64_t kSizes[] = {256, 4096, 16384, 4096, 512, 1024, 1024};
   delay = std::max(delay, 1);
   std::vector<TensorId> ring(delay, -1);
   Trace trace;
+  trace.events.reserve(2 * static_cast<size_t>(std::max(num_allocs, 0)));
   for (int i = 0; i < num_allocs; ++i) {
+    if (StopWorkload(should_stop, i)) return trace;
     TensorId& slot = ring[i % delay];
     if (slot != -1) Push(&trace, EventKind::kFree, slot, kSizes[slot % 7]);
     slot = i;
@@ -68,7 +80,8 @@ Trace DelayedFreeWorkload(int num_allocs, int delay) {
 }
 
 Trace LarsonWorkload(int num_ops, int num_slots, int64_t min_size,
-                     int64_t max_size, uint64_t seed) {
+                     int64_t max_size, uint64_t seed,
+                     const std::function<bool()>& should_stop) {
   std::mt19937_64 rng(seed);
   const uint64_t span =
       static_cast<uint64_t>(std::max<int64_t>(max_size - min_size, 0)) + 1;
@@ -83,6 +96,7 @@ Trace LarsonWorkload(int num_ops, int num_slots, int64_t min_size,
     Push(&trace, EventKind::kAlloc, next++, slots.back().second);
   }
   for (int i = 0; i < num_ops && num_slots > 0; ++i) {
+    if (StopWorkload(should_stop, i)) return trace;
     auto& [id, size] = slots[rng() % slots.size()];
     Push(&trace, EventKind::kFree, id, size);
     id = next++;

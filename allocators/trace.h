@@ -49,21 +49,29 @@ struct Trace {
   std::string TensorName(TensorId id) const;
 };
 
+// The workloads below poll `should_stop` (when given) every 4096
+// allocations; once it returns true the trace ends there, cut short (the
+// caller that asked to stop drops it). A million allocations take tens of
+// milliseconds.
+
 // TensorFlow's BM_Allocation: `num_allocs` allocations, each freed right
 // away, sizes drawn with a fixed seed from {256, 4096, 16384, 524288, 512,
 // 1048576}.
-Trace AllocationWorkload(int num_allocs, uint64_t seed = 1);
+Trace AllocationWorkload(int num_allocs, uint64_t seed = 1,
+                         const std::function<bool()>& should_stop = {});
 
 // TensorFlow's BM_AllocationDelayed: each allocation is freed `delay`
 // allocations later (a ring of `delay` slots); sizes cycle through {256,
 // 4096, 16384, 4096, 512, 1024, 1024}. REQUIRES delay >= 1.
-Trace DelayedFreeWorkload(int num_allocs, int delay);
+Trace DelayedFreeWorkload(int num_allocs, int delay,
+                          const std::function<bool()>& should_stop = {});
 
 // A larson-style mixed workload: `num_slots` slots are filled, then each of
 // `num_ops` steps picks a random slot, frees its block and allocates one of
 // a random size in [min_size, max_size]; everything is freed at the end.
 Trace LarsonWorkload(int num_ops, int num_slots, int64_t min_size,
-                     int64_t max_size, uint64_t seed = 1);
+                     int64_t max_size, uint64_t seed = 1,
+                     const std::function<bool()>& should_stop = {});
 
 // Bytes held at one event of a replay.
 struct SeriesPoint {

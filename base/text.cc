@@ -136,6 +136,20 @@ std::string SafeText(absl::string_view raw) {
   return Escape(raw, /*double_backslashes=*/false);
 }
 
+std::string SafeMessage(absl::string_view raw) {
+  if (IsSafeName(raw)) return std::string(raw);  // the usual case: no copy work
+  std::string out;
+  out.reserve(raw.size());
+  size_t start = 0;
+  for (size_t i = 0; i <= raw.size(); ++i) {
+    if (i < raw.size() && raw[i] != '\n' && raw[i] != '\t') continue;
+    out += SafeText(raw.substr(start, i - start));
+    if (i < raw.size()) out += raw[i];
+    start = i + 1;
+  }
+  return out;
+}
+
 absl::string_view Utf8Prefix(absl::string_view text, size_t max_bytes) {
   if (text.size() <= max_bytes) return text;
   size_t end = max_bytes;

@@ -61,6 +61,12 @@ bool IsUtf8(absl::string_view text);
 // goes out unchanged (idempotent), but two texts may map to one.
 std::string SafeText(absl::string_view raw);
 
+// For a whole message (an error status, a warning) that may quote raw names
+// anywhere: SafeText, but tabs and newlines kept (messages may span lines).
+// What every error a user sees goes through at the boundary (the server's
+// status, the CLI's stderr, the Python module's exceptions).
+std::string SafeMessage(absl::string_view raw);
+
 // The longest prefix of `text` of at most `max_bytes` that does not end
 // inside a UTF-8 sequence.
 absl::string_view Utf8Prefix(absl::string_view text, size_t max_bytes);

@@ -304,5 +304,18 @@ TEST(MakeUniqueTest, RandomListsComeOutDistinctAndStable) {
   }
 }
 
+// Messages keep their lines and tabs; whatever they quote follows SafeText.
+TEST(SafeMessageTest, KeepsLinesAndEscapesWhatMessagesQuote) {
+  EXPECT_EQ(SafeMessage("op 'conv' reads 'x'"), "op 'conv' reads 'x'");
+  EXPECT_EQ(SafeMessage("m.onnx: graph output 'y\xff' is made by no node"),
+            "m.onnx: graph output 'y\\xFF' is made by no node");
+  EXPECT_EQ(SafeMessage("two\nlines\tand 'a\x01\xed\xa0\x80'\n"),
+            "two\nlines\tand 'a\\x01\\xED\\xA0\\x80'\n");
+  EXPECT_EQ(SafeMessage("\r"), "\\x0D");
+  const std::string once = SafeMessage("a\xfe\nb\\xFF");
+  EXPECT_EQ(SafeMessage(once), once);  // idempotent
+  EXPECT_TRUE(IsUtf8(once));
+}
+
 }  // namespace
 }  // namespace memplan::base

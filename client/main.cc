@@ -23,6 +23,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/process_memory.h"
+#include "base/text.h"
 #include "base/worker_pool.h"
 #include "client/cli_flags.h"
 #include "client/help.h"
@@ -90,9 +91,10 @@ int ExitCode(const absl::Status& s, bool remote) {
 }
 
 int Fail(const absl::Status& s, bool remote = false) {
+  // Messages may quote raw names from the input: the text rule applies.
   std::fprintf(stderr, "memplan: %s: %s\n",
                absl::StatusCodeToString(s.code()).c_str(),
-               std::string(s.message()).c_str());
+               base::SafeMessage(s.message()).c_str());
   return ExitCode(s, remote);
 }
 
@@ -201,10 +203,14 @@ std::string TextReport(const Planned& planned) {
         "x of it)\n");
   }
   if (r.runtime_arena_bytes() > 0) {
-    absl::StrAppend(&out, "runtime:      give the runtime an arena of ",
-                    r.runtime_arena_bytes(),
-                    " bytes for this plan (TFLite Micro: besides its own "
-                    "persistent allocations)\n");
+    // What the figure covers and what it leaves out (docs/inputs.md).
+    absl::StrAppend(
+        &out, "runtime:      ", r.runtime_arena_bytes(),
+        " bytes of TFLite Micro's arena hold the tensors it plans (this "
+        "plan, rounded up to 16);\n              its arena needs more: "
+        "TFLite Micro's persistent allocations and kernels' scratch\n"
+        "              buffers, which only TFLite Micro knows "
+        "(docs/inputs.md)\n");
   }
   return out;
 }

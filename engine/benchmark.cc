@@ -1,6 +1,7 @@
 #include "engine/benchmark.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -103,13 +104,44 @@ absl::Status CheckBytes(int64_t bytes, const char* what,
                    limits.max_bytes, " per replay (max_benchmark_bytes)"));
 }
 
-absl::StatusOr<allocators::Trace> SyntheticTrace(const std::string& name,
-                                                 int size) {
-  if (name == "allocation") return allocators::AllocationWorkload(size);
-  if (name == "allocation_delayed") {
-    return allocators::DelayedFreeWorkload(size, 100);
+// DEADLINE_EXCEEDED once `cancel` has fired: `what` stopped for it.
+absl::Status CheckCancel(const base::CancelToken& cancel,
+                         absl::string_view what) {
+  if (!cancel.Cancelled()) return absl::OkStatus();
+  return absl::DeadlineExceededError(absl::StrCat(what, " cancelled"));
+}
+
+// The workload's trace; DEADLINE_EXCEEDED when `cancel` fires first.
+absl::StatusOr<allocators::Trace> SyntheticTrace(
+    const std::string& name, int size, const base::CancelToken& cancel) {
+  const std::function<bool()> stop = [&cancel] { return cancel.Cancelled(); };
+  allocators::Trace trace =
+      name == "allocation" ? allocators::AllocationWorkload(size, 1, stop)
+      : name == "allocation_delayed"
+          ? allocators::DelayedFreeWorkload(size, 100, stop)
+          : allocators::LarsonWorkload(size, kLarsonSlots, 16, 64 << 10, 1,
+                                       stop);
+  if (auto s = CheckCancel(cancel, "making the workload"); !s.ok()) return s;
+  return trace;
+}
+
+// The most bytes a trace holds at once (the lower bound of its problem:
+// its buffers live from their allocation to their free), polling `cancel`
+// every 4096 events; DEADLINE_EXCEEDED when it fires first.
+absl::StatusOr<int64_t> TracePeakBytes(const allocators::Trace& trace,
+                                       const base::CancelToken& cancel) {
+  int64_t live = 0, peak = 0;
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    if (i % 4096 == 0) {
+      if (auto s = CheckCancel(cancel, "the workload's peak"); !s.ok()) {
+        return s;
+      }
+    }
+    const allocators::TraceEvent& e = trace.events[i];
+    live += e.kind == allocators::EventKind::kAlloc ? e.size : -e.size;
+    peak = std::max(peak, live);
   }
-  return allocators::LarsonWorkload(size, kLarsonSlots, 16, 64 << 10);
+  return peak;
 }
 
 // The trace and the static plan of a request.
@@ -144,7 +176,10 @@ absl::StatusOr<Workload> PlannedWorkload(const v1::BenchmarkRequest& request,
   if (!outcome.ok()) return outcome.status();
   Workload w;
   w.plan = std::move(outcome->result);
-  w.trace = TraceFromProblem(w.plan.problem);
+  w.trace = TraceFromProblem(w.plan.problem, cancel);
+  if (auto s = CheckCancel(*cancel, "the benchmark's trace"); !s.ok()) {
+    return s;
+  }
   if (auto s = CheckEvents(static_cast<int64_t>(w.trace.events.size()), replays,
                            limits);
       !s.ok()) {
@@ -176,13 +211,16 @@ absl::StatusOr<Workload> SyntheticWorkload(const v1::BenchmarkRequest& request,
   if (!options.ok()) return options.status();
   Workload w;
   absl::StatusOr<allocators::Trace> trace =
-      SyntheticTrace(request.workload(), size);
+      SyntheticTrace(request.workload(), size, *cancel);
   if (!trace.ok()) return trace.status();
   w.trace = *std::move(trace);
-  planner::Problem problem = ProblemFromTrace(w.trace);
-  if (auto s = CheckBytes(planner::LowerBound(problem), "the workload's peak",
-                          limits);
-      !s.ok()) {
+  absl::StatusOr<int64_t> peak = TracePeakBytes(w.trace, *cancel);
+  if (!peak.ok()) return peak.status();
+  if (auto s = CheckBytes(*peak, "the workload's peak", limits); !s.ok()) {
+    return s;
+  }
+  planner::Problem problem = ProblemFromTrace(w.trace, cancel);
+  if (auto s = CheckCancel(*cancel, "the workload's problem"); !s.ok()) {
     return s;
   }
   absl::StatusOr<planner::PlanResult> plan =
@@ -267,7 +305,8 @@ std::vector<std::vector<int>> SpaceGroups(const planner::PlanResult& plan) {
 // own from `arena_source`, every tensor's bytes checked.
 absl::StatusOr<v1::AllocatorFigures> RunStatic(
     const Workload& w, allocators::Allocator* arena_source,
-    const allocators::ReplayOptions& replay, const ReplayObserver& observer) {
+    const allocators::ReplayOptions& replay, const base::CancelToken& cancel,
+    const ReplayObserver& observer) {
   const planner::PlanResult& plan = w.plan;
   const std::vector<std::vector<int>> groups = SpaceGroups(plan);
   allocators::StaticReplayOptions options;
@@ -279,9 +318,13 @@ absl::StatusOr<v1::AllocatorFigures> RunStatic(
                               ? plan.solution.arena_size
                               : plan.memory_spaces[k].arena_size;
     if (groups[k].empty()) continue;
+    allocators::Trace trace =
+        TraceFromProblem(plan.problem, groups[k], &cancel);
+    if (auto s = CheckCancel(cancel, "the static plan's trace"); !s.ok()) {
+      return s;
+    }
     absl::StatusOr<allocators::ReplayResult> r = allocators::ReplayStaticPlan(
-        TraceFromProblem(plan.problem, groups[k]), plan.solution.offsets, arena,
-        *arena_source, options);
+        trace, plan.solution.offsets, arena, *arena_source, options);
     if (!r.ok()) return r.status();
     row.set_allocations(row.allocations() + r->allocations);
     if (groups.size() == 1) AddSeries(*r, &row);
@@ -359,7 +402,7 @@ absl::StatusOr<v1::BenchmarkResponse> RunBenchmark(
   for (const std::string& name : *names) {
     absl::StatusOr<v1::AllocatorFigures> row =
         name == kStatic
-            ? RunStatic(*w, arena_source->get(), replay, observer)
+            ? RunStatic(*w, arena_source->get(), replay, cancel, observer)
             : RunDynamic(name, w->trace, runs, limits, replay, observer);
     if (!row.ok()) return row.status();
     *response.add_rows() = *std::move(row);

@@ -190,5 +190,22 @@ TEST_F(BenchmarkTest, WorkloadSizeOverMaxTensorsIsRefusedBeforeAnyWork) {
   EXPECT_TRUE(Run(r, limits).ok());
 }
 
+// A call whose token has fired makes no workload (issue 31: making it and
+// finding its peak never looked at the token).
+TEST_F(BenchmarkTest, ACancelledCallMakesNoWorkload) {
+  for (const char* workload : {"allocation", "allocation_delayed", "larson"}) {
+    v1::BenchmarkRequest r;
+    r.set_workload(workload);
+    r.set_workload_size(100000);
+    cancel_.Cancel();
+    absl::StatusOr<v1::BenchmarkResponse> result = Run(r);
+    EXPECT_EQ(result.status().code(), absl::StatusCode::kDeadlineExceeded)
+        << workload;
+    EXPECT_THAT(result.status().message(),
+                HasSubstr("making the workload cancelled"));
+    EXPECT_TRUE(observed_.empty());
+  }
+}
+
 }  // namespace
 }  // namespace memplan::engine

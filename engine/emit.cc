@@ -69,8 +69,10 @@ namespace {
 // The pictures' title: the model's file name or the graph's name (both
 // cleaned), else what was planned.
 formats::PictureOptions PictureFor(const PlanOutcome& outcome,
-                                   const v1::PlanRequest& request) {
+                                   const v1::PlanRequest& request,
+                                   const base::CancelToken* cancel) {
   formats::PictureOptions picture;
+  picture.cancel = cancel;
   const std::string& name = outcome.input_name;
   picture.title =
       request.has_model() ? name.substr(name.find_last_of('/') + 1) : name;
@@ -82,12 +84,12 @@ formats::PictureOptions PictureFor(const PlanOutcome& outcome,
   return picture;
 }
 
-}  // namespace
-
-absl::StatusOr<std::string> Emit(absl::string_view asked,
-                                 const PlanOutcome& outcome,
-                                 const v1::PlanRequest& request) {
-  const std::string format = CanonicalEmitFormat(asked);
+// The file of `format` (canonical), `cancel` passed to the emitters that
+// poll it.
+absl::StatusOr<std::string> EmitFile(const std::string& format,
+                                     const PlanOutcome& outcome,
+                                     const v1::PlanRequest& request,
+                                     const base::CancelToken* cancel) {
   const formats::ImportedModel* model =
       outcome.model.has_value() ? &*outcome.model : nullptr;
   if (format == "tflite") {
@@ -115,14 +117,31 @@ absl::StatusOr<std::string> Emit(absl::string_view asked,
   }
   if (format == "svg") {
     return formats::PlanSvg(outcome.result, outcome.options,
-                            PictureFor(outcome, request));
+                            PictureFor(outcome, request, cancel));
   }
   if (format == "html") {
     return formats::PlanHtml(outcome.result, outcome.options,
-                             PictureFor(outcome, request));
+                             PictureFor(outcome, request, cancel));
   }
   return absl::UnimplementedError(
       absl::StrCat("emit: '", format, "' is not built yet"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> Emit(absl::string_view asked,
+                                 const PlanOutcome& outcome,
+                                 const v1::PlanRequest& request,
+                                 const base::CancelToken* cancel) {
+  const std::string format = CanonicalEmitFormat(asked);
+  auto cancelled = [&] {
+    return absl::DeadlineExceededError(
+        absl::StrCat("emit ", format, " cancelled"));
+  };
+  if (cancel != nullptr && cancel->Cancelled()) return cancelled();
+  absl::StatusOr<std::string> file = EmitFile(format, outcome, request, cancel);
+  if (cancel != nullptr && cancel->Cancelled()) return cancelled();
+  return file;
 }
 
 }  // namespace memplan::engine

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "base/cancel.h"
 #include "engine/plan.h"
 #include "memplan/v1/memplan.pb.h"
 
@@ -38,10 +39,11 @@ inline constexpr int kMaxEmit = 8;
 [[nodiscard]] absl::Status CheckEmit(const v1::PlanRequest& request);
 
 // The file of `format` for a planned request (its names cleaned:
-// engine/names.h), titled with outcome.input_name.
-[[nodiscard]] absl::StatusOr<std::string> Emit(absl::string_view format,
-                                               const PlanOutcome& outcome,
-                                               const v1::PlanRequest& request);
+// engine/names.h), titled with outcome.input_name. DEADLINE_EXCEEDED when
+// `cancel` (may be null) fires first (pictures stop within milliseconds).
+[[nodiscard]] absl::StatusOr<std::string> Emit(
+    absl::string_view format, const PlanOutcome& outcome,
+    const v1::PlanRequest& request, const base::CancelToken* cancel = nullptr);
 
 }  // namespace memplan::engine
 

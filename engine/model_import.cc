@@ -46,7 +46,8 @@ absl::StatusOr<ModelSummary> SummarizeModel(Format format,
   return Invalid(name, ": ", FormatName(format), " is not a model format");
 }
 
-absl::StatusOr<ImportedModel> ImportModelFile(const v1::ModelFile& model) {
+absl::StatusOr<ImportedModel> ImportModelFile(const v1::ModelFile& model,
+                                              const base::CancelToken* cancel) {
   const std::string name = model.name().empty() ? "model" : model.name();
   absl::StatusOr<Format> format = model.format().empty()
                                       ? SniffFormat(model.data(), name)
@@ -57,6 +58,7 @@ absl::StatusOr<ImportedModel> ImportModelFile(const v1::ModelFile& model) {
                    FormatName(*format));
   }
   ModelOptions options;
+  options.cancel = cancel;
   for (const auto& [dim, value] : model.dims()) {
     if (value < 0) return Invalid("model.dims['", dim, "'] is negative");
     options.dims[dim] = value;

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "base/cancel.h"
 #include "formats/file_io.h"
 #include "formats/format.h"
 #include "formats/model.h"
@@ -45,9 +46,10 @@ namespace memplan::engine {
     formats::Format format, const formats::FileBytes& file);
 
 // The model carried by a request (PlanRequest.model), format detected from
-// its bytes when not given.
+// its bytes when not given. DEADLINE_EXCEEDED when `cancel` (may be null)
+// fires during the import (formats::ModelOptions::cancel).
 [[nodiscard]] absl::StatusOr<formats::ImportedModel> ImportModelFile(
-    const v1::ModelFile& model);
+    const v1::ModelFile& model, const base::CancelToken* cancel = nullptr);
 
 }  // namespace memplan::engine
 

@@ -45,6 +45,14 @@ absl::Status CheckGraph(const v1::Graph& graph, const Limits& limits) {
   return absl::OkStatus();
 }
 
+// DEADLINE_EXCEEDED once `cancel` (may be null) has fired: checked between
+// the stages of a call, each of which polls it where it runs long.
+absl::Status CheckCancel(const base::CancelToken* cancel,
+                         absl::string_view stage) {
+  if (cancel == nullptr || !cancel->Cancelled()) return absl::OkStatus();
+  return absl::DeadlineExceededError(absl::StrCat(stage, " cancelled"));
+}
+
 // Exactly one input, within the limits, judged from the request alone.
 absl::Status CheckRequest(const v1::PlanRequest& request,
                           const Limits& limits) {
@@ -171,7 +179,7 @@ absl::StatusOr<PlanOutcome> Plan(const v1::PlanRequest& request,
   outcome.no_timings = request.no_timings();
   if (request.has_model()) {
     absl::StatusOr<formats::ImportedModel> model =
-        engine::ImportModelFile(request.model());
+        engine::ImportModelFile(request.model(), cancel);
     if (!model.ok()) return model.status();
     outcome.warnings = model->warnings;
     outcome.model = *std::move(model);
@@ -192,6 +200,7 @@ absl::StatusOr<PlanOutcome> Plan(const v1::PlanRequest& request,
   // Every name from here on follows the text rule (engine/names.h).
   const std::optional<v1::PlanRequest> clean = CleanNames(request, &outcome);
   const v1::PlanRequest& input = clean.has_value() ? *clean : request;
+  if (auto s = CheckCancel(cancel, "planning"); !s.ok()) return s;
   if (auto s = PlanInput(input, limits, workers, cancel, cache, &outcome);
       !s.ok()) {
     return s;
@@ -200,9 +209,12 @@ absl::StatusOr<PlanOutcome> Plan(const v1::PlanRequest& request,
       outcome.model->format == formats::Format::kTflite) {
     LabelModelIo(*outcome.model, &outcome.result);
     SetTflmBaseline(request, &outcome);
+    if (auto s = CheckCancel(cancel, "the tflm_greedy baseline"); !s.ok()) {
+      return s;
+    }
   }
   for (const std::string& format : request.emit()) {
-    absl::StatusOr<std::string> data = Emit(format, outcome, input);
+    absl::StatusOr<std::string> data = Emit(format, outcome, input, cancel);
     if (!data.ok()) return data.status();
     outcome.files.push_back({format, *std::move(data)});
   }

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "engine/emit.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -335,6 +337,32 @@ TEST(PlanTest, TfliteInputsAreKeptForTheWholeRunWhenAsked) {
       formats::testing::DecodeOfflinePlan(r->files(0).data()).offsets;
   ASSERT_EQ(offsets.size(), 4u);
   EXPECT_GE(std::abs(offsets[0] - offsets[3]), 192);
+}
+
+// A call whose token has fired stops at the stage it is in: the model's
+// import, each emitter (issue 31: they ran on after the deadline).
+TEST(PlanTest, ACancelledCallStopsInTheImportAndTheEmitters) {
+  base::CancelToken cancelled;
+  cancelled.Cancel();
+  v1::PlanRequest tflite;
+  tflite.mutable_model()->set_data(formats::testing::ChainModel().Build());
+  tflite.mutable_model()->set_name("chain.tflite");
+  absl::StatusOr<PlanOutcome> imported =
+      Plan(tflite, Limits{}, nullptr, &cancelled);
+  EXPECT_EQ(imported.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(imported.status().message(), HasSubstr("import cancelled"));
+  // Planned, then emitted with a token that has fired.
+  const v1::PlanRequest graph = Parse(kGraphJson);
+  absl::StatusOr<PlanOutcome> planned = Plan(graph, Limits{}, nullptr, nullptr);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  for (const char* format : {"svg", "html", "c_header"}) {
+    EXPECT_TRUE(Emit(format, *planned, graph).ok()) << format;
+    absl::StatusOr<std::string> file =
+        Emit(format, *planned, graph, &cancelled);
+    EXPECT_EQ(file.status().code(), absl::StatusCode::kDeadlineExceeded);
+    EXPECT_THAT(file.status().message(),
+                HasSubstr(absl::StrCat("emit ", format, " cancelled")));
+  }
 }
 
 }  // namespace

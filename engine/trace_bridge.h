@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "allocators/trace.h"
+#include "base/cancel.h"
 #include "planner/problem.h"
 
 namespace memplan::engine {
@@ -18,18 +19,25 @@ namespace memplan::engine {
 // The allocation trace of `problem`: step by step in time order, allocate
 // every buffer born at the step (in index order), then free every buffer
 // whose last live step it is (in index order). Id i is buffer i. Memory
-// and time O(n log n), whatever the time span.
-allocators::Trace TraceFromProblem(const planner::Problem& problem);
+// and time O(n log n), whatever the time span. `cancel` (may be null) is
+// polled every 65,536 buffers or events (the sort included); once it fires
+// the trace is left incomplete (the caller checks the token and drops it).
+allocators::Trace TraceFromProblem(const planner::Problem& problem,
+                                   const base::CancelToken* cancel = nullptr);
 
 // The same for the buffers `subset` of `problem` only (ids stay the
 // buffers' indices in `problem`; the others are never allocated).
 allocators::Trace TraceFromProblem(const planner::Problem& problem,
-                                   const std::vector<int>& subset);
+                                   const std::vector<int>& subset,
+                                   const base::CancelToken* cancel = nullptr);
 
 // The problem a trace describes: each id lives from its allocation event
 // to its free event (event indices as steps), or to the end if never
-// freed. REQUIRES a well-formed trace (ids allocated once).
-planner::Problem ProblemFromTrace(const allocators::Trace& trace);
+// freed. REQUIRES a well-formed trace (ids allocated once). `cancel` (may
+// be null) is polled every 4096 events; once it fires the problem is left
+// incomplete (the caller checks the token and drops it).
+planner::Problem ProblemFromTrace(const allocators::Trace& trace,
+                                  const base::CancelToken* cancel = nullptr);
 
 }  // namespace memplan::engine
 

@@ -1,6 +1,8 @@
 #include "engine/trace_bridge.h"
 
+#include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -79,6 +81,35 @@ TEST(TraceBridgeTest, ATraceRoundTripsThroughItsProblem) {
   // Same peak of live bytes either way.
   EXPECT_EQ(planner::LowerBound(ProblemFromTrace(again)),
             planner::LowerBound(p));
+}
+
+// Past 65,536 buffers the events are sorted in runs merged together (the
+// token is polled between them): the same order as one sort, births at a
+// step before deaths, each by index. A token that fired leaves the trace
+// unfinished.
+TEST(TraceBridgeTest, LargeProblemsKeepTheOrderAndStopWhenCancelled) {
+  planner::Problem p;
+  std::mt19937 rng(7);
+  for (int i = 0; i < 300000; ++i) {
+    const planner::Step start = static_cast<planner::Step>(rng() % 50000);
+    const planner::Step end =
+        start + 1 + static_cast<planner::Step>(rng() % 100);
+    p.buffers.push_back(
+        {"", start, end, 64 + static_cast<int64_t>(rng() % 4096), 64});
+  }
+  const allocators::Trace trace = TraceFromProblem(p);
+  ASSERT_EQ(trace.events.size(), 2 * p.buffers.size());
+  auto key = [&](const allocators::TraceEvent& e) {
+    const planner::Buffer& b = p.buffers[e.id];
+    const bool alloc = e.kind == allocators::EventKind::kAlloc;
+    return std::make_tuple(alloc ? b.start : b.end - 1, alloc ? 0 : 1, e.id);
+  };
+  for (size_t k = 1; k < trace.events.size(); ++k) {
+    ASSERT_LT(key(trace.events[k - 1]), key(trace.events[k])) << k;
+  }
+  base::CancelToken cancelled;
+  cancelled.Cancel();
+  EXPECT_LT(TraceFromProblem(p, &cancelled).events.size(), trace.events.size());
 }
 
 }  // namespace

@@ -89,13 +89,65 @@ absl::StatusOr<std::string> ReadFile(const std::string& path,
   return bytes;
 }
 
+absl::Status FileBytes::ReadStdin(int64_t max_bytes) {
+  // Address space is reserved by doubling, and moved, not copied, when it
+  // grows (mremap); only the pages read into are ever touched.
+  const size_t limit = static_cast<size_t>(std::max<int64_t>(max_bytes, 0));
+  size_t capacity = size_t{1} << 20;
+  void* p = ::mmap(nullptr, capacity, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot read standard input: ", Reason()));
+  }
+  mapped_ = static_cast<const char*>(p);
+  mapping_size_ = capacity;
+  anonymous_ = true;
+  size_t size = 0;
+  while (true) {
+    if (size == capacity) {
+      void* q = ::mremap(p, capacity, 2 * capacity, MREMAP_MAYMOVE);
+      if (q == MAP_FAILED) {
+        return absl::UnavailableError(
+            absl::StrCat("cannot read standard input: ", Reason()));
+      }
+      p = q;
+      capacity *= 2;
+      mapped_ = static_cast<const char*>(p);
+      mapping_size_ = capacity;
+    }
+    // One byte past the limit at most: enough to tell it is over.
+    const size_t want = std::min(capacity - size, limit + 1 - size);
+    const ssize_t got = ::read(STDIN_FILENO, static_cast<char*>(p) + size,
+                               std::min<size_t>(want, size_t{1} << 20));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot read standard input: ", Reason()));
+    }
+    if (got == 0) break;
+    size += static_cast<size_t>(got);
+    mapped_size_ = size;
+    if (size > limit) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("standard input is larger than ", max_bytes,
+                       " bytes (the input limit, --max_input_bytes)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<FileBytes> FileBytes::Open(const std::string& path,
                                           int64_t max_read_bytes,
                                           int64_t max_mapped_bytes) {
   FileBytes file;
+  if (path == "-") {
+    if (auto s = file.ReadStdin(max_read_bytes); !s.ok()) return s;
+    return file;
+  }
   struct stat info;
-  if (path == "-" || ::stat(path.c_str(), &info) != 0 ||
-      !S_ISREG(info.st_mode) || info.st_size == 0) {
+  if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode) ||
+      info.st_size == 0) {
     absl::StatusOr<std::string> bytes = ReadFile(path, max_read_bytes);
     if (!bytes.ok()) return bytes.status();
     file.read_ = *std::move(bytes);
@@ -120,12 +172,15 @@ absl::StatusOr<FileBytes> FileBytes::Open(const std::string& path,
   }
   file.mapped_ = static_cast<const char*>(p);
   file.mapped_size_ = size;
+  file.mapping_size_ = size;
   return file;
 }
 
 FileBytes::FileBytes(FileBytes&& other) noexcept
     : mapped_(std::exchange(other.mapped_, nullptr)),
       mapped_size_(std::exchange(other.mapped_size_, 0)),
+      mapping_size_(std::exchange(other.mapping_size_, 0)),
+      anonymous_(std::exchange(other.anonymous_, false)),
       read_(std::move(other.read_)) {}
 
 FileBytes& FileBytes::operator=(FileBytes&& other) noexcept {
@@ -133,6 +188,8 @@ FileBytes& FileBytes::operator=(FileBytes&& other) noexcept {
     Unmap();
     mapped_ = std::exchange(other.mapped_, nullptr);
     mapped_size_ = std::exchange(other.mapped_size_, 0);
+    mapping_size_ = std::exchange(other.mapping_size_, 0);
+    anonymous_ = std::exchange(other.anonymous_, false);
     read_ = std::move(other.read_);
   }
   return *this;
@@ -141,7 +198,8 @@ FileBytes& FileBytes::operator=(FileBytes&& other) noexcept {
 FileBytes::~FileBytes() { Unmap(); }
 
 void FileBytes::Release(absl::string_view part) const {
-  if (mapped_ == nullptr || part.empty() || part.data() < mapped_ ||
+  if (mapped_ == nullptr || anonymous_ || part.empty() ||
+      part.data() < mapped_ ||
       part.data() + part.size() > mapped_ + mapped_size_) {
     return;
   }
@@ -165,9 +223,11 @@ void FileBytes::Release(absl::string_view part) const {
 
 void FileBytes::Unmap() {
   if (mapped_ != nullptr) {
-    ::munmap(const_cast<char*>(mapped_), mapped_size_);
+    ::munmap(const_cast<char*>(mapped_), mapping_size_);
     mapped_ = nullptr;
     mapped_size_ = 0;
+    mapping_size_ = 0;
+    anonymous_ = false;
   }
 }
 

@@ -38,13 +38,15 @@ inline constexpr int64_t kMaxMappedBytes = (int64_t{1} << 31) - 1;
 
 // A file's bytes: a regular file is mapped read-only, so that only the pages
 // a reader touches are ever read (a model's weights, skipped by the lean
-// model readers, are not); standard input and other files are read whole.
-// Move-only; view() lives as long as the object. Thread-compatible.
+// model readers, are not); standard input is read whole into memory of its
+// own that grows in place (never held twice, whatever its size: a 512 MiB
+// limit costs 512 MiB at most); other files are read whole. Move-only;
+// view() lives as long as the object. Thread-compatible.
 class FileBytes {
  public:
   // Opens `path` ("-" is standard input). Errors as ReadFile; a regular file
   // may be up to `max_mapped_bytes`, anything read whole up to
-  // `max_read_bytes`.
+  // `max_read_bytes` (standard input stops being read one byte past it).
   [[nodiscard]] static absl::StatusOr<FileBytes> Open(const std::string& path,
                                                       int64_t max_read_bytes,
                                                       int64_t max_mapped_bytes);
@@ -59,8 +61,8 @@ class FileBytes {
     return mapped_ != nullptr ? absl::string_view(mapped_, mapped_size_)
                               : absl::string_view(read_);
   }
-  // Whether the bytes are mapped (else read into memory).
-  bool mapped() const { return mapped_ != nullptr; }
+  // Whether the bytes are a mapped file (else read into memory).
+  bool mapped() const { return mapped_ != nullptr && !anonymous_; }
   // Drops the mapped pages holding `part` (a part of view()) from this
   // process's memory; reading them again maps them again. Nothing for bytes
   // read whole. For a reader that skips through a large file.
@@ -69,10 +71,15 @@ class FileBytes {
  private:
   FileBytes() = default;
   void Unmap();
+  // Reads standard input into an anonymous mapping (anonymous_).
+  [[nodiscard]] absl::Status ReadStdin(int64_t max_bytes);
 
   const char* mapped_ = nullptr;  // the mapping, or null
-  size_t mapped_size_ = 0;
-  std::string read_;  // the bytes when not mapped
+  size_t mapped_size_ = 0;        // bytes of the file (of view())
+  size_t mapping_size_ = 0;       // bytes mapped: >= mapped_size_
+  bool anonymous_ = false;        // mapped_ holds standard input's bytes: its
+                                  // pages are the only copy (never released)
+  std::string read_;              // the bytes when not mapped
 };
 
 // Writes `contents` to `path` through a temporary file in the same

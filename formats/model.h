@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "base/cancel.h"
 #include "formats/format.h"
 #include "memplan/v1/memplan.pb.h"
 
@@ -34,6 +35,9 @@ struct ModelOptions {
   // scalar. For graph inputs, and for values the importer cannot size.
   // Default: empty. REQUIRES dims >= 0.
   std::map<std::string, std::vector<int64_t>> shapes;
+  // The call's token: the import stops with DEADLINE_EXCEEDED once it
+  // fires (polled every few hundred nodes). Default: null, never.
+  const base::CancelToken* cancel = nullptr;
 };
 
 // Counts describing what was imported, and what was not planned.

@@ -211,19 +211,29 @@ void DefaultUnnamedDims(onnx::GraphProto* g,
   }
 }
 
-// Parses, applies the flags and runs ONNX's inference.
-absl::StatusOr<onnx::ModelProto> Prepare(absl::string_view bytes,
-                                         absl::string_view name,
-                                         const ModelOptions& options,
-                                         std::vector<std::string>* warnings) {
-  absl::StatusOr<onnx::ModelProto> model = internal::ParseModel(bytes, name);
-  if (!model.ok()) return model.status();
-  if (auto s = internal::SanitizeTensors(&*model, name); !s.ok()) return s;
+// Parses (onto `arena`), applies the flags and runs ONNX's inference.
+absl::StatusOr<onnx::ModelProto*> Prepare(absl::string_view bytes,
+                                          absl::string_view name,
+                                          const ModelOptions& options,
+                                          google::protobuf::Arena* arena,
+                                          std::vector<std::string>* warnings) {
+  // Each step below takes tens of milliseconds on a 100,000-node model;
+  // the token is polled between them, and inside the long ones.
+  const base::CancelToken* cancel = options.cancel;
+  auto stop = [&] { return cancel != nullptr && cancel->Cancelled(); };
+  absl::StatusOr<onnx::ModelProto*> parsed =
+      internal::ParseModel(bytes, name, arena);
+  if (!parsed.ok()) return parsed.status();
+  onnx::ModelProto* model = *parsed;
+  if (stop()) return internal::ImportCancelled(name);
+  if (auto s = internal::SanitizeTensors(model, name); !s.ok()) return s;
   if (auto s = internal::CheckAttributes(*model, name); !s.ok()) return s;
-  if (auto s = internal::SortNodes(&*model, name); !s.ok()) return s;
+  if (stop()) return internal::ImportCancelled(name);
+  if (auto s = internal::SortNodes(model, name); !s.ok()) return s;
   std::vector<const absl::flat_hash_set<std::string>*> scopes;
   if (auto s = internal::CheckReads(model->graph(), &scopes, "", name); !s.ok())
     return s;
+  if (stop()) return internal::ImportCancelled(name);
   onnx::GraphProto* g = model->mutable_graph();
   TypeInitializerInputs(g);
   if (auto s = CheckDimNames(options, *g); !s.ok()) return s;
@@ -231,7 +241,7 @@ absl::StatusOr<onnx::ModelProto> Prepare(absl::string_view bytes,
   ApplyDims(options, g);
   if (auto s = ApplyShapes(options, g); !s.ok()) return s;
   DefaultUnnamedDims(g, warnings);
-  if (auto s = internal::InferShapes(&*model, name); !s.ok()) return s;
+  if (auto s = internal::InferShapes(model, name, cancel); !s.ok()) return s;
   return model;
 }
 
@@ -303,8 +313,8 @@ absl::StatusOr<Size> SizeOf(const OnnxEvaluation& e, const OnnxValue& v) {
 class GraphBuilder {
  public:
   GraphBuilder(const OnnxEvaluation& e, absl::string_view name,
-               absl::string_view graph_name)
-      : e_(e), name_(name) {
+               absl::string_view graph_name, const base::CancelToken* cancel)
+      : e_(e), name_(name), cancel_(cancel) {
     result_.graph.set_name(graph_name.empty() ? std::string(name)
                                               : std::string(graph_name));
   }
@@ -314,6 +324,7 @@ class GraphBuilder {
     if (auto s = AddTensors(*e_.main, /*body=*/false); !s.ok()) return s;
     if (auto s = CheckAllSized(); !s.ok()) return s;
     AddOps(*e_.main);
+    if (stopped_) return internal::ImportCancelled(name_);
     for (int id : e_.main->inputs) {
       if (Planned(id)) result_.graph.add_inputs(names_.at(id));
     }
@@ -393,6 +404,7 @@ class GraphBuilder {
       }
     }
     for (const OnnxNodeRun& nr : run.nodes) {
+      if (Stop()) return internal::ImportCancelled(name_);
       for (const OnnxBodyRun& b : nr.bodies) {
         if (auto s = AddTensors(*b.run, true); !s.ok()) return s;
       }
@@ -479,8 +491,15 @@ class GraphBuilder {
     return op;
   }
 
+  // True (and from then on) once the token fires; polled per node.
+  bool Stop() {
+    stopped_ = stopped_ || internal::ShouldStop(cancel_, ++nodes_seen_);
+    return stopped_;
+  }
+
   void AddOps(const OnnxGraphRun& run) {
     for (const OnnxNodeRun& nr : run.nodes) {
+      if (Stop()) return;
       const std::string name = OpName(run, nr);
       if (nr.bodies.empty()) {
         v1::Op* op = NewOp(name);
@@ -564,6 +583,9 @@ class GraphBuilder {
 
   const OnnxEvaluation& e_;                      // what is flattened
   const std::string name_;                       // for messages
+  const base::CancelToken* cancel_;              // may be null
+  int64_t nodes_seen_ = 0;                       // for polling cancel_
+  bool stopped_ = false;                         // cancel_ fired
   absl::flat_hash_map<int, std::string> names_;  // value id -> tensor name
   absl::flat_hash_set<int> seen_;                // value ids sized
   absl::flat_hash_set<std::string> used_names_;  // tensor names taken
@@ -607,15 +629,19 @@ absl::StatusOr<ImportedModel> ImportOnnx(absl::string_view bytes,
                                          absl::string_view name,
                                          const ModelOptions& options) {
   std::vector<std::string> warnings;
-  absl::StatusOr<onnx::ModelProto> model =
-      Prepare(bytes, name, options, &warnings);
+  // The parsed model lives on an arena: its hundreds of thousands of
+  // messages go at once when the import ends (declared first: last freed).
+  google::protobuf::Arena arena;
+  absl::StatusOr<onnx::ModelProto*> model =
+      Prepare(bytes, name, options, &arena, &warnings);
   if (!model.ok()) return model.status();
   OnnxEvalOptions eval;
   eval.dims = options.dims;
   eval.shapes = options.shapes;
-  absl::StatusOr<OnnxEvaluation> e = EvaluateOnnxShapes(*model, eval, name);
+  eval.cancel = options.cancel;
+  absl::StatusOr<OnnxEvaluation> e = EvaluateOnnxShapes(**model, eval, name);
   if (!e.ok()) return e.status();
-  GraphBuilder builder(*e, name, model->graph().name());
+  GraphBuilder builder(*e, name, (*model)->graph().name(), options.cancel);
   absl::StatusOr<ImportedModel> result = builder.Build();
   if (!result.ok()) return result.status();
   warnings.insert(warnings.end(), result->warnings.begin(),

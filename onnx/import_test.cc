@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "onnx/inspect.h"
+#include "onnx/internal/model_reading.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/testing/onnx_builder.h"
 #include "planner/planner.h"
@@ -1037,6 +1038,39 @@ TEST(OnnxImportFuzzTest, MutatedModelsNeverCrash) {
   }
   EXPECT_GT(failed, 0);
   EXPECT_GT(ok, 0);
+}
+
+// A chain of `count` Relu nodes on a [1, 4] float input.
+Model ReluChain(int count) {
+  Model m(13);
+  m.graph().Input("x", kOnnxFloat, {"1", "4"});
+  std::string prev = "x";
+  for (int i = 0; i < count; ++i) {
+    const std::string next = "v" + std::to_string(i);
+    m.graph().Node("Relu", {prev}, {next});
+    prev = next;
+  }
+  m.graph().Output(prev);
+  return m;
+}
+
+// A call whose token has fired stops the import: before any step, and
+// inside ONNX's own shape inference (ended at the next node it looks up).
+TEST(OnnxImportTest, ACancelledImportStops) {
+  const Model m = ReluChain(1000);
+  base::CancelToken cancelled;
+  cancelled.Cancel();
+  ModelOptions options;
+  options.cancel = &cancelled;
+  absl::StatusOr<ImportedModel> in = ImportOnnx(m.Bytes(), "m.onnx", options);
+  EXPECT_EQ(in.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(in.status().message(), HasSubstr("m.onnx: import cancelled"));
+  ::ONNX_NAMESPACE::ModelProto proto = m.proto();
+  const absl::Status inferred =
+      internal::InferShapes(&proto, "m.onnx", &cancelled);
+  EXPECT_EQ(inferred.code(), absl::StatusCode::kDeadlineExceeded) << inferred;
+  // Not cancelled: the same model imports.
+  EXPECT_TRUE(ImportOnnx(m.Bytes(), "m.onnx", {}).ok());
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "onnx/defs/schema.h"
+#include "onnx/internal/model_reading.h"
 #include "onnx/shape_inference/implementation.h"
 #include "onnx/shape_rules.h"
 
@@ -272,6 +273,10 @@ class Evaluator {
       }
     }
     for (int i = 0; i < g.node_size(); ++i) {
+      if (internal::ShouldStop(options_.cancel, ++nodes_seen_)) {
+        producers_.pop_back();
+        return internal::ImportCancelled(name_);
+      }
       if (auto s = EvalNode(run, i, depth); !s.ok()) {
         producers_.pop_back();
         return s;
@@ -1199,7 +1204,8 @@ class Evaluator {
       captured_sets_;
   // Per graph being evaluated (innermost last): value -> producing node.
   std::vector<absl::flat_hash_map<std::string, int>> producers_;
-  OnnxEvaluation result_;  // what Run returns
+  OnnxEvaluation result_;   // what Run returns
+  int64_t nodes_seen_ = 0;  // nodes evaluated, for polling options_.cancel
 };
 
 }  // namespace

@@ -38,6 +38,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "base/cancel.h"
 #include "onnx/dims.h"
 #include "onnx/onnx_pb.h"
 
@@ -129,6 +130,8 @@ struct OnnxEvalOptions {
   std::map<std::string, int64_t> dims;
   // Whole shapes of values by name (--input), in any graph. Default: none.
   std::map<std::string, std::vector<int64_t>> shapes;
+  // Stops the evaluation (DEADLINE_EXCEEDED) once it fires. Default: null.
+  const base::CancelToken* cancel = nullptr;
 };
 
 // Evaluates `model`, on which ONNX's shape inference has run (its

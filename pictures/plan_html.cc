@@ -363,7 +363,7 @@ applyHash();
 // The map's data as JSON: captions, lines, and one array per rectangle
 // field (s: first step, l: steps, o: bottom in bytes, z: size, c: colour,
 // k: kind index * 4 + flags; 1 in place, 2 fixed offset).
-std::string PlanJson(const MemoryMap& m) {
+std::string PlanJson(const MemoryMap& m, const base::CancelToken* cancel) {
   const bool spaces = !m.space_bases.empty();
   std::vector<std::string> kinds;
   auto kind_index = [&kinds](const std::string& kind) {
@@ -375,6 +375,7 @@ std::string PlanJson(const MemoryMap& m) {
   };
   std::string names, s, l, o, z, c, k, obj, ip;
   for (size_t i = 0; i < m.rects.size(); ++i) {
+    if (StopDrawing(cancel, i)) break;
     const MapRect& r = m.rects[i];
     const char* sep = i == 0 ? "" : ",";
     absl::StrAppend(&names, sep, JsonString(m.names[i]));
@@ -442,7 +443,9 @@ std::string KeyHtml(const MemoryMap& m) {
 std::string PlanHtml(const planner::PlanResult& plan,
                      const planner::PlanOptions& options,
                      const PictureOptions& picture) {
-  const MemoryMap m = BuildMemoryMap(plan, options, picture.title);
+  const MemoryMap m =
+      BuildMemoryMap(plan, options, picture.title, picture.cancel);
+  if (picture.cancel != nullptr && picture.cancel->Cancelled()) return "";
   return absl::StrCat(
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       "<meta name=\"viewport\" content=\"width=device-width\">\n<title>",
@@ -457,7 +460,7 @@ std::string PlanHtml(const planner::PlanResult& plan,
       "<svg id=\"over\"></svg><div id=\"tip\"></div></div>\n<div id=\"key\">",
       KeyHtml(m),
       "</div>\n<script type=\"application/json\" id=\"plan-data\">\n",
-      PlanJson(m), "\n</script>\n<script>", kJs,
+      PlanJson(m, picture.cancel), "\n</script>\n<script>", kJs,
       "</script>\n</body>\n</html>\n");
 }
 

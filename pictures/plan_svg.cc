@@ -58,11 +58,13 @@ MapRect RectOf(const PlanResult& plan, const std::vector<Bytes>& bases, int b,
 }
 
 // One rectangle per planned tensor (per buffer for plans without tensors).
-void AddRects(const PlanResult& plan, MemoryMap* m) {
+void AddRects(const PlanResult& plan, const base::CancelToken* cancel,
+              MemoryMap* m) {
   const std::vector<Bytes>& bases = m->space_bases;
   const auto& buffers = plan.problem.buffers;
   if (plan.tensors.empty()) {
     for (size_t b = 0; b < buffers.size(); ++b) {
+      if (StopDrawing(cancel, b)) return;
       const planner::Buffer& buf = buffers[b];
       m->rects.push_back(RectOf(plan, bases, static_cast<int>(b), buf.size,
                                 buf.start, buf.end));
@@ -74,6 +76,7 @@ void AddRects(const PlanResult& plan, MemoryMap* m) {
     return;
   }
   for (size_t t = 0; t < plan.tensors.size(); ++t) {
+    if (StopDrawing(cancel, t)) return;
     const planner::TensorPlacement& p = plan.tensors[t];
     if (p.buffer < 0 || p.size <= 0 || p.end <= p.start) continue;
     m->rects.push_back(RectOf(plan, bases, p.buffer, p.size, p.start, p.end));
@@ -262,13 +265,15 @@ void AppendAxes(const MemoryMap& m, const Frame& f, std::string* out) {
 
 // The tensors, each with its hover text; in-place tensors dashed with their
 // hand-over edge drawn dark, fixed offsets outlined in black.
-void AppendRects(const MemoryMap& m, const Frame& f, std::string* out) {
+void AppendRects(const MemoryMap& m, const Frame& f,
+                 const base::CancelToken* cancel, std::string* out) {
   const bool outlined = m.rects.size() <= kMaxOutlinedRects;
   absl::StrAppend(out, "<g id=\"tensors\"",
                   outlined ? " stroke=\"#fff\" stroke-width=\"0.5\"" : "",
                   ">\n");
   std::string marks, frames;
   for (size_t i = 0; i < m.rects.size(); ++i) {
+    if (StopDrawing(cancel, i)) break;
     const MapRect& r = m.rects[i];
     const double x = f.X(static_cast<double>(r.start));
     const double w = f.X(static_cast<double>(r.end)) - x;
@@ -367,11 +372,13 @@ void AppendKey(const MemoryMap& m, const Frame& f, std::string* out) {
 
 MemoryMap BuildMemoryMap(const PlanResult& plan,
                          const planner::PlanOptions& options,
-                         absl::string_view title) {
+                         absl::string_view title,
+                         const base::CancelToken* cancel) {
   MemoryMap m;
   m.title = title.empty() ? "memory plan" : std::string(title);
   m.space_bases = SpaceBases(plan);
-  AddRects(plan, &m);
+  AddRects(plan, cancel, &m);
+  if (cancel != nullptr && cancel->Cancelled()) return m;
   AddColors(plan, &m);
   AddLines(plan, options, &m);
   if (!m.rects.empty()) {
@@ -393,7 +400,9 @@ MemoryMap BuildMemoryMap(const PlanResult& plan,
 
 std::string PlanSvg(const PlanResult& plan, const planner::PlanOptions& options,
                     const PictureOptions& picture) {
-  const MemoryMap m = BuildMemoryMap(plan, options, picture.title);
+  const MemoryMap m =
+      BuildMemoryMap(plan, options, picture.title, picture.cancel);
+  if (picture.cancel != nullptr && picture.cancel->Cancelled()) return "";
   const int w = std::max(400, picture.width);
   const int h = std::max(300, picture.height);
   const Frame f{kLeft, w - kRight, kTop, h - kBottom, m.first, m.end, m.top};
@@ -413,7 +422,7 @@ std::string PlanSvg(const PlanResult& plan, const planner::PlanOptions& options,
                   "data-first-step=\"",
                   m.first, "\" data-end-step=\"", m.end, "\" data-top-bytes=\"",
                   m.top, "\"/>\n");
-  AppendRects(m, f, &out);
+  AppendRects(m, f, picture.cancel, &out);
   AppendLines(m, f, &out);
   AppendKey(m, f, &out);
   absl::StrAppend(&out, "</svg>\n");

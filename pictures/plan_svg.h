@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "base/cancel.h"
 #include "planner/planner.h"
 
 namespace memplan::formats {
@@ -31,6 +32,9 @@ struct PictureOptions {
   std::string title;
   int width = 1200;  // SVG width in pixels. Default 1200. REQUIRES >= 400
   int height = 720;  // SVG height in pixels. Default 720. REQUIRES >= 300
+  // The call's token: once it fires, drawing stops and the picture is left
+  // unfinished (callers check the token and drop it). Default null: never.
+  const base::CancelToken* cancel = nullptr;
 };
 
 // One rectangle of the map: a planned tensor.
@@ -77,9 +81,17 @@ struct MemoryMap {
 };
 
 // The map of a plan: its rectangles, colours, lines and captions.
+// With a `cancel` token that fires, the map stops being built (incomplete).
 MemoryMap BuildMemoryMap(const planner::PlanResult& plan,
                          const planner::PlanOptions& options,
-                         absl::string_view title);
+                         absl::string_view title,
+                         const base::CancelToken* cancel = nullptr);
+
+// Whether a picture's loop should stop at `item`: polls `cancel` (may be
+// null) every 4096 items (a few milliseconds of drawing).
+inline bool StopDrawing(const base::CancelToken* cancel, size_t item) {
+  return cancel != nullptr && item % 4096 == 0 && cancel->Cancelled();
+}
 
 // The memory map as a standalone SVG document (UTF-8). Each rectangle has a
 // <title> (name, size, offset, steps) that viewers show on hover.

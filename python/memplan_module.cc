@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/text.h"
 #include "engine/model_import.h"
 #include "engine/plan.h"
 #include "formats/file_io.h"
@@ -32,7 +33,8 @@ namespace {
 
 // A failed status as the Python exception a caller would expect.
 [[noreturn]] void Raise(const absl::Status& s) {
-  const std::string message(s.message());
+  // Python decodes the message as UTF-8: the text rule applies.
+  const std::string message = base::SafeMessage(s.message());
   switch (s.code()) {
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kFailedPrecondition:

@@ -319,6 +319,14 @@ class Metrics::CacheListener : public engine::PlanCacheListener {
   const std::string store_;
 };
 
+namespace {
+
+// civetweb's worker threads and its timeout for reading a request.
+constexpr int kMetricsThreads = 8;
+constexpr int kMetricsReadTimeoutMs = 5000;
+
+}  // namespace
+
 Metrics::Metrics()
     : registry_(std::make_shared<prometheus::Registry>()),
       families_(std::make_unique<Families>(*registry_)) {}
@@ -328,8 +336,18 @@ Metrics::~Metrics() = default;
 absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(
     const std::string& address) {
   auto metrics = std::make_unique<Metrics>();
+  // The exporter's web server (civetweb) gives each connection a thread of
+  // its own while it reads a request: with prometheus-cpp's default of two
+  // threads and 30 s to read, two clients that send half a request stall
+  // every scrape for 30 s, renewable forever. Enough threads that a few
+  // stalled connections leave scrapes a free one, and a short read timeout
+  // that frees theirs.
+  std::vector<std::string> options = {
+      "listening_ports",    address,                        //
+      "num_threads",        absl::StrCat(kMetricsThreads),  //
+      "request_timeout_ms", absl::StrCat(kMetricsReadTimeoutMs)};
   try {
-    metrics->exposer_ = std::make_unique<prometheus::Exposer>(address);
+    metrics->exposer_ = std::make_unique<prometheus::Exposer>(options);
   } catch (const std::exception& e) {
     return absl::UnavailableError(
         absl::StrCat("cannot serve metrics on ", address, ": ", e.what(),

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/text.h"
 
 namespace memplan::server {
 namespace {
@@ -23,14 +24,16 @@ absl::Time CallDeadline(const grpc::ServerContext& context) {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  // Messages may quote a request (names, values): cut them so a status
-  // always fits gRPC's metadata limits, however large the input was.
+  // Messages may quote a request (names, values): the text rule makes them
+  // valid UTF-8 (a strict client decodes them), and they are cut, on a
+  // character boundary, so a status always fits gRPC's metadata limits,
+  // however large the input was.
   constexpr size_t kMaxMessage = 2048;
-  absl::string_view message = status.message();
-  std::string text(message.substr(0, kMaxMessage));
-  if (message.size() > kMaxMessage) {
-    absl::StrAppend(&text, "... (", message.size() - kMaxMessage,
-                    " more characters)");
+  const std::string message = base::SafeMessage(status.message());
+  std::string text(base::Utf8Prefix(message, kMaxMessage));
+  if (message.size() > text.size()) {
+    absl::StrAppend(&text, "... (", message.size() - text.size(),
+                    " more bytes)");
   }
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), text);
 }
@@ -112,14 +115,61 @@ grpc::Status PlannerService::LastResort(const char* method,
                       absl::StrCat("internal error in ", method, ": ", what));
 }
 
-grpc::Status PlannerService::Plan(grpc::ServerContext* context,
-                                  const v1::PlanRequest* request,
-                                  v1::PlanResponse* response) {
+namespace {
+
+// Reads the one request of a streamed unary call and answers it with `run`:
+// INVALID_ARGUMENT when the bytes the client sent do not parse as the
+// request (CANCELLED when the client went away first).
+template <typename Request, typename Response, typename Run>
+grpc::Status Unary(grpc::ServerContext* context,
+                   grpc::ServerUnaryStreamer<Request, Response>* stream,
+                   const Run& run) {
+  Request request;
+  if (!stream->Read(&request)) {
+    if (context->IsCancelled()) {
+      return grpc::Status(grpc::StatusCode::CANCELLED, "the call ended");
+    }
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("the request could not be parsed as a ",
+                                     Request::descriptor()->full_name(),
+                                     " (not a protobuf message of that type)"));
+  }
+  Response response;
+  grpc::Status status = run(request, &response);
+  if (status.ok()) stream->Write(response);  // false: the client is gone
+  return status;
+}
+
+}  // namespace
+
+grpc::Status PlannerService::StreamedPlan(
+    grpc::ServerContext* context,
+    grpc::ServerUnaryStreamer<v1::PlanRequest, v1::PlanResponse>* stream) {
+  return Unary(context, stream,
+               [&](const v1::PlanRequest& request, v1::PlanResponse* response) {
+                 return RunPlan(context, request, response);
+               });
+}
+
+grpc::Status PlannerService::StreamedBenchmark(
+    grpc::ServerContext* context,
+    grpc::ServerUnaryStreamer<v1::BenchmarkRequest, v1::BenchmarkResponse>*
+        stream) {
+  return Unary(context, stream,
+               [&](const v1::BenchmarkRequest& request,
+                   v1::BenchmarkResponse* response) {
+                 return RunBenchmark(context, request, response);
+               });
+}
+
+grpc::Status PlannerService::RunPlan(grpc::ServerContext* context,
+                                     const v1::PlanRequest& request,
+                                     v1::PlanResponse* response) {
   return Guarded("Plan", [&] {
     base::CancelToken cancel(shutdown_, CallDeadline(*context),
                              [context] { return context->IsCancelled(); });
     absl::StatusOr<engine::PlanOutcome> outcome = engine::Plan(
-        *request, options_.limits, workers_, &cancel, options_.plan_cache);
+        request, options_.limits, workers_, &cancel, options_.plan_cache);
     if (!outcome.ok()) return Failed(outcome.status());
     metrics_->PlanDone(outcome->result);
     *response = engine::ToResponse(*outcome);
@@ -127,14 +177,14 @@ grpc::Status PlannerService::Plan(grpc::ServerContext* context,
   });
 }
 
-grpc::Status PlannerService::Benchmark(grpc::ServerContext* context,
-                                       const v1::BenchmarkRequest* request,
-                                       v1::BenchmarkResponse* response) {
+grpc::Status PlannerService::RunBenchmark(grpc::ServerContext* context,
+                                          const v1::BenchmarkRequest& request,
+                                          v1::BenchmarkResponse* response) {
   return Guarded("Benchmark", [&] {
     base::CancelToken cancel(shutdown_, CallDeadline(*context),
                              [context] { return context->IsCancelled(); });
     absl::StatusOr<v1::BenchmarkResponse> result = engine::RunBenchmark(
-        *request, options_.benchmark, workers_, &cancel,
+        request, options_.benchmark, workers_, &cancel,
         [this](const std::string& name, const engine::ReplayFigures& r) {
           metrics_->AllocatorRun(name, r);
         });

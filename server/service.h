@@ -41,7 +41,12 @@ struct ServiceOptions {
 // codes are gRPC's); messages longer than 2 KiB are cut.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
-class PlannerService final : public v1::MemoryPlanner::Service {
+// Plan and Benchmark are served as gRPC "streamed unary" methods: a client
+// sees plain unary calls, but the handler reads the request itself, so
+// bytes that do not parse as the request are answered INVALID_ARGUMENT
+// saying so (gRPC's own unary handler answers INTERNAL with no message,
+// which the alert rules count as a server fault).
+class PlannerService final : public v1::MemoryPlanner::StreamedUnaryService {
  public:
   // `workers`, `shutdown`, `metrics` and `memory` (if not null) must
   // outlive the service; cancelling `shutdown` stops every call in
@@ -50,12 +55,22 @@ class PlannerService final : public v1::MemoryPlanner::Service {
                  const base::CancelToken* shutdown, Metrics* metrics,
                  IdleMemoryReturner* memory = nullptr);
 
-  grpc::Status Plan(grpc::ServerContext* context,
-                    const v1::PlanRequest* request,
-                    v1::PlanResponse* response) override;
-  grpc::Status Benchmark(grpc::ServerContext* context,
-                         const v1::BenchmarkRequest* request,
-                         v1::BenchmarkResponse* response) override;
+  grpc::Status StreamedPlan(
+      grpc::ServerContext* context,
+      grpc::ServerUnaryStreamer<v1::PlanRequest, v1::PlanResponse>* stream)
+      override;
+  grpc::Status StreamedBenchmark(
+      grpc::ServerContext* context,
+      grpc::ServerUnaryStreamer<v1::BenchmarkRequest, v1::BenchmarkResponse>*
+          stream) override;
+
+  // The calls on a request already read.
+  grpc::Status RunPlan(grpc::ServerContext* context,
+                       const v1::PlanRequest& request,
+                       v1::PlanResponse* response);
+  grpc::Status RunBenchmark(grpc::ServerContext* context,
+                            const v1::BenchmarkRequest& request,
+                            v1::BenchmarkResponse* response);
 
   // From now on new calls get UNAVAILABLE; calls in progress go on (the
   // first step of a shutdown, before `shutdown` is cancelled).

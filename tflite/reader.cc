@@ -120,10 +120,12 @@ class Importer {
   absl::StatusOr<ImportedModel> Run() {
     if (auto s = CheckOptionNames(); !s.ok()) return s;
     if (auto s = SizeTensors(); !s.ok()) return s;
+    if (auto s = CheckCancel(); !s.ok()) return s;
     FindScratch();
     KeepOfflinePlan();
     NameTensors();
     AddTensors();
+    if (auto s = CheckCancel(); !s.ok()) return s;
     const int n = m_.subgraph_count();
     calls_total_.assign(n, 0);
     for (bool emit : {false, true}) {
@@ -132,12 +134,23 @@ class Importer {
       on_stack_.assign(n, 0);
       calls_seen_.assign(n, 0);
       if (auto s = WalkAll(); !s.ok()) return s;
+      if (auto s = CheckCancel(); !s.ok()) return s;
     }
     Finish();
     return std::move(out_);
   }
 
  private:
+  // DEADLINE_EXCEEDED once the call's token (options_.cancel) has fired:
+  // polled between the import's passes and every 256 operators walked.
+  absl::Status CheckCancel() const {
+    if (options_.cancel == nullptr || !options_.cancel->Cancelled()) {
+      return absl::OkStatus();
+    }
+    return absl::DeadlineExceededError(
+        absl::StrCat(m_.name(), ": import cancelled"));
+  }
+
   absl::Status CheckOptionNames();
   absl::Status CheckDimName(const std::string& dim, bool batch);
   absl::Status CheckInputName(const std::string& name,
@@ -180,6 +193,7 @@ class Importer {
   // those dims was a first dim (--dim batch would set it).
   int64_t defaulted_tensors_ = 0;
   bool defaulted_batch_ = false;
+  int64_t ops_walked_ = 0;             // for polling options_.cancel
   int64_t block_ = -1;                 // global index of the kept block
   bool block_written_ = false;         // an op of this walk used the block
   std::vector<char> scratch_written_;  // per global tensor, in this walk
@@ -646,6 +660,9 @@ absl::Status Importer::Walk(int s, int depth) {
   walked_[s] = 1;
   on_stack_[s] = 1;
   for (int i = 0; i < m_.op_count(s); ++i) {
+    if (++ops_walked_ % 256 == 0) {
+      if (auto st = CheckCancel(); !st.ok()) return st;
+    }
     const tfl::Operator& op = m_.op(s, i);
     const std::vector<SubgraphCall> calls = m_.CalledSubgraphs(op);
     if (!calls.empty()) {
@@ -813,6 +830,10 @@ absl::StatusOr<ImportedModel> ImportTflite(absl::string_view bytes,
   auto m = std::make_shared<const TfliteModel>(*std::move(parsed));
   absl::StatusOr<ImportedModel> model = Importer(*m, options).Run();
   if (!model.ok()) return model.status();
+  if (options.cancel != nullptr && options.cancel->Cancelled()) {
+    return absl::DeadlineExceededError(
+        absl::StrCat(name, ": import cancelled"));
+  }
   absl::StatusOr<std::vector<TflmTensorUse>> uses = TflmTensorUses(*m);
   if (uses.ok()) {
     model->tflm_uses = *std::move(uses);

@@ -11,56 +11,51 @@
 namespace memplan::formats {
 namespace {
 
-constexpr int kMaxNesting = 256;                // subgraphs running subgraphs
-constexpr int64_t kMaxTflmSteps = 100'000'000;  // TFLM's re-walks of calls
+constexpr int kMaxNesting = 256;                 // subgraphs running subgraphs
+constexpr int64_t kMaxTflmScopes = 100'000'000;  // scopes TFLM's walk opens
 
 // TFLM's AllocationInfoBuilder::MarkAllocationLifetimes, for the lifetimes
-// TFLM's own planner works with.
+// TFLM's own planner works with. TFLM walks a subgraph again at every IF,
+// WHILE or CALL_ONCE that runs it (exponential in the nesting when each
+// subgraph runs the next twice); every such walk marks the subgraph's
+// tensors at the same scopes relative to where it starts, and only the
+// first walk's creations and the last walk's uses survive. So each subgraph
+// is walked once, relative to 0, and placed at its first and last start:
+// the same lifetimes, in time linear in the model.
 class TflmLifetimes {
  public:
   TflmLifetimes(const TfliteModel& m, std::vector<TflmTensorUse>* uses)
-      : m_(m), uses_(*uses), on_stack_(m.subgraph_count(), 0) {}
+      : m_(m),
+        uses_(*uses),
+        n_(m.subgraph_count()),
+        state_(n_, kUnseen),
+        span_(n_, 0),
+        depth_(n_, -1),
+        first_start_(n_, INT64_MAX),
+        last_start_(n_, -1) {}
 
-  // Walks subgraph `s` as TFLM does: inputs created at the current scope,
-  // one scope per operator, one per subgraph an IF, WHILE or CALL_ONCE runs
-  // (walked there, every time), outputs kept to the last scope.
-  absl::Status Mark(int s, int depth) {
-    if (depth > kMaxNesting || on_stack_[s]) {
-      return Invalid(
-          m_.name(), ": ", m_.SubgraphLabel(s),
-          depth > kMaxNesting ? " is nested too deep" : " runs itself");
+  absl::Status Run() {
+    if (n_ == 0) return absl::OkStatus();
+    if (auto s = Order(0, 0); !s.ok()) return s;
+    if (span_[0] > kMaxTflmScopes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          m_.name(), ": TFLM's walk of the subgraph calls opens more than ",
+          kMaxTflmScopes, " allocation scopes"));
     }
-    on_stack_[s] = 1;
-    const tfl::SubGraph& g = m_.subgraph(s);
-    for (int k = 0; k < Size(g.inputs()); ++k) Use(s, g.inputs()->Get(k), 1);
-    for (int i = 0; i < m_.op_count(s); ++i) {
-      if (++steps_ > kMaxTflmSteps) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            m_.name(), ": TFLM's walk of the subgraph calls takes more than ",
-            kMaxTflmSteps, " steps"));
-      }
-      ++scope_;
-      const tfl::Operator& op = m_.op(s, i);
-      for (int k = 0; k < Size(op.outputs()); ++k) {
-        Use(s, op.outputs()->Get(k), 0);
-      }
-      for (const SubgraphCall& call : TflmCalls(op)) {
-        ++scope_;
-        if (auto st = Mark(call.subgraph, depth + 1); !st.ok()) return st;
-      }
-      for (int k = 0; k < Size(op.inputs()); ++k) {
-        Use(s, op.inputs()->Get(k), 2);
-      }
-      for (int k = 0; k < Size(op.outputs()); ++k) {
-        Use(s, op.outputs()->Get(k), 2);
-      }
+    // Callers before callees: each subgraph's starts are known when reached.
+    std::reverse(post_order_.begin(), post_order_.end());
+    depth_[0] = 0;
+    first_start_[0] = last_start_[0] = 0;
+    for (int s : post_order_) {
+      if (auto st = PlaceCalls(s); !st.ok()) return st;
     }
-    for (int k = 0; k < Size(g.outputs()); ++k) Use(s, g.outputs()->Get(k), 1);
-    on_stack_[s] = 0;
+    for (int s : post_order_) MarkOnce(s);
     return absl::OkStatus();
   }
 
  private:
+  enum State : char { kUnseen, kOnStack, kDone };
+
   // TFLM follows IF, WHILE and CALL_ONCE only.
   std::vector<SubgraphCall> TflmCalls(const tfl::Operator& op) const {
     const int32_t code = m_.BuiltinCode(op);
@@ -71,19 +66,98 @@ class TflmLifetimes {
     return m_.CalledSubgraphs(op);
   }
 
-  // mode 0: created now (if not yet); 1: created and used now; 2: used now.
-  void Use(int s, int t, int mode) {
-    if (t < 0) return;
-    TflmTensorUse& u = uses_[m_.global_index(s, t)];
-    if (mode != 2 && u.first < 0) u.first = scope_;
-    if (mode != 0) u.last = scope_;
+  // Depth-first from `s`: refuses a subgraph that runs itself, records the
+  // post-order and each subgraph's span (the scopes one walk of it opens:
+  // one per operator, and per call one plus the callee's span), saturated
+  // past kMaxTflmScopes. The recursion is at most kMaxNesting deep.
+  absl::Status Order(int s, int depth) {
+    if (depth > kMaxNesting) {
+      return Invalid(m_.name(), ": ", m_.SubgraphLabel(s),
+                     " is nested too deep");
+    }
+    state_[s] = kOnStack;
+    int64_t span = 0;
+    for (int i = 0; i < m_.op_count(s); ++i) {
+      span += 1;
+      for (const SubgraphCall& call : TflmCalls(m_.op(s, i))) {
+        const int c = call.subgraph;
+        if (state_[c] == kOnStack) {
+          return Invalid(m_.name(), ": ", m_.SubgraphLabel(c), " runs itself");
+        }
+        if (state_[c] == kUnseen) {
+          if (auto st = Order(c, depth + 1); !st.ok()) return st;
+        }
+        span = std::min(span + 1 + span_[c], kMaxTflmScopes + 1);
+      }
+    }
+    span_[s] = std::min(span, kMaxTflmScopes + 1);
+    state_[s] = kDone;
+    post_order_.push_back(s);
+    return absl::OkStatus();
+  }
+
+  // For each call `s` makes: the callee's nesting depth (refused past
+  // kMaxNesting, as TFLM's walk would reach it), its earliest and latest
+  // start. REQUIRES every caller of `s` placed.
+  absl::Status PlaceCalls(int s) {
+    int64_t scope = 0;  // relative to the start of a walk of s
+    for (int i = 0; i < m_.op_count(s); ++i) {
+      ++scope;
+      for (const SubgraphCall& call : TflmCalls(m_.op(s, i))) {
+        const int c = call.subgraph;
+        ++scope;
+        depth_[c] = std::max(depth_[c], depth_[s] + 1);
+        if (depth_[c] > kMaxNesting) {
+          return Invalid(m_.name(), ": ", m_.SubgraphLabel(c),
+                         " is nested too deep");
+        }
+        first_start_[c] = std::min(first_start_[c], first_start_[s] + scope);
+        last_start_[c] = std::max(last_start_[c], last_start_[s] + scope);
+        scope += span_[c];
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // One walk of `s` as TFLM does it, relative to its start (inputs created
+  // at the start, one scope per operator, a callee's scopes skipped,
+  // outputs kept to the last scope); creations placed at the first start,
+  // uses at the last.
+  void MarkOnce(int s) {
+    const tfl::SubGraph& g = m_.subgraph(s);
+    int64_t scope = 0;
+    auto use = [&](int t, int mode) {
+      // mode 0: created now (if not yet); 1: created and used now; 2: used.
+      if (t < 0) return;
+      TflmTensorUse& u = uses_[m_.global_index(s, t)];
+      if (mode != 2 && u.first < 0) {
+        u.first = static_cast<int>(first_start_[s] + scope);
+      }
+      if (mode != 0) u.last = static_cast<int>(last_start_[s] + scope);
+    };
+    for (int k = 0; k < Size(g.inputs()); ++k) use(g.inputs()->Get(k), 1);
+    for (int i = 0; i < m_.op_count(s); ++i) {
+      ++scope;
+      const tfl::Operator& op = m_.op(s, i);
+      for (int k = 0; k < Size(op.outputs()); ++k) use(op.outputs()->Get(k), 0);
+      for (const SubgraphCall& call : TflmCalls(op)) {
+        scope += 1 + span_[call.subgraph];
+      }
+      for (int k = 0; k < Size(op.inputs()); ++k) use(op.inputs()->Get(k), 2);
+      for (int k = 0; k < Size(op.outputs()); ++k) use(op.outputs()->Get(k), 2);
+    }
+    for (int k = 0; k < Size(g.outputs()); ++k) use(g.outputs()->Get(k), 1);
   }
 
   const TfliteModel& m_;
   std::vector<TflmTensorUse>& uses_;
-  std::vector<char> on_stack_;
-  int scope_ = 0;
-  int64_t steps_ = 0;
+  const int n_;
+  std::vector<State> state_;
+  std::vector<int64_t> span_;         // scopes one walk opens
+  std::vector<int> depth_;            // longest chain of calls from 0
+  std::vector<int64_t> first_start_;  // scope the first walk starts at
+  std::vector<int64_t> last_start_;   // scope the last walk starts at
+  std::vector<int> post_order_;       // callees before callers
 };
 
 }  // namespace
@@ -104,8 +178,7 @@ absl::StatusOr<std::vector<TflmTensorUse>> TflmTensorUses(
       u.planned = m->DataBytes(tensor) == 0 && !u.variable && !empty;
     }
   }
-  TflmLifetimes lifetimes(*m, &uses);
-  if (auto s = lifetimes.Mark(0, 0); !s.ok()) return s;
+  if (auto s = TflmLifetimes(*m, &uses).Run(); !s.ok()) return s;
   return uses;
 }
 

@@ -24,8 +24,9 @@ namespace memplan::formats {
 // before the first operator; each operator opens a scope, and each
 // subgraph an IF, WHILE or CALL_ONCE runs opens one before its operators
 // (and is walked again at every such operator). INVALID_ARGUMENT as
-// ImportTflite; RESOURCE_EXHAUSTED when walking the subgraph calls would
-// take more than 10^8 steps.
+// ImportTflite; RESOURCE_EXHAUSTED when TFLM's walk of the subgraph calls
+// would open more than 10^8 allocation scopes. Time linear in the model
+// (each subgraph walked once, however often it runs).
 [[nodiscard]] absl::StatusOr<std::vector<TflmTensorUse>> TflmTensorUses(
     const TfliteModel& model);
 

@@ -291,6 +291,21 @@ absl::Status SortGraph(onnx::GraphProto* g, const std::string& path,
 
 absl::StatusOr<onnx::ModelProto> ParseModel(absl::string_view bytes,
                                             absl::string_view name) {
+  onnx::ModelProto model;
+  if (auto s = ParseModelInto(bytes, name, &model); !s.ok()) return s;
+  return model;
+}
+
+absl::StatusOr<onnx::ModelProto*> ParseModel(absl::string_view bytes,
+                                             absl::string_view name,
+                                             google::protobuf::Arena* arena) {
+  auto* model = google::protobuf::Arena::CreateMessage<onnx::ModelProto>(arena);
+  if (auto s = ParseModelInto(bytes, name, model); !s.ok()) return s;
+  return model;
+}
+
+absl::Status ParseModelInto(absl::string_view bytes, absl::string_view name,
+                            onnx::ModelProto* model) {
   auto not_onnx = [&] {
     return Invalid(name,
                    ": not an ONNX model, or truncated: it does not parse as "
@@ -300,13 +315,12 @@ absl::StatusOr<onnx::ModelProto> ParseModel(absl::string_view bytes,
   // Large tensors' data, cleared after the parse, is never parsed at all.
   absl::StatusOr<std::string> lean = LeanOnnxModel(bytes);
   if (!lean.ok()) return lean.status();
-  onnx::ModelProto model;
-  if (!model.ParseFromString(*lean)) return not_onnx();
-  const onnx::GraphProto& g = model.graph();
-  if (!model.has_graph() || (g.node_size() == 0 && g.input_size() == 0)) {
+  if (!model->ParseFromString(*lean)) return not_onnx();
+  const onnx::GraphProto& g = model->graph();
+  if (!model->has_graph() || (g.node_size() == 0 && g.input_size() == 0)) {
     return Invalid(name, ": not an ONNX model: it has no graph");
   }
-  return model;
+  return absl::OkStatus();
 }
 
 int DefaultOpset(const onnx::ModelProto& model) {
@@ -459,21 +473,57 @@ absl::Status CheckReads(
   return status;
 }
 
-absl::Status InferShapes(onnx::ModelProto* model, absl::string_view name) {
+namespace {
+
+// Thrown through ONNX's inference to end it: not a std::exception, so that
+// none of ONNX's handlers (which catch its own errors per node) takes it.
+struct InferenceCancelled {};
+
+// ONNX's schemas, until a token fires: then InferenceCancelled. ONNX asks
+// once per node (skipping a node whose schema is missing costs it as much
+// as inferring it).
+class CancellableSchemas final : public onnx::ISchemaRegistry {
+ public:
+  explicit CancellableSchemas(const base::CancelToken* cancel)
+      : cancel_(cancel) {}
+  const onnx::OpSchema* GetSchema(const std::string& key, const int version,
+                                  const std::string& domain) const override {
+    if (ShouldStop(cancel_, ++asked_)) throw InferenceCancelled();
+    return onnx::OpSchemaRegistry::Instance()->GetSchema(key, version, domain);
+  }
+
+ private:
+  const base::CancelToken* cancel_;
+  mutable int64_t asked_ = 0;
+};
+
+}  // namespace
+
+absl::Status ImportCancelled(absl::string_view name) {
+  return absl::DeadlineExceededError(absl::StrCat(name, ": import cancelled"));
+}
+
+absl::Status InferShapes(onnx::ModelProto* model, absl::string_view name,
+                         const base::CancelToken* cancel) {
   std::string error;
+  bool cancelled = false;
   HideChangedOps(model, true);
+  const CancellableSchemas schemas(cancel);
   try {
     onnx::shape_inference::InferShapes(
-        *model, onnx::OpSchemaRegistry::Instance(),
+        *model, &schemas,
         onnx::ShapeInferenceOptions(/*check_type_val=*/false,
                                     /*strict_mode_val=*/0,
                                     /*data_prop_val=*/false));
+  } catch (const InferenceCancelled&) {
+    cancelled = true;
   } catch (const std::exception& e) {
     error = e.what();
   } catch (...) {
     error = "unknown exception";
   }
   HideChangedOps(model, false);
+  if (cancelled) return ImportCancelled(name);
   if (error.empty()) return absl::OkStatus();
   if (error.size() > 300) error = error.substr(0, 300) + "...";
   return Invalid(name, ": ONNX shape inference failed: ", error);

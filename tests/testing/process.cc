@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,10 +32,10 @@ std::vector<char*> Argv(const std::string& binary,
 }
 
 // Waits for `pid` until `deadline`; returns waitpid's status or -1.
-int WaitUntil(pid_t pid, Clock::time_point deadline) {
+int WaitUntil(pid_t pid, Clock::time_point deadline, rusage* usage = nullptr) {
   while (Clock::now() < deadline) {
     int status = 0;
-    pid_t r = waitpid(pid, &status, WNOHANG);
+    pid_t r = wait4(pid, &status, WNOHANG, usage);
     if (r == pid) return status;
     if (r < 0) return -1;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -180,13 +181,15 @@ CommandResult RunCommand(const std::string& binary,
   if (in_open) close(in[1]);
   close(out[0]);
   close(err[0]);
-  int status = WaitUntil(pid, deadline + std::chrono::seconds(1));
+  rusage usage{};
+  int status = WaitUntil(pid, deadline + std::chrono::seconds(1), &usage);
   if (status == -1) {
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
     return result;
   }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.peak_rss_bytes = int64_t{usage.ru_maxrss} * 1024;  // in KiB
   return result;
 }
 

@@ -45,9 +45,10 @@ class ServerProcess {
 int MetricsPort(const std::string& first_line);
 
 struct CommandResult {
-  int exit_code = -1;  // -1 when killed or timed out
-  std::string out;     // standard output
-  std::string err;     // standard error
+  int exit_code = -1;          // -1 when killed or timed out
+  std::string out;             // standard output
+  std::string err;             // standard error
+  int64_t peak_rss_bytes = 0;  // the program's peak resident memory
 };
 
 // Runs `binary args...` with `stdin_text` on its input; kills it after
