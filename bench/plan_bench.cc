@@ -145,6 +145,7 @@ int Quality(const std::vector<std::string>& files) {
 struct Timing {
   double seconds = 0;      // median wall time of a run
   double cpu_seconds = 0;  // median process CPU time of a run
+  double peak_rss_mb = 0;  // median peak resident memory during a run
   std::vector<std::pair<std::string, double>> stages;  // median ms each
   int64_t arena = 0;                                   // arena of the last run
   int64_t lower_bound = 0;                             // the plan's lower bound
@@ -159,22 +160,47 @@ double CpuSeconds() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
+// Starts a new peak of this process's resident memory (Linux: writing 5
+// to clear_refs resets VmHWM to the current RSS).
+void ResetPeakRss() {
+  if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
+    std::fputs("5", f);
+    std::fclose(f);
+  }
+}
+
+// The peak resident memory since the last reset, in MB (VmHWM); 0 where
+// /proc does not say.
+double PeakRssMb() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  double kb = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::sscanf(line, "VmHWM: %lf kB", &kb) == 1) break;
+  }
+  std::fclose(f);
+  return kb / 1024;
+}
+
 // Plans `problem` `runs` times with `options` (on `pool`, may be null) and
 // returns the medians; exits on an error (a bug).
 Timing TimePlans(const planner::Problem& problem,
                  const planner::PlanOptions& options, base::WorkerPool* pool,
                  int runs) {
   Timing timing;
-  std::vector<double> seconds, cpu_seconds;
+  std::vector<double> seconds, cpu_seconds, peak_rss;
   std::vector<std::pair<std::string, std::vector<double>>> stages;
   for (int run = 0; run < runs; ++run) {
     planner::Problem copy = problem;  // PlanBuffers takes it by value
+    ResetPeakRss();
     const absl::Time start = absl::Now();
     const double cpu_start = CpuSeconds();
     absl::StatusOr<planner::PlanResult> r =
         planner::PlanBuffers(std::move(copy), options, pool, nullptr);
     seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
     cpu_seconds.push_back(CpuSeconds() - cpu_start);
+    peak_rss.push_back(PeakRssMb());
     if (!r.ok()) {
       std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
       std::exit(1);
@@ -191,6 +217,7 @@ Timing TimePlans(const planner::Problem& problem,
   }
   timing.seconds = memplan::bench::Median(seconds);
   timing.cpu_seconds = memplan::bench::Median(cpu_seconds);
+  timing.peak_rss_mb = memplan::bench::Median(peak_rss);
   for (auto& [stage, ms] : stages)
     timing.stages.push_back({stage, memplan::bench::Median(ms)});
   return timing;
@@ -213,13 +240,15 @@ std::unique_ptr<base::WorkerPool> MakeWorkers(int threads) {
 }
 
 int Scale(const std::vector<int>& sizes, int threads, int runs) {
-  // threads == 0: one core, no worker pool; else the stages that can run at
-  // once (pool coloring beside offsets) do, on a pool of `threads`.
+  // threads == 0: one core, no worker pool; else the stages split their
+  // work over a pool of `threads` (the caller works too: PlanOptions::
+  // max_threads, default 16, bounds the threads of one request).
   std::unique_ptr<base::WorkerPool> pool = MakeWorkers(threads);
   std::printf(
-      "| buffers | median seconds (%d runs) | median CPU seconds | arena / "
-      "lower bound | time ratio to previous | n log n ratio | median stages "
-      "|\n|---|---|---|---|---|---|---|\n",
+      "| buffers | workers | median seconds (%d runs) | median CPU seconds | "
+      "median peak RSS MB | arena / lower bound | time ratio to previous | "
+      "n log n ratio | median stages |\n"
+      "|---|---|---|---|---|---|---|---|---|\n",
       runs);
   double previous = 0;
   int previous_n = 0;
@@ -234,9 +263,10 @@ int Scale(const std::vector<int>& sizes, int threads, int runs) {
       nlogn = absl::StrFormat(
           "%.1fx", (n * std::log2(n)) / (previous_n * std::log2(previous_n)));
     }
-    std::printf("| %d | %.3f | %.3f | %.3f | %s | %s | %s |\n", n, t.seconds,
-                t.cpu_seconds, static_cast<double>(t.arena) / t.lower_bound,
-                ratio.c_str(), nlogn.c_str(), StageList(t).c_str());
+    std::printf("| %d | %d | %.3f | %.3f | %.0f | %.3f | %s | %s | %s |\n", n,
+                threads, t.seconds, t.cpu_seconds, t.peak_rss_mb,
+                static_cast<double>(t.arena) / t.lower_bound, ratio.c_str(),
+                nlogn.c_str(), StageList(t).c_str());
     std::fflush(stdout);
     previous = t.seconds;
     previous_n = n;

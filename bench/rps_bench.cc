@@ -3,7 +3,7 @@
 // loopback, in the same run. DESIGN's budget: Plan sustains >= 40% of the
 // empty RPC's rate.
 //   rps_bench [seconds per round=2] [client threads=4] [rounds=3]
-//             [strategy=auto]
+//             [strategy=auto] [workers=2]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -72,10 +72,11 @@ double Rate(int threads, double seconds, Call call) {
   return static_cast<double>(done.load()) / seconds;
 }
 
-int Run(double seconds, int threads, int rounds, const std::string& strategy) {
+int Run(double seconds, int threads, int rounds, const std::string& strategy,
+        int workers) {
   // As memplan-server's main does: no deadlock detection on hot mutexes.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  base::WorkerPool pool(2, 512);
+  base::WorkerPool pool(workers, 512);
   base::CancelToken shutdown;
   server::Metrics metrics;
   server::ServiceOptions options;
@@ -100,6 +101,20 @@ int Run(double seconds, int threads, int rounds, const std::string& strategy) {
       "%.1f s per round\n",
       request.graph().tensors_size(), request.graph().ops_size(),
       strategy.c_str(), threads, seconds);
+  {
+    // The plan itself: whether the default heuristics end at the bound
+    // (else the default plan also searches, within its node cap).
+    grpc::ClientContext context;
+    v1::PlanResponse resp;
+    if (!planner_stub->Plan(&context, request, &resp).ok()) {
+      std::fprintf(stderr, "the first Plan call failed\n");
+      return 1;
+    }
+    std::printf("plan: arena %lld, lower bound %lld, strategy %s\n",
+                static_cast<long long>(resp.arena_size_bytes()),
+                static_cast<long long>(resp.lower_bound_bytes()),
+                resp.strategy().c_str());
+  }
   std::vector<double> ratios;
   for (int round = 0; round < rounds; ++round) {
     const double empty = Rate(threads, seconds, [&] {
@@ -132,5 +147,6 @@ int main(int argc, char** argv) {
   const int threads = argc > 2 ? std::atoi(argv[2]) : 4;
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 3;
   const std::string strategy = argc > 4 ? argv[4] : "auto";
-  return memplan::Run(seconds, threads, rounds, strategy);
+  const int workers = argc > 5 ? std::max(1, std::atoi(argv[5])) : 2;
+  return memplan::Run(seconds, threads, rounds, strategy, workers);
 }

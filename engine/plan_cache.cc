@@ -94,6 +94,7 @@ void KeyOptions(const planner::PlanOptions& o, KeyWriter* w) {
   }
   w->Int(o.weights_in_arena);
   w->Int(static_cast<int64_t>(o.io));
+  // Not o.max_threads: the plan is the same on any number of threads.
 }
 
 // Tensor indices of `names`, written with their count; false when one is
@@ -301,7 +302,8 @@ int64_t CacheEffort(const planner::PlanOptions& options) {
                 "hill_climb") != choice->heuristics.end();
   const bool searches =
       choice->search == planner::SearchWhen::kAlways ||
-      (choice->search == planner::SearchWhen::kCapacityMissed &&
+      ((choice->search == planner::SearchWhen::kCapacityMissed ||
+        choice->search == planner::SearchWhen::kAboveBound) &&
        options.capacity.has_value());
   return climbs || searches ? options.effort : 0;
 }

@@ -128,6 +128,18 @@ TEST(PlanSvgTest, HoverTextGivesNameSizeOffsetAndLifetime) {
   }
 }
 
+TEST(PlanSvgTest, GraphInputsAndOutputsAreLabelledByTheirKind) {
+  // Under the default io policy the input lives from the start to its last
+  // use and the output from its producer to the end: they are labelled
+  // input and output, not persistent.
+  const planner::PlanResult plan = PlanGraph(InPlaceGraph());
+  const std::string svg = PlanSvg(plan, {}, {});
+  EXPECT_THAT(svg, HasSubstr("\ninput, shared object"));
+  EXPECT_THAT(svg, HasSubstr("\noutput, shared object"));
+  EXPECT_THAT(svg, HasSubstr("\nactivation, shared object"));
+  EXPECT_THAT(svg, Not(HasSubstr("persistent")));
+}
+
 TEST(PlanSvgTest, ColoursFollowSharedObjects) {
   planner::Problem problem;
   // Two chains that reuse memory, so that objects have several members.

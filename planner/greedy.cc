@@ -1,6 +1,7 @@
 #include "planner/greedy.h"
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -14,6 +15,7 @@
 #include "planner/gap_index.h"
 #include "planner/sections.h"
 #include "planner/time_index.h"
+#include "planner/windows.h"
 
 namespace memplan::planner {
 namespace {
@@ -113,13 +115,14 @@ std::vector<int> IndicesOf(const std::vector<K>& keys) {
 // Sorts keys (made in index order) by (primary, secondary, index): two
 // stable radix passes, least significant field first.
 absl::StatusOr<std::vector<int>> SortedIndices(
-    std::vector<Key> keys, const base::CancelToken* cancel) {
+    std::vector<Key> keys, const base::CancelToken* cancel,
+    const base::Parallelism& parallel) {
   if (!base::RadixSortOrCancel(
           &keys, [](const Key& k) { return base::SignedKey(k.secondary); },
-          cancel) ||
+          cancel, parallel) ||
       !base::RadixSortOrCancel(
           &keys, [](const Key& k) { return base::SignedKey(k.primary); },
-          cancel)) {
+          cancel, parallel)) {
     return Cancelled();
   }
   return IndicesOf(keys);
@@ -157,10 +160,9 @@ bool ReadsCompressedTime(GreedyOrder order) {
 }
 
 // The placement order under `order`, with compressed time at hand.
-absl::StatusOr<std::vector<int>> OrderOf(const Problem& problem,
-                                         const Sections& time,
-                                         GreedyOrder order,
-                                         const base::CancelToken* cancel) {
+absl::StatusOr<std::vector<int>> OrderOf(
+    const Problem& problem, const Sections& time, GreedyOrder order,
+    const base::CancelToken* cancel, const base::Parallelism& parallel = {}) {
   if (order == GreedyOrder::kArea) return AreaOrder(problem, cancel);
   const auto& b = problem.buffers;
   std::vector<int64_t> rank;  // conflicts or widest section, per buffer
@@ -190,7 +192,7 @@ absl::StatusOr<std::vector<int>> OrderOf(const Problem& problem,
         break;
     }
   }
-  return SortedIndices(std::move(keys), cancel);
+  return SortedIndices(std::move(keys), cancel, parallel);
 }
 
 // Sorts ranges by offset alone. Most answers of a scan are a few dozen
@@ -314,28 +316,59 @@ std::vector<Request> Requests(const Problem& problem, const Sections& time,
   return requests;
 }
 
+// The arena of the placed buffers (offsets >= 0).
+void SetArena(const Problem& problem, Solution* solution) {
+  for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    if (solution->offsets[i] < 0) continue;
+    solution->arena_size = std::max(
+        solution->arena_size, solution->offsets[i] + problem.buffers[i].size);
+  }
+}
+
+// What a greedy placement is asked for, beside the problem and the order.
+struct PlaceSettings {
+  FitPolicy fit = FitPolicy::kBestFit;
+  std::optional<Bytes> capacity;  // skip buffers ending past it
+  const base::CancelToken* cancel = nullptr;
+  OverlapSearch search = OverlapSearch::kAuto;
+  int64_t work_cap = 0;                        // <= 0: none
+  base::Parallelism parallel;                  // for the windowed placement
+  int buffers_per_window = kBuffersPerWindow;  // windows.h
+};
+
+absl::StatusOr<Solution> PlaceWindowed(const Problem& problem,
+                                       const Sections& time,
+                                       const TimeWindows& windows,
+                                       const std::vector<int>& order,
+                                       const PlaceSettings& settings);
+
 // The greedy placement proper: fixed buffers where pinned, buffers spanning
 // the schedule stacked at the base, the others in `order` into the gap
 // `fit` picks among the placed ones they overlap. With `capacity`, buffers
-// that would end past it are skipped (offset -1).
+// that would end past it are skipped (offset -1). Large problems are placed
+// window by window (windows.h): the same plan, on several threads.
 absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
-                               const std::vector<int>& order, FitPolicy fit,
-                               std::optional<Bytes> capacity,
-                               const base::CancelToken* cancel,
-                               OverlapSearch search = OverlapSearch::kAuto,
-                               int64_t work_cap = 0) {
+                               const std::vector<int>& order,
+                               const PlaceSettings& settings) {
+  const TimeWindows windows = CutTime(time, settings.buffers_per_window);
+  if (windows.count() > 1) {
+    return PlaceWindowed(problem, time, windows, order, settings);
+  }
+  const FitPolicy fit = settings.fit;
+  const std::optional<Bytes> capacity = settings.capacity;
+  const base::CancelToken* cancel = settings.cancel;
   const auto& buffers = problem.buffers;
   Solution solution;
   solution.offsets.assign(buffers.size(), -1);
   const Offset base = capacity ? 0 : StackSpanningBuffers(problem, &solution);
-  PlacedBuffers placed(time, IsDense(time, search));
+  PlacedBuffers placed(time, IsDense(time, settings.search));
   for (int i = 0; i < static_cast<int>(buffers.size()); ++i) {
     if (!buffers[i].fixed_offset.has_value()) continue;
     solution.offsets[i] = *buffers[i].fixed_offset;
     placed.Insert(time.first[i], time.last[i],
                   {solution.offsets[i], solution.offsets[i] + buffers[i].size});
   }
-  base::WorkMeter meter(cancel, work_cap);
+  base::WorkMeter meter(cancel, settings.work_cap);
   const std::vector<Request> requests =
       Requests(problem, time, order, solution.offsets);
   const int64_t total = static_cast<int64_t>(requests.size());
@@ -351,11 +384,176 @@ absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
     solution.offsets[r.index] = offset;
     placed.Insert(r.lo, r.hi, {offset, offset + r.size});
   }
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    if (solution.offsets[i] < 0) continue;
-    solution.arena_size =
-        std::max(solution.arena_size, solution.offsets[i] + buffers[i].size);
+  SetArena(problem, &solution);
+  return solution;
+}
+
+// Work units a window adds up before it adds them to the shared count and
+// polls the token.
+constexpr int64_t kWindowWorkBatch = 1 << 14;
+
+// One window of a windowed placement: its buffers' sections counted from
+// the window's first and cut to it, and the ranges placed during it.
+struct PlacementWindow {
+  int begin = 0;        // the window's first section
+  Sections time;        // per entry of the window's list: its cut range
+  std::vector<int> at;  // per buffer of the problem touching it: its entry
+  std::optional<PlacedBuffers> placed;
+  // Per entry, in order, with its cut range and the smallest request from
+  // it on: read in sequence, as Place reads its requests.
+  std::vector<Request> requests;
+  size_t cursor = 0;                       // the next entry
+  int64_t unflushed = 0;                   // work not yet in the shared count
+  std::vector<TakenRange> taken, scratch;  // a crossing's ranges
+};
+
+// Sets up window w: the cut ranges of its entries and of the pinned
+// buffers touching it (placed at once), and the smallest request from each
+// entry on.
+void SetUpWindow(const Problem& problem, const Sections& time,
+                 const TimeWindows& windows, const WindowedPass& pass,
+                 const std::vector<int>& pinned, const Solution& solution,
+                 bool dense, int w, PlacementWindow* out) {
+  const auto& b = problem.buffers;
+  const int lo = windows.begin[w], hi = windows.begin[w + 1];
+  out->begin = lo;
+  out->time.begin.resize(static_cast<size_t>(hi - lo));
+  const auto add = [&](int i) {
+    out->time.first.push_back(std::max(time.first[i], lo) - lo);
+    out->time.last.push_back(std::min(time.last[i], hi) - lo);
+  };
+  const std::vector<WindowedPass::Entry>& entries = pass.entries(w);
+  for (const WindowedPass::Entry& e : entries) add(e.buffer);
+  std::vector<int> pins;
+  for (int i : pinned) {
+    if (time.first[i] < hi && time.last[i] > lo) {
+      add(i);
+      pins.push_back(i);
+    }
   }
+  out->placed.emplace(out->time, dense);
+  for (size_t k = 0; k < pins.size(); ++k) {
+    const size_t slot = entries.size() + k;
+    const int i = pins[k];
+    out->placed->Insert(out->time.first[slot], out->time.last[slot],
+                        {solution.offsets[i], solution.offsets[i] + b[i].size});
+  }
+  auto& requests = out->requests;
+  requests.resize(entries.size());
+  Bytes size = std::numeric_limits<Bytes>::max();
+  Bytes alignment = std::numeric_limits<Bytes>::max();
+  for (size_t k = entries.size(); k-- > 0;) {
+    const int i = entries[k].buffer;
+    size = std::min(size, b[i].size);
+    alignment = std::min(alignment, b[i].alignment);
+    requests[k] = {i,         out->time.first[k], out->time.last[k],
+                   b[i].size, b[i].alignment,     size,
+                   alignment};
+  }
+}
+
+// Greedy placement window by window (windows.h): the plan Place gives in
+// one pass, whatever the threads. The work cap is kept on the total work
+// (a count the windows add to): the same outcome on any thread count, as
+// the work of each buffer does not depend on them.
+absl::StatusOr<Solution> PlaceWindowed(const Problem& problem,
+                                       const Sections& time,
+                                       const TimeWindows& windows,
+                                       const std::vector<int>& order,
+                                       const PlaceSettings& settings) {
+  const auto& b = problem.buffers;
+  Solution solution;
+  solution.offsets.assign(b.size(), -1);
+  const Offset base =
+      settings.capacity ? 0 : StackSpanningBuffers(problem, &solution);
+  std::vector<int> pinned;
+  for (int i = 0; i < static_cast<int>(b.size()); ++i) {
+    if (!b[i].fixed_offset.has_value()) continue;
+    solution.offsets[i] = *b[i].fixed_offset;
+    pinned.push_back(i);
+  }
+  std::vector<int> to_place;
+  to_place.reserve(order.size());
+  for (int i : order) {
+    if (solution.offsets[i] < 0) to_place.push_back(i);
+  }
+  WindowedPass pass(time, windows, to_place);
+  const bool dense = IsDense(time, settings.search);
+  std::vector<PlacementWindow> state(windows.count());
+  base::ParallelFor(settings.parallel, windows.count(), [&](int w) {
+    SetUpWindow(problem, time, windows, pass, pinned, solution, dense, w,
+                &state[w]);
+  });
+  std::atomic<int64_t> total_work{0};
+  std::atomic<bool> capped{false};
+  // Adds work to window w's count; false when the pass must stop.
+  const auto charge = [&](PlacementWindow& s, int64_t units) {
+    if ((s.unflushed += units) < kWindowWorkBatch) return true;
+    const int64_t total = total_work.fetch_add(s.unflushed) + s.unflushed;
+    s.unflushed = 0;
+    if (settings.work_cap > 0 && total > settings.work_cap) {
+      capped = true;
+      return false;
+    }
+    return settings.cancel == nullptr || !settings.cancel->Cancelled();
+  };
+  // Where request r goes among `taken`; -1: it is left out (capacity).
+  const auto find = [&](const Request& r,
+                        const std::vector<TakenRange>& taken) -> Offset {
+    const Offset offset =
+        FindGap(taken, r.size, r.alignment, settings.fit, base);
+    if (settings.capacity && offset + r.size > *settings.capacity) return -1;
+    solution.offsets[r.index] = offset;
+    return offset;
+  };
+  const bool done = pass.Run(
+      settings.parallel,
+      [&](int w, int) {
+        PlacementWindow& s = state[w];
+        const Request& r = s.requests[s.cursor++];
+        s.placed->SetSmallestRequest(r.min_size, r.min_align);
+        int64_t work = 0;
+        const std::vector<TakenRange>& taken =
+            s.placed->Taken(r.lo, r.hi, &work);
+        if (!charge(s, kBufferWork + work)) return false;
+        const Offset offset = find(r, taken);
+        if (offset >= 0)
+          s.placed->Insert(r.lo, r.hi, {offset, offset + r.size});
+        return true;
+      },
+      [&](int wa, int wb, int) {
+        PlacementWindow& first = state[wa];
+        first.taken.clear();
+        int64_t work = 0;
+        for (int w = wa; w <= wb; ++w) {
+          PlacementWindow& s = state[w];
+          const Request& r = s.requests[s.cursor];
+          s.placed->SetSmallestRequest(r.min_size, r.min_align);
+          const std::vector<TakenRange>& taken =
+              s.placed->Taken(r.lo, r.hi, &work);
+          first.taken.insert(first.taken.end(), taken.begin(), taken.end());
+        }
+        SortByOffset(&first.taken, &first.scratch);
+        if (!charge(first, kBufferWork + work)) return false;
+        const Offset offset = find(first.requests[first.cursor], first.taken);
+        for (int w = wa; w <= wb; ++w) {
+          PlacementWindow& s = state[w];
+          const Request& r = s.requests[s.cursor++];
+          if (offset >= 0) {
+            s.placed->Insert(r.lo, r.hi, {offset, offset + r.size});
+          }
+        }
+        return true;
+      });
+  int64_t total = total_work.load();
+  for (const PlacementWindow& s : state) total += s.unflushed;
+  if (capped || (done && settings.work_cap > 0 && total > settings.work_cap)) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("greedy placement passed its work cap (",
+                     settings.work_cap, " units)"));
+  }
+  if (!done) return Cancelled();
+  SetArena(problem, &solution);
   return solution;
 }
 
@@ -395,12 +593,18 @@ std::vector<int> GreedyPlacementOrder(const Problem& problem,
 absl::StatusOr<std::vector<int>> GreedyPlacementOrder(
     const Problem& problem, GreedyOrder order,
     const base::CancelToken* cancel) {
+  return GreedyPlacementOrder(problem, order, cancel, {});
+}
+
+absl::StatusOr<std::vector<int>> GreedyPlacementOrder(
+    const Problem& problem, GreedyOrder order, const base::CancelToken* cancel,
+    const base::Parallelism& parallel) {
   if (!ReadsCompressedTime(order)) {
-    return OrderOf(problem, Sections(), order, cancel);
+    return OrderOf(problem, Sections(), order, cancel, parallel);
   }
-  absl::StatusOr<Sections> time = CompressTime(problem, cancel);
+  absl::StatusOr<Sections> time = CompressTime(problem, cancel, parallel);
   if (!time.ok()) return time.status();
-  return OrderOf(problem, *time, order, cancel);
+  return OrderOf(problem, *time, order, cancel, parallel);
 }
 
 absl::StatusOr<Solution> PlaceInOrder(const Problem& problem,
@@ -409,7 +613,7 @@ absl::StatusOr<Solution> PlaceInOrder(const Problem& problem,
                                       const base::CancelToken* cancel) {
   absl::StatusOr<Sections> time = CompressTime(problem, cancel);
   if (!time.ok()) return time.status();
-  return Place(problem, *time, order, fit, std::nullopt, cancel);
+  return Place(problem, *time, order, {fit, std::nullopt, cancel});
 }
 
 absl::StatusOr<Solution> PlaceInOrder(const Problem& problem,
@@ -419,7 +623,18 @@ absl::StatusOr<Solution> PlaceInOrder(const Problem& problem,
                                       OverlapSearch search) {
   absl::StatusOr<Sections> time = CompressTime(problem, cancel);
   if (!time.ok()) return time.status();
-  return Place(problem, *time, order, fit, std::nullopt, cancel, search);
+  return Place(problem, *time, order, {fit, std::nullopt, cancel, search});
+}
+
+absl::StatusOr<Solution> PlaceInOrder(
+    const Problem& problem, const std::vector<int>& order, FitPolicy fit,
+    const base::CancelToken* cancel, OverlapSearch search,
+    int buffers_per_window, const base::Parallelism& parallel) {
+  absl::StatusOr<Sections> time = CompressTime(problem, cancel);
+  if (!time.ok()) return time.status();
+  return Place(
+      problem, *time, order,
+      {fit, std::nullopt, cancel, search, 0, parallel, buffers_per_window});
 }
 
 absl::StatusOr<Solution> PlaceWithinCapacity(const Problem& problem,
@@ -428,7 +643,7 @@ absl::StatusOr<Solution> PlaceWithinCapacity(const Problem& problem,
                                              const base::CancelToken* cancel) {
   absl::StatusOr<Sections> time = CompressTime(problem, cancel);
   if (!time.ok()) return time.status();
-  return Place(problem, *time, order, FitPolicy::kBestFit, capacity, cancel);
+  return Place(problem, *time, order, {FitPolicy::kBestFit, capacity, cancel});
 }
 
 GreedyStrategy::GreedyStrategy(GreedyOrder order, FitPolicy fit)
@@ -441,11 +656,12 @@ absl::StatusOr<Solution> GreedyStrategy::Solve(const Problem& problem,
       CompressedTime(problem, ctx.time, &own, ctx.cancel);
   if (!time.ok()) return time.status();
   absl::StatusOr<std::vector<int>> order =
-      OrderOf(problem, **time, order_, ctx.cancel);
+      OrderOf(problem, **time, order_, ctx.cancel, ctx.parallel);
   if (!order.ok()) return order.status();
   absl::StatusOr<Solution> s =
-      Place(problem, **time, *order, fit_, std::nullopt, ctx.cancel,
-            OverlapSearch::kAuto, ctx.work_cap);
+      Place(problem, **time, *order,
+            {fit_, std::nullopt, ctx.cancel, OverlapSearch::kAuto, ctx.work_cap,
+             ctx.parallel});
   if (s.ok()) UpdateBest(ctx.best_arena, s->arena_size);
   return s;
 }

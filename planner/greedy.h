@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/parallel.h"
 #include "planner/gap.h"
 #include "planner/strategy.h"
 
@@ -60,6 +61,10 @@ std::vector<int> GreedyPlacementOrder(const Problem& problem,
 // cancelled.
 [[nodiscard]] absl::StatusOr<std::vector<int>> GreedyPlacementOrder(
     const Problem& problem, GreedyOrder order, const base::CancelToken* cancel);
+// The same, sorting on the threads `parallel` gives (the same order).
+[[nodiscard]] absl::StatusOr<std::vector<int>> GreedyPlacementOrder(
+    const Problem& problem, GreedyOrder order, const base::CancelToken* cancel,
+    const base::Parallelism& parallel);
 
 // Places buffers in `order` (every index once). Thread-safe.
 [[nodiscard]] absl::StatusOr<Solution> PlaceInOrder(
@@ -78,6 +83,15 @@ enum class OverlapSearch {
 [[nodiscard]] absl::StatusOr<Solution> PlaceInOrder(
     const Problem& problem, const std::vector<int>& order, FitPolicy fit,
     const base::CancelToken* cancel, OverlapSearch search);
+
+// PlaceInOrder cut into time windows in which about `buffers_per_window`
+// buffers start (windows.h; large problems are placed so by default), on
+// the threads `parallel` gives (tests and benchmarks): the plan of one
+// pass, whatever the windows and the threads.
+[[nodiscard]] absl::StatusOr<Solution> PlaceInOrder(
+    const Problem& problem, const std::vector<int>& order, FitPolicy fit,
+    const base::CancelToken* cancel, OverlapSearch search,
+    int buffers_per_window, const base::Parallelism& parallel);
 
 // Places buffers in `order` with best fit, skipping every buffer that would
 // end past `capacity`: their offsets stay -1, and arena_size covers the

@@ -258,6 +258,43 @@ TEST_P(GreedyPropertyTest, ScanAndMergedSearchesGiveThePlanOfTheDefinition) {
   }
 }
 
+// Placement window by window (windows.h) gives the plan of one pass,
+// whatever the windows, the search, pins, spanning buffers and threads.
+TEST_P(GreedyPropertyTest, WindowedPlacementGivesThePlanOfTheDefinition) {
+  const auto [order, fit] = GetParam();
+  base::WorkerPool pool(3, 64);
+  for (uint32_t seed = 0; seed < 60; ++seed) {
+    Problem p =
+        seed % 2
+            ? testing::DenseProblem(100 + 7 * seed, seed, 1 << (seed % 7))
+            : testing::RandomProblem(100 + 20 * seed, seed, 1 << (seed % 7));
+    if (seed % 5 == 0) {
+      p.buffers[0].fixed_offset = AlignUp(Bytes{1000}, p.buffers[0].alignment);
+    }
+    if (seed % 3 == 0) {
+      const auto span = ScheduleSpan(p);
+      p.buffers[1].start = span.first;
+      p.buffers[1].end = span.second;
+    }
+    const std::vector<int> o = GreedyPlacementOrder(p, order);
+    const Solution want = PlaceByDefinition(p, o, fit);
+    for (OverlapSearch search :
+         {OverlapSearch::kScan, OverlapSearch::kMerged}) {
+      for (int per_window : {8, 37}) {
+        for (base::WorkerPool* workers : {&pool, (base::WorkerPool*)nullptr}) {
+          absl::StatusOr<Solution> got = PlaceInOrder(
+              p, o, fit, nullptr, search, per_window, {workers, 4});
+          ASSERT_TRUE(got.ok()) << got.status();
+          ASSERT_EQ(got->offsets, want.offsets)
+              << "seed " << seed << " search " << static_cast<int>(search)
+              << " per window " << per_window;
+          ASSERT_EQ(got->arena_size, want.arena_size);
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     AllStrategies, GreedyPropertyTest,
     ::testing::Combine(

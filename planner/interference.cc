@@ -1,6 +1,8 @@
 #include "planner/interference.h"
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
 #include <numeric>
 #include <utility>
 
@@ -18,7 +20,8 @@ absl::Status Cancelled() {
 // Indices of the buffers that do not span the whole schedule, by start
 // (ties by index: a stable radix sort of the index order).
 absl::StatusOr<std::vector<int>> SharableByStart(
-    const Problem& problem, const base::CancelToken* cancel) {
+    const Problem& problem, const base::CancelToken* cancel,
+    const base::Parallelism& parallel) {
   const auto& b = problem.buffers;
   const auto span = ScheduleSpan(problem);
   std::vector<std::pair<Step, int>> keys;  // packed keys sort in cache
@@ -27,8 +30,8 @@ absl::StatusOr<std::vector<int>> SharableByStart(
     if (!SpansAll(b[i], span)) keys.emplace_back(b[i].start, i);
   }
   if (!base::RadixSortOrCancel(
-          &keys, [](const auto& k) { return base::SignedKey(k.first); },
-          cancel)) {
+          &keys, [](const auto& k) { return base::SignedKey(k.first); }, cancel,
+          parallel)) {
     return Cancelled();
   }
   std::vector<int> order(keys.size());
@@ -41,12 +44,13 @@ absl::StatusOr<std::vector<int>> SharableByStart(
 // O(n) after sorting the ends.
 absl::StatusOr<int64_t> CountPairs(const Problem& problem,
                                    const std::vector<int>& by_start,
-                                   const base::CancelToken* cancel) {
+                                   const base::CancelToken* cancel,
+                                   const base::Parallelism& parallel) {
   std::vector<Step> ends;
   ends.reserve(by_start.size());
   for (int i : by_start) ends.push_back(problem.buffers[i].end);
   if (!base::RadixSortOrCancel(
-          &ends, [](Step e) { return base::SignedKey(e); }, cancel)) {
+          &ends, [](Step e) { return base::SignedKey(e); }, cancel, parallel)) {
     return Cancelled();
   }
   int64_t pairs = 0;
@@ -59,11 +63,20 @@ absl::StatusOr<int64_t> CountPairs(const Problem& problem,
   return pairs;
 }
 
+// Buffers of the start order per chunk of the parallel steps.
+constexpr int kRowChunk = 1 << 14;
+
+int Chunks(size_t n) {
+  return static_cast<int>((n + kRowChunk - 1) / kRowChunk);
+}
+
 // Each sharable buffer's row in the adjacency: its degree (the sharable
 // buffers overlapping it, by counting: starts before its end, less ends by
-// its start, less itself), as running sums. O(n log n).
+// its start, less itself), as running sums. O(n log n), the counting in
+// chunks on the threads `parallel` gives.
 std::vector<int64_t> RowStarts(const Problem& problem,
-                               const std::vector<int>& by_start) {
+                               const std::vector<int>& by_start,
+                               const base::Parallelism& parallel) {
   const auto& b = problem.buffers;
   std::vector<Step> starts, ends;
   starts.reserve(by_start.size());
@@ -74,16 +87,99 @@ std::vector<int64_t> RowStarts(const Problem& problem,
   }
   std::sort(ends.begin(), ends.end());
   std::vector<int64_t> row_start(b.size() + 1, 0);
-  for (int i : by_start) {
-    const int64_t started =
-        std::lower_bound(starts.begin(), starts.end(), b[i].end) -
-        starts.begin();
-    const int64_t ended =
-        std::upper_bound(ends.begin(), ends.end(), b[i].start) - ends.begin();
-    row_start[i + 1] = started - ended - 1;
-  }
+  base::ParallelFor(parallel, Chunks(by_start.size()), [&](int c) {
+    const size_t end =
+        std::min(by_start.size(), size_t{1} * (c + 1) * kRowChunk);
+    for (size_t k = size_t{1} * c * kRowChunk; k < end; ++k) {
+      const int i = by_start[k];
+      const int64_t started =
+          std::lower_bound(starts.begin(), starts.end(), b[i].end) -
+          starts.begin();
+      const int64_t ended =
+          std::upper_bound(ends.begin(), ends.end(), b[i].start) - ends.begin();
+      row_start[i + 1] = started - ended - 1;
+    }
+  });
   std::partial_sum(row_start.begin(), row_start.end(), row_start.begin());
   return row_start;
+}
+
+// SweepPairs in chunks of the start order, on the threads `parallel`
+// gives: the buffers overlapping buffer i that start after it in that
+// order are the run of the order up to the first start at or past i's end,
+// and i goes into each of their rows too. Row i holds that run first, then
+// the earlier-started ones as they come (an atomic count per row); the rows
+// are sorted afterwards, so they do not depend on the threads.
+absl::Status FillPairs(const Problem& problem, const std::vector<int>& by_start,
+                       const std::vector<int64_t>& row_start,
+                       const base::CancelToken* cancel,
+                       const base::Parallelism& parallel,
+                       std::vector<int>* columns) {
+  const auto& b = problem.buffers;
+  const size_t m = by_start.size();
+  std::vector<Step> starts(m);
+  for (size_t k = 0; k < m; ++k) starts[k] = b[by_start[k]].start;
+  std::vector<size_t> run_end(m);  // per position: one past its run
+  std::unique_ptr<std::atomic<int64_t>[]> fill(
+      new std::atomic<int64_t>[b.size()]);
+  const int chunks = Chunks(m);
+  base::ParallelFor(parallel, chunks, [&](int c) {
+    const size_t end = std::min(m, size_t{1} * (c + 1) * kRowChunk);
+    for (size_t k = size_t{1} * c * kRowChunk; k < end; ++k) {
+      const int i = by_start[k];
+      run_end[k] =
+          std::lower_bound(starts.begin() + k + 1, starts.end(), b[i].end) -
+          starts.begin();
+      fill[i].store(row_start[i] + static_cast<int64_t>(run_end[k] - k - 1),
+                    std::memory_order_relaxed);
+    }
+  });
+  std::atomic<bool> cancelled{false};
+  base::ParallelFor(parallel, chunks, [&](int c) {
+    base::WorkMeter meter(cancel);
+    const size_t end = std::min(m, size_t{1} * (c + 1) * kRowChunk);
+    for (size_t k = size_t{1} * c * kRowChunk; k < end; ++k) {
+      const int i = by_start[k];
+      if (meter.Stop(16 + static_cast<int64_t>(run_end[k] - k))) {
+        cancelled = true;
+        return;
+      }
+      int64_t at = row_start[i];
+      for (size_t r = k + 1; r < run_end[k]; ++r) {
+        const int j = by_start[r];
+        (*columns)[at++] = j;
+        (*columns)[fill[j].fetch_add(1, std::memory_order_relaxed)] = i;
+      }
+    }
+  });
+  if (cancelled) return Cancelled();
+  return absl::OkStatus();
+}
+
+// Sorts every row, in chunks of rows on the threads `parallel` gives.
+absl::Status SortRows(const std::vector<int64_t>& row_start,
+                      const base::CancelToken* cancel,
+                      const base::Parallelism& parallel,
+                      std::vector<int>* columns) {
+  const size_t n = row_start.size() - 1;
+  std::atomic<bool> cancelled{false};
+  base::ParallelFor(parallel, Chunks(n), [&](int c) {
+    const size_t end = std::min(n, size_t{1} * (c + 1) * kRowChunk);
+    int64_t sorted = 0;  // entries sorted since the last poll
+    for (size_t i = size_t{1} * c * kRowChunk; i < end; ++i) {
+      std::sort(columns->begin() + row_start[i],
+                columns->begin() + row_start[i + 1]);
+      if ((sorted += row_start[i + 1] - row_start[i] + 1) > (1 << 16)) {
+        sorted = 0;
+        if (cancel != nullptr && cancel->Cancelled()) {
+          cancelled = true;
+          return;
+        }
+      }
+    }
+  });
+  if (cancelled) return Cancelled();
+  return absl::OkStatus();
 }
 
 // Fills both directions of every interfering pair into the rows, by a
@@ -121,29 +217,35 @@ absl::Status SweepPairs(const Problem& problem,
 absl::StatusOr<InterferenceGraph> BuildInterferenceGraph(
     const Problem& problem, int64_t max_edges,
     const base::CancelToken* cancel) {
-  absl::StatusOr<std::vector<int>> by_start = SharableByStart(problem, cancel);
+  return BuildInterferenceGraph(problem, max_edges, cancel, {});
+}
+
+absl::StatusOr<InterferenceGraph> BuildInterferenceGraph(
+    const Problem& problem, int64_t max_edges, const base::CancelToken* cancel,
+    const base::Parallelism& parallel) {
+  absl::StatusOr<std::vector<int>> by_start =
+      SharableByStart(problem, cancel, parallel);
   if (!by_start.ok()) return by_start.status();
-  absl::StatusOr<int64_t> count = CountPairs(problem, *by_start, cancel);
+  absl::StatusOr<int64_t> count =
+      CountPairs(problem, *by_start, cancel, parallel);
   if (!count.ok()) return count.status();
   if (*count > max_edges) {
     return absl::ResourceExhaustedError(absl::StrCat(
         *count, " interfering buffer pairs, over the limit of ", max_edges));
   }
   const size_t n = problem.buffers.size();
-  std::vector<int64_t> row_start = RowStarts(problem, *by_start);
+  std::vector<int64_t> row_start = RowStarts(problem, *by_start, parallel);
   std::vector<int> columns(2 * static_cast<size_t>(*count));
-  if (auto s = SweepPairs(problem, *by_start, row_start, cancel, &columns);
+  if (auto s =
+          by_start->size() > kRowChunk
+              ? FillPairs(problem, *by_start, row_start, cancel, parallel,
+                          &columns)
+              : SweepPairs(problem, *by_start, row_start, cancel, &columns);
       !s.ok()) {
     return s;
   }
-  int64_t sorted = 0;  // entries sorted since the last poll
-  for (size_t i = 0; i < n; ++i) {
-    std::sort(columns.begin() + row_start[i],
-              columns.begin() + row_start[i + 1]);
-    if ((sorted += row_start[i + 1] - row_start[i] + 1) > (1 << 16)) {
-      sorted = 0;
-      if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
-    }
+  if (auto s = SortRows(row_start, cancel, parallel, &columns); !s.ok()) {
+    return s;
   }
   std::vector<bool> spans_all(n, true);
   for (int i : *by_start) spans_all[i] = false;

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "base/cancel.h"
+#include "base/parallel.h"
 #include "planner/problem.h"
 
 namespace memplan::planner {
@@ -57,6 +58,11 @@ class InterferenceGraph {
 [[nodiscard]] absl::StatusOr<InterferenceGraph> BuildInterferenceGraph(
     const Problem& problem, int64_t max_edges,
     const base::CancelToken* cancel = nullptr);
+// The same, filling and sorting the rows in chunks on the threads
+// `parallel` gives (the same graph).
+[[nodiscard]] absl::StatusOr<InterferenceGraph> BuildInterferenceGraph(
+    const Problem& problem, int64_t max_edges, const base::CancelToken* cancel,
+    const base::Parallelism& parallel);
 
 }  // namespace memplan::planner
 

@@ -2,6 +2,7 @@
 
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -34,6 +35,34 @@ TEST(InterferenceTest, MatchesAllPairsOnRandomProblems) {
     }
     ASSERT_EQ(actual, expected) << "seed " << seed;
     EXPECT_EQ(g->num_edges(), static_cast<int64_t>(expected.size()));
+  }
+}
+
+// Large problems fill their rows in chunks, on workers or not: each row
+// still lists exactly the buffers overlapping it, ascending.
+TEST(InterferenceTest, ChunkedRowsMatchTheOverlapsOnWorkers) {
+  Problem p = testing::RandomProblem(60000, 8);
+  p.buffers[5].start = 0;  // and one spanning the schedule
+  p.buffers[5].end = ScheduleSpan(p).second;
+  base::WorkerPool pool(3, 64);
+  for (base::WorkerPool* workers : {&pool, (base::WorkerPool*)nullptr}) {
+    absl::StatusOr<InterferenceGraph> g =
+        BuildInterferenceGraph(p, int64_t{1} << 26, nullptr, {workers, 4});
+    ASSERT_TRUE(g.ok()) << g.status();
+    const int n = static_cast<int>(p.buffers.size());
+    const auto span = ScheduleSpan(p);
+    EXPECT_TRUE(g->SpansAll(5));
+    for (int i = 0; i < n; i += 997) {
+      std::vector<int> expected;
+      for (int j = 0; j < n; ++j) {
+        if (j != i && LifetimesOverlap(p.buffers[i], p.buffers[j]) &&
+            !SpansAll(p.buffers[j], span)) {
+          expected.push_back(j);
+        }
+      }
+      const auto row = g->Neighbours(i);
+      ASSERT_EQ(std::vector<int>(row.begin(), row.end()), expected) << i;
+    }
   }
 }
 

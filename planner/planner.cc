@@ -19,6 +19,7 @@
 #include "planner/sections.h"
 #include "planner/strategy.h"
 #include "planner/verifier.h"
+#include "planner/windows.h"
 #include "planner/work_cap.h"
 
 namespace memplan::planner {
@@ -56,19 +57,36 @@ void AddStageTime(const char* stage, absl::Duration elapsed,
   result->stages.push_back({stage, micros});
 }
 
-// Problems this large color shared objects on a worker while offsets are
+// Problems this large, up to those cut into time windows (which split
+// each stage instead), color shared objects on a worker while offsets are
 // assigned.
-constexpr size_t kParallelStagesFrom = 50000;
+constexpr size_t kParallelStagesFrom = 8192;
+
+// The threads one request of `n` buffers may use: the workers, up to
+// PlanOptions::max_threads (the caller included), once the problem is
+// large enough to be cut into time windows; below that the caller alone
+// (waking workers would cost a small request more than it saves).
+base::Parallelism ParallelismOf(const PlanOptions& options,
+                                base::WorkerPool* workers, size_t n) {
+  if (n < 2 * static_cast<size_t>(kBuffersPerWindow)) return {};
+  return {workers, options.max_threads};
+}
+
+// Whether the heuristics' plan misses the capacity asked for.
+bool MissedCapacity(const PlanOptions& options, const PlanResult& result) {
+  return options.capacity.has_value() &&
+         result.solution.arena_size > *options.capacity;
+}
 
 // Whether to run the exact search after the heuristics: asked for, or
-// needed (a capacity the heuristics miss), and able to improve (small
-// enough, not within alignment padding of the bound).
+// needed (a capacity the heuristics miss; the default plan above the
+// bound), and able to improve (small enough, not within alignment padding
+// of the bound).
 bool WorthSearching(const PlanOptions& options, SearchWhen when,
                     const PlanResult& result) {
-  const bool missed_capacity = options.capacity.has_value() &&
-                               result.solution.arena_size > *options.capacity;
-  const bool asked = when == SearchWhen::kAlways ||
-                     (when == SearchWhen::kCapacityMissed && missed_capacity);
+  const bool asked =
+      when == SearchWhen::kAlways || when == SearchWhen::kAboveBound ||
+      (when == SearchWhen::kCapacityMissed && MissedCapacity(options, result));
   if (!asked) return false;
   if (static_cast<int64_t>(result.problem.buffers.size()) >
       ExactOptions().max_buffers) {
@@ -77,20 +95,42 @@ bool WorthSearching(const PlanOptions& options, SearchWhen when,
   return result.solution.arena_size > AlignedLowerBound(result.problem);
 }
 
-// Runs the exact solver seeded with the heuristics' plan, until the budget
-// token (or the effort) stops it, and keeps its plan when it is smaller
-// (and verified). Times "search" and its share of "verify".
-absl::Status SearchExact(const PlanOptions& options,
+// The search of the default plan (SearchWhen::kAboveBound, no capacity
+// missed): the smallest arena within TightSearchNodes, on one thread, so
+// that the plan depends on the input only; without the PQ-tree sweep, whose
+// set-up costs more than the heuristics on a few hundred buffers and which
+// closed no gap on the models of BENCHMARKS.md that the orderings' first
+// dives did not.
+ExactOptions TightSearch(const Problem& problem) {
+  ExactOptions exact;
+  exact.max_nodes =
+      TightSearchNodes(static_cast<int64_t>(problem.buffers.size()));
+  exact.threads = 1;
+  exact.pq_sweep = false;
+  return exact;
+}
+
+// Runs the exact solver seeded with the heuristics' plan, until `budget`
+// (or the effort) stops it, and keeps its plan when it is smaller (and
+// verified). `tight`: the default plan's search (TightSearch), under the
+// call's own token instead. `parallel`: the threads the other searches run
+// on. Times "search" and its share of "verify".
+absl::Status SearchExact(const PlanOptions& options, bool tight,
+                         const base::Parallelism& parallel,
                          const base::CancelToken* budget,
                          std::atomic<Bytes>* best, PlanResult* result) {
   ExactOptions exact;
-  if (options.capacity.has_value() &&
-      result->solution.arena_size > *options.capacity) {
+  if (tight) {
+    exact = TightSearch(result->problem);
+  } else if (MissedCapacity(options, *result)) {
     exact.mode = ExactMode::kCapacity;
     exact.capacity = options.capacity;
   }
-  exact.max_nodes = options.effort;
-  SolveContext ctx{budget, best, &result->solution, options.effort};
+  if (!tight) exact.max_nodes = options.effort;
+  SolveContext ctx{budget, best, &result->solution, exact.max_nodes};
+  // The search's threads (ExactOptions::threads): the same plan on any
+  // count under an effort. The default plan's search stays on one.
+  if (!tight) ctx.parallel = parallel;
   absl::StatusOr<ExactResult> found = [&] {
     StageTimer timer("search", result);
     return SolveExact(result->problem, exact, ctx);
@@ -120,6 +160,7 @@ absl::Status SearchExact(const PlanOptions& options,
 // graph would be over its edge limit.
 absl::Status ComputeSharedObjects(const Problem& problem,
                                   const PlanOptions& options,
+                                  const base::Parallelism& parallel,
                                   const Sections* time,
                                   const base::CancelToken* cancel,
                                   SharedObjects* objects,
@@ -127,15 +168,15 @@ absl::Status ComputeSharedObjects(const Problem& problem,
   absl::StatusOr<InterferenceGraph> graph = [&] {
     StageTimer timer("interference", stages);
     return BuildInterferenceGraph(problem, options.max_interference_edges,
-                                  cancel);
+                                  cancel, parallel);
   }();
   if (!graph.ok() && !absl::IsResourceExhausted(graph.status())) {
     return graph.status();
   }
   StageTimer timer("pools", stages);
   absl::StatusOr<SharedObjects> colored =
-      graph.ok() ? ColorSharedObjects(problem, *graph, cancel)
-                 : ColorSharedObjects(problem, cancel, time);
+      graph.ok() ? ColorSharedObjects(problem, *graph, cancel, time, parallel)
+                 : ColorSharedObjects(problem, cancel, time, parallel);
   if (!colored.ok()) return colored.status();
   *objects = *std::move(colored);
   return absl::OkStatus();
@@ -149,13 +190,18 @@ class SharedObjectsStage {
                      const Sections* time, const base::CancelToken* cancel,
                      PlanResult* result)
       : result_(result) {
-    auto task = [this, &options, time, cancel] {
-      status_ = ComputeSharedObjects(result_->problem, options, time, cancel,
-                                     &objects_, &stages_);
+    const size_t n = result->problem.buffers.size();
+    auto task = [this, &options, workers, n, time, cancel] {
+      status_ = ComputeSharedObjects(result_->problem, options,
+                                     ParallelismOf(options, workers, n), time,
+                                     cancel, &objects_, &stages_);
       done_.Notify();
     };
-    if (workers == nullptr ||
-        result->problem.buffers.size() < kParallelStagesFrom ||
+    // Problems cut into time windows (windows.h) split each stage over the
+    // workers instead: one stage at a time keeps the peak memory near one
+    // core's (two stages at once hold both stages' memory).
+    if (workers == nullptr || n < kParallelStagesFrom ||
+        n >= 2 * static_cast<size_t>(kBuffersPerWindow) ||
         !workers->TrySchedule(task)) {
       task();
     }
@@ -198,8 +244,12 @@ absl::Status AssignOffsets(const PlanOptions& options,
       choice->capped
           ? FirstPlanWorkCap(result->problem.buffers.size()) / needed_count
           : 0;
-  const SolveContext needed{cancel, &best, nullptr, options.effort, cap, time};
-  const SolveContext optional{budget, &best, nullptr, options.effort, 0, time};
+  const base::Parallelism parallel =
+      ParallelismOf(options, workers, result->problem.buffers.size());
+  const SolveContext needed{cancel, &best, nullptr, options.effort,
+                            cap,    time,  parallel};
+  const SolveContext optional{budget, &best, nullptr, options.effort,
+                              0,      time,  parallel};
   std::vector<const SolveContext*> contexts;
   for (bool o : choice->optional) contexts.push_back(o ? &optional : &needed);
   const absl::Time start = absl::Now();
@@ -209,8 +259,8 @@ absl::Status AssignOffsets(const PlanOptions& options,
   if (!won.ok() && absl::IsResourceExhausted(won.status()) && cap > 0) {
     // Every heuristic the request needs passed its work cap (a dense
     // problem): the O(n log n) sweep gives the plan instead.
-    const SolveContext fallback{cancel,         &best, nullptr,
-                                options.effort, 0,     time};
+    const SolveContext fallback{cancel, &best, nullptr, options.effort,
+                                0,      time,  parallel};
     won = RunPortfolio(result->problem, {std::string(kFallbackStrategy)},
                        fallback, workers);
   }
@@ -237,11 +287,23 @@ absl::Status AssignOffsets(const PlanOptions& options,
   if (!WorthSearching(options, choice->search, *result)) {
     return absl::OkStatus();
   }
+  // The default plan above the bound: a search bounded by nodes, not by
+  // the time budget, so the plan is the same under any load; only the
+  // call's own deadline can cut it.
+  if (choice->search == SearchWhen::kAboveBound &&
+      !MissedCapacity(options, *result)) {
+    absl::Status searched =
+        SearchExact(options, /*tight=*/true, parallel, cancel, &best, result);
+    result->time_limited =
+        result->time_limited || (cancel != nullptr && cancel->Cancelled());
+    return searched;
+  }
   if (budget_reached()) {  // no time left: the search was cut before it began
     result->time_limited = true;
     return absl::OkStatus();
   }
-  absl::Status searched = SearchExact(options, budget, &best, result);
+  absl::Status searched =
+      SearchExact(options, /*tight=*/false, parallel, budget, &best, result);
   result->time_limited = result->time_limited || budget_reached();
   return searched;
 }
@@ -464,8 +526,10 @@ absl::Status AssignMemorySpaces(const PlanOptions& options,
 
 // The figures every plan reports: bounds and the naive sum, on the sizes
 // and alignments the plan uses.
-void SetBounds(const Sections& time, PlanResult* result) {
-  const LowerBounds bounds = BoundsFromCompressedTime(result->problem, time);
+void SetBounds(const Sections& time, PlanResult* result,
+               const base::Parallelism& parallel = {}) {
+  const LowerBounds bounds =
+      BoundsFromCompressedTime(result->problem, time, parallel);
   result->lower_bound = bounds.padded;
   result->unaligned_lower_bound = bounds.unaligned;
   result->naive_bytes = 0;
@@ -483,8 +547,11 @@ absl::StatusOr<PlanResult> PlanProblem(PlanResult result,
                                        const base::CancelToken* budget) {
   const absl::Time start = absl::Now();
   // Compressed time, swept once for the bounds and the stages.
-  absl::StatusOr<Sections> time = CompressTime(result.problem, cancel);
-  if (time.ok()) SetBounds(*time, &result);
+  const base::Parallelism parallel =
+      ParallelismOf(options, workers, result.problem.buffers.size());
+  absl::StatusOr<Sections> time =
+      CompressTime(result.problem, cancel, parallel);
+  if (time.ok()) SetBounds(*time, &result, parallel);
   AddStageTime("prepare", absl::Now() - start, &result);
   if (!time.ok()) return time.status();
   if (result.problem.buffers.empty()) {  // e.g. a graph of weights alone
@@ -529,16 +596,34 @@ absl::Status GraphBuffers(const Graph& graph, const PlanOptions& options,
 
 // A buffer list, validated, as result->problem and result->tensors (timed
 // as "prepare"). INVALID_ARGUMENT as ValidateProblem.
+// The validation and the tensor table (in chunks of this many) are
+// independent: on large lists they run at once.
+constexpr int kTableChunk = 1 << 16;
+
 absl::Status ListBuffers(Problem problem, const PlanOptions& options,
-                         PlanResult* result) {
+                         PlanResult* result,
+                         const base::Parallelism& parallel = {}) {
   const absl::Time start = absl::Now();
   problem.capacity = options.capacity;  // pins are checked against it
-  if (absl::Status s = ValidateProblem(problem); !s.ok()) return s;
-  result->tensors.reserve(problem.buffers.size());
-  for (size_t i = 0; i < problem.buffers.size(); ++i) {
-    const Buffer& b = problem.buffers[i];
-    result->tensors.push_back({b.name, TensorKind::kActivation, b.size, b.start,
-                               b.end, static_cast<int>(i), ""});
+  const int n = static_cast<int>(problem.buffers.size());
+  result->tensors.resize(problem.buffers.size());
+  absl::Status valid;
+  base::ParallelFor(
+      parallel, 1 + (n + kTableChunk - 1) / kTableChunk, [&](int chunk) {
+        if (chunk == 0) {
+          valid = ValidateProblem(problem, parallel);
+          return;
+        }
+        const int end = std::min(n, chunk * kTableChunk);
+        for (int i = (chunk - 1) * kTableChunk; i < end; ++i) {
+          const Buffer& b = problem.buffers[i];
+          result->tensors[i] = {
+              b.name, TensorKind::kActivation, b.size, b.start, b.end, i, ""};
+        }
+      });
+  if (!valid.ok()) {
+    result->tensors.clear();
+    return valid;
   }
   result->problem = std::move(problem);
   AddStageTime("prepare", absl::Now() - start, result);
@@ -575,7 +660,10 @@ absl::StatusOr<PlanResult> PlanBuffers(Problem problem,
   if (absl::Status s = CheckStrategyName(options.strategy); !s.ok()) return s;
   const base::CancelToken budget(cancel, absl::Now() + options.time_budget);
   PlanResult result;
-  if (absl::Status s = ListBuffers(std::move(problem), options, &result);
+  const base::Parallelism parallel =
+      ParallelismOf(options, workers, problem.buffers.size());
+  if (absl::Status s =
+          ListBuffers(std::move(problem), options, &result, parallel);
       !s.ok()) {
     return s;
   }
@@ -718,7 +806,7 @@ absl::Status AdoptChoices(const PlanOptions& options, PlanChoices choices,
   // split the arena; otherwise tensors and buffers are one to one.
   if (s.ok()) {
     s = aliases.empty() && result->memory_spaces.empty()
-            ? Verify(result->problem, result->solution, cancel)
+            ? Verify(result->problem, result->solution, cancel, *time, {})
             : VerifyTensors(aliases, cancel, result);
   }
   AddStageTime("verify", absl::Now() - verify, result);

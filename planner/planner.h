@@ -43,9 +43,11 @@ struct PlanOptions {
   // (CheckStrategyName). Default "auto".
   std::string strategy = "auto";
   // With "auto": also run the other heuristics and the hill climb, and the
-  // exact search after them. Default false: greedy by size only. The search
-  // runs anyway for "exact", and with "auto" when a capacity is set that the
-  // heuristics miss.
+  // exact search after them, within time_budget. Default false: greedy by
+  // size, then, where it ends above the lower bound, the exact search
+  // within TightSearchNodes (work_cap.h), not time. The search runs within
+  // time_budget anyway for "exact", and with "auto" when a capacity is set
+  // that the heuristics miss.
   bool optimize = false;
   // How long planning may take when it searches (optimize, "exact", or a
   // capacity the heuristics miss), counted from the call, set-up included:
@@ -91,6 +93,14 @@ struct PlanOptions {
   // inputs intact for the whole run (read again after it); kExclude leaves
   // both out, for callers that own those buffers.
   IoPolicy io = IoPolicy::kRuntime;
+  // At most this many threads work on one request at once: the caller and
+  // up to max_threads - 1 of the workers (fewer when the pool is smaller or
+  // busy; a worker leaves between pieces of work once other tasks wait).
+  // The stages that split (sorting, verification, interference, shared
+  // objects, greedy placement by time windows, the portfolio's members)
+  // give the same plan whatever the count. Default 16; 1: the caller
+  // alone. Not part of a plan's identity (the plan cache's key).
+  int max_threads = 16;
 };
 
 // How long one stage took.

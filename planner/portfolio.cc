@@ -23,8 +23,15 @@ constexpr size_t kInlineBelow = 2000;
 // verification stops when `cancel` (may be null) does.
 absl::StatusOr<PortfolioResult> FirstVerified(
     const Problem& problem, const std::vector<std::string>& strategies,
-    std::vector<absl::StatusOr<Solution>>& results,
-    const base::CancelToken* cancel) {
+    std::vector<absl::StatusOr<Solution>>& results, const SolveContext* ctx) {
+  const base::CancelToken* cancel = ctx == nullptr ? nullptr : ctx->cancel;
+  // By time windows on the workers where the compressed time is at hand.
+  const auto verify = [&](const Solution& solution) {
+    if (ctx == nullptr || ctx->time == nullptr) {
+      return Verify(problem, solution, cancel);
+    }
+    return Verify(problem, solution, cancel, *ctx->time, ctx->parallel);
+  };
   std::vector<int> order;
   absl::Status first_error;
   for (int i = 0; i < static_cast<int>(results.size()); ++i) {
@@ -39,7 +46,7 @@ absl::StatusOr<PortfolioResult> FirstVerified(
   });
   for (int i : order) {
     const absl::Time start = absl::Now();
-    absl::Status s = Verify(problem, *results[i], cancel);
+    absl::Status s = verify(*results[i]);
     if (absl::IsDeadlineExceeded(s)) return s;
     if (s.ok()) {
       return PortfolioResult{*std::move(results[i]), strategies[i],
@@ -105,9 +112,8 @@ absl::StatusOr<PortfolioResult> RunPortfolio(
   done.Wait();
   // The first strategy is always one the request needs: its token is the
   // call's.
-  absl::StatusOr<PortfolioResult> won =
-      FirstVerified(problem, strategies, results,
-                    contexts.empty() ? nullptr : contexts[0]->cancel);
+  absl::StatusOr<PortfolioResult> won = FirstVerified(
+      problem, strategies, results, contexts.empty() ? nullptr : contexts[0]);
   if (!won.ok() && absl::IsInternal(won.status()) && skipped.load() > 0) {
     // A plan at the bound failed verification (a bug somewhere): the
     // skipped strategies may have valid ones, so all of them run.

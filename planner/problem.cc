@@ -63,16 +63,30 @@ namespace {
 
 // PaddedLowerBound at the sections whose smallest live alignment is `m`:
 // the live sizes rounded up to m, less the largest rounding.
-Bytes PaddedBoundAt(const Problem& problem, const Sections& sections, Bytes m) {
+// Its four sweeps are independent: on the threads `parallel` gives.
+Bytes PaddedBoundAt(const Problem& problem, const Sections& sections, Bytes m,
+                    const base::Parallelism& parallel) {
   const auto& b = problem.buffers;
-  const std::vector<Bytes> padded =
-      SectionTotals(sections, [&](int i) { return AlignUp(b[i].size, m); });
-  const std::vector<Bytes> with_m = SectionTotals(
-      sections, [&](int i) { return Bytes{b[i].alignment == m}; });
-  const std::vector<Bytes> below =
-      SectionTotals(sections, [&](int i) { return Bytes{b[i].alignment < m}; });
-  const std::vector<Bytes> rounding = SectionMaxima(
-      sections, [&](int i) { return AlignUp(b[i].size, m) - b[i].size; });
+  std::vector<Bytes> padded, with_m, below, rounding;
+  base::ParallelFor(parallel, 4, [&](int k) {
+    switch (k) {
+      case 0:
+        padded = SectionTotals(sections,
+                               [&](int i) { return AlignUp(b[i].size, m); });
+        break;
+      case 1:
+        with_m = SectionTotals(
+            sections, [&](int i) { return Bytes{b[i].alignment == m}; });
+        break;
+      case 2:
+        below = SectionTotals(sections,
+                              [&](int i) { return Bytes{b[i].alignment < m}; });
+        break;
+      default:
+        rounding = SectionMaxima(
+            sections, [&](int i) { return AlignUp(b[i].size, m) - b[i].size; });
+    }
+  });
   Bytes best = 0;
   for (int k = 0; k < sections.size(); ++k) {
     if (with_m[k] == 0 || below[k] > 0) continue;
@@ -102,10 +116,11 @@ bool AllUnaligned(const std::vector<Bytes>& alignments) {
 
 // The padded bound on `sections` over the problem's distinct alignments.
 Bytes PaddedBoundOver(const Problem& problem, const Sections& sections,
-                      const std::vector<Bytes>& alignments) {
+                      const std::vector<Bytes>& alignments,
+                      const base::Parallelism& parallel = {}) {
   Bytes best = 0;
   for (Bytes m : alignments) {
-    best = std::max(best, PaddedBoundAt(problem, sections, m));
+    best = std::max(best, PaddedBoundAt(problem, sections, m, parallel));
   }
   return best;
 }
@@ -118,17 +133,27 @@ Bytes PaddedLowerBound(const Problem& problem) {
 
 LowerBounds BoundsFromCompressedTime(const Problem& problem,
                                      const Sections& maximal) {
+  return BoundsFromCompressedTime(problem, maximal, {});
+}
+
+LowerBounds BoundsFromCompressedTime(const Problem& problem,
+                                     const Sections& maximal,
+                                     const base::Parallelism& parallel) {
   const std::vector<Bytes> alignments = DistinctAlignments(problem);
   LowerBounds bounds;
-  bounds.unaligned = LowerBound(problem, maximal);
-  if (AllUnaligned(alignments)) {
-    bounds.padded = bounds.unaligned;
-  } else if (alignments.size() == 1) {
-    bounds.padded = PaddedBoundOver(problem, maximal, alignments);
-  } else {  // mixed alignments need every section, not the maximal ones
-    bounds.padded =
-        PaddedBoundOver(problem, SweepSections(problem), alignments);
-  }
+  base::ParallelFor(parallel, 2, [&](int k) {
+    if (k == 0) {
+      bounds.unaligned = LowerBound(problem, maximal);
+    } else if (AllUnaligned(alignments)) {
+      bounds.padded = -1;  // the unaligned one, once known
+    } else if (alignments.size() == 1) {
+      bounds.padded = PaddedBoundOver(problem, maximal, alignments, parallel);
+    } else {  // mixed alignments need every section, not the maximal ones
+      bounds.padded = PaddedBoundOver(problem, SweepSections(problem),
+                                      alignments, parallel);
+    }
+  });
+  if (bounds.padded < 0) bounds.padded = bounds.unaligned;
   return bounds;
 }
 

@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/parallel.h"
+
 namespace memplan::planner {
 
 using Offset = int64_t;  // bytes from the arena's base
@@ -91,6 +93,10 @@ struct LowerBounds {
 };
 LowerBounds BoundsFromCompressedTime(const Problem& problem,
                                      const Sections& maximal);
+// The same with its sweeps on the threads `parallel` gives.
+LowerBounds BoundsFromCompressedTime(const Problem& problem,
+                                     const Sections& maximal,
+                                     const base::Parallelism& parallel);
 
 // The sum of all sizes: what a plan without any reuse would take.
 Bytes NaiveBytes(const Problem& problem);

@@ -23,7 +23,7 @@ absl::Status Cancelled() {
 // The sorted start and end events of the swept buffers.
 absl::StatusOr<std::pair<Events, Events>> SortedEvents(
     const Problem& problem, const std::vector<int>* subset,
-    const base::CancelToken* cancel) {
+    const base::CancelToken* cancel, const base::Parallelism& parallel) {
   const int m =
       static_cast<int>(subset ? subset->size() : problem.buffers.size());
   Events starts(m), ends(m);
@@ -36,10 +36,12 @@ absl::StatusOr<std::pair<Events, Events>> SortedEvents(
   const auto step = [](const std::pair<Step, int>& e) {
     return base::SignedKey(e.first);
   };
-  if (!base::RadixSortOrCancel(&starts, step, cancel) ||
-      !base::RadixSortOrCancel(&ends, step, cancel)) {
-    return Cancelled();
-  }
+  bool sorted[2] = {false, false};
+  base::ParallelFor(parallel, 2, [&](int k) {
+    sorted[k] = base::RadixSortOrCancel(k == 0 ? &starts : &ends, step, cancel,
+                                        parallel);
+  });
+  if (!sorted[0] || !sorted[1]) return Cancelled();
   return std::make_pair(std::move(starts), std::move(ends));
 }
 
@@ -75,13 +77,13 @@ void NumberSections(const Events& starts, const Events& ends, SectionKind kind,
   }
 }
 
-}  // namespace
-
-absl::StatusOr<Sections> SweepSectionsOrCancel(
-    const Problem& problem, const SectionOptions& options,
-    const base::CancelToken* cancel) {
+// SweepSectionsOrCancel with the two sorts on the threads `parallel` gives.
+absl::StatusOr<Sections> Sweep(const Problem& problem,
+                               const SectionOptions& options,
+                               const base::CancelToken* cancel,
+                               const base::Parallelism& parallel) {
   absl::StatusOr<std::pair<Events, Events>> events =
-      SortedEvents(problem, options.subset, cancel);
+      SortedEvents(problem, options.subset, cancel, parallel);
   if (!events.ok()) return events.status();
   const auto& [starts, ends] = *events;
   Sections out;
@@ -99,15 +101,29 @@ absl::StatusOr<Sections> SweepSectionsOrCancel(
   return out;
 }
 
+}  // namespace
+
+absl::StatusOr<Sections> SweepSectionsOrCancel(
+    const Problem& problem, const SectionOptions& options,
+    const base::CancelToken* cancel) {
+  return Sweep(problem, options, cancel, {});
+}
+
 Sections SweepSections(const Problem& problem, const SectionOptions& options) {
   return *SweepSectionsOrCancel(problem, options, nullptr);
 }
 
 absl::StatusOr<Sections> CompressTime(const Problem& problem,
                                       const base::CancelToken* cancel) {
+  return CompressTime(problem, cancel, {});
+}
+
+absl::StatusOr<Sections> CompressTime(const Problem& problem,
+                                      const base::CancelToken* cancel,
+                                      const base::Parallelism& parallel) {
   SectionOptions options;
   options.kind = SectionKind::kMaximal;
-  return SweepSectionsOrCancel(problem, options, cancel);
+  return Sweep(problem, options, cancel, parallel);
 }
 
 std::vector<int64_t> OverlapCounts(const Sections& sections) {

@@ -1,6 +1,7 @@
 #include "planner/shared_objects.h"
 
 #include <algorithm>
+#include <atomic>
 #include <numeric>
 #include <optional>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "planner/sections.h"
 #include "planner/sweep.h"
 #include "planner/time_index.h"
+#include "planner/windows.h"
 #include "planner/work_cap.h"
 
 namespace memplan::planner {
@@ -195,6 +197,221 @@ absl::StatusOr<SharedObjects> ColorSharedObjects(
       });
 }
 
+namespace {
+
+// Buffers a window colors between two polls of the token.
+constexpr int kColorPollStride = 4096;
+
+// The lowest object none of i's neighbours holds, with `taken_by` as
+// LowestUnmarked's (grown as needed). Neighbours not yet colored hold -1.
+int LowestFreeObject(const InterferenceGraph& graph,
+                     const std::vector<int>& object_of, int i,
+                     std::vector<int>* taken_by) {
+  for (int j : graph.Neighbours(i)) {
+    const int p = object_of[j];
+    if (p < 0) continue;
+    if (p >= static_cast<int>(taken_by->size())) taken_by->resize(p + 1, -1);
+    (*taken_by)[p] = i;
+  }
+  int object = 0;
+  while (object < static_cast<int>(taken_by->size()) &&
+         (*taken_by)[object] == i) {
+    ++object;
+  }
+  return object;
+}
+
+// The coloring of Color with the graph, window by window (windows.h): the
+// first-fit object of a buffer is the lowest one none of its colored
+// neighbours holds, and its neighbours all touch its windows, so the
+// objects are those of the one pass, on any number of threads.
+absl::StatusOr<SharedObjects> ColorByWindows(
+    const Problem& problem, const InterferenceGraph& graph,
+    const Sections& time, const TimeWindows& windows,
+    const base::CancelToken* cancel, const base::Parallelism& parallel) {
+  const auto& b = problem.buffers;
+  absl::StatusOr<std::vector<int>> order =
+      GreedyPlacementOrder(problem, GreedyOrder::kSize, cancel, parallel);
+  if (absl::IsDeadlineExceeded(order.status())) {
+    return absl::DeadlineExceededError("shared object coloring cancelled");
+  }
+  if (!order.ok()) return order.status();
+  std::vector<int> to_color;
+  to_color.reserve(order->size());
+  for (int i : *order) {
+    if (!graph.SpansAll(i)) to_color.push_back(i);
+  }
+  WindowedPass pass(time, windows, to_color);
+  SharedObjects objects;
+  objects.object_of.assign(b.size(), -1);
+  std::vector<std::vector<int>> taken_by(windows.count());
+  std::vector<int> colored(windows.count(), 0);  // since the last poll
+  const auto color = [&](int w, int i) {
+    objects.object_of[i] =
+        LowestFreeObject(graph, objects.object_of, i, &taken_by[w]);
+    if (++colored[w] < kColorPollStride) return true;
+    colored[w] = 0;
+    return cancel == nullptr || !cancel->Cancelled();
+  };
+  if (!pass.Run(parallel, color,
+                [&](int wa, int, int i) { return color(wa, i); })) {
+    return absl::DeadlineExceededError("shared object coloring cancelled");
+  }
+  for (int i : to_color) {  // an object is as large as its largest member
+    const size_t p = static_cast<size_t>(objects.object_of[i]);
+    if (p >= objects.size.size()) objects.size.resize(p + 1, 0);
+    objects.size[p] = std::max(objects.size[p], b[i].size);
+  }
+  for (int i : *order) {
+    if (objects.object_of[i] >= 0) continue;
+    objects.object_of[i] = static_cast<int>(objects.size.size());
+    objects.size.push_back(b[i].size);
+  }
+  return objects;
+}
+
+// Work units a window adds up before it adds them to the shared count and
+// polls the token.
+constexpr int64_t kWindowWorkBatch = 1 << 14;
+
+// One window of the graphless coloring by windows: its entries' sections
+// cut to it, and the colored lifetimes in it with their objects.
+struct ColoringWindow {
+  Sections time;                        // per entry: its cut range
+  std::optional<TimeIndex<int>> index;  // colored, with their objects
+  std::vector<int> taken_by;            // one entry per object seen
+  size_t cursor = 0;                    // the next entry
+  int64_t unflushed = 0;                // work not yet in the shared count
+};
+
+// The scan coloring (a TimeIndex of colored lifetimes) window by window
+// (windows.h): a buffer's object is the lowest none of its colored
+// neighbours holds, and they all touch its windows, so the objects are
+// those of the one pass. The work cap is kept on the total work, the same
+// on any threads: RESOURCE_EXHAUSTED past it.
+absl::StatusOr<SharedObjects> ColorScanByWindows(
+    const Problem& problem, const Sections& time, const TimeWindows& windows,
+    const base::CancelToken* cancel, int64_t work_cap,
+    const base::Parallelism& parallel) {
+  const auto& b = problem.buffers;
+  const auto span = ScheduleSpan(problem);
+  absl::StatusOr<std::vector<int>> order =
+      GreedyPlacementOrder(problem, GreedyOrder::kSize, cancel, parallel);
+  if (absl::IsDeadlineExceeded(order.status())) {
+    return absl::DeadlineExceededError("shared object coloring cancelled");
+  }
+  if (!order.ok()) return order.status();
+  std::vector<int> to_color;
+  to_color.reserve(order->size());
+  for (int i : *order) {
+    if (!SpansAll(b[i], span)) to_color.push_back(i);
+  }
+  WindowedPass pass(time, windows, to_color);
+  std::vector<ColoringWindow> state(windows.count());
+  base::ParallelFor(parallel, windows.count(), [&](int w) {
+    ColoringWindow& s = state[w];
+    const int lo = windows.begin[w], hi = windows.begin[w + 1];
+    s.time.begin.resize(static_cast<size_t>(hi - lo));
+    for (const WindowedPass::Entry& e : pass.entries(w)) {
+      s.time.first.push_back(std::max(time.first[e.buffer], lo) - lo);
+      s.time.last.push_back(std::min(time.last[e.buffer], hi) - lo);
+    }
+    s.index.emplace(s.time);
+  });
+  SharedObjects objects;
+  objects.object_of.assign(b.size(), -1);
+  std::atomic<int64_t> total_work{0};
+  std::atomic<bool> capped{false};
+  const auto charge = [&](ColoringWindow& s, int64_t units) {
+    if ((s.unflushed += units) < kWindowWorkBatch) return true;
+    const int64_t total = total_work.fetch_add(s.unflushed) + s.unflushed;
+    s.unflushed = 0;
+    if (work_cap > 0 && total > work_cap) {
+      capped = true;
+      return false;
+    }
+    return cancel == nullptr || !cancel->Cancelled();
+  };
+  // Marks in `taken_by` the objects of buffer i's colored neighbours in
+  // window s; the marks made.
+  const auto mark = [](ColoringWindow& s, std::vector<int>* taken_by, int i) {
+    const size_t k = s.cursor;
+    int64_t units = 0;
+    s.index->ForEachOverlapping(s.time.first[k], s.time.last[k], [&](int p) {
+      if (p >= static_cast<int>(taken_by->size())) taken_by->resize(p + 1, -1);
+      (*taken_by)[p] = i;
+      ++units;
+    });
+    return units;
+  };
+  const auto lowest = [](const std::vector<int>& taken_by, int i) {
+    int object = 0;
+    while (object < static_cast<int>(taken_by.size()) &&
+           taken_by[object] == i) {
+      ++object;
+    }
+    return object;
+  };
+  const auto insert = [](ColoringWindow& s, int object) {
+    const size_t k = s.cursor++;
+    s.index->Insert(s.time.first[k], s.time.last[k], object);
+  };
+  const bool done = pass.Run(
+      parallel,
+      [&](int w, int i) {
+        ColoringWindow& s = state[w];
+        const int64_t units = mark(s, &s.taken_by, i);
+        if (!charge(s, kBufferWork + units)) return false;
+        objects.object_of[i] = lowest(s.taken_by, i);
+        insert(s, objects.object_of[i]);
+        return true;
+      },
+      [&](int wa, int wb, int i) {
+        std::vector<int>* taken_by = &state[wa].taken_by;
+        int64_t units = 0;
+        for (int w = wa; w <= wb; ++w) units += mark(state[w], taken_by, i);
+        if (!charge(state[wa], kBufferWork + units)) return false;
+        objects.object_of[i] = lowest(*taken_by, i);
+        for (int w = wa; w <= wb; ++w) insert(state[w], objects.object_of[i]);
+        return true;
+      });
+  int64_t total = total_work.load();
+  for (const ColoringWindow& s : state) total += s.unflushed;
+  if (capped || (done && work_cap > 0 && total > work_cap)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "shared object coloring passed its work cap (", work_cap, " units)"));
+  }
+  if (!done) {
+    return absl::DeadlineExceededError("shared object coloring cancelled");
+  }
+  for (int i : to_color) {  // an object is as large as its largest member
+    const size_t p = static_cast<size_t>(objects.object_of[i]);
+    if (p >= objects.size.size()) objects.size.resize(p + 1, 0);
+    objects.size[p] = std::max(objects.size[p], b[i].size);
+  }
+  for (int i : *order) {
+    if (objects.object_of[i] >= 0) continue;
+    objects.object_of[i] = static_cast<int>(objects.size.size());
+    objects.size.push_back(b[i].size);
+  }
+  return objects;
+}
+
+}  // namespace
+
+absl::StatusOr<SharedObjects> ColorSharedObjects(
+    const Problem& problem, const InterferenceGraph& graph,
+    const base::CancelToken* cancel, const Sections* time,
+    const base::Parallelism& parallel) {
+  if (time != nullptr) {
+    const TimeWindows windows = CutTime(*time);
+    if (windows.count() > 1) {
+      return ColorByWindows(problem, graph, *time, windows, cancel, parallel);
+    }
+  }
+  return ColorSharedObjects(problem, graph, cancel);
+}
+
 absl::StatusOr<SharedObjects> ColorSharedObjects(
     const Problem& problem, const base::CancelToken* cancel) {
   return ColorSharedObjects(problem, cancel, nullptr);
@@ -203,18 +420,25 @@ absl::StatusOr<SharedObjects> ColorSharedObjects(
 absl::StatusOr<SharedObjects> ColorSharedObjects(
     const Problem& problem, const base::CancelToken* cancel,
     const Sections* time) {
+  return ColorSharedObjects(problem, cancel, time, {});
+}
+
+absl::StatusOr<SharedObjects> ColorSharedObjects(
+    const Problem& problem, const base::CancelToken* cancel,
+    const Sections* time, const base::Parallelism& parallel) {
   absl::StatusOr<SharedObjects> colored = ColorSharedObjects(
       problem, cancel, OverlapSearch::kAuto,
       kCapScale *
           FirstPlanWorkCap(static_cast<int64_t>(problem.buffers.size())),
-      time);
+      time, parallel);
   if (!absl::IsResourceExhausted(colored.status())) return colored;
   return SweepSharedObjects(problem, cancel, time);
 }
 
 absl::StatusOr<SharedObjects> ColorSharedObjects(
     const Problem& problem, const base::CancelToken* cancel,
-    OverlapSearch search, int64_t work_cap, const Sections* given) {
+    OverlapSearch search, int64_t work_cap, const Sections* given,
+    const base::Parallelism& parallel) {
   Sections own;
   absl::StatusOr<const Sections*> compressed =
       CompressedTime(problem, given, &own, cancel);
@@ -223,6 +447,13 @@ absl::StatusOr<SharedObjects> ColorSharedObjects(
   const bool merged = search == OverlapSearch::kAuto
                           ? MostlyOverlapping(*time)
                           : search == OverlapSearch::kMerged;
+  if (!merged) {  // the scan alone: cut into windows when large
+    const TimeWindows windows = CutTime(*time);
+    if (windows.count() > 1) {
+      return ColorScanByWindows(problem, *time, windows, cancel, work_cap,
+                                parallel);
+    }
+  }
   ObjectFinder finder(*time, merged, search == OverlapSearch::kAuto);
   return Color(
       problem, *time, cancel, work_cap,

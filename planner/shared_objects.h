@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "base/cancel.h"
+#include "base/parallel.h"
 #include "planner/greedy.h"  // OverlapSearch
 #include "planner/interference.h"
 #include "planner/problem.h"
@@ -58,18 +59,32 @@ SharedObjects ColorSharedObjects(const Problem& problem);
     const base::CancelToken* cancel);
 [[nodiscard]] absl::StatusOr<SharedObjects> ColorSharedObjects(
     const Problem& problem, const base::CancelToken* cancel);
+// The one with the graph, on the threads `parallel` gives: with the
+// problem's compressed time `time` (may be null) and enough buffers, it
+// colors window by window (windows.h). The same objects on any threads.
+[[nodiscard]] absl::StatusOr<SharedObjects> ColorSharedObjects(
+    const Problem& problem, const InterferenceGraph& graph,
+    const base::CancelToken* cancel, const Sections* time,
+    const base::Parallelism& parallel);
 // The graphless one with the problem's compressed time at hand (may be
 // null: computed).
 [[nodiscard]] absl::StatusOr<SharedObjects> ColorSharedObjects(
     const Problem& problem, const base::CancelToken* cancel,
     const Sections* time);
+// The same on the threads `parallel` gives: when buffers overlap few others
+// and there are enough of them, the scan colors window by window
+// (windows.h). The same objects on any threads.
+[[nodiscard]] absl::StatusOr<SharedObjects> ColorSharedObjects(
+    const Problem& problem, const base::CancelToken* cancel,
+    const Sections* time, const base::Parallelism& parallel);
 
 // The graphless coloring with the search chosen (tests and benchmarks):
 // every choice gives the same objects. With `work_cap` > 0, gives up with
 // RESOURCE_EXHAUSTED once its work (base::WorkMeter units) passes the cap.
 [[nodiscard]] absl::StatusOr<SharedObjects> ColorSharedObjects(
     const Problem& problem, const base::CancelToken* cancel,
-    OverlapSearch search, int64_t work_cap = 0, const Sections* time = nullptr);
+    OverlapSearch search, int64_t work_cap = 0, const Sections* time = nullptr,
+    const base::Parallelism& parallel = {});
 
 }  // namespace memplan::planner
 

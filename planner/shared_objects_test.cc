@@ -6,6 +6,7 @@
 
 #include "gtest/gtest.h"
 #include "planner/interference.h"
+#include "planner/sections.h"
 #include "planner/testing/random_problems.h"
 
 namespace memplan::planner {
@@ -79,6 +80,34 @@ TEST(SharedObjectsTest, OneSharedLifetimeIsNotQuadratic) {
   const SharedObjects objects = ColorSharedObjects(p);
   EXPECT_EQ(objects.size.size(), 200000u);
   EXPECT_EQ(objects.object_of.back(), 0);  // shares the largest one's pool
+}
+
+// Large problems are colored window by window (windows.h): the objects
+// of the one pass, with and without workers.
+TEST(SharedObjectsTest, WindowByWindowTheSameObjects) {
+  Problem p = testing::RandomProblem(70000, 5, 64);
+  const auto span = ScheduleSpan(p);
+  p.buffers[3].start = span.first;  // one spanning the schedule too
+  p.buffers[3].end = span.second;
+  absl::StatusOr<InterferenceGraph> graph =
+      BuildInterferenceGraph(p, int64_t{1} << 24);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const SharedObjects want = ColorSharedObjects(p, *graph);
+  absl::StatusOr<Sections> time = CompressTime(p);
+  ASSERT_TRUE(time.ok());
+  base::WorkerPool pool(3, 64);
+  for (base::WorkerPool* workers : {&pool, (base::WorkerPool*)nullptr}) {
+    absl::StatusOr<SharedObjects> got =
+        ColorSharedObjects(p, *graph, nullptr, &*time, {workers, 4});
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->object_of, want.object_of);
+    EXPECT_EQ(got->size, want.size);
+    // Without a graph, the scan by windows.
+    got = ColorSharedObjects(p, nullptr, &*time, {workers, 4});
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->object_of, want.object_of);
+    EXPECT_EQ(got->size, want.size);
+  }
 }
 
 }  // namespace

@@ -116,7 +116,8 @@ const std::vector<std::string>& HeuristicNames() {
 const std::vector<std::string>& QuickHeuristicNames() {
   // Greedy by size, best and first fit (TFLite's and tflite-micro's): they
   // reach the bound on typical graphs, and two runs keep a Plan RPC of a
-  // few hundred tensors well under a millisecond. The rest is --optimize.
+  // few hundred tensors well under a millisecond. Above the bound a search
+  // within a node cap follows; the rest is --optimize.
   static const auto* names =
       new std::vector<std::string>(NamesWith({Role::kQuick}));
   return *names;
@@ -143,8 +144,7 @@ absl::StatusOr<StrategyChoice> ResolveStrategy(std::string_view name,
   StrategyChoice choice;
   if (name.empty() || name == kAuto) {
     choice.heuristics = optimize ? HeuristicNames() : QuickHeuristicNames();
-    choice.search =
-        optimize ? SearchWhen::kAlways : SearchWhen::kCapacityMissed;
+    choice.search = optimize ? SearchWhen::kAlways : SearchWhen::kAboveBound;
     choice.optional.assign(choice.heuristics.size(), optimize);
     choice.optional[0] = false;  // the plan every request gets
     choice.capped = true;

@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/cancel.h"
+#include "base/parallel.h"
 #include "planner/problem.h"
 
 namespace memplan::planner {
@@ -50,6 +51,9 @@ struct SolveContext {
   // The problem's compressed time (CompressTime), when the caller computed
   // it for several stages; null: the strategy computes its own.
   const Sections* time = nullptr;
+  // Workers a strategy may split its own work over (greedy placement by
+  // time windows): the plan never depends on them. Default: none.
+  base::Parallelism parallel;
 };
 
 // Lowers `best` to `value` if `value` is smaller (atomic fetch-min).
@@ -81,8 +85,9 @@ const std::vector<std::string>& HeuristicNames();
 // What "auto" runs without optimize: greedy by size with best and first fit
 // (TFLite's ArenaPlanner and tflite-micro's greedy planner), the first two
 // of HeuristicNames(). They reach the lower bound on typical graphs and keep
-// a Plan RPC cheap; "auto" with optimize runs all of HeuristicNames(), then
-// the exact search.
+// a Plan RPC cheap; where they end above it, the exact search follows within
+// TightSearchNodes (work_cap.h). "auto" with optimize runs all of
+// HeuristicNames(), then the exact search within the time budget.
 const std::vector<std::string>& QuickHeuristicNames();
 
 // Every strategy MakeStrategy knows: the heuristics, then "exact".
@@ -98,7 +103,12 @@ const std::vector<std::string>& StrategyNames();
 enum class SearchWhen {
   kNever,           // a single heuristic was asked for
   kCapacityMissed,  // only to meet a capacity the heuristics miss
-  kAlways,          // asked for: "exact", or "auto" with optimize
+  // "auto" without optimize: to meet a capacity the heuristics miss (within
+  // the time budget), else when they end above the aligned lower bound,
+  // within TightSearchNodes (work_cap.h) and no time budget, so the plan
+  // is the same on any machine, under any load, with any worker count.
+  kAboveBound,
+  kAlways,  // asked for: "exact", or "auto" with optimize
 };
 
 // What a strategy name (with PlanOptions::optimize) asks for.

@@ -69,7 +69,7 @@ TEST(StrategyRegistryTest, AutoExactAndOptimizeResolvedInOnePlace) {
   absl::StatusOr<StrategyChoice> quick = ResolveStrategy("auto", false);
   ASSERT_TRUE(quick.ok());
   EXPECT_THAT(quick->heuristics, ElementsAreArray(QuickHeuristicNames()));
-  EXPECT_EQ(quick->search, SearchWhen::kCapacityMissed);
+  EXPECT_EQ(quick->search, SearchWhen::kAboveBound);
   EXPECT_THAT(quick->optional, Not(::testing::Contains(true)));
 
   absl::StatusOr<StrategyChoice> full = ResolveStrategy("", true);

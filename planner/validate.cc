@@ -150,8 +150,10 @@ absl::Status ValidateBuffers(const Problem& problem) {
   return absl::OkStatus();
 }
 
-absl::Status ValidateProblem(const Problem& problem) {
-  if (problem.buffers.empty()) return Invalid("no buffers to plan");
+namespace {
+
+// Non-empty, unique names.
+absl::Status CheckNames(const Problem& problem) {
   absl::flat_hash_set<absl::string_view> names;
   names.reserve(problem.buffers.size());
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
@@ -161,8 +163,28 @@ absl::Status ValidateProblem(const Problem& problem) {
       return Invalid("duplicate buffer id '", Clip(b.name), "'");
     }
   }
-  if (absl::Status s = ValidateBuffers(problem); !s.ok()) return s;
-  return CheckPins(problem);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateProblem(const Problem& problem) {
+  return ValidateProblem(problem, {});
+}
+
+absl::Status ValidateProblem(const Problem& problem,
+                             const base::Parallelism& parallel) {
+  if (problem.buffers.empty()) return Invalid("no buffers to plan");
+  absl::Status names, buffers;
+  base::ParallelFor(parallel, 2, [&](int k) {
+    if (k == 0) {
+      names = CheckNames(problem);
+    } else {
+      buffers = ValidateBuffers(problem);
+      if (buffers.ok()) buffers = CheckPins(problem);
+    }
+  });
+  return names.ok() ? buffers : names;
 }
 
 }  // namespace memplan::planner

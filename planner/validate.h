@@ -12,6 +12,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "base/parallel.h"
 #include "planner/problem.h"
 
 namespace memplan::planner {
@@ -51,6 +52,10 @@ inline bool IsValidAlignment(Bytes a) {
 // ValidateBuffers, plus a non-empty list and unique non-empty names.
 // INVALID_ARGUMENT names the buffer.
 [[nodiscard]] absl::Status ValidateProblem(const Problem& problem);
+// The same, checking the names beside the rest on the threads `parallel`
+// gives (the same answer).
+[[nodiscard]] absl::Status ValidateProblem(const Problem& problem,
+                                           const base::Parallelism& parallel);
 
 }  // namespace memplan::planner
 

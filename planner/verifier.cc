@@ -9,7 +9,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "base/sort.h"
+#include "planner/sections.h"
 #include "planner/shared_objects.h"
+#include "planner/windows.h"
 
 namespace memplan::planner {
 namespace {
@@ -97,20 +99,32 @@ absl::StatusOr<std::vector<Event>> SortedEvents(
   return events;
 }
 
+absl::Status SweepEvents(const Problem& problem,
+                         const std::vector<Event>& events,
+                         const base::CancelToken* cancel);
+
 // The sweep of Verify with each buffer ending at ends[i]: live buffers
 // ordered by offset are pairwise disjoint in memory, so a new buffer only
 // needs checking against its neighbours in offset order.
 absl::Status Sweep(const Problem& problem, const Solution& solution,
                    const std::vector<Step>& ends,
                    const base::CancelToken* cancel) {
-  const auto& buffers = problem.buffers;
   absl::StatusOr<std::vector<Event>> events =
       SortedEvents(problem, solution, ends, cancel);
   if (!events.ok()) return events.status();
+  return SweepEvents(problem, *events, cancel);
+}
+
+// The sweep proper over events in time order (ends before starts at one
+// time).
+absl::Status SweepEvents(const Problem& problem,
+                         const std::vector<Event>& events,
+                         const base::CancelToken* cancel) {
+  const auto& buffers = problem.buffers;
   // Live buffers: offset -> (top, index).
   absl::btree_map<Offset, std::pair<Offset, int>> live;
   int visited = 0;
-  for (const Event& e : *events) {
+  for (const Event& e : events) {
     if (++visited % kCancelStride == 0 && cancel && cancel->Cancelled()) {
       return absl::DeadlineExceededError("verification cancelled");
     }
@@ -153,6 +167,108 @@ absl::Status Verify(const Problem& problem, const Solution& solution,
 
 absl::Status Verify(const Problem& problem, const Solution& solution) {
   return Verify(problem, solution, nullptr);
+}
+
+namespace {
+
+// Buffers CheckOne takes per chunk of the parallel checks.
+constexpr int kCheckChunk = 1 << 16;
+
+// CheckEach in chunks on the threads `parallel` gives; the first chunk's
+// fault, if any.
+absl::Status CheckEachInChunks(const Problem& problem, const Solution& solution,
+                               const base::Parallelism& parallel) {
+  const int n = static_cast<int>(problem.buffers.size());
+  if (solution.offsets.size() != problem.buffers.size() || n <= kCheckChunk) {
+    return CheckEach(problem, solution);
+  }
+  const int chunks = (n + kCheckChunk - 1) / kCheckChunk;
+  std::vector<absl::Status> found(chunks);
+  base::ParallelFor(parallel, chunks, [&](int c) {
+    const int end = std::min(n, (c + 1) * kCheckChunk);
+    for (int i = c * kCheckChunk; i < end && found[c].ok(); ++i) {
+      found[c] = CheckOne(problem.buffers[i], solution.offsets[i],
+                          solution.arena_size);
+    }
+  });
+  for (absl::Status& s : found) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// The buffers live in each window: per window, those starting in it, then
+// those reaching into it from an earlier one.
+std::vector<std::vector<int>> BuffersByWindow(const Sections& time,
+                                              const TimeWindows& windows) {
+  std::vector<std::vector<int>> live(windows.count());
+  std::vector<int> crossing;
+  for (int i = 0; i < static_cast<int>(time.first.size()); ++i) {
+    const int w = windows.WindowOf(time.first[i]);
+    live[w].push_back(i);
+    if (time.last[i] > windows.begin[w + 1]) crossing.push_back(i);
+  }
+  for (int i : crossing) {
+    const int last = windows.WindowOf(time.last[i] - 1);
+    for (int w = windows.WindowOf(time.first[i]) + 1; w <= last; ++w) {
+      live[w].push_back(i);
+    }
+  }
+  return live;
+}
+
+// The sweep of one window over its live buffers, each cut to the window:
+// events ordered by (section, ends before starts) by a counting sort.
+absl::Status SweepWindow(const Problem& problem, const Solution& solution,
+                         const Sections& time, int lo, int hi,
+                         const std::vector<int>& live,
+                         const base::CancelToken* cancel) {
+  const size_t keys = 2 * static_cast<size_t>(hi - lo) + 1;
+  std::vector<int> start(keys + 1, 0);
+  const auto start_key = [&](int i) {
+    return 2 * static_cast<size_t>(std::max(time.first[i], lo) - lo) + 1;
+  };
+  const auto end_key = [&](int i) {
+    return 2 * static_cast<size_t>(std::min(time.last[i], hi) - lo);
+  };
+  for (int i : live) {
+    ++start[start_key(i) + 1];
+    ++start[end_key(i) + 1];
+  }
+  for (size_t k = 0; k < keys; ++k) start[k + 1] += start[k];
+  std::vector<Event> events(2 * live.size());
+  for (int i : live) {
+    const Offset offset = solution.offsets[i];
+    const Offset top = offset + problem.buffers[i].size;
+    events[start[start_key(i)]++] = {0, offset, top, i, true};
+    events[start[end_key(i)]++] = {0, offset, top, i, false};
+  }
+  return SweepEvents(problem, events, cancel);
+}
+
+}  // namespace
+
+absl::Status Verify(const Problem& problem, const Solution& solution,
+                    const base::CancelToken* cancel, const Sections& time,
+                    const base::Parallelism& parallel) {
+  if (absl::Status s = CheckEachInChunks(problem, solution, parallel);
+      !s.ok()) {
+    return s;
+  }
+  const TimeWindows windows = CutTime(time);
+  if (windows.count() == 1) {
+    return Sweep(problem, solution, Ends(problem), cancel);
+  }
+  const std::vector<std::vector<int>> live = BuffersByWindow(time, windows);
+  std::vector<absl::Status> found(windows.count());
+  base::ParallelFor(parallel, windows.count(), [&](int w) {
+    found[w] = SweepWindow(problem, solution, time, windows.begin[w],
+                           windows.begin[w + 1], live[w], cancel);
+  });
+  for (absl::Status& s : found) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 namespace {

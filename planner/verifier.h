@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "base/cancel.h"
+#include "base/parallel.h"
 #include "planner/problem.h"
 
 namespace memplan::planner {
@@ -28,6 +29,20 @@ namespace memplan::planner {
 [[nodiscard]] absl::Status Verify(const Problem& problem,
                                   const Solution& solution,
                                   const base::CancelToken* cancel);
+
+struct Sections;  // sections.h
+
+// Verify with the problem's compressed time at hand (CompressTime), on the
+// threads `parallel` gives: the checks of each buffer in chunks, and the
+// sweep per time window (windows.h), each over the buffers live in it
+// (two lifetimes overlap exactly where their sections do, in some window
+// both touch). The same verdict as Verify; when several faults are found
+// the first chunk's or the earliest window's is named.
+[[nodiscard]] absl::Status Verify(const Problem& problem,
+                                  const Solution& solution,
+                                  const base::CancelToken* cancel,
+                                  const Sections& time,
+                                  const base::Parallelism& parallel);
 
 // Two buffers an in-place op may put in the same memory: `output` is written
 // by the op that reads `input` for the last time.

@@ -1,10 +1,12 @@
 #include "planner/verifier.h"
 
+#include <algorithm>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/greedy.h"
+#include "planner/sections.h"
 #include "planner/testing/random_problems.h"
 
 namespace memplan::planner {
@@ -118,6 +120,45 @@ TEST(VerifierTest, InPlaceRulesAreChecked) {
   aligned.buffers[1].alignment = 16;
   EXPECT_THAT(std::string(VerifyInPlace(aligned, s, {{1, 0}}).message()),
               HasSubstr("alignments differ"));
+}
+
+// The sweep by time windows on several threads gives Verify's verdict:
+// a valid plan passes, and a collision is found also between buffers
+// reaching across windows.
+TEST(VerifierTest, ByWindowsOnWorkersFindsWhatTheSweepFinds) {
+  const Problem p = testing::RandomProblem(70000, 3, 64);
+  absl::StatusOr<Sections> time = CompressTime(p);
+  ASSERT_TRUE(time.ok());
+  GreedyStrategy greedy(GreedyOrder::kSize, FitPolicy::kBestFit);
+  absl::StatusOr<Solution> plan = greedy.Solve(p, {});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  base::WorkerPool pool(3, 64);
+  const base::Parallelism parallel{&pool, 4};
+  EXPECT_TRUE(Verify(p, *plan, nullptr, *time, parallel).ok());
+  // The longest-lived buffer crosses windows; put an overlapping one on it.
+  int longest = 0;
+  for (int i = 0; i < static_cast<int>(p.buffers.size()); ++i) {
+    const Buffer& b = p.buffers[i];
+    const Buffer& l = p.buffers[longest];
+    if (b.end - b.start > l.end - l.start) longest = i;
+  }
+  int other = -1;
+  for (int i = static_cast<int>(p.buffers.size()); i-- > 0 && other < 0;) {
+    if (i != longest && LifetimesOverlap(p.buffers[i], p.buffers[longest]) &&
+        p.buffers[i].start > p.buffers[longest].start + 100) {
+      other = i;
+    }
+  }
+  ASSERT_GE(other, 0);
+  Solution bad = *plan;
+  bad.offsets[other] = bad.offsets[longest];
+  bad.arena_size =
+      std::max(bad.arena_size, bad.offsets[other] + p.buffers[other].size);
+  EXPECT_TRUE(absl::IsInternal(Verify(p, bad)));
+  const absl::Status s = Verify(p, bad, nullptr, *time, parallel);
+  EXPECT_TRUE(absl::IsInternal(s)) << s;
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("overlap"));
+  EXPECT_TRUE(absl::IsInternal(Verify(p, bad, nullptr, *time, {})));
 }
 
 }  // namespace

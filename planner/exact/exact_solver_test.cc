@@ -12,9 +12,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/cancel.h"
+#include "base/worker_pool.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/exact/hole_groups.h"
@@ -935,6 +937,160 @@ TEST(ExactSolverTest, Deterministic) {
   EXPECT_EQ(a.solution.offsets, b.solution.offsets);
   EXPECT_EQ(a.nodes, b.nodes);
   EXPECT_GT(a.nodes, 10000);
+}
+
+// The threads run a fixed sequence of runs and take their answers in, in
+// that order, each with the nodes it has in it: under max_nodes the plan,
+// the verdicts and the nodes do not depend on the thread count, on the
+// threads being the call's own or a pool's, or on which ran first.
+void ExpectSameOnAnyThreads(const Problem& p, ExactOptions options,
+                            const std::string& what) {
+  options.threads = 1;
+  const ExactResult one = MustSolve(p, options);
+  base::WorkerPool pool(3, 64);
+  for (int threads : {2, 8, 4}) {
+    options.threads = threads;
+    options.workers = threads == 4 ? &pool : nullptr;
+    const ExactResult r = MustSolve(p, options);
+    ASSERT_EQ(r.solution.offsets, one.solution.offsets)
+        << what << ", threads " << threads;
+    EXPECT_EQ(r.solution.arena_size, one.solution.arena_size) << what;
+    EXPECT_EQ(r.nodes, one.nodes) << what << ", threads " << threads;
+    EXPECT_EQ(r.proven_optimal, one.proven_optimal) << what;
+    EXPECT_EQ(r.capacity_status, one.capacity_status) << what;
+  }
+}
+
+// Small problems cut by tiny efforts: the effort runs out inside runs that
+// started on speculation (run again with the effort they have), in the
+// later rounds, the dives and the refutations.
+TEST(ExactSearchThreadsTest, EffortGivesTheSamePlanOnAnyThreadCount) {
+  int cut = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    std::mt19937 rng(100 + trial);
+    Problem p;
+    for (int i = 0; i < 12 + trial % 20; ++i) {  // dense and uneven
+      Buffer b;
+      b.name = "t" + std::to_string(i);
+      b.start = std::uniform_int_distribution<int>(0, 15)(rng);
+      b.end = b.start + std::uniform_int_distribution<int>(1, 8)(rng);
+      b.size = std::uniform_int_distribution<int>(1, 60)(rng);
+      p.buffers.push_back(b);
+    }
+    ExactOptions options;
+    options.first_round_nodes = 4;
+    options.probe_nodes = 8;
+    options.max_nodes = 20 + trial * 7;
+    if (trial % 3 == 2) {
+      options.mode = ExactMode::kCapacity;
+      options.capacity = LowerBound(p) + 2;
+    }
+    ExpectSameOnAnyThreads(p, options, "trial " + std::to_string(trial));
+    options.threads = 1;
+    cut += MustSolve(p, options).nodes == options.max_nodes ? 1 : 0;
+  }
+  EXPECT_GT(cut, 10);  // the effort ended many of these searches
+}
+
+// The capacity searches with state: zero slack (the runs on one failure
+// memo, beside the PQ-tree sweep) and near it (the sweep with the slack
+// filled at the bound, dives above it), and MiniMalloc's D and J.
+TEST(ExactSearchThreadsTest, EffortGivesTheSamePlanOnLargerProblems) {
+  {
+    std::mt19937 rng(2);
+    Problem p;
+    Guillotine(rng, 0, 1000, 0, 1 << 20, 200, p);
+    ExactOptions options = Capacity(1 << 20);
+    options.max_nodes = 30'000;
+    ExpectSameOnAnyThreads(p, options, "guillotine 200 at its height");
+    options.pq_sweep = false;
+    ExpectSameOnAnyThreads(p, options, "guillotine 200 without the sweep");
+  }
+  {
+    const Problem p =
+        testing::NearZeroSlackProblem({.buffers = 300, .seed = 3});
+    ExactOptions options;
+    options.max_nodes = 60'000;
+    ExpectSameOnAnyThreads(p, options, "near zero slack, minimized");
+  }
+  for (const char* file : {"D.1048576.csv", "J.1048576.csv"}) {
+    const Problem p = SuiteInstance(file);
+    ExactOptions options;
+    options.max_nodes = 150'000;
+    ExpectSameOnAnyThreads(p, options, file);
+    options = Capacity(1010 * 1024);
+    options.max_nodes = 100'000;
+    ExpectSameOnAnyThreads(p, options, std::string(file) + " at 1010 KiB");
+  }
+}
+
+// The optimum does not depend on the threads either (no effort, no
+// deadline: the runs' answers are taken in order too).
+TEST(ExactSearchThreadsTest, ManyThreadsMatchBruteForceOptimum) {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 200; ++trial) {
+    const Problem p = RandomProblem(rng, 7, trial % 2 == 1);
+    ExactOptions options;
+    options.threads = 4;
+    options.first_round_nodes = 4;
+    const ExactResult r = MustSolve(p, options);
+    ASSERT_TRUE(r.proven_optimal) << "trial " << trial;
+    ASSERT_EQ(r.solution.arena_size, BruteForceOptimum(p)) << "trial " << trial;
+  }
+}
+
+// A pool whose only thread is busy (helpers queued, never started during
+// the call) or whose queue is full (helpers refused): the caller searches
+// alone, to the same plan, and returns; helpers started later do nothing.
+TEST(ExactSearchThreadsTest, RunsInlineWhenThePoolIsBusyOrFull) {
+  const Problem p = testing::NearZeroSlackProblem({.buffers = 300, .seed = 3});
+  ExactOptions options;
+  options.max_nodes = 20'000;
+  const ExactResult alone = MustSolve(p, options);
+  for (int max_queue : {64, 1}) {
+    base::WorkerPool pool(1, max_queue);
+    absl::Notification started, release;
+    ASSERT_TRUE(pool.TrySchedule([&] {
+      started.Notify();
+      release.WaitForNotification();
+    }));
+    started.WaitForNotification();
+    if (max_queue == 1) {
+      ASSERT_TRUE(pool.TrySchedule([] {}));
+    }
+    options.threads = 4;
+    options.workers = &pool;
+    const ExactResult r = MustSolve(p, options);
+    EXPECT_EQ(r.solution.offsets, alone.solution.offsets) << max_queue;
+    EXPECT_EQ(r.nodes, alone.nodes) << max_queue;
+    release.Notify();
+  }
+}
+
+// Cancelled while every thread searches: a valid plan comes back, and no
+// helper still holds a pool thread afterwards (all three take new tasks
+// that need each other at once).
+TEST(ExactSearchThreadsTest, DeadlineStopsEveryThread) {
+  const Problem p = HardProblem();
+  base::WorkerPool pool(3, 64);
+  base::CancelToken cancel(absl::Now() + absl::Milliseconds(300));
+  SolveContext ctx;
+  ctx.cancel = &cancel;
+  ExactOptions options;
+  options.threads = 4;
+  options.workers = &pool;
+  const ExactResult r = MustSolve(p, options, ctx);
+  EXPECT_FALSE(r.proven_optimal);
+  EXPECT_GT(r.nodes, 0);
+  std::atomic<int> arrived{0};
+  absl::Notification all;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(pool.TrySchedule([&] {
+      if (arrived.fetch_add(1) + 1 == 3) all.Notify();
+      all.WaitForNotificationWithTimeout(absl::Seconds(60));
+    }));
+  }
+  EXPECT_TRUE(all.WaitForNotificationWithTimeout(absl::Seconds(60)));
 }
 
 TEST(ExactSolverTest, UsesSeedAndLowersSharedIncumbent) {

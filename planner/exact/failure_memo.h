@@ -9,7 +9,9 @@
 // rank restriction. The memo keeps the keys of failed nodes across the
 // restarts and orderings of a round robin, so a restart skips what the last
 // run finished (ExactOptions::remember_failures). The Search class of
-// exact_solver.cc owns one per search thread and feeds it every placement.
+// exact_solver.cc owns one and feeds it every placement; at zero slack one
+// Search per capacity runs every ordering's restarts, one at a time on
+// whichever search thread is free, so they all share its memo.
 //
 //   FailureMemo memo(/*enabled=*/true);
 //   memo.StartRun("Zh", /*seed=*/0);  // nothing placed yet

@@ -1,6 +1,8 @@
 #include "planner/exact/parts.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <utility>
 #include <vector>
 
 namespace memplan::planner::exact_internal {
@@ -15,27 +17,47 @@ void Cuts::Reset(const std::vector<int>& sec_lo, const std::vector<int>& sec_hi,
 }
 
 // Finds the cut sections, then files each unplaced buffer under the piece
-// holding it.
-std::vector<Part> Cuts::Split(const Part& part, const std::vector<char>& placed,
-                              const std::vector<int>& sec_lo) const {
-  std::vector<int> starts = {part.lo};  // first section of every piece
+// holding it (the pieces are in time order: by the first section).
+size_t Cuts::SplitInto(const Part& part, const std::vector<char>& placed,
+                       const std::vector<int>& sec_lo,
+                       std::vector<Part>* out) const {
+  size_t count = 0;  // pieces so far: (*out)[0, count)
+  const auto open = [&](int lo) {
+    if (count == out->size()) out->emplace_back();
+    Part& p = (*out)[count++];
+    p.buffers.clear();
+    p.lo = lo;
+  };
+  open(part.lo);
   for (int s = part.lo; s + 1 < part.hi; ++s) {
-    if (crossing_[s] == 0) starts.push_back(s + 1);
+    if (crossing_[s] == 0) {
+      (*out)[count - 1].hi = s + 1;
+      open(s + 1);
+    }
   }
-  std::vector<Part> parts(starts.size());
-  for (size_t k = 0; k < starts.size(); ++k) {
-    parts[k].lo = starts[k];
-    parts[k].hi = k + 1 < starts.size() ? starts[k + 1] : part.hi;
-  }
+  (*out)[count - 1].hi = part.hi;
   for (int b : part.buffers) {
     if (placed[b]) continue;
-    const size_t k = std::upper_bound(starts.begin(), starts.end(), sec_lo[b]) -
-                     starts.begin() - 1;
-    parts[k].buffers.push_back(b);
+    // The last piece starting at or before b's first section.
+    const auto after = std::upper_bound(
+        out->begin(), out->begin() + count, sec_lo[b],
+        [](int lo, const Part& p) { return lo < p.lo; });
+    (after - 1)->buffers.push_back(b);
   }
-  parts.erase(std::remove_if(parts.begin(), parts.end(),
-                             [](const Part& p) { return p.buffers.empty(); }),
-              parts.end());
+  // Leave out the empty pieces; swaps keep every piece's storage in *out.
+  size_t kept = 0;
+  for (size_t k = 0; k < count; ++k) {
+    if ((*out)[k].buffers.empty()) continue;
+    if (kept != k) std::swap((*out)[kept], (*out)[k]);
+    ++kept;
+  }
+  return kept;
+}
+
+std::vector<Part> Cuts::Split(const Part& part, const std::vector<char>& placed,
+                              const std::vector<int>& sec_lo) const {
+  std::vector<Part> parts;
+  parts.resize(SplitInto(part, placed, sec_lo, &parts));
   return parts;
 }
 

@@ -21,6 +21,7 @@
 #ifndef MEMPLAN_PLANNER_EXACT_PARTS_H_
 #define MEMPLAN_PLANNER_EXACT_PARTS_H_
 
+#include <cstddef>
 #include <vector>
 
 namespace memplan::planner::exact_internal {
@@ -59,6 +60,13 @@ class Cuts {
   // sections from sec_lo[b]); pieces without any are left out.
   std::vector<Part> Split(const Part& part, const std::vector<char>& placed,
                           const std::vector<int>& sec_lo) const;
+  // The same pieces in (*out)[0, count), count returned; *out keeps the
+  // pieces (and their buffer lists) beyond it, so a search that reuses one
+  // vector per level of nesting allocates nothing once they have grown.
+  // REQUIRES out != nullptr, not part.buffers' vector.
+  size_t SplitInto(const Part& part, const std::vector<char>& placed,
+                   const std::vector<int>& sec_lo,
+                   std::vector<Part>* out) const;
 
  private:
   std::vector<int> crossing_;  // per boundary s|s+1

@@ -1,0 +1,57 @@
+// Splitting one call's work over the workers. The calling thread always
+// works too, and workers only join in: a worker task that cannot be queued
+// (the pool is full), or that starts after the work is done, costs nothing,
+// so these never deadlock, also when called from a worker thread. At most
+// Parallelism::max_threads threads work on one call at once, and a worker
+// leaves between chunks once other tasks (not such workers) wait in the
+// pool's queue, so one large request cannot keep the workers from the
+// small ones.
+//
+//   base::Parallelism parallel{&workers, /*max_threads=*/8};
+//   base::ParallelFor(parallel, chunks, [&](int chunk) { Work(chunk); });
+//
+// What is computed must never depend on which thread ran a chunk, or on
+// how many did: chunks are fixed by the input, never by the thread count.
+// Thread-safe.
+#ifndef MEMPLAN_BASE_PARALLEL_H_
+#define MEMPLAN_BASE_PARALLEL_H_
+
+#include "absl/functional/function_ref.h"
+#include "base/worker_pool.h"
+
+namespace memplan::base {
+
+// The threads one call may put to work at once.
+struct Parallelism {
+  // Where the other threads come from; null: the caller alone.
+  WorkerPool* workers = nullptr;
+  // Threads working on the call at once, the caller included (so at most
+  // max_threads - 1 workers). <= 1: the caller alone.
+  int max_threads = 1;
+
+  // The workers the call may ask for: min(max_threads - 1, the pool's
+  // threads), 0 without a pool.
+  int helpers() const;
+};
+
+// Runs work(thread) on the calling thread (thread 0) and on up to
+// parallel.helpers() workers (threads 1, 2, ...) at once, and returns once
+// every call that started has returned. A worker that starts after the
+// caller's call has returned runs nothing, so `work` must finish the whole
+// job when called alone: each call takes pieces from shared state until
+// none is left.
+void RunTogether(const Parallelism& parallel,
+                 absl::FunctionRef<void(int thread)> work);
+
+// True when a worker (thread > 0 of RunTogether) should leave: tasks other
+// than such workers wait in the pool's queue (a small request's, say).
+bool ShouldYield(const Parallelism& parallel, int thread);
+
+// Calls fn(chunk) once for each chunk in [0, chunks), in any order and on
+// any of the threads RunTogether gives, and returns once all have returned.
+void ParallelFor(const Parallelism& parallel, int chunks,
+                 absl::FunctionRef<void(int chunk)> fn);
+
+}  // namespace memplan::base
+
+#endif  // MEMPLAN_BASE_PARALLEL_H_

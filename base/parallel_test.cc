@@ -1,0 +1,118 @@
+#include "base/parallel.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "base/sort.h"
+#include "gtest/gtest.h"
+
+namespace memplan::base {
+namespace {
+
+// Every chunk runs exactly once, whatever the pool.
+void ExpectEachChunkOnce(const Parallelism& parallel, int chunks) {
+  std::vector<std::atomic<int>> runs(chunks);
+  ParallelFor(parallel, chunks, [&](int c) { runs[c].fetch_add(1); });
+  for (int c = 0; c < chunks; ++c) EXPECT_EQ(runs[c].load(), 1) << c;
+}
+
+TEST(ParallelTest, RunsEachChunkOnceWithAndWithoutWorkers) {
+  ExpectEachChunkOnce({nullptr, 8}, 100);
+  WorkerPool pool(4, 64);
+  ExpectEachChunkOnce({&pool, 1}, 100);
+  ExpectEachChunkOnce({&pool, 3}, 100);
+  ExpectEachChunkOnce({&pool, 64}, 1000);
+  ExpectEachChunkOnce({&pool, 64}, 0);
+}
+
+TEST(ParallelTest, HelpersAreBoundedByTheLimitAndThePool) {
+  WorkerPool pool(4, 64);
+  EXPECT_EQ((Parallelism{&pool, 1}).helpers(), 0);
+  EXPECT_EQ((Parallelism{&pool, 3}).helpers(), 2);
+  EXPECT_EQ((Parallelism{&pool, 16}).helpers(), 4);
+  EXPECT_EQ((Parallelism{nullptr, 16}).helpers(), 0);
+}
+
+TEST(ParallelTest, NoMoreThreadsAtOnceThanTheLimit) {
+  WorkerPool pool(8, 64);
+  std::atomic<int> inside{0}, most{0};
+  ParallelFor({&pool, 3}, 200, [&](int) {
+    const int now = inside.fetch_add(1) + 1;
+    int seen = most.load();
+    while (now > seen && !most.compare_exchange_weak(seen, now)) {
+    }
+    for (volatile int spin = 0; spin < 20000; ++spin) {
+    }
+    inside.fetch_sub(1);
+  });
+  EXPECT_LE(most.load(), 3);
+  EXPECT_GE(most.load(), 1);
+}
+
+TEST(ParallelTest, FullPoolRunsEverythingOnTheCaller) {
+  WorkerPool pool(1, 1);
+  absl::Notification release, started;
+  ASSERT_TRUE(pool.TrySchedule([&] {
+    started.Notify();
+    release.WaitForNotification();
+  }));
+  started.WaitForNotification();
+  ASSERT_TRUE(pool.TrySchedule([] {}));  // the queue is now full
+  ExpectEachChunkOnce({&pool, 4}, 50);
+  release.Notify();
+}
+
+TEST(ParallelTest, NestedCallsFromWorkersDoNotDeadlock) {
+  WorkerPool pool(2, 4);
+  std::atomic<int> total{0};
+  ParallelFor({&pool, 8}, 16, [&](int) {
+    ParallelFor({&pool, 8}, 16, [&](int) { total.fetch_add(1); });
+  });
+  EXPECT_EQ(total.load(), 256);
+}
+
+TEST(ParallelTest, WorkersStartingLateRunNothing) {
+  WorkerPool pool(1, 8);
+  absl::Notification release, started;
+  ASSERT_TRUE(pool.TrySchedule([&] {
+    started.Notify();
+    release.WaitForNotification();
+  }));
+  started.WaitForNotification();
+  // The only worker is busy: the helper queued now starts after the call.
+  int calls = 0;
+  RunTogether({&pool, 2}, [&](int thread) {
+    EXPECT_EQ(thread, 0);
+    ++calls;
+  });
+  EXPECT_EQ(calls, 1);
+  release.Notify();
+}
+
+// The parallel radix sort gives the order of the plain one (stable).
+TEST(ParallelTest, RadixSortOnWorkersIsTheStableOrder) {
+  std::vector<std::pair<int64_t, int>> items(300000);
+  uint64_t state = 1;
+  for (size_t i = 0; i < items.size(); ++i) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    items[i] = {static_cast<int64_t>(state >> 40) % 5000 - 2500,
+                static_cast<int>(i)};
+  }
+  const auto key = [](const std::pair<int64_t, int>& p) {
+    return SignedKey(p.first);
+  };
+  std::vector<std::pair<int64_t, int>> want = items;
+  ASSERT_TRUE(RadixSortOrCancel(&want, key, nullptr));
+  ASSERT_TRUE(std::is_sorted(want.begin(), want.end()));  // ties by index
+  WorkerPool pool(3, 64);
+  std::vector<std::pair<int64_t, int>> got = items;
+  ASSERT_TRUE(RadixSortOrCancel(&got, key, nullptr, {&pool, 4}));
+  EXPECT_EQ(got, want);
+}
+
+}  // namespace
+}  // namespace memplan::base

@@ -1,0 +1,95 @@
+// The same plan on any number of threads (issue 33): every stage that
+// splits its work over the workers cuts it by the input alone, so offsets,
+// shared objects and arena are byte for byte those of the caller alone.
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "planner/planner.h"
+#include "planner/testing/random_problems.h"
+#include "planner/testing/traces.h"
+
+namespace memplan::planner {
+namespace {
+
+// What must not depend on the threads.
+void ExpectSamePlan(const PlanResult& got, const PlanResult& want,
+                    const std::string& what) {
+  EXPECT_EQ(got.solution.offsets, want.solution.offsets) << what;
+  EXPECT_EQ(got.solution.arena_size, want.solution.arena_size) << what;
+  EXPECT_EQ(got.shared_objects.object_of, want.shared_objects.object_of)
+      << what;
+  EXPECT_EQ(got.shared_objects.size, want.shared_objects.size) << what;
+  EXPECT_EQ(got.strategy, want.strategy) << what;
+  EXPECT_EQ(got.lower_bound, want.lower_bound) << what;
+  EXPECT_EQ(got.proven_optimal, want.proven_optimal) << what;
+}
+
+// Plans with no workers, then on pools of 1, 2, 16 and 64 threads, and
+// expects the same plan from each. `plan(workers)` plans the input.
+template <typename PlanFn>
+void ExpectSameOnAnyThreads(const std::string& what, PlanFn plan) {
+  const absl::StatusOr<PlanResult> alone = plan(nullptr);
+  ASSERT_TRUE(alone.ok()) << what << ": " << alone.status();
+  for (int threads : {1, 2, 16, 64}) {
+    base::WorkerPool workers(threads, 256);
+    const absl::StatusOr<PlanResult> got = plan(&workers);
+    ASSERT_TRUE(got.ok()) << what << ": " << got.status();
+    ExpectSamePlan(*got, *alone, what + " on " + std::to_string(threads));
+  }
+}
+
+void ExpectSameBuffersPlan(const std::string& what, const Problem& problem,
+                           const PlanOptions& options) {
+  ExpectSameOnAnyThreads(what, [&](base::WorkerPool* workers) {
+    return PlanBuffers(problem, options, workers, nullptr);
+  });
+}
+
+TEST(ThreadsTest, RandomListsPlanTheSameOnAnyThreads) {
+  PlanOptions options;  // auto: best and first fit by size
+  // Large enough to be cut into time windows and colored beside offsets.
+  ExpectSameBuffersPlan("random 150000", testing::RandomProblem(150000, 9, 64),
+                        options);
+  ExpectSameBuffersPlan("dense 3000", testing::DenseProblem(3000, 4, 1),
+                        options);
+  options.strategy = "best_fit_size";
+  options.max_interference_edges = 1000;  // shared objects without a graph
+  ExpectSameBuffersPlan("random 70000, graphless",
+                        testing::RandomProblem(70000, 2, 16), options);
+}
+
+TEST(ThreadsTest, TracesPlanTheSameOnAnyThreads) {
+  const std::string dir =
+      std::string(MEMPLAN_SOURCE_DIR) + "/bench/data/traces/";
+  for (const char* name : {"G_1.csv", "S_1.csv", "bert_base.csv",
+                           "pangu_2.6B.csv", "resnet50.csv"}) {
+    const Problem trace = testing::ReadTrace(dir + name);
+    ASSERT_FALSE(trace.buffers.empty()) << name;
+    ExpectSameBuffersPlan(name, trace, PlanOptions());
+  }
+}
+
+TEST(ThreadsTest, GraphsPlanTheSameOnAnyThreads) {
+  const Graph graph = testing::RandomGraph(40000, 3);
+  ExpectSameOnAnyThreads("graph", [&](base::WorkerPool* workers) {
+    return PlanGraph(graph, PlanOptions(), workers, nullptr);
+  });
+}
+
+TEST(ThreadsTest, OneThreadPerRequestPlansTheSame) {
+  const Problem problem = testing::RandomProblem(80000, 6, 64);
+  const absl::StatusOr<PlanResult> want =
+      PlanBuffers(problem, PlanOptions(), nullptr, nullptr);
+  ASSERT_TRUE(want.ok());
+  base::WorkerPool workers(4, 64);
+  PlanOptions alone;
+  alone.max_threads = 1;
+  const absl::StatusOr<PlanResult> got =
+      PlanBuffers(problem, alone, &workers, nullptr);
+  ASSERT_TRUE(got.ok());
+  ExpectSamePlan(*got, *want, "max_threads 1");
+}
+
+}  // namespace
+}  // namespace memplan::planner

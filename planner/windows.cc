@@ -1,0 +1,146 @@
+#include "planner/windows.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
+namespace memplan::planner {
+
+TimeWindows CutTime(const Sections& time, int buffers_per_window) {
+  const int64_t n = static_cast<int64_t>(time.first.size());
+  const int sections = time.size();
+  const int count = static_cast<int>(
+      std::clamp<int64_t>(n / std::max(1, buffers_per_window), 1, kMaxWindows));
+  TimeWindows windows;
+  windows.begin.push_back(0);
+  if (count > 1) {
+    // Buffers starting in each section, then cuts at equal shares of them.
+    std::vector<int64_t> starts(sections + 1, 0);
+    for (int64_t i = 0; i < n; ++i) ++starts[time.first[i]];
+    int64_t seen = 0;
+    int next = 1;  // the next cut to place
+    for (int k = 0; k < sections && next < count; ++k) {
+      seen += starts[k];
+      if (seen * count >= next * n && k + 1 < sections &&
+          k + 1 > windows.begin.back()) {
+        windows.begin.push_back(k + 1);
+        ++next;
+      }
+    }
+  }
+  windows.begin.push_back(std::max(sections, windows.begin.back() + 1));
+  if (windows.count() > 1) {
+    windows.window_of.resize(windows.begin.back());
+    for (int w = 0; w < windows.count(); ++w) {
+      std::fill(windows.window_of.begin() + windows.begin[w],
+                windows.window_of.begin() + windows.begin[w + 1],
+                static_cast<uint8_t>(w));
+    }
+  }
+  return windows;
+}
+
+WindowedPass::WindowedPass(const Sections& time, const TimeWindows& windows,
+                           const std::vector<int>& order)
+    : windows_(windows), lists_(windows.count()) {
+  for (int i : order) {
+    const int first = windows.WindowOf(time.first[i]);
+    const int last = windows.WindowOf(time.last[i] - 1);
+    if (first == last) {
+      lists_[first].push_back({i, -1});
+      continue;
+    }
+    const int cross = static_cast<int>(crossings_.size());
+    crossings_.push_back({first, last});
+    for (int w = first; w <= last; ++w) lists_[w].push_back({i, cross});
+  }
+}
+
+namespace {
+
+// What the threads of one Run share.
+struct PassState {
+  absl::Mutex mu;
+  std::vector<int> runnable ABSL_GUARDED_BY(mu);  // windows free to go on
+  int finished ABSL_GUARDED_BY(mu) = 0;           // windows at their end
+  std::vector<int> arrived ABSL_GUARDED_BY(mu);   // per crossing
+  // Per window, its next entry: changed by the thread running the window,
+  // or under mu while it waits at a crossing.
+  std::vector<size_t> next;
+  std::atomic<bool> stopped{false};
+
+  bool Stopped() const { return stopped.load(std::memory_order_relaxed); }
+  void Stop() {
+    absl::MutexLock lock(&mu);
+    stopped.store(true, std::memory_order_relaxed);
+  }
+};
+
+}  // namespace
+
+bool WindowedPass::Run(const base::Parallelism& parallel,
+                       absl::FunctionRef<bool(int w, int i)> inside,
+                       absl::FunctionRef<bool(int wa, int wb, int i)> across) {
+  const int count = windows_.count();
+  PassState state;
+  state.next.assign(count, 0);
+  {
+    absl::MutexLock lock(&state.mu);
+    state.arrived.assign(crossings_.size(), 0);
+    for (int w = count; w-- > 0;) state.runnable.push_back(w);
+  }
+  // Runs window w until its end, a crossing not every window has reached,
+  // or a stop.
+  const auto run_window = [&](int w) {
+    const std::vector<Entry>& list = lists_[w];
+    for (size_t p = state.next[w]; p < list.size(); ++p) {
+      if (state.Stopped()) return;
+      const Entry& e = list[p];
+      if (e.cross < 0) {
+        if (!inside(w, e.buffer)) return state.Stop();
+        continue;
+      }
+      const Crossing& c = crossings_[e.cross];
+      {
+        absl::MutexLock lock(&state.mu);
+        if (++state.arrived[e.cross] <= c.last - c.first) {
+          state.next[w] = p;  // the last window to arrive goes on
+          return;
+        }
+      }
+      if (!across(c.first, c.last, e.buffer)) return state.Stop();
+      absl::MutexLock lock(&state.mu);
+      for (int v = c.first; v <= c.last; ++v) {
+        if (v == w) continue;
+        ++state.next[v];
+        state.runnable.push_back(v);
+      }
+    }
+    absl::MutexLock lock(&state.mu);
+    ++state.finished;
+  };
+  base::RunTogether(parallel, [&](int thread) {
+    while (!base::ShouldYield(parallel, thread)) {
+      int w;
+      {
+        absl::MutexLock lock(&state.mu);
+        state.mu.Await(absl::Condition(
+            +[](PassState* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) {
+              return !s->runnable.empty() || s->Stopped() ||
+                     s->finished == static_cast<int>(s->next.size());
+            },
+            &state));
+        if (state.runnable.empty()) return;  // stopped or finished
+        w = state.runnable.back();
+        state.runnable.pop_back();
+      }
+      run_window(w);
+    }
+  });
+  return !state.Stopped();
+}
+
+}  // namespace memplan::planner
