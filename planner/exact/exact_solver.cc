@@ -391,8 +391,8 @@ class Search {
   std::string static_ordering_;
   uint64_t static_seed_ = 0;
   bool static_valid_ = false;
-  std::vector<int> saved_ranks_;                 // SubSolve's stack
-  Part all_;                                     // Run's: every buffer
+  std::vector<int> saved_ranks_;          // SubSolve's stack
+  Part all_;                              // Run's: every buffer
   std::deque<std::vector<Part>> pieces_;  // SolveParts's, per nesting level
   size_t depth_ = 0;                      // SolveParts's nesting level
   Offset lowest_hole_ = 0;   // CollectCandidates: lowest tight floor
@@ -454,8 +454,7 @@ Outcome Search::Run(const std::string& ordering, int64_t node_limit,
 Outcome Search::SolveParts(const Part& part) {
   if (depth_ == pieces_.size()) pieces_.emplace_back();
   std::vector<Part>& pieces = pieces_[depth_];  // a deque: stays in place
-  const size_t count =
-      cuts_.SplitInto(part, placed_, model_.sec_lo, &pieces);
+  const size_t count = cuts_.SplitInto(part, placed_, model_.sec_lo, &pieces);
   ++depth_;
   Outcome outcome = Outcome::kFound;
   for (size_t k = 0; k < count && outcome == Outcome::kFound; ++k) {
@@ -505,8 +504,7 @@ bool Search::KeysBefore(size_t x, size_t y, size_t letters) const {
 // ranks every buffer by them once per (ordering, seed), equal keys alike,
 // in static_rank_.
 void Search::RankStatic() {
-  if (static_valid_ && static_ordering_ == ordering_ &&
-      static_seed_ == seed_) {
+  if (static_valid_ && static_ordering_ == ordering_ && static_seed_ == seed_) {
     return;
   }
   const size_t letters = prefix_;
@@ -600,12 +598,7 @@ size_t Search::CollectCandidates(const Part& part, Offset last_offset,
   Offset min_height = kInfinity;
   for (int b : part.buffers) {
     if (placed_[b]) continue;
-    const Offset o = min_offset_[b];
-    min_height = std::min(min_height, o + model_.size[b]);
-    if (o < last_offset || (o == last_offset && rank_[b] < last_rank)) {
-      continue;
-    }
-    candidates_.push_back(b);
+    min_height = std::min(min_height, min_offset_[b] + model_.size[b]);
   }
   all_placed_ = min_height == kInfinity;
   // Whatever goes next at offset o, every section's unplaced bytes stack
@@ -616,11 +609,18 @@ size_t Search::CollectCandidates(const Part& part, Offset last_offset,
     max_total = std::max(max_total, total_[s]);
     if (TightHole(s)) lowest_hole_ = std::min(lowest_hole_, floor_[s]);
   }
+  // A second pass takes the few under the limit (the sort below orders
+  // them whatever order they come in: ranks differ within a part).
   const Offset limit = std::min(min_height, capacity_ - max_total + 1);
-  candidates_.erase(
-      std::remove_if(candidates_.begin() + base, candidates_.end(),
-                     [&](int b) { return min_offset_[b] >= limit; }),
-      candidates_.end());
+  for (int b : part.buffers) {
+    if (placed_[b]) continue;
+    const Offset o = min_offset_[b];
+    if (o >= limit || o < last_offset ||
+        (o == last_offset && rank_[b] < last_rank)) {
+      continue;
+    }
+    candidates_.push_back(b);
+  }
   std::sort(candidates_.begin() + base, candidates_.end(), [&](int a, int b) {
     if (min_offset_[a] != min_offset_[b]) {
       return min_offset_[a] < min_offset_[b];
@@ -991,9 +991,7 @@ bool Search::CoverLevel(const Part& part, Offset level) {
 Outcome Search::Decompose(const Part& part, int b, Offset offset, int rank) {
   const int lo = model_.sec_lo[b], hi = model_.sec_hi[b];
   const Outcome outcome =
-      cuts_.Remove(lo, hi)
-          ? SolveParts(part)
-          : Dfs(part, offset, rank);
+      cuts_.Remove(lo, hi) ? SolveParts(part) : Dfs(part, offset, rank);
   cuts_.Restore(lo, hi);
   return outcome;
 }

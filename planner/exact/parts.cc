@@ -39,9 +39,9 @@ size_t Cuts::SplitInto(const Part& part, const std::vector<char>& placed,
   for (int b : part.buffers) {
     if (placed[b]) continue;
     // The last piece starting at or before b's first section.
-    const auto after = std::upper_bound(
-        out->begin(), out->begin() + count, sec_lo[b],
-        [](int lo, const Part& p) { return lo < p.lo; });
+    const auto after =
+        std::upper_bound(out->begin(), out->begin() + count, sec_lo[b],
+                         [](int lo, const Part& p) { return lo < p.lo; });
     (after - 1)->buffers.push_back(b);
   }
   // Leave out the empty pieces; swaps keep every piece's storage in *out.
