@@ -145,7 +145,8 @@ void LabelModelIo(const formats::ImportedModel& model,
 // TFLite models: the arena TFLite Micro's own planner would need for the
 // same tensors (the response's baseline). Its planner is quadratic, so very
 // large models go without.
-void SetTflmBaseline(const v1::PlanRequest& request, PlanOutcome* outcome) {
+absl::Status SetTflmBaseline(const base::CancelToken* cancel,
+                             PlanOutcome* outcome) {
   constexpr size_t kMaxBaselineBuffers = 50'000;
   absl::StatusOr<std::vector<planner::TflmBuffer>> buffers =
       formats::TflmRequests(*outcome->model);
@@ -154,10 +155,13 @@ void SetTflmBaseline(const v1::PlanRequest& request, PlanOutcome* outcome) {
         buffers.ok() ? "no tflm_greedy baseline: too many tensors"
                      : absl::StrCat("no tflm_greedy baseline: ",
                                     buffers.status().message()));
-    return;
+    return absl::OkStatus();
   }
-  outcome->tflm_arena_bytes =
-      planner::TflmGreedyPlanner(*std::move(buffers)).Plan().arena_size;
+  absl::StatusOr<planner::TflmPlan> plan =
+      planner::TflmGreedyPlanner(*std::move(buffers)).Plan(cancel);
+  if (!plan.ok()) return plan.status();
+  outcome->tflm_arena_bytes = plan->arena_size;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -208,10 +212,7 @@ absl::StatusOr<PlanOutcome> Plan(const v1::PlanRequest& request,
   if (outcome.model.has_value() &&
       outcome.model->format == formats::Format::kTflite) {
     LabelModelIo(*outcome.model, &outcome.result);
-    SetTflmBaseline(request, &outcome);
-    if (auto s = CheckCancel(cancel, "the tflm_greedy baseline"); !s.ok()) {
-      return s;
-    }
+    if (auto s = SetTflmBaseline(cancel, &outcome); !s.ok()) return s;
   }
   for (const std::string& format : request.emit()) {
     absl::StatusOr<std::string> data = Emit(format, outcome, input, cancel);

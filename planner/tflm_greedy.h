@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "base/cancel.h"
 #include "planner/problem.h"
 
 namespace memplan::planner {
@@ -63,6 +65,9 @@ class TflmGreedyPlanner {
 
   // Places every buffer as TFLM does.
   TflmPlan Plan() const;
+  // The same, polling `cancel` (may be null) every few hundred buffers:
+  // DEADLINE_EXCEEDED once it fires.
+  absl::StatusOr<TflmPlan> Plan(const base::CancelToken* cancel) const;
 
  private:
   std::vector<TflmBuffer> buffers_;

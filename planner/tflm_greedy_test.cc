@@ -100,5 +100,24 @@ TEST(TflmGreedyTest, RandomProblemsGiveValidPlans) {
   }
 }
 
+// The baseline of a large model stops when the call does: a cancelled
+// token ends it with DEADLINE_EXCEEDED; a live one gives the same plan as
+// planning without a token.
+TEST(TflmGreedyTest, PlanningStopsOnceCancelled) {
+  const TflmGreedyPlanner tflm =
+      TflmGreedyPlanner::FromProblem(testing::RandomProblem(2000, 7, 16));
+  base::CancelToken cancel;
+  cancel.Cancel();
+  absl::StatusOr<TflmPlan> cut = tflm.Plan(&cancel);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(cut.status())) << cut.status();
+
+  base::CancelToken live;
+  absl::StatusOr<TflmPlan> whole = tflm.Plan(&live);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  const TflmPlan plain = tflm.Plan();
+  EXPECT_EQ(whole->offsets, plain.offsets);
+  EXPECT_EQ(whole->arena_size, plain.arena_size);
+}
+
 }  // namespace
 }  // namespace memplan::planner
