@@ -113,6 +113,13 @@ std::string SafeName(absl::string_view raw) {
 
 bool IsSafeName(absl::string_view text) {
   for (size_t i = 0; i < text.size();) {
+    // Printable ASCII but the backslash, the usual name's every byte, is
+    // kept as it is (a fast path: names are checked on every request).
+    const auto b = static_cast<unsigned char>(text[i]);
+    if (b >= 0x20 && b < 0x7F && b != '\\') {
+      ++i;
+      continue;
+    }
     const size_t len = KeptLength(text, i);
     if (len == 0 || (text[i] == '\\' && BackslashReadsAsEscape(text, i))) {
       return false;

@@ -110,10 +110,12 @@ int Run(double seconds, int threads, int rounds, const std::string& strategy,
       std::fprintf(stderr, "the first Plan call failed\n");
       return 1;
     }
-    std::printf("plan: arena %lld, lower bound %lld, strategy %s\n",
-                static_cast<long long>(resp.arena_size_bytes()),
-                static_cast<long long>(resp.lower_bound_bytes()),
-                resp.strategy().c_str());
+    std::printf(
+        "plan: arena %lld, lower bound %lld, strategy %s; request %zu bytes, "
+        "response %zu bytes\n",
+        static_cast<long long>(resp.arena_size_bytes()),
+        static_cast<long long>(resp.lower_bound_bytes()),
+        resp.strategy().c_str(), request.ByteSizeLong(), resp.ByteSizeLong());
   }
   std::vector<double> ratios;
   for (int round = 0; round < rounds; ++round) {

@@ -1,5 +1,7 @@
 #include "server/service.h"
 
+#include <atomic>
+#include <cstdint>
 #include <exception>
 #include <string>
 
@@ -19,6 +21,42 @@ absl::Time CallDeadline(const grpc::ServerContext& context) {
   }
   return absl::FromChrono(deadline);
 }
+
+// The CancelToken probe of a call: whether its client has gone (cancelled
+// the call, or the connection dropped). On the sync server
+// ServerContext::IsCancelled() polls the call's completion queue (a lock, a
+// poll and often a futex wait and wake), and the planner checks its token
+// at every stage and every few thousand steps: asked each time, the probe
+// cost a small plan more than its planning. So it is asked at most once
+// per kProbeEvery, the first time kProbeEvery into the call (a call that
+// ends sooner never asks); one thread asks at a time, the others answer
+// "not yet" meanwhile. A client that goes is noticed within about
+// kProbeEvery plus the planner's own polling gap (a few milliseconds).
+class ClientGoneProbe {
+ public:
+  explicit ClientGoneProbe(grpc::ServerContext* context)
+      : context_(context),
+        next_probe_ns_(absl::GetCurrentTimeNanos() + kProbeEveryNs) {}
+
+  ClientGoneProbe(const ClientGoneProbe&) = delete;
+  ClientGoneProbe& operator=(const ClientGoneProbe&) = delete;
+
+  bool operator()() {
+    const int64_t now = absl::GetCurrentTimeNanos();
+    int64_t next = next_probe_ns_.load(std::memory_order_relaxed);
+    if (now < next) return false;
+    if (!next_probe_ns_.compare_exchange_strong(next, now + kProbeEveryNs,
+                                                std::memory_order_relaxed)) {
+      return false;  // another thread is asking now
+    }
+    return context_->IsCancelled();
+  }
+
+ private:
+  static constexpr int64_t kProbeEveryNs = 2'000'000;  // 2 ms
+  grpc::ServerContext* const context_;
+  std::atomic<int64_t> next_probe_ns_;
+};
 
 }  // namespace
 
@@ -46,7 +84,32 @@ PlannerService::PlannerService(const ServiceOptions& options,
       workers_(workers),
       shutdown_(shutdown),
       metrics_(metrics),
-      memory_(memory) {}
+      memory_(memory) {
+  // As the generated v1::MemoryPlanner::Service registers them, with
+  // ParsedRequest for the request (whose parse errors are
+  // INVALID_ARGUMENT).
+  using PlanIn = ParsedRequest<v1::PlanRequest>;
+  using BenchmarkIn = ParsedRequest<v1::BenchmarkRequest>;
+  AddMethod(new grpc::internal::RpcServiceMethod(
+      "/memplan.v1.MemoryPlanner/Plan", grpc::internal::RpcMethod::NORMAL_RPC,
+      new grpc::internal::RpcMethodHandler<PlannerService, PlanIn,
+                                           v1::PlanResponse>(
+          [](PlannerService* service, grpc::ServerContext* context,
+             const PlanIn* request, v1::PlanResponse* response) {
+            return service->RunPlan(context, request->message(), response);
+          },
+          this)));
+  AddMethod(new grpc::internal::RpcServiceMethod(
+      "/memplan.v1.MemoryPlanner/Benchmark",
+      grpc::internal::RpcMethod::NORMAL_RPC,
+      new grpc::internal::RpcMethodHandler<PlannerService, BenchmarkIn,
+                                           v1::BenchmarkResponse>(
+          [](PlannerService* service, grpc::ServerContext* context,
+             const BenchmarkIn* request, v1::BenchmarkResponse* response) {
+            return service->RunBenchmark(context, request->message(), response);
+          },
+          this)));
+}
 
 bool PlannerService::Admit() {
   int current = in_flight_.load();
@@ -115,59 +178,13 @@ grpc::Status PlannerService::LastResort(const char* method,
                       absl::StrCat("internal error in ", method, ": ", what));
 }
 
-namespace {
-
-// Reads the one request of a streamed unary call and answers it with `run`:
-// INVALID_ARGUMENT when the bytes the client sent do not parse as the
-// request (CANCELLED when the client went away first).
-template <typename Request, typename Response, typename Run>
-grpc::Status Unary(grpc::ServerContext* context,
-                   grpc::ServerUnaryStreamer<Request, Response>* stream,
-                   const Run& run) {
-  Request request;
-  if (!stream->Read(&request)) {
-    if (context->IsCancelled()) {
-      return grpc::Status(grpc::StatusCode::CANCELLED, "the call ended");
-    }
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        absl::StrCat("the request could not be parsed as a ",
-                                     Request::descriptor()->full_name(),
-                                     " (not a protobuf message of that type)"));
-  }
-  Response response;
-  grpc::Status status = run(request, &response);
-  if (status.ok()) stream->Write(response);  // false: the client is gone
-  return status;
-}
-
-}  // namespace
-
-grpc::Status PlannerService::StreamedPlan(
-    grpc::ServerContext* context,
-    grpc::ServerUnaryStreamer<v1::PlanRequest, v1::PlanResponse>* stream) {
-  return Unary(context, stream,
-               [&](const v1::PlanRequest& request, v1::PlanResponse* response) {
-                 return RunPlan(context, request, response);
-               });
-}
-
-grpc::Status PlannerService::StreamedBenchmark(
-    grpc::ServerContext* context,
-    grpc::ServerUnaryStreamer<v1::BenchmarkRequest, v1::BenchmarkResponse>*
-        stream) {
-  return Unary(context, stream,
-               [&](const v1::BenchmarkRequest& request,
-                   v1::BenchmarkResponse* response) {
-                 return RunBenchmark(context, request, response);
-               });
-}
-
 grpc::Status PlannerService::RunPlan(grpc::ServerContext* context,
                                      const v1::PlanRequest& request,
                                      v1::PlanResponse* response) {
   return Guarded("Plan", [&] {
+    ClientGoneProbe client_gone(context);
     base::CancelToken cancel(shutdown_, CallDeadline(*context),
-                             [context] { return context->IsCancelled(); });
+                             [&client_gone] { return client_gone(); });
     absl::StatusOr<engine::PlanOutcome> outcome = engine::Plan(
         request, options_.limits, workers_, &cancel, options_.plan_cache);
     if (!outcome.ok()) return Failed(outcome.status());
@@ -181,8 +198,9 @@ grpc::Status PlannerService::RunBenchmark(grpc::ServerContext* context,
                                           const v1::BenchmarkRequest& request,
                                           v1::BenchmarkResponse* response) {
   return Guarded("Benchmark", [&] {
+    ClientGoneProbe client_gone(context);
     base::CancelToken cancel(shutdown_, CallDeadline(*context),
-                             [context] { return context->IsCancelled(); });
+                             [&client_gone] { return client_gone(); });
     absl::StatusOr<v1::BenchmarkResponse> result = engine::RunBenchmark(
         request, options_.benchmark, workers_, &cancel,
         [this](const std::string& name, const engine::ReplayFigures& r) {
