@@ -221,6 +221,24 @@ int LowestFreeObject(const InterferenceGraph& graph,
   return object;
 }
 
+// The end of a windowed coloring: each object as large as its largest
+// member (`colored`), then an object of its own for every buffer left
+// uncolored (one live over all of time), in `order`.
+void FinishObjects(const std::vector<Buffer>& b,
+                   const std::vector<int>& colored,
+                   const std::vector<int>& order, SharedObjects* objects) {
+  for (int i : colored) {
+    const size_t p = static_cast<size_t>(objects->object_of[i]);
+    if (p >= objects->size.size()) objects->size.resize(p + 1, 0);
+    objects->size[p] = std::max(objects->size[p], b[i].size);
+  }
+  for (int i : order) {
+    if (objects->object_of[i] >= 0) continue;
+    objects->object_of[i] = static_cast<int>(objects->size.size());
+    objects->size.push_back(b[i].size);
+  }
+}
+
 // The coloring of Color with the graph, window by window (windows.h): the
 // first-fit object of a buffer is the lowest one none of its colored
 // neighbours holds, and its neighbours all touch its windows, so the
@@ -257,16 +275,7 @@ absl::StatusOr<SharedObjects> ColorByWindows(
                 [&](int wa, int, int i) { return color(wa, i); })) {
     return absl::DeadlineExceededError("shared object coloring cancelled");
   }
-  for (int i : to_color) {  // an object is as large as its largest member
-    const size_t p = static_cast<size_t>(objects.object_of[i]);
-    if (p >= objects.size.size()) objects.size.resize(p + 1, 0);
-    objects.size[p] = std::max(objects.size[p], b[i].size);
-  }
-  for (int i : *order) {
-    if (objects.object_of[i] >= 0) continue;
-    objects.object_of[i] = static_cast<int>(objects.size.size());
-    objects.size.push_back(b[i].size);
-  }
+  FinishObjects(b, to_color, *order, &objects);
   return objects;
 }
 
@@ -384,16 +393,7 @@ absl::StatusOr<SharedObjects> ColorScanByWindows(
   if (!done) {
     return absl::DeadlineExceededError("shared object coloring cancelled");
   }
-  for (int i : to_color) {  // an object is as large as its largest member
-    const size_t p = static_cast<size_t>(objects.object_of[i]);
-    if (p >= objects.size.size()) objects.size.resize(p + 1, 0);
-    objects.size[p] = std::max(objects.size[p], b[i].size);
-  }
-  for (int i : *order) {
-    if (objects.object_of[i] >= 0) continue;
-    objects.object_of[i] = static_cast<int>(objects.size.size());
-    objects.size.push_back(b[i].size);
-  }
+  FinishObjects(b, to_color, *order, &objects);
   return objects;
 }
 

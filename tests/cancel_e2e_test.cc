@@ -59,30 +59,6 @@ std::string OnnxChain(int count) {
   return m.Bytes();
 }
 
-// `depth` subgraphs; each but the last runs an IF whose then and else
-// branches are both the next one (TFLM walks the last 2^(depth-1) times).
-std::string NestedIfs(int depth) {
-  formats::testing::TfliteBuilder b;
-  for (int s = 0; s < depth; ++s) {
-    formats::testing::TestSubgraph& g = b.Subgraph(absl::StrCat("g", s));
-    const int x = g.Tensor("x", {1, 64}), a = g.Tensor("a", {1, 64});
-    const int y = g.Tensor("y", {1, 64});
-    g.Op(ts::BuiltinOperator_RELU, {x}, {a});
-    if (s + 1 < depth) {
-      const int c = g.Tensor("c", {1}, ts::TensorType_BOOL);
-      const int t = g.Tensor("b", {1, 64});
-      g.Op(ts::BuiltinOperator_IF, {c, a}, {t}, {s + 1, s + 1});
-      g.Op(ts::BuiltinOperator_RELU, {t}, {y});
-      g.inputs = {x, c};
-    } else {
-      g.Op(ts::BuiltinOperator_RELU, {a}, {y});
-      g.inputs = {x};
-    }
-    g.outputs = {y};
-  }
-  return b.Build();
-}
-
 v1::PlanRequest ModelRequest(std::string bytes, const std::string& format) {
   v1::PlanRequest r;
   r.mutable_model()->set_data(std::move(bytes));
@@ -162,7 +138,8 @@ TEST_F(CancelTest, AnOnnxImportStopsAtTheDeadline) {
 
 // Linear now, it may well finish in time; either way nothing goes on.
 TEST_F(CancelTest, NestedTfliteIfsStopAtTheDeadline) {
-  const v1::PlanRequest request = ModelRequest(NestedIfs(19), "tflite");
+  const v1::PlanRequest request = ModelRequest(
+      formats::testing::DoublyNestedIfs(19, /*width=*/64).Build(), "tflite");
   grpc::Status s;
   v1::PlanResponse response;
   const double cpu =

@@ -66,31 +66,6 @@ class NaiveWalk {
   int scope_ = 0;
 };
 
-// `depth` subgraphs; each but the last runs an IF whose then and else are
-// both the next one, so TFLM walks the last one 2^(depth-1) times. Each
-// subgraph: x -> RELU -> a -> IF(c, a) -> b -> RELU -> y.
-TfliteBuilder DoublyNestedIfs(int depth) {
-  TfliteBuilder b;
-  for (int s = 0; s < depth; ++s) {
-    TestSubgraph& g = b.Subgraph(absl::StrCat("g", s));
-    const int x = g.Tensor("x", {1, 8}), a = g.Tensor("a", {1, 8});
-    const int y = g.Tensor("y", {1, 8});
-    g.Op(ts::BuiltinOperator_RELU, {x}, {a});
-    if (s + 1 < depth) {
-      const int c = g.Tensor("c", {1}, ts::TensorType_BOOL);
-      const int t = g.Tensor("b", {1, 8});
-      g.Op(ts::BuiltinOperator_IF, {c, a}, {t}, {s + 1, s + 1});
-      g.Op(ts::BuiltinOperator_RELU, {t}, {y});
-      g.inputs = {x, c};
-    } else {
-      g.Op(ts::BuiltinOperator_RELU, {a}, {y});
-      g.inputs = {x};
-    }
-    g.outputs = {y};
-  }
-  return b;
-}
-
 // A built model, parsed (its bytes kept: the model reads them).
 struct Parsed {
   explicit Parsed(const TfliteBuilder& builder)
@@ -117,7 +92,7 @@ void ExpectSameLifetimes(const std::vector<TflmTensorUse>& got,
 }
 
 TEST(TflmBaselineTest, NestedIfsGetTheLifetimesOfTflmsRepeatedWalks) {
-  const Parsed p(DoublyNestedIfs(8));
+  const Parsed p(testing::DoublyNestedIfs(8));
   ASSERT_TRUE(p.model.ok()) << p.model.status();
   const absl::StatusOr<std::vector<TflmTensorUse>> uses =
       TflmTensorUses(*p.model);
@@ -172,7 +147,7 @@ TEST(TflmBaselineTest, RandomCallGraphsGetTheLifetimesOfTflmsRepeatedWalks) {
 // Issue 31: 19 subgraphs, each IF running the next as both branches, took
 // TFLM's walk 2^18 re-walks; now one walk per subgraph.
 TEST(TflmBaselineTest, NineteenNestedIfsAreWalkedOncePerSubgraph) {
-  const Parsed p(DoublyNestedIfs(19));
+  const Parsed p(testing::DoublyNestedIfs(19));
   ASSERT_TRUE(p.model.ok()) << p.model.status();
   const absl::StatusOr<std::vector<TflmTensorUse>> uses =
       TflmTensorUses(*p.model);
@@ -195,7 +170,7 @@ TEST(TflmBaselineTest, NineteenNestedIfsAreWalkedOncePerSubgraph) {
 // Deeper still, the scopes TFLM's walk would open pass 10^8: refused with
 // a clear error, before any walk.
 TEST(TflmBaselineTest, ExponentialWalksOverTheCapAreRefused) {
-  const Parsed p(DoublyNestedIfs(40));
+  const Parsed p(testing::DoublyNestedIfs(40));
   ASSERT_TRUE(p.model.ok()) << p.model.status();
   const absl::StatusOr<std::vector<TflmTensorUse>> uses =
       TflmTensorUses(*p.model);

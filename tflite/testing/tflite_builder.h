@@ -274,6 +274,32 @@ inline TfliteBuilder ChainModel() {
   return b;
 }
 
+// `depth` subgraphs; each but the last runs an IF whose then and else
+// branches are both the next one, so TFLM walks the last one 2^(depth-1)
+// times. Each subgraph: x -> RELU -> a -> IF(c, a) -> b -> RELU -> y, every
+// activation [1, width] floats.
+inline TfliteBuilder DoublyNestedIfs(int depth, int width = 8) {
+  TfliteBuilder b;
+  for (int s = 0; s < depth; ++s) {
+    TestSubgraph& g = b.Subgraph("g" + std::to_string(s));
+    const int x = g.Tensor("x", {1, width}), a = g.Tensor("a", {1, width});
+    const int y = g.Tensor("y", {1, width});
+    g.Op(ts::BuiltinOperator_RELU, {x}, {a});
+    if (s + 1 < depth) {
+      const int c = g.Tensor("c", {1}, ts::TensorType_BOOL);
+      const int t = g.Tensor("b", {1, width});
+      g.Op(ts::BuiltinOperator_IF, {c, a}, {t}, {s + 1, s + 1});
+      g.Op(ts::BuiltinOperator_RELU, {t}, {y});
+      g.inputs = {x, c};
+    } else {
+      g.Op(ts::BuiltinOperator_RELU, {a}, {y});
+      g.inputs = {x};
+    }
+    g.outputs = {y};
+  }
+  return b;
+}
+
 // A model with a dynamic batch and a dynamic length:
 // x[-1,-1] -> FULLY_CONNECTED -> y[-1,8] (stored shapes [1,1] and [1,8]).
 inline TfliteBuilder DynamicModel() {
