@@ -171,7 +171,7 @@ absl::StatusOr<Planned> PlanRequest(const v1::PlanRequest& request) {
   absl::StatusOr<engine::PlanOutcome> outcome =
       engine::Plan(request, engine::Limits{}, &Workers(), &cancel);
   if (!outcome.ok()) return outcome.status();
-  planned.response = engine::ToResponse(*outcome);
+  planned.response = engine::ToResponse(std::move(*outcome));  // the files
   planned.result = std::move(outcome->result);
   return planned;
 }

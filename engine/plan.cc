@@ -222,16 +222,20 @@ absl::StatusOr<PlanOutcome> Plan(const v1::PlanRequest& request,
   return outcome;
 }
 
-v1::PlanResponse ToResponse(const PlanOutcome& outcome) {
+namespace {
+
+// The response for `outcome` with `files` (its own, or a copy) moved in.
+v1::PlanResponse Response(const PlanOutcome& outcome,
+                          std::vector<EmittedFile>* files) {
   v1::PlanResponse response =
       api::ToProto(outcome.result, outcome.options, {outcome.no_timings});
   for (const std::string& w : outcome.warnings) {
     response.add_warnings(base::SafeText(w));  // they may quote raw names
   }
-  for (const EmittedFile& f : outcome.files) {
+  for (EmittedFile& f : *files) {
     v1::EmittedFile* out = response.add_files();
     out->set_format(f.format);
-    out->set_data(f.data);
+    out->set_data(std::move(f.data));
   }
   if (outcome.model.has_value() &&
       outcome.model->format == formats::Format::kTflite) {
@@ -252,6 +256,17 @@ v1::PlanResponse ToResponse(const PlanOutcome& outcome) {
   return response;
 }
 
+}  // namespace
+
+v1::PlanResponse ToResponse(const PlanOutcome& outcome) {
+  std::vector<EmittedFile> files = outcome.files;
+  return Response(outcome, &files);
+}
+
+v1::PlanResponse ToResponse(PlanOutcome&& outcome) {
+  return Response(outcome, &outcome.files);
+}
+
 absl::StatusOr<v1::PlanResponse> PlanToResponse(const v1::PlanRequest& request,
                                                 const Limits& limits,
                                                 base::WorkerPool* workers,
@@ -260,7 +275,7 @@ absl::StatusOr<v1::PlanResponse> PlanToResponse(const v1::PlanRequest& request,
   absl::StatusOr<PlanOutcome> outcome =
       Plan(request, limits, workers, cancel, cache);
   if (!outcome.ok()) return outcome.status();
-  return ToResponse(*outcome);
+  return ToResponse(*std::move(outcome));
 }
 
 }  // namespace memplan::engine

@@ -90,6 +90,9 @@ struct PlanOutcome {
 
 // The response for an outcome (api::ToProto plus files and warnings).
 v1::PlanResponse ToResponse(const PlanOutcome& outcome);
+// The same, moving the emitted files (often the largest part) out of
+// `outcome` instead of copying them; the rest of it stays as it was.
+v1::PlanResponse ToResponse(PlanOutcome&& outcome);
 
 // Plan then ToResponse: what the Plan RPC answers.
 [[nodiscard]] absl::StatusOr<v1::PlanResponse> PlanToResponse(

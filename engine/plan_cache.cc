@@ -277,10 +277,21 @@ std::optional<std::string> GraphCacheKey(const planner::Graph& graph,
 std::string BuffersCacheKey(const planner::Problem& problem,
                             const planner::PlanOptions& options,
                             absl::string_view version) {
+  return *BuffersCacheKey(problem, options, nullptr, version);
+}
+
+std::optional<std::string> BuffersCacheKey(const planner::Problem& problem,
+                                           const planner::PlanOptions& options,
+                                           const base::CancelToken* cancel,
+                                           absl::string_view version) {
   KeyWriter w;
   KeyPrefix('b', version, &w);
   w.Int(static_cast<int64_t>(problem.buffers.size()));
-  for (const planner::Buffer& b : problem.buffers) {
+  for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    if (i % 4096 == 0 && cancel != nullptr && cancel->Cancelled()) {
+      return std::nullopt;
+    }
+    const planner::Buffer& b = problem.buffers[i];
     w.Int(b.start);
     w.Int(b.end);
     w.Int(b.size);
@@ -395,7 +406,11 @@ absl::StatusOr<planner::PlanResult> PlanCache::PlanGraph(
 absl::StatusOr<planner::PlanResult> PlanCache::PlanBuffers(
     planner::Problem problem, const planner::PlanOptions& options,
     base::WorkerPool* workers, const base::CancelToken* cancel, CacheUse* use) {
-  const std::string key = BuffersCacheKey(problem, options);
+  const std::optional<std::string> key =
+      BuffersCacheKey(problem, options, cancel);
+  if (!key.has_value()) {
+    return absl::DeadlineExceededError("plan cache key cancelled");
+  }
   const Adopt adopt = [&](planner::PlanChoices choices) {
     return planner::AdoptBuffersPlan(problem, options, std::move(choices),
                                      cancel);
@@ -403,7 +418,7 @@ absl::StatusOr<planner::PlanResult> PlanCache::PlanBuffers(
   const Compute compute = [&] {
     return planner::PlanBuffers(std::move(problem), options, workers, cancel);
   };
-  return Through(key, options, cancel, adopt, compute, use);
+  return Through(*key, options, cancel, adopt, compute, use);
 }
 
 absl::StatusOr<planner::PlanResult> PlanCache::Through(

@@ -132,6 +132,11 @@ std::optional<std::string> GraphCacheKey(
 std::string BuffersCacheKey(const planner::Problem& problem,
                             const planner::PlanOptions& options,
                             absl::string_view version = PlannerVersion());
+// The same, polling `cancel` (may be null): nullopt once it fires.
+std::optional<std::string> BuffersCacheKey(
+    const planner::Problem& problem, const planner::PlanOptions& options,
+    const base::CancelToken* cancel,
+    absl::string_view version = PlannerVersion());
 
 // The effort an entry records for `options`: options.effort when a search
 // or the hill climb may run (optimize, "exact", "hill_climb", or a

@@ -197,6 +197,11 @@ TEST(CacheKeyTest, BufferIdsDoNotMatterButEveryFieldDoes) {
   effort.effort = 1000;  // recorded in the entry, not in the key
   effort.time_budget = absl::Seconds(9);
   EXPECT_EQ(BuffersCacheKey(p, effort), base);
+  // Keying polls the call's token: a call already ended gets no key.
+  base::CancelToken ended;
+  ended.Cancel();
+  EXPECT_EQ(BuffersCacheKey(p, options, nullptr), base);
+  EXPECT_FALSE(BuffersCacheKey(p, options, &ended).has_value());
 }
 
 TEST(CacheEffortTest, OnlyWhereASearchMayRun) {

@@ -74,10 +74,17 @@ allocators::Trace TraceFromProblem(const planner::Problem& problem,
 planner::Problem ProblemFromTrace(const allocators::Trace& trace,
                                   const base::CancelToken* cancel) {
   planner::Problem problem;
-  problem.buffers.resize(static_cast<size_t>(trace.NumIds()));
+  // A million buffers take tens of milliseconds to construct: made in
+  // pieces, so that a cancel is seen between them.
+  const size_t ids = static_cast<size_t>(trace.NumIds());
+  problem.buffers.reserve(ids);
+  while (problem.buffers.size() < ids) {
+    if (Stop(cancel)) return problem;
+    problem.buffers.resize(std::min(ids, problem.buffers.size() + kPollEvery));
+  }
   const int64_t end = static_cast<int64_t>(trace.events.size());
   for (int64_t i = 0; i < end; ++i) {
-    if (cancel != nullptr && i % 4096 == 0 && cancel->Cancelled()) break;
+    if (i % 4096 == 0 && Stop(cancel)) break;
     const allocators::TraceEvent& e = trace.events[i];
     planner::Buffer& b = problem.buffers[e.id];
     if (e.kind == allocators::EventKind::kAlloc) {

@@ -16,7 +16,9 @@
 #include "gtest/gtest.h"
 #include "planner/greedy.h"
 #include "planner/interference.h"
+#include "planner/planner.h"
 #include "planner/shared_objects.h"
+#include "planner/validate.h"
 #include "planner/verifier.h"
 
 namespace memplan::planner {
@@ -156,6 +158,23 @@ TEST(CancelTest, EveryStageReturnsAtOnceWhenAlreadyCancelled) {
   EXPECT_TRUE(Verify(p, *plan).ok());
   EXPECT_EQ(Verify(p, *plan, &token).code(),
             absl::StatusCode::kDeadlineExceeded);
+  // A cached plan's checks, and a buffer list's.
+  const absl::StatusOr<SharedObjects> objects = ColorSharedObjects(p);
+  ASSERT_TRUE(objects.ok());
+  EXPECT_TRUE(VerifySharedObjects(p, *objects).ok());
+  EXPECT_EQ(VerifySharedObjects(p, *objects, &token).code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(ValidateProblem(p, {}, nullptr).ok());
+  EXPECT_EQ(ValidateProblem(p, {}, &token).code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(PlanBuffers(p, {}, nullptr, &token).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  absl::StatusOr<PlanResult> planned = PlanBuffers(p, {}, nullptr, nullptr);
+  ASSERT_TRUE(planned.ok());
+  EXPECT_TRUE(AdoptBuffersPlan(p, {}, ChoicesOf(*planned), nullptr).ok());
+  EXPECT_EQ(
+      AdoptBuffersPlan(p, {}, ChoicesOf(*planned), &token).status().code(),
+      absl::StatusCode::kDeadlineExceeded);
 }
 
 }  // namespace

@@ -595,13 +595,14 @@ absl::Status GraphBuffers(const Graph& graph, const PlanOptions& options,
 }
 
 // A buffer list, validated, as result->problem and result->tensors (timed
-// as "prepare"). INVALID_ARGUMENT as ValidateProblem.
+// as "prepare"). INVALID_ARGUMENT as ValidateProblem; DEADLINE_EXCEEDED
+// once `cancel` (may be null) fires.
 // The validation and the tensor table (in chunks of this many) are
 // independent: on large lists they run at once.
 constexpr int kTableChunk = 1 << 16;
 
 absl::Status ListBuffers(Problem problem, const PlanOptions& options,
-                         PlanResult* result,
+                         const base::CancelToken* cancel, PlanResult* result,
                          const base::Parallelism& parallel = {}) {
   const absl::Time start = absl::Now();
   problem.capacity = options.capacity;  // pins are checked against it
@@ -611,9 +612,10 @@ absl::Status ListBuffers(Problem problem, const PlanOptions& options,
   base::ParallelFor(
       parallel, 1 + (n + kTableChunk - 1) / kTableChunk, [&](int chunk) {
         if (chunk == 0) {
-          valid = ValidateProblem(problem, parallel);
+          valid = ValidateProblem(problem, parallel, cancel);
           return;
         }
+        if (cancel != nullptr && cancel->Cancelled()) return;
         const int end = std::min(n, chunk * kTableChunk);
         for (int i = (chunk - 1) * kTableChunk; i < end; ++i) {
           const Buffer& b = problem.buffers[i];
@@ -621,6 +623,9 @@ absl::Status ListBuffers(Problem problem, const PlanOptions& options,
               b.name, TensorKind::kActivation, b.size, b.start, b.end, i, ""};
         }
       });
+  if (valid.ok() && cancel != nullptr && cancel->Cancelled()) {
+    valid = absl::DeadlineExceededError("buffer list cancelled");
+  }
   if (!valid.ok()) {
     result->tensors.clear();
     return valid;
@@ -663,7 +668,7 @@ absl::StatusOr<PlanResult> PlanBuffers(Problem problem,
   const base::Parallelism parallel =
       ParallelismOf(options, workers, problem.buffers.size());
   if (absl::Status s =
-          ListBuffers(std::move(problem), options, &result, parallel);
+          ListBuffers(std::move(problem), options, cancel, &result, parallel);
       !s.ok()) {
     return s;
   }
@@ -801,7 +806,8 @@ absl::Status AdoptChoices(const PlanOptions& options, PlanChoices choices,
     return Unfit("does not fit the capacity");
   }
   const absl::Time verify = absl::Now();
-  absl::Status s = VerifySharedObjects(result->problem, result->shared_objects);
+  absl::Status s =
+      VerifySharedObjects(result->problem, result->shared_objects, cancel);
   // Per tensor where tensors share buffers (in place) or memory pools
   // split the arena; otherwise tensors and buffers are one to one.
   if (s.ok()) {
@@ -848,7 +854,8 @@ absl::StatusOr<PlanResult> AdoptBuffersPlan(Problem problem,
                                             const base::CancelToken* cancel) {
   if (absl::Status s = CheckStrategyName(options.strategy); !s.ok()) return s;
   PlanResult result;
-  if (absl::Status s = ListBuffers(std::move(problem), options, &result);
+  if (absl::Status s =
+          ListBuffers(std::move(problem), options, cancel, &result);
       !s.ok()) {
     return s;
   }

@@ -15,6 +15,18 @@
 namespace memplan::planner {
 namespace {
 
+// How many buffers the checks below go through between polls of a cancel
+// token: well under a millisecond of work.
+constexpr size_t kPollEvery = 4096;
+
+bool Stop(const base::CancelToken* cancel, size_t i) {
+  return i % kPollEvery == 0 && cancel != nullptr && cancel->Cancelled();
+}
+
+absl::Status Cancelled() {
+  return absl::DeadlineExceededError("buffer list checks cancelled");
+}
+
 // A name as messages quote it: at most 64 characters of it.
 std::string Clip(absl::string_view name) {
   if (name.size() <= 64) return std::string(name);
@@ -83,9 +95,11 @@ absl::Status CheckBuffer(const Buffer& b,
 // Buffers pinned by fixed offsets are the user's plan: two that live at the
 // same time must not share a byte, and none may end past the capacity.
 // A sweep over time keeping the live pins ordered by offset: O(k log k).
-absl::Status CheckPins(const Problem& problem) {
+absl::Status CheckPins(const Problem& problem,
+                       const base::CancelToken* cancel) {
   std::vector<std::pair<Step, int>> events;  // (step, +1+i start, -1-i end)
   for (int i = 0; i < static_cast<int>(problem.buffers.size()); ++i) {
+    if (Stop(cancel, i)) return Cancelled();
     const Buffer& b = problem.buffers[i];
     if (!b.fixed_offset.has_value()) continue;
     if (problem.capacity.has_value() &&
@@ -99,7 +113,9 @@ absl::Status CheckPins(const Problem& problem) {
   }
   std::sort(events.begin(), events.end());  // ends before starts at a step
   std::set<std::pair<Offset, int>> live;    // (offset, buffer)
-  for (const auto& [step, code] : events) {
+  for (size_t k = 0; k < events.size(); ++k) {
+    if (Stop(cancel, k)) return Cancelled();
+    const auto& [step, code] = events[k];
     const int i = std::abs(code) - 1;
     const Buffer& b = problem.buffers[i];
     if (code < 0) {
@@ -137,8 +153,14 @@ absl::Status AddToTotalSize(Bytes size, absl::FunctionRef<std::string()> what,
 }
 
 absl::Status ValidateBuffers(const Problem& problem) {
+  return ValidateBuffers(problem, nullptr);
+}
+
+absl::Status ValidateBuffers(const Problem& problem,
+                             const base::CancelToken* cancel) {
   Bytes total = 0;
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    if (Stop(cancel, i)) return Cancelled();
     const Buffer& b = problem.buffers[i];
     // The name is only spelled out in a message (not 1M strings per plan).
     const auto what = [&] { return Who(b, i); };
@@ -153,10 +175,12 @@ absl::Status ValidateBuffers(const Problem& problem) {
 namespace {
 
 // Non-empty, unique names.
-absl::Status CheckNames(const Problem& problem) {
+absl::Status CheckNames(const Problem& problem,
+                        const base::CancelToken* cancel) {
   absl::flat_hash_set<absl::string_view> names;
   names.reserve(problem.buffers.size());
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    if (Stop(cancel, i)) return Cancelled();
     const Buffer& b = problem.buffers[i];
     if (b.name.empty()) return Invalid(Who(b, i), " has no id");
     if (!names.insert(b.name).second) {
@@ -173,15 +197,16 @@ absl::Status ValidateProblem(const Problem& problem) {
 }
 
 absl::Status ValidateProblem(const Problem& problem,
-                             const base::Parallelism& parallel) {
+                             const base::Parallelism& parallel,
+                             const base::CancelToken* cancel) {
   if (problem.buffers.empty()) return Invalid("no buffers to plan");
   absl::Status names, buffers;
   base::ParallelFor(parallel, 2, [&](int k) {
     if (k == 0) {
-      names = CheckNames(problem);
+      names = CheckNames(problem, cancel);
     } else {
-      buffers = ValidateBuffers(problem);
-      if (buffers.ok()) buffers = CheckPins(problem);
+      buffers = ValidateBuffers(problem, cancel);
+      if (buffers.ok()) buffers = CheckPins(problem, cancel);
     }
   });
   return names.ok() ? buffers : names;

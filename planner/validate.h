@@ -12,6 +12,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "base/cancel.h"
 #include "base/parallel.h"
 #include "planner/problem.h"
 
@@ -47,15 +48,20 @@ inline bool IsValidAlignment(Bytes a) {
 // are not checked, and an empty list is fine. INVALID_ARGUMENT names the
 // buffer.
 [[nodiscard]] absl::Status ValidateBuffers(const Problem& problem);
+// The same, polling `cancel` (may be null): DEADLINE_EXCEEDED once it fires.
+[[nodiscard]] absl::Status ValidateBuffers(const Problem& problem,
+                                           const base::CancelToken* cancel);
 
 // Checks a buffer list (the MiniMalloc model) as the service takes it:
 // ValidateBuffers, plus a non-empty list and unique non-empty names.
 // INVALID_ARGUMENT names the buffer.
 [[nodiscard]] absl::Status ValidateProblem(const Problem& problem);
 // The same, checking the names beside the rest on the threads `parallel`
-// gives (the same answer).
-[[nodiscard]] absl::Status ValidateProblem(const Problem& problem,
-                                           const base::Parallelism& parallel);
+// gives (the same answer), polling `cancel` (may be null) every few
+// thousand buffers: DEADLINE_EXCEEDED once it fires.
+[[nodiscard]] absl::Status ValidateProblem(
+    const Problem& problem, const base::Parallelism& parallel,
+    const base::CancelToken* cancel = nullptr);
 
 }  // namespace memplan::planner
 

@@ -327,23 +327,38 @@ absl::Status VerifyInPlace(const Problem& problem, const Solution& solution,
 
 absl::Status VerifySharedObjects(const Problem& problem,
                                  const SharedObjects& objects) {
+  return VerifySharedObjects(problem, objects, nullptr);
+}
+
+absl::Status VerifySharedObjects(const Problem& problem,
+                                 const SharedObjects& objects,
+                                 const base::CancelToken* cancel) {
   const auto& b = problem.buffers;
   if (objects.object_of.size() != b.size()) {
     return absl::InternalError(absl::StrCat("shared objects cover ",
                                             objects.object_of.size(), " of ",
                                             b.size(), " buffers"));
   }
+  constexpr size_t kPollEvery = 4096;
+  const auto cancelled = [&](size_t i) {
+    return i % kPollEvery == 0 && cancel != nullptr && cancel->Cancelled();
+  };
+  const auto stopped = [] {
+    return absl::DeadlineExceededError("shared object check cancelled");
+  };
   const size_t count = objects.size.size();
   std::vector<Bytes> largest(count, 0);
-  std::vector<int> order(b.size());
+  // first[p]..first[p+1]: where object p's members go in `order`.
+  std::vector<size_t> first(count + 1, 0);
   for (size_t i = 0; i < b.size(); ++i) {
+    if (cancelled(i)) return stopped();
     const int p = objects.object_of[i];
     if (p < 0 || static_cast<size_t>(p) >= count) {
       return absl::InternalError(absl::StrCat(
           "buffer '", b[i].name, "' is in shared object ", p, " of ", count));
     }
     largest[p] = std::max(largest[p], b[i].size);
-    order[i] = static_cast<int>(i);
+    ++first[p + 1];
   }
   for (size_t p = 0; p < count; ++p) {
     if (largest[p] == 0 || largest[p] != objects.size[p]) {
@@ -351,23 +366,37 @@ absl::Status VerifySharedObjects(const Problem& problem,
           absl::StrCat("shared object ", p, " has size ", objects.size[p],
                        " but its largest member has ", largest[p]));
     }
+    first[p + 1] += first[p];
   }
-  // By object, then start: members of one object follow each other, and
-  // each must start once the one before it has ended.
-  std::sort(order.begin(), order.end(), [&](int x, int y) {
-    const int px = objects.object_of[x], py = objects.object_of[y];
-    return px != py ? px < py : b[x].start < b[y].start;
-  });
-  for (size_t k = 1; k < order.size(); ++k) {
-    const Buffer& prev = b[order[k - 1]];
-    const Buffer& next = b[order[k]];
-    if (objects.object_of[order[k - 1]] == objects.object_of[order[k]] &&
-        next.start < prev.end) {
-      return absl::InternalError(
-          absl::StrCat("buffers '", prev.name, "' and '", next.name,
-                       "' share shared object ", objects.object_of[order[k]],
-                       " but are live together (steps [", prev.start, ", ",
-                       prev.end, ") and [", next.start, ", ", next.end, "))"));
+  // By object (a counting sort), then start: members of one object follow
+  // each other, and each must start once the one before it has ended.
+  std::vector<int> order(b.size());
+  {
+    std::vector<size_t> next(first.begin(), first.end() - 1);
+    for (size_t i = 0; i < b.size(); ++i) {
+      order[next[objects.object_of[i]]++] = static_cast<int>(i);
+    }
+  }
+  const auto by_start = [&](int x, int y) { return b[x].start < b[y].start; };
+  size_t since_poll = 0;
+  for (size_t p = 0; p < count; ++p) {
+    const size_t from = first[p], to = first[p + 1];
+    since_poll += to - from;
+    if (since_poll >= kPollEvery) {
+      since_poll = 0;
+      if (cancel != nullptr && cancel->Cancelled()) return stopped();
+    }
+    std::sort(order.begin() + from, order.begin() + to, by_start);
+    for (size_t k = from + 1; k < to; ++k) {
+      const Buffer& prev = b[order[k - 1]];
+      const Buffer& next = b[order[k]];
+      if (next.start < prev.end) {
+        return absl::InternalError(absl::StrCat(
+            "buffers '", prev.name, "' and '", next.name,
+            "' share shared object ", p, " but are live together (steps [",
+            prev.start, ", ", prev.end, ") and [", next.start, ", ", next.end,
+            "))"));
+      }
     }
   }
   return absl::OkStatus();

@@ -70,9 +70,13 @@ struct SharedObjects;  // shared_objects.h
 // Checks shared objects (stage 3) for their problem: one object per buffer,
 // every object used, each as large as its largest member, and no two
 // members of one object live together. O(n log n). INTERNAL naming the
-// object or the two buffers on the first violation.
+// object or the two buffers on the first violation; DEADLINE_EXCEEDED once
+// `cancel` (may be null) fires.
 [[nodiscard]] absl::Status VerifySharedObjects(const Problem& problem,
                                                const SharedObjects& objects);
+[[nodiscard]] absl::Status VerifySharedObjects(const Problem& problem,
+                                               const SharedObjects& objects,
+                                               const base::CancelToken* cancel);
 
 // The same checks by comparing every pair: O(n^2), for tests only.
 [[nodiscard]] absl::Status VerifyAllPairs(const Problem& problem,

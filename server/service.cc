@@ -188,8 +188,15 @@ grpc::Status PlannerService::RunPlan(grpc::ServerContext* context,
     absl::StatusOr<engine::PlanOutcome> outcome = engine::Plan(
         request, options_.limits, workers_, &cancel, options_.plan_cache);
     if (!outcome.ok()) return Failed(outcome.status());
+    // A call that ended meanwhile gets no response built or serialized
+    // (for a large plan with pictures, more work than the last stage).
+    const auto ended = [&] {
+      return Failed(absl::DeadlineExceededError("the call ended"));
+    };
+    if (cancel.Cancelled()) return ended();
     metrics_->PlanDone(outcome->result);
-    *response = engine::ToResponse(*outcome);
+    *response = engine::ToResponse(*std::move(outcome));
+    if (cancel.Cancelled()) return ended();
     return grpc::Status::OK;
   });
 }

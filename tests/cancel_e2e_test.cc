@@ -38,10 +38,12 @@ using Clock = std::chrono::steady_clock;
 // The most CPU the server may spend from the end of a call through the
 // window after it. The work itself stops within a few milliseconds (every
 // stage polls the call's token); what is left is freeing what was built
-// before the deadline (a 100,000-node import's values: 50-100 ms on a
-// loaded 2-core machine) and gRPC's clean-up. Work that went on would take
-// the whole window (0.6 s).
-constexpr double kMaxCpuAfter = 0.15;
+// before the deadline, about a fifth of the CPU spent building it (10-40 ms
+// for the calls below on a 2-core machine; 80-110 ms when a 100,000-node
+// import is stopped at 500 ms, nearly done), and gRPC's clean-up. Work that
+// went on would take the whole window (0.6 s). The target is 50 ms;
+// the margin is for shared CI machines.
+constexpr double kMaxCpuAfter = 0.10;
 constexpr auto kWindow = std::chrono::milliseconds(600);
 
 // x -> Relu -> v1 -> ... -> v{count} float [1, 256]: a 100,000-node chain
@@ -126,12 +128,14 @@ class CancelTest : public ::testing::Test {
 testing::ServerProcess* CancelTest::server_ = nullptr;
 std::shared_ptr<grpc::Channel>* CancelTest::channel_ = nullptr;
 
+// The deadline falls about halfway through the import (in ONNX's own
+// shape inference on this machine).
 TEST_F(CancelTest, AnOnnxImportStopsAtTheDeadline) {
   const v1::PlanRequest request = ModelRequest(OnnxChain(100'000), "onnx");
   grpc::Status s;
   v1::PlanResponse response;
   const double cpu =
-      CpuAfter([&] { return Plan(request, 500, &response); }, &s);
+      CpuAfter([&] { return Plan(request, 250, &response); }, &s);
   EXPECT_EQ(s.error_code(), grpc::DEADLINE_EXCEEDED) << s.error_message();
   EXPECT_LT(cpu, kMaxCpuAfter);
 }
@@ -171,21 +175,34 @@ TEST_F(CancelTest, ABenchmarkWorkloadStopsAtTheDeadline) {
   EXPECT_LT(cpu, kMaxCpuAfter);
 }
 
+// The deadline is put a quarter of the way into the drawing, from the
+// times this machine takes: the plan alone (from the cache), then the plan
+// drawn. (Early rather than late: a deadline that falls in the plan must
+// stop it just as well, one that falls past the drawing is not a test.)
 TEST_F(CancelTest, EmittingPicturesStopsAtTheDeadline) {
   v1::PlanRequest request = testing::LargeBufferList(400'000);
   request.mutable_options()->set_strategy("best_fit_size");
   v1::PlanResponse response;
-  // Planned once with time to spare: the plan is then in the cache, and
-  // the call below spends its time drawing (the cached plan takes about
-  // 300 ms to adopt and verify, the pictures seconds; the deadline falls
-  // between, even on a loaded machine).
-  const grpc::Status first = Plan(request, 60'000, &response);
+  const grpc::Status first = Plan(request, 60'000, &response);  // cached
   ASSERT_TRUE(first.ok()) << first.error_message();
+  const auto timed = [&](const v1::PlanRequest& r) {
+    const Clock::time_point start = Clock::now();
+    const grpc::Status s = Plan(r, 60'000, &response);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return std::chrono::duration<double, std::milli>(Clock::now() - start)
+        .count();
+  };
+  const double plan_ms = timed(request);
   request.add_emit("svg");
   request.add_emit("html");
+  const double drawn_ms = timed(request);
+  const int deadline_ms = static_cast<int>(plan_ms + (drawn_ms - plan_ms) / 4);
+  std::printf("  plan %.0f ms, drawn %.0f ms: deadline %d ms\n", plan_ms,
+              drawn_ms, deadline_ms);
+  ASSERT_GT(drawn_ms - plan_ms, 200) << "drawing too quick to stop inside";
   grpc::Status s;
   const double cpu =
-      CpuAfter([&] { return Plan(request, 1200, &response); }, &s);
+      CpuAfter([&] { return Plan(request, deadline_ms, &response); }, &s);
   EXPECT_EQ(s.error_code(), grpc::DEADLINE_EXCEEDED) << s.error_message();
   EXPECT_LT(cpu, kMaxCpuAfter);
 }
