@@ -4,6 +4,7 @@
 // empty RPC's rate.
 //   rps_bench [seconds per round=2] [client threads=4] [rounds=3]
 //             [strategy=auto] [workers=2]
+//   rps_bench --dump FILE    writes the graph's PlanRequest as JSON
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "google/protobuf/util/json_util.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -145,6 +147,21 @@ int Run(double seconds, int threads, int rounds, const std::string& strategy,
 }  // namespace memplan
 
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--dump") {
+    // The request the figures come from, as JSON (memplan plan FILE).
+    std::string json;
+    google::protobuf::util::JsonPrintOptions o;
+    o.add_whitespace = true;
+    if (!google::protobuf::util::MessageToJsonString(memplan::Graph200(), &json,
+                                                     o)
+             .ok()) {
+      return 1;
+    }
+    std::FILE* f = std::fopen(argv[2], "w");
+    if (f == nullptr) return 1;
+    std::fputs(json.c_str(), f);
+    return std::fclose(f) == 0 ? 0 : 1;
+  }
   const double seconds = argc > 1 ? std::atof(argv[1]) : 2.0;
   const int threads = argc > 2 ? std::atoi(argv[2]) : 4;
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 3;
