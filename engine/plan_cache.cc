@@ -244,12 +244,23 @@ absl::string_view PlannerVersion() { return kPlannerVersion; }
 std::optional<std::string> GraphCacheKey(const planner::Graph& graph,
                                          const planner::PlanOptions& options,
                                          absl::string_view version) {
+  return GraphCacheKey(graph, options, nullptr, version);
+}
+
+std::optional<std::string> GraphCacheKey(const planner::Graph& graph,
+                                         const planner::PlanOptions& options,
+                                         const base::CancelToken* cancel,
+                                         absl::string_view version) {
+  const auto stop = [cancel](size_t i) {
+    return i % 4096 == 0 && cancel != nullptr && cancel->Cancelled();
+  };
   absl::flat_hash_map<absl::string_view, int64_t> index;
   index.reserve(graph.tensors.size());
   KeyWriter w;
   KeyPrefix('g', version, &w);
   w.Int(static_cast<int64_t>(graph.tensors.size()));
   for (size_t i = 0; i < graph.tensors.size(); ++i) {
+    if (stop(i)) return std::nullopt;
     const planner::Tensor& t = graph.tensors[i];
     if (!index.emplace(t.name, static_cast<int64_t>(i)).second) {
       return std::nullopt;
@@ -260,7 +271,9 @@ std::optional<std::string> GraphCacheKey(const planner::Graph& graph,
           int64_t{t.folded} << 2);
   }
   w.Int(static_cast<int64_t>(graph.ops.size()));
-  for (const planner::Op& op : graph.ops) {
+  for (size_t i = 0; i < graph.ops.size(); ++i) {
+    if (stop(i)) return std::nullopt;
+    const planner::Op& op = graph.ops[i];
     w.Int(op.in_place);
     if (!WriteRefs(op.inputs, index, &w) || !WriteRefs(op.outputs, index, &w)) {
       return std::nullopt;
@@ -389,7 +402,10 @@ PlanCache::Stats PlanCache::stats() const {
 absl::StatusOr<planner::PlanResult> PlanCache::PlanGraph(
     const planner::Graph& graph, const planner::PlanOptions& options,
     base::WorkerPool* workers, const base::CancelToken* cancel, CacheUse* use) {
-  const std::optional<std::string> key = GraphCacheKey(graph, options);
+  const std::optional<std::string> key = GraphCacheKey(graph, options, cancel);
+  if (cancel != nullptr && cancel->Cancelled()) {
+    return absl::DeadlineExceededError("plan cache key cancelled");
+  }
   const Compute compute = [&] {
     return planner::PlanGraph(graph, options, workers, cancel);
   };

@@ -128,6 +128,11 @@ absl::string_view PlannerVersion();
 std::optional<std::string> GraphCacheKey(
     const planner::Graph& graph, const planner::PlanOptions& options,
     absl::string_view version = PlannerVersion());
+// The same, polling `cancel` (may be null): nullopt also once it fires.
+std::optional<std::string> GraphCacheKey(
+    const planner::Graph& graph, const planner::PlanOptions& options,
+    const base::CancelToken* cancel,
+    absl::string_view version = PlannerVersion());
 // The same for a buffer list (alignments already resolved).
 std::string BuffersCacheKey(const planner::Problem& problem,
                             const planner::PlanOptions& options,

@@ -162,6 +162,11 @@ TEST(CacheKeyTest, PlannerVersionChangesIt) {
   EXPECT_NE(GraphCacheKey(graph, options, "0.2.0 abc"),
             GraphCacheKey(graph, options, "0.2.1 abc"));
   EXPECT_EQ(GraphCacheKey(graph, options), GraphCacheKey(graph, options));
+  base::CancelToken ended;  // a call already over gets no key
+  ended.Cancel();
+  EXPECT_EQ(GraphCacheKey(graph, options, nullptr),
+            GraphCacheKey(graph, options));
+  EXPECT_FALSE(GraphCacheKey(graph, options, &ended).has_value());
 }
 
 TEST(CacheKeyTest, DanglingOrDuplicateNamesAreNotKeyed) {

@@ -16,8 +16,10 @@
 #include "gtest/gtest.h"
 #include "planner/greedy.h"
 #include "planner/interference.h"
+#include "planner/liveness.h"
 #include "planner/planner.h"
 #include "planner/shared_objects.h"
+#include "planner/testing/random_problems.h"
 #include "planner/validate.h"
 #include "planner/verifier.h"
 
@@ -175,6 +177,25 @@ TEST(CancelTest, EveryStageReturnsAtOnceWhenAlreadyCancelled) {
   EXPECT_EQ(
       AdoptBuffersPlan(p, {}, ChoicesOf(*planned), &token).status().code(),
       absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST(CancelTest, GraphLivenessReturnsAtOnceWhenAlreadyCancelled) {
+  const Graph g = testing::RandomGraph(400, 9);
+  base::CancelToken token;
+  token.Cancel();
+  EXPECT_TRUE(
+      AnalyzeLiveness(g, 64, nullptr, IoPolicy::kRuntime, nullptr).ok());
+  EXPECT_EQ(AnalyzeLiveness(g, 64, nullptr, IoPolicy::kRuntime, &token)
+                .status()
+                .code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(PlanGraph(g, {}, nullptr, &token).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  absl::StatusOr<PlanResult> planned = PlanGraph(g, {}, nullptr, nullptr);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  EXPECT_TRUE(AdoptGraphPlan(g, {}, ChoicesOf(*planned), nullptr).ok());
+  EXPECT_EQ(AdoptGraphPlan(g, {}, ChoicesOf(*planned), &token).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
 }
 
 }  // namespace

@@ -13,12 +13,25 @@ namespace {
 
 constexpr int kNone = -1;
 
+// Items (tensors, ops) between polls of a cancel token: well under a
+// millisecond of hashing.
+constexpr int kPollEvery = 4096;
+
+bool Stop(const base::CancelToken* cancel, int i) {
+  return i % kPollEvery == 0 && cancel != nullptr && cancel->Cancelled();
+}
+
+absl::Status Cancelled() {
+  return absl::DeadlineExceededError("liveness analysis cancelled");
+}
+
 // Indexes tensors by name and checks each tensor alone.
 absl::StatusOr<absl::flat_hash_map<std::string, int>> IndexTensors(
-    const Graph& graph) {
+    const Graph& graph, const base::CancelToken* cancel) {
   absl::flat_hash_map<std::string, int> index;
   Bytes total = 0;
   for (int i = 0; i < static_cast<int>(graph.tensors.size()); ++i) {
+    if (Stop(cancel, i)) return Cancelled();
     const Tensor& t = graph.tensors[i];
     if (t.name.empty()) return Invalid("tensor #", i, " has no name");
     if (!index.emplace(t.name, i).second) {
@@ -64,9 +77,10 @@ absl::StatusOr<int> Resolve(const absl::flat_hash_map<std::string, int>& index,
 // twice.
 absl::Status FindProducers(const Graph& graph,
                            const absl::flat_hash_map<std::string, int>& index,
-                           Usage* usage) {
+                           const base::CancelToken* cancel, Usage* usage) {
   absl::flat_hash_set<std::string> op_names;
   for (int step = 0; step < static_cast<int>(graph.ops.size()); ++step) {
+    if (Stop(cancel, step)) return Cancelled();
     const Op& op = graph.ops[step];
     if (op.name.empty()) return Invalid("op #", step, " has no name");
     if (!op_names.insert(op.name).second) {
@@ -89,8 +103,9 @@ absl::Status FindProducers(const Graph& graph,
 // Records last consumers, checking every read comes after the write.
 absl::Status FindConsumers(const Graph& graph,
                            const absl::flat_hash_map<std::string, int>& index,
-                           Usage* usage) {
+                           const base::CancelToken* cancel, Usage* usage) {
   for (int step = 0; step < static_cast<int>(graph.ops.size()); ++step) {
+    if (Stop(cancel, step)) return Cancelled();
     const Op& op = graph.ops[step];
     for (const std::string& name : op.inputs) {
       absl::StatusOr<int> t = Resolve(index, name, op.name, "reads");
@@ -228,6 +243,14 @@ absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
                                         Bytes default_alignment,
                                         std::vector<TensorKind>* kinds,
                                         IoPolicy io) {
+  return AnalyzeLiveness(graph, default_alignment, kinds, io, nullptr);
+}
+
+absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
+                                        Bytes default_alignment,
+                                        std::vector<TensorKind>* kinds,
+                                        IoPolicy io,
+                                        const base::CancelToken* cancel) {
   const std::string label =
       graph.name.empty() ? "graph" : "graph '" + graph.name + "'";
   if (graph.tensors.empty()) return Invalid(label, " has no tensors");
@@ -237,20 +260,22 @@ absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
                    " is not a power of two up to 2^32");
   }
   absl::StatusOr<absl::flat_hash_map<std::string, int>> index =
-      IndexTensors(graph);
+      IndexTensors(graph, cancel);
   if (!index.ok()) return index.status();
   const size_t n = graph.tensors.size();
   Usage usage{std::vector<int>(n, kNone), std::vector<int>(n, kNone),
               std::vector<TensorKind>(n, TensorKind::kActivation)};
-  if (auto s = FindProducers(graph, *index, &usage); !s.ok()) return s;
-  if (auto s = FindConsumers(graph, *index, &usage); !s.ok()) return s;
+  if (auto s = FindProducers(graph, *index, cancel, &usage); !s.ok()) return s;
+  if (auto s = FindConsumers(graph, *index, cancel, &usage); !s.ok()) return s;
   if (auto s = ClassifyTensors(graph, *index, &usage); !s.ok()) return s;
+  if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
 
   const std::vector<bool> output = GraphOutputs(graph, *index);
   const Step steps = static_cast<Step>(graph.ops.size());
   Problem problem;
   problem.buffers.reserve(n);
   for (size_t t = 0; t < n; ++t) {
+    if (Stop(cancel, static_cast<int>(t))) return Cancelled();
     const Tensor& tensor = graph.tensors[t];
     Buffer b;
     b.name = tensor.name;

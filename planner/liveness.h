@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "base/cancel.h"
 #include "planner/graph.h"
 #include "planner/problem.h"
 #include "planner/validate.h"  // ValidateProblem, IsPowerOfTwo (moved)
@@ -62,6 +63,11 @@ absl::string_view IoPolicyName(IoPolicy policy);
 [[nodiscard]] absl::StatusOr<Problem> AnalyzeLiveness(
     const Graph& graph, Bytes default_alignment,
     std::vector<TensorKind>* kinds = nullptr, IoPolicy io = IoPolicy::kRuntime);
+// The same, polling `cancel` (may be null) every few thousand tensors and
+// ops: DEADLINE_EXCEEDED once it fires.
+[[nodiscard]] absl::StatusOr<Problem> AnalyzeLiveness(
+    const Graph& graph, Bytes default_alignment, std::vector<TensorKind>* kinds,
+    IoPolicy io, const base::CancelToken* cancel);
 
 }  // namespace memplan::planner
 

@@ -579,18 +579,22 @@ namespace {
 
 // The buffers of a graph, before any offset: liveness, kinds and in-place
 // merging into result->problem and result->tensors (timed as "liveness").
-// The in-place aliases go to *aliases. INVALID_ARGUMENT as AnalyzeLiveness.
+// The in-place aliases go to *aliases. INVALID_ARGUMENT as AnalyzeLiveness;
+// DEADLINE_EXCEEDED once `cancel` (may be null) fires.
 absl::Status GraphBuffers(const Graph& graph, const PlanOptions& options,
-                          PlanResult* result,
+                          const base::CancelToken* cancel, PlanResult* result,
                           std::vector<InPlaceTensor>* aliases) {
   StageTimer timer("liveness", result);
   std::vector<TensorKind> kinds;
   absl::StatusOr<Problem> tensors =
-      AnalyzeLiveness(graph, options.alignment, &kinds, options.io);
+      AnalyzeLiveness(graph, options.alignment, &kinds, options.io, cancel);
   if (!tensors.ok()) return tensors.status();
   result->io = options.io;
   *aliases = SelectBuffers(graph, *tensors, kinds, options, result);
   result->problem.capacity = options.capacity;
+  if (cancel != nullptr && cancel->Cancelled()) {
+    return absl::DeadlineExceededError("graph buffers cancelled");
+  }
   return absl::OkStatus();
 }
 
@@ -645,7 +649,7 @@ absl::StatusOr<PlanResult> PlanGraph(const Graph& graph,
   const base::CancelToken budget(cancel, absl::Now() + options.time_budget);
   PlanResult result;
   std::vector<InPlaceTensor> aliases;
-  if (absl::Status s = GraphBuffers(graph, options, &result, &aliases);
+  if (absl::Status s = GraphBuffers(graph, options, cancel, &result, &aliases);
       !s.ok()) {
     return s;
   }
@@ -836,7 +840,7 @@ absl::StatusOr<PlanResult> AdoptGraphPlan(const Graph& graph,
   if (absl::Status s = CheckStrategyName(options.strategy); !s.ok()) return s;
   PlanResult result;
   std::vector<InPlaceTensor> aliases;
-  if (absl::Status s = GraphBuffers(graph, options, &result, &aliases);
+  if (absl::Status s = GraphBuffers(graph, options, cancel, &result, &aliases);
       !s.ok()) {
     return s;
   }
