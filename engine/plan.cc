@@ -226,9 +226,10 @@ namespace {
 
 // The response for `outcome` with `files` (its own, or a copy) moved in.
 v1::PlanResponse Response(const PlanOutcome& outcome,
-                          std::vector<EmittedFile>* files) {
-  v1::PlanResponse response =
-      api::ToProto(outcome.result, outcome.options, {outcome.no_timings});
+                          std::vector<EmittedFile>* files,
+                          const base::CancelToken* cancel) {
+  v1::PlanResponse response = api::ToProto(outcome.result, outcome.options,
+                                           {outcome.no_timings, cancel});
   for (const std::string& w : outcome.warnings) {
     response.add_warnings(base::SafeText(w));  // they may quote raw names
   }
@@ -260,11 +261,12 @@ v1::PlanResponse Response(const PlanOutcome& outcome,
 
 v1::PlanResponse ToResponse(const PlanOutcome& outcome) {
   std::vector<EmittedFile> files = outcome.files;
-  return Response(outcome, &files);
+  return Response(outcome, &files, nullptr);
 }
 
-v1::PlanResponse ToResponse(PlanOutcome&& outcome) {
-  return Response(outcome, &outcome.files);
+v1::PlanResponse ToResponse(PlanOutcome&& outcome,
+                            const base::CancelToken* cancel) {
+  return Response(outcome, &outcome.files, cancel);
 }
 
 absl::StatusOr<v1::PlanResponse> PlanToResponse(const v1::PlanRequest& request,

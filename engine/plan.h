@@ -91,8 +91,11 @@ struct PlanOutcome {
 // The response for an outcome (api::ToProto plus files and warnings).
 v1::PlanResponse ToResponse(const PlanOutcome& outcome);
 // The same, moving the emitted files (often the largest part) out of
-// `outcome` instead of copying them; the rest of it stays as it was.
-v1::PlanResponse ToResponse(PlanOutcome&& outcome);
+// `outcome` instead of copying them; the rest of it stays as it was. Once
+// `cancel` (may be null) fires the response may be left unfinished: for a
+// call that has ended, whose response is dropped.
+v1::PlanResponse ToResponse(PlanOutcome&& outcome,
+                            const base::CancelToken* cancel = nullptr);
 
 // Plan then ToResponse: what the Plan RPC answers.
 [[nodiscard]] absl::StatusOr<v1::PlanResponse> PlanToResponse(

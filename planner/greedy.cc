@@ -409,11 +409,16 @@ struct PlacementWindow {
 
 // Sets up window w: the cut ranges of its entries and of the pinned
 // buffers touching it (placed at once), and the smallest request from each
-// entry on.
-void SetUpWindow(const Problem& problem, const Sections& time,
+// entry on. False, the window half set up, once `cancel` (may be null)
+// fires: polled every few thousand entries.
+bool SetUpWindow(const Problem& problem, const Sections& time,
                  const TimeWindows& windows, const WindowedPass& pass,
                  const std::vector<int>& pinned, const Solution& solution,
-                 bool dense, int w, PlacementWindow* out) {
+                 bool dense, const base::CancelToken* cancel, int w,
+                 PlacementWindow* out) {
+  const auto stop = [cancel](size_t k) {
+    return k % 4096 == 0 && cancel != nullptr && cancel->Cancelled();
+  };
   const auto& b = problem.buffers;
   const int lo = windows.begin[w], hi = windows.begin[w + 1];
   out->begin = lo;
@@ -423,16 +428,23 @@ void SetUpWindow(const Problem& problem, const Sections& time,
     out->time.last.push_back(std::min(time.last[i], hi) - lo);
   };
   const std::vector<WindowedPass::Entry>& entries = pass.entries(w);
-  for (const WindowedPass::Entry& e : entries) add(e.buffer);
+  for (size_t k = 0; k < entries.size(); ++k) {
+    if (stop(k)) return false;
+    add(entries[k].buffer);
+  }
   std::vector<int> pins;
-  for (int i : pinned) {
+  for (size_t k = 0; k < pinned.size(); ++k) {
+    if (stop(k)) return false;
+    const int i = pinned[k];
     if (time.first[i] < hi && time.last[i] > lo) {
       add(i);
       pins.push_back(i);
     }
   }
+  if (stop(0)) return false;
   out->placed.emplace(out->time, dense);
   for (size_t k = 0; k < pins.size(); ++k) {
+    if (stop(k)) return false;
     const size_t slot = entries.size() + k;
     const int i = pins[k];
     out->placed->Insert(out->time.first[slot], out->time.last[slot],
@@ -443,6 +455,7 @@ void SetUpWindow(const Problem& problem, const Sections& time,
   Bytes size = std::numeric_limits<Bytes>::max();
   Bytes alignment = std::numeric_limits<Bytes>::max();
   for (size_t k = entries.size(); k-- > 0;) {
+    if (stop(k)) return false;
     const int i = entries[k].buffer;
     size = std::min(size, b[i].size);
     alignment = std::min(alignment, b[i].alignment);
@@ -450,6 +463,7 @@ void SetUpWindow(const Problem& problem, const Sections& time,
                    b[i].size, b[i].alignment,     size,
                    alignment};
   }
+  return true;
 }
 
 // Greedy placement window by window (windows.h): the plan Place gives in
@@ -480,10 +494,15 @@ absl::StatusOr<Solution> PlaceWindowed(const Problem& problem,
   WindowedPass pass(time, windows, to_place);
   const bool dense = IsDense(time, settings.search);
   std::vector<PlacementWindow> state(windows.count());
+  std::atomic<bool> set_up{true};
   base::ParallelFor(settings.parallel, windows.count(), [&](int w) {
-    SetUpWindow(problem, time, windows, pass, pinned, solution, dense, w,
-                &state[w]);
+    if (!set_up.load(std::memory_order_relaxed)) return;
+    if (!SetUpWindow(problem, time, windows, pass, pinned, solution, dense,
+                     settings.cancel, w, &state[w])) {
+      set_up = false;
+    }
   });
+  if (!set_up) return Cancelled();
   std::atomic<int64_t> total_work{0};
   std::atomic<bool> capped{false};
   // Adds work to window w's count; false when the pass must stop.

@@ -217,10 +217,15 @@ namespace {
 
 // One assignment per planned tensor and one UnplannedTensor per other, in
 // request order.
-void AddTensors(const planner::PlanResult& result, v1::PlanResponse* response) {
+// False, the list unfinished, once `cancel` (may be null) fires.
+bool AddTensors(const planner::PlanResult& result,
+                const base::CancelToken* cancel, v1::PlanResponse* response) {
   response->mutable_assignments()->Reserve(
       static_cast<int>(result.tensors.size()));
   for (size_t t = 0; t < result.tensors.size(); ++t) {
+    if (t % 4096 == 0 && cancel != nullptr && cancel->Cancelled()) {
+      return false;
+    }
     const planner::TensorPlacement& p = result.tensors[t];
     const std::string kind(planner::TensorKindName(p.kind));
     if (p.buffer < 0) {
@@ -249,6 +254,7 @@ void AddTensors(const planner::PlanResult& result, v1::PlanResponse* response) {
           result.memory_spaces[result.memory_space_of[p.buffer]].name);
     }
   }
+  return true;
 }
 
 // One entry per memory space ("memory pool" on the wire).
@@ -300,7 +306,9 @@ v1::PlanResponse ToProto(const planner::PlanResult& result,
           ? static_cast<double>(result.solution.arena_size) / result.lower_bound
           : 1.0);
   *response.mutable_options() = OptionsToProto(options);
-  AddTensors(result, &response);
+  if (!AddTensors(result, response_options.cancel, &response)) {
+    return response;  // unfinished: the call has ended
+  }
   AddMemorySpaces(result, &response);
   AddSharedObjects(result, &response);
   if (!response_options.no_timings) {

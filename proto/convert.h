@@ -16,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "base/alignment.h"
+#include "base/cancel.h"
 #include "google/protobuf/repeated_field.h"
 #include "memplan/v1/memplan.pb.h"
 #include "planner/graph.h"
@@ -63,6 +64,9 @@ void BuffersToProto(const planner::Problem& problem,
 // What ToProto leaves out.
 struct ResponseOptions {
   bool no_timings = false;  // no stage_micros (byte-identical responses)
+  // Polled every few thousand tensors: once it fires the response is left
+  // unfinished, for a caller that then drops it (a call that has ended).
+  const base::CancelToken* cancel = nullptr;
 };
 
 // The response for a plan made with `options`: one assignment per planned

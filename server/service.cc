@@ -195,7 +195,7 @@ grpc::Status PlannerService::RunPlan(grpc::ServerContext* context,
     };
     if (cancel.Cancelled()) return ended();
     metrics_->PlanDone(outcome->result);
-    *response = engine::ToResponse(*std::move(outcome));
+    *response = engine::ToResponse(*std::move(outcome), &cancel);
     if (cancel.Cancelled()) return ended();
     return grpc::Status::OK;
   });
