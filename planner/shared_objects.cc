@@ -317,16 +317,27 @@ absl::StatusOr<SharedObjects> ColorScanByWindows(
   }
   WindowedPass pass(time, windows, to_color);
   std::vector<ColoringWindow> state(windows.count());
+  std::atomic<bool> set_up{true};  // false once a set-up saw the cancel
   base::ParallelFor(parallel, windows.count(), [&](int w) {
     ColoringWindow& s = state[w];
     const int lo = windows.begin[w], hi = windows.begin[w + 1];
     s.time.begin.resize(static_cast<size_t>(hi - lo));
-    for (const WindowedPass::Entry& e : pass.entries(w)) {
-      s.time.first.push_back(std::max(time.first[e.buffer], lo) - lo);
-      s.time.last.push_back(std::min(time.last[e.buffer], hi) - lo);
+    const std::vector<WindowedPass::Entry>& entries = pass.entries(w);
+    for (size_t k = 0; k < entries.size(); ++k) {
+      if (k % 4096 == 0 && (!set_up.load(std::memory_order_relaxed) ||
+                            (cancel != nullptr && cancel->Cancelled()))) {
+        set_up = false;
+        return;
+      }
+      const int i = entries[k].buffer;
+      s.time.first.push_back(std::max(time.first[i], lo) - lo);
+      s.time.last.push_back(std::min(time.last[i], hi) - lo);
     }
     s.index.emplace(s.time);
   });
+  if (!set_up) {
+    return absl::DeadlineExceededError("shared object coloring cancelled");
+  }
   SharedObjects objects;
   objects.object_of.assign(b.size(), -1);
   std::atomic<int64_t> total_work{0};
