@@ -39,15 +39,16 @@ using Clock = std::chrono::steady_clock;
 // The most CPU the server may spend from the end of a call through the
 // window after it. The work itself stops within a few milliseconds (every
 // stage polls the call's token); what is left is freeing what was built
-// before the deadline, about a fifth of the CPU spent building it (10-40 ms
-// for the calls below on a 2-core machine; 80-110 ms when a 100,000-node
-// import is stopped at 500 ms, nearly done), and gRPC's clean-up. Work that
-// went on would take the whole window (0.6 s). The target is 50 ms;
-// the margin is for shared CI machines. Under a sanitizer's allocator
-// (several times slower to free) the allowance is three times as large,
-// still far below the window.
-constexpr double kMaxCpuAfter = base::kSanitizerAllocator ? 0.30 : 0.10;
-constexpr auto kWindow = std::chrono::milliseconds(600);
+// before the deadline, about a fifth of the CPU spent building it (10-80 ms
+// for the calls below on a 2-core machine), and gRPC's clean-up. Work that
+// went on would take the whole window. The target is 50 ms; the
+// margin is for shared CI machines. A sanitizer's allocator frees far more
+// slowly (ASan recycles its quarantine: 0.16-0.33 s after the 500,000-buffer
+// plan), so there the window is longer and the allowance larger, still well
+// under the window.
+constexpr bool kSlowFree = base::kSanitizerAllocator;
+constexpr double kMaxCpuAfter = kSlowFree ? 0.60 : 0.10;
+constexpr auto kWindow = std::chrono::milliseconds(kSlowFree ? 1500 : 600);
 
 // x -> Relu -> v1 -> ... -> v{count} float [1, 256]: a 100,000-node chain
 // is the 3.1 MB model (seconds of import).
