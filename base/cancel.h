@@ -66,6 +66,19 @@ class CancelToken {
   mutable std::atomic<bool> cancelled_{false};
 };
 
+// Items a loop of cheap steps (a hash insert, a copy) goes through between
+// polls: well under a millisecond of work.
+inline constexpr int64_t kPollStride = 4096;
+
+// Whether `cancel` (may be null) has fired, asked at item `i` of such a
+// loop only when i is a multiple of kPollStride (item 0 included).
+//
+//   for (size_t i = 0; i < n; ++i) {
+//     if (base::CancelledAt(cancel, i)) return Cancelled();
+inline bool CancelledAt(const CancelToken* cancel, int64_t i) {
+  return i % kPollStride == 0 && cancel != nullptr && cancel->Cancelled();
+}
+
 // Counts units of work (a range read, a neighbour visited: about 0.1 us
 // each) and polls a token every kUnitsPerPoll of them: a few milliseconds
 // apart, whatever the loop's shape. With a cap, also stops once the work

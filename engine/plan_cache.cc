@@ -251,16 +251,13 @@ std::optional<std::string> GraphCacheKey(const planner::Graph& graph,
                                          const planner::PlanOptions& options,
                                          const base::CancelToken* cancel,
                                          absl::string_view version) {
-  const auto stop = [cancel](size_t i) {
-    return i % 4096 == 0 && cancel != nullptr && cancel->Cancelled();
-  };
   absl::flat_hash_map<absl::string_view, int64_t> index;
   index.reserve(graph.tensors.size());
   KeyWriter w;
   KeyPrefix('g', version, &w);
   w.Int(static_cast<int64_t>(graph.tensors.size()));
   for (size_t i = 0; i < graph.tensors.size(); ++i) {
-    if (stop(i)) return std::nullopt;
+    if (base::CancelledAt(cancel, i)) return std::nullopt;
     const planner::Tensor& t = graph.tensors[i];
     if (!index.emplace(t.name, static_cast<int64_t>(i)).second) {
       return std::nullopt;
@@ -272,7 +269,7 @@ std::optional<std::string> GraphCacheKey(const planner::Graph& graph,
   }
   w.Int(static_cast<int64_t>(graph.ops.size()));
   for (size_t i = 0; i < graph.ops.size(); ++i) {
-    if (stop(i)) return std::nullopt;
+    if (base::CancelledAt(cancel, i)) return std::nullopt;
     const planner::Op& op = graph.ops[i];
     w.Int(op.in_place);
     if (!WriteRefs(op.inputs, index, &w) || !WriteRefs(op.outputs, index, &w)) {
@@ -301,9 +298,7 @@ std::optional<std::string> BuffersCacheKey(const planner::Problem& problem,
   KeyPrefix('b', version, &w);
   w.Int(static_cast<int64_t>(problem.buffers.size()));
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
-    if (i % 4096 == 0 && cancel != nullptr && cancel->Cancelled()) {
-      return std::nullopt;
-    }
+    if (base::CancelledAt(cancel, i)) return std::nullopt;
     const planner::Buffer& b = problem.buffers[i];
     w.Int(b.start);
     w.Int(b.end);

@@ -416,9 +416,6 @@ bool SetUpWindow(const Problem& problem, const Sections& time,
                  const std::vector<int>& pinned, const Solution& solution,
                  bool dense, const base::CancelToken* cancel, int w,
                  PlacementWindow* out) {
-  const auto stop = [cancel](size_t k) {
-    return k % 4096 == 0 && cancel != nullptr && cancel->Cancelled();
-  };
   const auto& b = problem.buffers;
   const int lo = windows.begin[w], hi = windows.begin[w + 1];
   out->begin = lo;
@@ -429,22 +426,22 @@ bool SetUpWindow(const Problem& problem, const Sections& time,
   };
   const std::vector<WindowedPass::Entry>& entries = pass.entries(w);
   for (size_t k = 0; k < entries.size(); ++k) {
-    if (stop(k)) return false;
+    if (base::CancelledAt(cancel, k)) return false;
     add(entries[k].buffer);
   }
   std::vector<int> pins;
   for (size_t k = 0; k < pinned.size(); ++k) {
-    if (stop(k)) return false;
+    if (base::CancelledAt(cancel, k)) return false;
     const int i = pinned[k];
     if (time.first[i] < hi && time.last[i] > lo) {
       add(i);
       pins.push_back(i);
     }
   }
-  if (stop(0)) return false;
+  if (cancel != nullptr && cancel->Cancelled()) return false;
   out->placed.emplace(out->time, dense);
   for (size_t k = 0; k < pins.size(); ++k) {
-    if (stop(k)) return false;
+    if (base::CancelledAt(cancel, k)) return false;
     const size_t slot = entries.size() + k;
     const int i = pins[k];
     out->placed->Insert(out->time.first[slot], out->time.last[slot],
@@ -455,7 +452,7 @@ bool SetUpWindow(const Problem& problem, const Sections& time,
   Bytes size = std::numeric_limits<Bytes>::max();
   Bytes alignment = std::numeric_limits<Bytes>::max();
   for (size_t k = entries.size(); k-- > 0;) {
-    if (stop(k)) return false;
+    if (base::CancelledAt(cancel, k)) return false;
     const int i = entries[k].buffer;
     size = std::min(size, b[i].size);
     alignment = std::min(alignment, b[i].alignment);

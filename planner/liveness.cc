@@ -13,14 +13,6 @@ namespace {
 
 constexpr int kNone = -1;
 
-// Items (tensors, ops) between polls of a cancel token: well under a
-// millisecond of hashing.
-constexpr int kPollEvery = 4096;
-
-bool Stop(const base::CancelToken* cancel, int i) {
-  return i % kPollEvery == 0 && cancel != nullptr && cancel->Cancelled();
-}
-
 absl::Status Cancelled() {
   return absl::DeadlineExceededError("liveness analysis cancelled");
 }
@@ -31,7 +23,7 @@ absl::StatusOr<absl::flat_hash_map<std::string, int>> IndexTensors(
   absl::flat_hash_map<std::string, int> index;
   Bytes total = 0;
   for (int i = 0; i < static_cast<int>(graph.tensors.size()); ++i) {
-    if (Stop(cancel, i)) return Cancelled();
+    if (base::CancelledAt(cancel, i)) return Cancelled();
     const Tensor& t = graph.tensors[i];
     if (t.name.empty()) return Invalid("tensor #", i, " has no name");
     if (!index.emplace(t.name, i).second) {
@@ -80,7 +72,7 @@ absl::Status FindProducers(const Graph& graph,
                            const base::CancelToken* cancel, Usage* usage) {
   absl::flat_hash_set<std::string> op_names;
   for (int step = 0; step < static_cast<int>(graph.ops.size()); ++step) {
-    if (Stop(cancel, step)) return Cancelled();
+    if (base::CancelledAt(cancel, step)) return Cancelled();
     const Op& op = graph.ops[step];
     if (op.name.empty()) return Invalid("op #", step, " has no name");
     if (!op_names.insert(op.name).second) {
@@ -105,7 +97,7 @@ absl::Status FindConsumers(const Graph& graph,
                            const absl::flat_hash_map<std::string, int>& index,
                            const base::CancelToken* cancel, Usage* usage) {
   for (int step = 0; step < static_cast<int>(graph.ops.size()); ++step) {
-    if (Stop(cancel, step)) return Cancelled();
+    if (base::CancelledAt(cancel, step)) return Cancelled();
     const Op& op = graph.ops[step];
     for (const std::string& name : op.inputs) {
       absl::StatusOr<int> t = Resolve(index, name, op.name, "reads");
@@ -275,7 +267,7 @@ absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
   Problem problem;
   problem.buffers.reserve(n);
   for (size_t t = 0; t < n; ++t) {
-    if (Stop(cancel, static_cast<int>(t))) return Cancelled();
+    if (base::CancelledAt(cancel, t)) return Cancelled();
     const Tensor& tensor = graph.tensors[t];
     Buffer b;
     b.name = tensor.name;

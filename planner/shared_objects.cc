@@ -324,8 +324,9 @@ absl::StatusOr<SharedObjects> ColorScanByWindows(
     s.time.begin.resize(static_cast<size_t>(hi - lo));
     const std::vector<WindowedPass::Entry>& entries = pass.entries(w);
     for (size_t k = 0; k < entries.size(); ++k) {
-      if (k % 4096 == 0 && (!set_up.load(std::memory_order_relaxed) ||
-                            (cancel != nullptr && cancel->Cancelled()))) {
+      if (k % base::kPollStride == 0 &&
+          (!set_up.load(std::memory_order_relaxed) ||
+           (cancel != nullptr && cancel->Cancelled()))) {
         set_up = false;
         return;
       }

@@ -15,14 +15,6 @@
 namespace memplan::planner {
 namespace {
 
-// How many buffers the checks below go through between polls of a cancel
-// token: well under a millisecond of work.
-constexpr size_t kPollEvery = 4096;
-
-bool Stop(const base::CancelToken* cancel, size_t i) {
-  return i % kPollEvery == 0 && cancel != nullptr && cancel->Cancelled();
-}
-
 absl::Status Cancelled() {
   return absl::DeadlineExceededError("buffer list checks cancelled");
 }
@@ -99,7 +91,7 @@ absl::Status CheckPins(const Problem& problem,
                        const base::CancelToken* cancel) {
   std::vector<std::pair<Step, int>> events;  // (step, +1+i start, -1-i end)
   for (int i = 0; i < static_cast<int>(problem.buffers.size()); ++i) {
-    if (Stop(cancel, i)) return Cancelled();
+    if (base::CancelledAt(cancel, i)) return Cancelled();
     const Buffer& b = problem.buffers[i];
     if (!b.fixed_offset.has_value()) continue;
     if (problem.capacity.has_value() &&
@@ -114,7 +106,7 @@ absl::Status CheckPins(const Problem& problem,
   std::sort(events.begin(), events.end());  // ends before starts at a step
   std::set<std::pair<Offset, int>> live;    // (offset, buffer)
   for (size_t k = 0; k < events.size(); ++k) {
-    if (Stop(cancel, k)) return Cancelled();
+    if (base::CancelledAt(cancel, k)) return Cancelled();
     const auto& [step, code] = events[k];
     const int i = std::abs(code) - 1;
     const Buffer& b = problem.buffers[i];
@@ -160,7 +152,7 @@ absl::Status ValidateBuffers(const Problem& problem,
                              const base::CancelToken* cancel) {
   Bytes total = 0;
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
-    if (Stop(cancel, i)) return Cancelled();
+    if (base::CancelledAt(cancel, i)) return Cancelled();
     const Buffer& b = problem.buffers[i];
     // The name is only spelled out in a message (not 1M strings per plan).
     const auto what = [&] { return Who(b, i); };
@@ -180,7 +172,7 @@ absl::Status CheckNames(const Problem& problem,
   absl::flat_hash_set<absl::string_view> names;
   names.reserve(problem.buffers.size());
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
-    if (Stop(cancel, i)) return Cancelled();
+    if (base::CancelledAt(cancel, i)) return Cancelled();
     const Buffer& b = problem.buffers[i];
     if (b.name.empty()) return Invalid(Who(b, i), " has no id");
     if (!names.insert(b.name).second) {

@@ -339,10 +339,6 @@ absl::Status VerifySharedObjects(const Problem& problem,
                                             objects.object_of.size(), " of ",
                                             b.size(), " buffers"));
   }
-  constexpr size_t kPollEvery = 4096;
-  const auto cancelled = [&](size_t i) {
-    return i % kPollEvery == 0 && cancel != nullptr && cancel->Cancelled();
-  };
   const auto stopped = [] {
     return absl::DeadlineExceededError("shared object check cancelled");
   };
@@ -351,7 +347,7 @@ absl::Status VerifySharedObjects(const Problem& problem,
   // first[p]..first[p+1]: where object p's members go in `order`.
   std::vector<size_t> first(count + 1, 0);
   for (size_t i = 0; i < b.size(); ++i) {
-    if (cancelled(i)) return stopped();
+    if (base::CancelledAt(cancel, i)) return stopped();
     const int p = objects.object_of[i];
     if (p < 0 || static_cast<size_t>(p) >= count) {
       return absl::InternalError(absl::StrCat(
@@ -382,7 +378,7 @@ absl::Status VerifySharedObjects(const Problem& problem,
   for (size_t p = 0; p < count; ++p) {
     const size_t from = first[p], to = first[p + 1];
     since_poll += to - from;
-    if (since_poll >= kPollEvery) {
+    if (since_poll >= static_cast<size_t>(base::kPollStride)) {
       since_poll = 0;
       if (cancel != nullptr && cancel->Cancelled()) return stopped();
     }

@@ -223,9 +223,7 @@ bool AddTensors(const planner::PlanResult& result,
   response->mutable_assignments()->Reserve(
       static_cast<int>(result.tensors.size()));
   for (size_t t = 0; t < result.tensors.size(); ++t) {
-    if (t % 4096 == 0 && cancel != nullptr && cancel->Cancelled()) {
-      return false;
-    }
+    if (base::CancelledAt(cancel, t)) return false;
     const planner::TensorPlacement& p = result.tensors[t];
     const std::string kind(planner::TensorKindName(p.kind));
     if (p.buffer < 0) {

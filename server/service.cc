@@ -76,6 +76,22 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), text);
 }
 
+template <typename Request, typename Response>
+void PlannerService::AddParsedMethod(
+    const char* name,
+    grpc::Status (PlannerService::*run)(grpc::ServerContext*, const Request&,
+                                        Response*)) {
+  using In = ParsedRequest<Request>;
+  AddMethod(new grpc::internal::RpcServiceMethod(
+      name, grpc::internal::RpcMethod::NORMAL_RPC,
+      new grpc::internal::RpcMethodHandler<PlannerService, In, Response>(
+          [run](PlannerService* service, grpc::ServerContext* context,
+                const In* request, Response* response) {
+            return (service->*run)(context, request->message(), response);
+          },
+          this)));
+}
+
 PlannerService::PlannerService(const ServiceOptions& options,
                                base::WorkerPool* workers,
                                const base::CancelToken* shutdown,
@@ -85,30 +101,9 @@ PlannerService::PlannerService(const ServiceOptions& options,
       shutdown_(shutdown),
       metrics_(metrics),
       memory_(memory) {
-  // As the generated v1::MemoryPlanner::Service registers them, with
-  // ParsedRequest for the request (whose parse errors are
-  // INVALID_ARGUMENT).
-  using PlanIn = ParsedRequest<v1::PlanRequest>;
-  using BenchmarkIn = ParsedRequest<v1::BenchmarkRequest>;
-  AddMethod(new grpc::internal::RpcServiceMethod(
-      "/memplan.v1.MemoryPlanner/Plan", grpc::internal::RpcMethod::NORMAL_RPC,
-      new grpc::internal::RpcMethodHandler<PlannerService, PlanIn,
-                                           v1::PlanResponse>(
-          [](PlannerService* service, grpc::ServerContext* context,
-             const PlanIn* request, v1::PlanResponse* response) {
-            return service->RunPlan(context, request->message(), response);
-          },
-          this)));
-  AddMethod(new grpc::internal::RpcServiceMethod(
-      "/memplan.v1.MemoryPlanner/Benchmark",
-      grpc::internal::RpcMethod::NORMAL_RPC,
-      new grpc::internal::RpcMethodHandler<PlannerService, BenchmarkIn,
-                                           v1::BenchmarkResponse>(
-          [](PlannerService* service, grpc::ServerContext* context,
-             const BenchmarkIn* request, v1::BenchmarkResponse* response) {
-            return service->RunBenchmark(context, request->message(), response);
-          },
-          this)));
+  AddParsedMethod("/memplan.v1.MemoryPlanner/Plan", &PlannerService::RunPlan);
+  AddParsedMethod("/memplan.v1.MemoryPlanner/Benchmark",
+                  &PlannerService::RunBenchmark);
 }
 
 bool PlannerService::Admit() {

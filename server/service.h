@@ -102,6 +102,14 @@ class PlannerService final : public grpc::Service {
   int in_flight() const { return in_flight_.load(); }
 
  private:
+  // Registers `run` as the unary method `name` ("/memplan.v1.MemoryPlanner/
+  // Plan"), as the generated Service would, but reading its request as a
+  // ParsedRequest (bytes that do not parse are INVALID_ARGUMENT).
+  template <typename Request, typename Response>
+  void AddParsedMethod(const char* name,
+                       grpc::Status (PlannerService::*run)(grpc::ServerContext*,
+                                                           const Request&,
+                                                           Response*));
   // Takes a slot for one request (false when all are taken) and returns it.
   bool Admit();
   void Leave();

@@ -122,6 +122,18 @@ class CancelTest : public ::testing::Test {
     return after;
   }
 
+  // Plans `request` with a deadline that falls during its work: the call
+  // ends DEADLINE_EXCEEDED and the server spends at most kMaxCpuAfter after.
+  static void ExpectPlanStopsAt(const v1::PlanRequest& request,
+                                int deadline_ms) {
+    grpc::Status s;
+    v1::PlanResponse response;
+    const double cpu =
+        CpuAfter([&] { return Plan(request, deadline_ms, &response); }, &s);
+    EXPECT_EQ(s.error_code(), grpc::DEADLINE_EXCEEDED) << s.error_message();
+    EXPECT_LT(cpu, kMaxCpuAfter);
+  }
+
   // Milliseconds a call of `request` takes here with time to spare (OK
   // expected): deadlines below are fractions of it, so that they fall at
   // the same point of the work on a fast or a slow machine.
@@ -156,12 +168,7 @@ std::shared_ptr<grpc::Channel>* CancelTest::channel_ = nullptr;
 TEST_F(CancelTest, AnOnnxImportStopsAtTheDeadline) {
   const v1::PlanRequest request = ModelRequest(OnnxChain(100'000), "onnx");
   const int deadline_ms = static_cast<int>(0.2 * FullCallMs(request));
-  grpc::Status s;
-  v1::PlanResponse response;
-  const double cpu =
-      CpuAfter([&] { return Plan(request, deadline_ms, &response); }, &s);
-  EXPECT_EQ(s.error_code(), grpc::DEADLINE_EXCEEDED) << s.error_message();
-  EXPECT_LT(cpu, kMaxCpuAfter);
+  ExpectPlanStopsAt(request, deadline_ms);
 }
 
 // Linear now, it may well finish in time; either way nothing goes on.
@@ -216,12 +223,7 @@ TEST_F(CancelTest, PlanningALargeBufferListStopsAtTheDeadline) {
   request.mutable_options()->set_strategy("first_fit_size");
   const int deadline_ms = static_cast<int>(0.4 * FullCallMs(request));
   request.mutable_options()->set_strategy("best_fit_size");
-  grpc::Status s;
-  v1::PlanResponse response;
-  const double cpu =
-      CpuAfter([&] { return Plan(request, deadline_ms, &response); }, &s);
-  EXPECT_EQ(s.error_code(), grpc::DEADLINE_EXCEEDED) << s.error_message();
-  EXPECT_LT(cpu, kMaxCpuAfter);
+  ExpectPlanStopsAt(request, deadline_ms);
 }
 
 // The deadline is put a quarter of the way into the drawing, from the
@@ -231,29 +233,16 @@ TEST_F(CancelTest, PlanningALargeBufferListStopsAtTheDeadline) {
 TEST_F(CancelTest, EmittingPicturesStopsAtTheDeadline) {
   v1::PlanRequest request = testing::LargeBufferList(400'000);
   request.mutable_options()->set_strategy("best_fit_size");
-  v1::PlanResponse response;
-  const grpc::Status first = Plan(request, 60'000, &response);  // cached
-  ASSERT_TRUE(first.ok()) << first.error_message();
-  const auto timed = [&](const v1::PlanRequest& r) {
-    const Clock::time_point start = Clock::now();
-    const grpc::Status s = Plan(r, 60'000, &response);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return std::chrono::duration<double, std::milli>(Clock::now() - start)
-        .count();
-  };
-  const double plan_ms = timed(request);
+  FullCallMs(request);  // now cached
+  const double plan_ms = FullCallMs(request);
   request.add_emit("svg");
   request.add_emit("html");
-  const double drawn_ms = timed(request);
+  const double drawn_ms = FullCallMs(request);
   const int deadline_ms = static_cast<int>(plan_ms + (drawn_ms - plan_ms) / 4);
   std::printf("  plan %.0f ms, drawn %.0f ms: deadline %d ms\n", plan_ms,
               drawn_ms, deadline_ms);
   ASSERT_GT(drawn_ms - plan_ms, 200) << "drawing too quick to stop inside";
-  grpc::Status s;
-  const double cpu =
-      CpuAfter([&] { return Plan(request, deadline_ms, &response); }, &s);
-  EXPECT_EQ(s.error_code(), grpc::DEADLINE_EXCEEDED) << s.error_message();
-  EXPECT_LT(cpu, kMaxCpuAfter);
+  ExpectPlanStopsAt(request, deadline_ms);
 }
 
 }  // namespace
