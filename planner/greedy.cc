@@ -174,24 +174,28 @@ absl::StatusOr<std::vector<int>> OrderOf(
     rank.assign(widest->begin(), widest->end());
   }
   std::vector<Key> keys(b.size());
-  for (int i = 0; i < static_cast<int>(b.size()); ++i) {
-    switch (order) {
-      case GreedyOrder::kSize:  // largest first, then earliest start
-        keys[i] = {-b[i].size, b[i].start, i};
-        break;
-      case GreedyOrder::kLifetime:  // earliest start, then largest
-        keys[i] = {b[i].start, -b[i].size, i};
-        break;
-      case GreedyOrder::kConflicts:  // most conflicts, then largest
-        keys[i] = {-rank[i], -b[i].size, i};
-        break;
-      case GreedyOrder::kBreadth:  // widest section first, then largest
-        keys[i] = {rank[i], -b[i].size, i};
-        break;
-      case GreedyOrder::kArea:
-        break;
+  constexpr int kChunk = 1 << 16;
+  const int n = static_cast<int>(b.size());
+  base::ParallelFor(parallel, (n + kChunk - 1) / kChunk, [&](int c) {
+    for (int i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
+      switch (order) {
+        case GreedyOrder::kSize:  // largest first, then earliest start
+          keys[i] = {-b[i].size, b[i].start, i};
+          break;
+        case GreedyOrder::kLifetime:  // earliest start, then largest
+          keys[i] = {b[i].start, -b[i].size, i};
+          break;
+        case GreedyOrder::kConflicts:  // most conflicts, then largest
+          keys[i] = {-rank[i], -b[i].size, i};
+          break;
+        case GreedyOrder::kBreadth:  // widest section first, then largest
+          keys[i] = {rank[i], -b[i].size, i};
+          break;
+        case GreedyOrder::kArea:
+          break;
+      }
     }
-  }
+  });
   return SortedIndices(std::move(keys), cancel, parallel);
 }
 
@@ -488,7 +492,7 @@ absl::StatusOr<Solution> PlaceWindowed(const Problem& problem,
   for (int i : order) {
     if (solution.offsets[i] < 0) to_place.push_back(i);
   }
-  WindowedPass pass(time, windows, to_place);
+  WindowedPass pass(time, windows, to_place, settings.parallel);
   const bool dense = IsDense(time, settings.search);
   std::vector<PlacementWindow> state(windows.count());
   std::atomic<bool> set_up{true};

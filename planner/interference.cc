@@ -63,6 +63,36 @@ absl::StatusOr<int64_t> CountPairs(const Problem& problem,
   return pairs;
 }
 
+// CountPairs from the problem's compressed time (`time`, kind kMaximal):
+// two buffers overlap when their section ranges meet, and each of the
+// buffers that span the schedule overlaps every other, so the sharable
+// pairs are all pairs less theirs. O(n + sections), no sort and no
+// access in start order.
+absl::StatusOr<int64_t> PairsFromSections(const Problem& problem,
+                                          const Sections& time,
+                                          const base::CancelToken* cancel,
+                                          const base::Parallelism& parallel) {
+  const int64_t n = static_cast<int64_t>(problem.buffers.size());
+  int64_t spanning = 0;
+  (void)SpanningBuffers(problem, parallel, &spanning);
+  if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
+  // started[x]: buffers whose first section is < x; ended[x]: last <= x.
+  std::vector<int64_t> started(time.size() + 2, 0), ended(time.size() + 2, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    ++started[time.first[i] + 1];
+    ++ended[time.last[i]];
+  }
+  for (size_t x = 1; x < started.size(); ++x) {
+    started[x] += started[x - 1];
+    ended[x] += ended[x - 1];
+  }
+  int64_t twice = 0;  // every overlapping pair, counted from both ends
+  for (int64_t i = 0; i < n; ++i) {
+    twice += started[time.last[i]] - ended[time.first[i]] - 1;
+  }
+  return twice / 2 - spanning * (n - spanning) - spanning * (spanning - 1) / 2;
+}
+
 // Buffers of the start order per chunk of the parallel steps.
 constexpr int kRowChunk = 1 << 14;
 
@@ -217,21 +247,29 @@ absl::Status SweepPairs(const Problem& problem,
 absl::StatusOr<InterferenceGraph> BuildInterferenceGraph(
     const Problem& problem, int64_t max_edges,
     const base::CancelToken* cancel) {
-  return BuildInterferenceGraph(problem, max_edges, cancel, {});
+  return BuildInterferenceGraph(problem, max_edges, cancel, {}, nullptr);
 }
 
 absl::StatusOr<InterferenceGraph> BuildInterferenceGraph(
     const Problem& problem, int64_t max_edges, const base::CancelToken* cancel,
-    const base::Parallelism& parallel) {
+    const base::Parallelism& parallel, const Sections* time) {
+  absl::StatusOr<int64_t> count = int64_t{0};
+  if (time != nullptr) {  // over the limit before any sort
+    count = PairsFromSections(problem, *time, cancel, parallel);
+    if (!count.ok()) return count.status();
+  }
+  const auto over = [&] {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        *count, " interfering buffer pairs, over the limit of ", max_edges));
+  };
+  if (*count > max_edges) return over();
   absl::StatusOr<std::vector<int>> by_start =
       SharableByStart(problem, cancel, parallel);
   if (!by_start.ok()) return by_start.status();
-  absl::StatusOr<int64_t> count =
-      CountPairs(problem, *by_start, cancel, parallel);
-  if (!count.ok()) return count.status();
-  if (*count > max_edges) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        *count, " interfering buffer pairs, over the limit of ", max_edges));
+  if (time == nullptr) {
+    count = CountPairs(problem, *by_start, cancel, parallel);
+    if (!count.ok()) return count.status();
+    if (*count > max_edges) return over();
   }
   const size_t n = problem.buffers.size();
   std::vector<int64_t> row_start = RowStarts(problem, *by_start, parallel);

@@ -22,6 +22,7 @@
 #include "base/cancel.h"
 #include "base/parallel.h"
 #include "planner/problem.h"
+#include "planner/sections.h"
 
 namespace memplan::planner {
 
@@ -59,10 +60,12 @@ class InterferenceGraph {
     const Problem& problem, int64_t max_edges,
     const base::CancelToken* cancel = nullptr);
 // The same, filling and sorting the rows in chunks on the threads
-// `parallel` gives (the same graph).
+// `parallel` gives (the same graph). With the problem's compressed time
+// (CompressTime; may be null) the pairs are counted from it in O(n), so a
+// problem over the limit costs no sort.
 [[nodiscard]] absl::StatusOr<InterferenceGraph> BuildInterferenceGraph(
     const Problem& problem, int64_t max_edges, const base::CancelToken* cancel,
-    const base::Parallelism& parallel);
+    const base::Parallelism& parallel, const Sections* time = nullptr);
 
 }  // namespace memplan::planner
 

@@ -77,6 +77,36 @@ TEST(InterferenceTest, EdgeLimitIsResourceExhausted) {
   EXPECT_TRUE(BuildInterferenceGraph(p, 4950).ok());
 }
 
+// Given the compressed time, the pairs are counted from its sections: the
+// same count (the limit's message, the graph's edges) as the sweep's, with
+// buffers spanning the schedule or not.
+TEST(InterferenceTest, CountsFromCompressedTimeMatchTheSweep) {
+  for (uint32_t seed = 0; seed < 300; ++seed) {
+    Problem p = testing::RandomProblem(2 + seed % 80, seed);
+    const auto span = ScheduleSpan(p);
+    for (size_t i = 0; i < seed % 4; ++i) {  // up to three spanning all
+      p.buffers[i].start = span.first;
+      p.buffers[i].end = span.second;
+    }
+    const Sections time = *CompressTime(p, nullptr);
+    const InterferenceGraph want = *BuildInterferenceGraph(p, 1 << 20);
+    absl::StatusOr<InterferenceGraph> got =
+        BuildInterferenceGraph(p, 1 << 20, nullptr, {}, &time);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->num_edges(), want.num_edges()) << "seed " << seed;
+    for (int i = 0; i < want.num_nodes(); ++i) {
+      ASSERT_EQ(got->SpansAll(i), want.SpansAll(i));
+      ASSERT_THAT(got->Neighbours(i),
+                  ::testing::ElementsAreArray(want.Neighbours(i)));
+    }
+    if (want.num_edges() == 0) continue;
+    const int64_t below = want.num_edges() - 1;
+    EXPECT_EQ(BuildInterferenceGraph(p, below, nullptr, {}, &time).status(),
+              BuildInterferenceGraph(p, below).status())
+        << "seed " << seed;
+  }
+}
+
 TEST(PoolColoringTest, NoPoolHoldsTwoInterferingBuffers) {
   for (uint32_t seed = 0; seed < 300; ++seed) {
     Problem p = testing::RandomProblem(1 + seed % 80, seed);

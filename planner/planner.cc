@@ -168,7 +168,7 @@ absl::Status ComputeSharedObjects(const Problem& problem,
   absl::StatusOr<InterferenceGraph> graph = [&] {
     StageTimer timer("interference", stages);
     return BuildInterferenceGraph(problem, options.max_interference_edges,
-                                  cancel, parallel);
+                                  cancel, parallel, time);
   }();
   if (!graph.ok() && !absl::IsResourceExhausted(graph.status())) {
     return graph.status();
@@ -600,33 +600,27 @@ absl::Status GraphBuffers(const Graph& graph, const PlanOptions& options,
 
 // A buffer list, validated, as result->problem and result->tensors (timed
 // as "prepare"). INVALID_ARGUMENT as ValidateProblem; DEADLINE_EXCEEDED
-// once `cancel` (may be null) fires.
-// The validation and the tensor table (in chunks of this many) are
-// independent: on large lists they run at once.
-constexpr int kTableChunk = 1 << 16;
-
+// once `cancel` (may be null) fires. The validation and the tensor table
+// are independent: on the threads `parallel` gives they run at once.
 absl::Status ListBuffers(Problem problem, const PlanOptions& options,
                          const base::CancelToken* cancel, PlanResult* result,
                          const base::Parallelism& parallel = {}) {
   const absl::Time start = absl::Now();
   problem.capacity = options.capacity;  // pins are checked against it
-  const int n = static_cast<int>(problem.buffers.size());
-  result->tensors.resize(problem.buffers.size());
   absl::Status valid;
-  base::ParallelFor(
-      parallel, 1 + (n + kTableChunk - 1) / kTableChunk, [&](int chunk) {
-        if (chunk == 0) {
-          valid = ValidateProblem(problem, parallel, cancel);
-          return;
-        }
-        if (cancel != nullptr && cancel->Cancelled()) return;
-        const int end = std::min(n, chunk * kTableChunk);
-        for (int i = (chunk - 1) * kTableChunk; i < end; ++i) {
-          const Buffer& b = problem.buffers[i];
-          result->tensors[i] = {
-              b.name, TensorKind::kActivation, b.size, b.start, b.end, i, ""};
-        }
-      });
+  base::ParallelFor(parallel, 2, [&](int part) {
+    if (part == 0) {
+      valid = ValidateProblem(problem, parallel, cancel);
+      return;
+    }
+    result->tensors.reserve(problem.buffers.size());
+    for (size_t i = 0; i < problem.buffers.size(); ++i) {
+      if (base::CancelledAt(cancel, i)) return;
+      const Buffer& b = problem.buffers[i];
+      result->tensors.push_back({b.name, TensorKind::kActivation, b.size,
+                                 b.start, b.end, static_cast<int>(i), ""});
+    }
+  });
   if (valid.ok() && cancel != nullptr && cancel->Cancelled()) {
     valid = absl::DeadlineExceededError("buffer list cancelled");
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -43,6 +44,44 @@ std::pair<Step, Step> ScheduleSpan(const Problem& problem) {
     last = std::max(last, b.end);
   }
   return {first, last};
+}
+
+std::vector<uint8_t> SpanningBuffers(const Problem& problem,
+                                     const base::Parallelism& parallel,
+                                     int64_t* count) {
+  constexpr size_t kChunk = size_t{1} << 16;
+  const std::vector<Buffer>& b = problem.buffers;
+  const size_t n = b.size();
+  const int chunks = static_cast<int>((n + kChunk - 1) / kChunk);
+  std::vector<std::pair<Step, Step>> spans(chunks);
+  std::vector<int64_t> counts(chunks, 0);
+  const auto each = [&](int c, auto fn) {
+    for (size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
+      fn(i);
+    }
+  };
+  base::ParallelFor(parallel, chunks, [&](int c) {
+    spans[c] = {b[c * kChunk].start, b[c * kChunk].end};
+    each(c, [&](size_t i) {
+      spans[c].first = std::min(spans[c].first, b[i].start);
+      spans[c].second = std::max(spans[c].second, b[i].end);
+    });
+  });
+  std::pair<Step, Step> span = chunks > 0 ? spans[0] : std::pair<Step, Step>{};
+  for (const auto& [first, last] : spans) {
+    span = {std::min(span.first, first), std::max(span.second, last)};
+  }
+  std::vector<uint8_t> spanning(n, 0);
+  base::ParallelFor(parallel, chunks, [&](int c) {
+    each(c, [&](size_t i) {
+      spanning[i] = SpansAll(b[i], span) ? 1 : 0;
+      counts[c] += spanning[i];
+    });
+  });
+  if (count != nullptr) {
+    *count = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  }
+  return spanning;
 }
 
 Bytes NaiveBytes(const Problem& problem) {
@@ -141,6 +180,31 @@ LowerBounds BoundsFromCompressedTime(const Problem& problem,
                                      const base::Parallelism& parallel) {
   const std::vector<Bytes> alignments = DistinctAlignments(problem);
   LowerBounds bounds;
+  if (alignments.size() == 1 && alignments[0] > 1) {
+    // Every buffer has alignment m: at each section the padded bound is
+    // the live padded sizes less the largest rounding (PaddedBoundAt
+    // without its counts), and the three sweeps run at once.
+    const Bytes m = alignments[0];
+    const std::vector<Buffer>& b = problem.buffers;
+    std::vector<Bytes> padded, rounding;
+    base::ParallelFor(parallel, 3, [&](int k) {
+      if (k == 0) {
+        bounds.unaligned = LowerBound(problem, maximal);
+      } else if (k == 1) {
+        padded = SectionTotals(maximal,
+                               [&](int i) { return AlignUp(b[i].size, m); });
+      } else {
+        rounding = SectionMaxima(
+            maximal, [&](int i) { return AlignUp(b[i].size, m) - b[i].size; },
+            parallel);
+      }
+    });
+    bounds.padded = 0;
+    for (int k = 0; k < maximal.size(); ++k) {
+      bounds.padded = std::max(bounds.padded, padded[k] - rounding[k]);
+    }
+    return bounds;
+  }
   base::ParallelFor(parallel, 2, [&](int k) {
     if (k == 0) {
       bounds.unaligned = LowerBound(problem, maximal);

@@ -115,6 +115,13 @@ inline bool SpansAll(const Buffer& b, std::pair<Step, Step> span) {
   return b.start <= span.first && b.end >= span.second;
 }
 
+// Per buffer, 1 when it spans the whole schedule (SpansAll), else 0, and
+// in `*count` (may be null) how many do: two passes over the list in
+// chunks, on the threads `parallel` gives.
+std::vector<uint8_t> SpanningBuffers(const Problem& problem,
+                                     const base::Parallelism& parallel,
+                                     int64_t* count = nullptr);
+
 // Rounds `value` up to a multiple of `alignment` (a power of two).
 inline Bytes AlignUp(Bytes value, Bytes alignment) {
   return (value + alignment - 1) & ~(alignment - 1);

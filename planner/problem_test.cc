@@ -6,6 +6,7 @@
 #include <tuple>
 #include <vector>
 
+#include "base/worker_pool.h"
 #include "gtest/gtest.h"
 #include "planner/sections.h"
 #include "planner/testing/random_problems.h"
@@ -78,6 +79,30 @@ TEST(ProblemTest, PaddedLowerBoundOfTwoSmallAlignedBuffers) {
 
 namespace memplan::planner {
 namespace {
+
+TEST(ProblemTest, SpanningBuffersAreTheOnesSpanningAll) {
+  base::WorkerPool pool(3, 64);
+  for (int n : {0, 1, 50, 150000}) {
+    Problem p = testing::RandomProblem(n, 7, 1);
+    const auto span = ScheduleSpan(p);
+    for (int i = 0; i < n; i += 9973)
+      p.buffers[i] = {"all", span.first, span.second, 4};
+    for (base::WorkerPool* workers : {(base::WorkerPool*)nullptr, &pool}) {
+      int64_t count = -1;
+      const std::vector<uint8_t> spanning =
+          SpanningBuffers(p, {workers, 4}, &count);
+      ASSERT_EQ(spanning.size(), p.buffers.size());
+      int64_t want = 0;
+      for (int i = 0; i < n; ++i) {
+        ASSERT_EQ(spanning[i] == 1, SpansAll(p.buffers[i], span))
+            << n << " " << i;
+        want += spanning[i];
+      }
+      EXPECT_EQ(count, want);
+      EXPECT_EQ(count, (n + 9972) / 9973);
+    }
+  }
+}
 
 TEST(ProblemTest, BoundsFromCompressedTimeAreTheSweptOnes) {
   for (uint32_t seed = 1; seed <= 60; ++seed) {

@@ -27,11 +27,14 @@ absl::StatusOr<std::pair<Events, Events>> SortedEvents(
   const int m =
       static_cast<int>(subset ? subset->size() : problem.buffers.size());
   Events starts(m), ends(m);
-  for (int k = 0; k < m; ++k) {
-    const Buffer& b = problem.buffers[subset ? (*subset)[k] : k];
-    starts[k] = {b.start, k};
-    ends[k] = {b.end, k};
-  }
+  constexpr int kChunk = 1 << 16;
+  base::ParallelFor(parallel, (m + kChunk - 1) / kChunk, [&](int c) {
+    for (int k = c * kChunk; k < std::min(m, (c + 1) * kChunk); ++k) {
+      const Buffer& b = problem.buffers[subset ? (*subset)[k] : k];
+      starts[k] = {b.start, k};
+      ends[k] = {b.end, k};
+    }
+  });
   // Stable on the step: positions stay ascending among equal steps.
   const auto step = [](const std::pair<Step, int>& e) {
     return base::SignedKey(e.first);

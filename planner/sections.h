@@ -136,20 +136,28 @@ std::vector<Bytes> SectionTotals(const Sections& sections, WeightFn weight) {
   return total;
 }
 
-// Per section, the largest weight(i) (>= 0) among the buffers live in it
-// (0 where none is): buffers by decreasing weight paint the sections they cover
-// that no heavier buffer painted, skipping painted runs with a union-find, so
-// each section is painted once. O(n log n + sections).
+// Per section, the largest weight(i) (>= 0) among the buffers i in [lo,
+// hi) live in it (0 where none is): buffers by decreasing weight paint the
+// sections they cover that no heavier buffer painted, skipping painted
+// runs with a union-find, so each section is painted once. O(n log n +
+// sections).
 template <typename WeightFn>
-std::vector<Bytes> SectionMaxima(const Sections& sections, WeightFn weight) {
-  const int n = static_cast<int>(sections.first.size());
-  std::vector<std::pair<Bytes, int>> by_weight(n);
-  for (int i = 0; i < n; ++i) by_weight[i] = {-weight(i), i};
-  // Heaviest first, ties by index (the radix sort is stable); weights
-  // that differ in one byte (paddings under an alignment) take one pass.
+std::vector<Bytes> SectionMaxima(const Sections& sections, WeightFn weight,
+                                 int lo, int hi) {
+  std::vector<std::pair<Bytes, int>> by_weight(hi - lo);
+  Bytes heaviest = 0;
+  for (int i = lo; i < hi; ++i) {
+    by_weight[i - lo] = {weight(i), i};
+    heaviest = std::max(heaviest, by_weight[i - lo].first);
+  }
+  // Heaviest first, ties by index (the radix sort is stable), on the key
+  // heaviest - weight: weights under 256 apart (paddings under an
+  // alignment up to 256) take one pass.
   (void)base::RadixSortOrCancel(
       &by_weight,
-      [](const std::pair<Bytes, int>& w) { return base::SignedKey(w.first); },
+      [heaviest](const std::pair<Bytes, int>& w) {
+        return static_cast<uint64_t>(heaviest - w.first);
+      },
       nullptr);
   std::vector<Bytes> max(sections.size(), 0);
   std::vector<int> next(sections.size() + 1);  // next unpainted section
@@ -158,14 +166,43 @@ std::vector<Bytes> SectionMaxima(const Sections& sections, WeightFn weight) {
     while (next[k] != k) k = next[k] = next[next[k]];
     return k;
   };
-  for (const auto& [negative, i] : by_weight) {
+  for (const auto& [w, i] : by_weight) {
     for (int k = find(sections.first[i]); k < sections.last[i];
          k = find(k + 1)) {
-      max[k] = -negative;
+      max[k] = w;
       next[k] = k + 1;
     }
   }
   return max;
+}
+
+// The same over every buffer.
+template <typename WeightFn>
+std::vector<Bytes> SectionMaxima(const Sections& sections, WeightFn weight) {
+  return SectionMaxima(sections, weight, 0,
+                       static_cast<int>(sections.first.size()));
+}
+
+// The same in parts of the buffers (fixed by their number), on the threads
+// `parallel` gives, the parts' maxima then merged: the same maxima.
+template <typename WeightFn>
+std::vector<Bytes> SectionMaxima(const Sections& sections, WeightFn weight,
+                                 const base::Parallelism& parallel) {
+  constexpr int kPart = 1 << 18;
+  const int n = static_cast<int>(sections.first.size());
+  const int parts = std::max(1, (n + kPart - 1) / kPart);
+  if (parts == 1) return SectionMaxima(sections, weight);
+  std::vector<std::vector<Bytes>> maxima(parts);
+  base::ParallelFor(parallel, parts, [&](int p) {
+    maxima[p] = SectionMaxima(sections, weight, p * kPart,
+                              std::min(n, (p + 1) * kPart));
+  });
+  for (int p = 1; p < parts; ++p) {
+    for (size_t k = 0; k < maxima[0].size(); ++k) {
+      maxima[0][k] = std::max(maxima[0][k], maxima[p][k]);
+    }
+  }
+  return std::move(maxima[0]);
 }
 
 }  // namespace memplan::planner

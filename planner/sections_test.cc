@@ -5,9 +5,11 @@
 #include <limits>
 #include <vector>
 
+#include "base/worker_pool.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/testing/random_problems.h"
+#include "planner/windows.h"
 
 namespace memplan::planner {
 namespace {
@@ -211,6 +213,57 @@ TEST(SectionsTest, MaximaAreTheLargestLiveWeights) {
       ASSERT_EQ(max[k], want) << "seed " << seed << " section " << k;
     }
   }
+}
+
+// Past a part's worth of buffers the maxima are found in parts (on
+// workers or not) and merged: the maxima of the whole.
+TEST(SectionsTest, MaximaInPartsAreTheWholesMaxima) {
+  const Problem p = testing::RandomProblem(600000, 5, 64);
+  const Sections s = *CompressTime(p, nullptr);
+  const auto weight = [&](int i) {
+    return AlignUp(p.buffers[i].size, 64) - p.buffers[i].size;
+  };
+  const std::vector<Bytes> whole = SectionMaxima(s, weight);
+  base::WorkerPool pool(3, 64);
+  for (base::WorkerPool* workers : {(base::WorkerPool*)nullptr, &pool}) {
+    EXPECT_EQ(SectionMaxima(s, weight, base::Parallelism{workers, 4}), whole);
+  }
+  // And the whole's against a sweep of the live sets, at a sample.
+  for (int k = 0; k < s.size(); k += 4099) {
+    Bytes want = 0;
+    for (int i = 0; i < static_cast<int>(p.buffers.size()); ++i) {
+      if (s.first[i] <= k && k < s.last[i]) want = std::max(want, weight(i));
+    }
+    ASSERT_EQ(whole[k], want) << "section " << k;
+  }
+}
+
+// A windowed pass lists the same entries and crossings, in the same
+// order, whether its lists were built in chunks on workers or not.
+TEST(WindowsTest, PassListsAreTheSameOnAnyThreads) {
+  const Problem p = testing::RandomProblem(200000, 3, 16);
+  const Sections s = *CompressTime(p, nullptr);
+  const TimeWindows windows = CutTime(s);
+  ASSERT_GT(windows.count(), 4);
+  std::vector<int> order;  // a pass order that is not the index order
+  for (int i = static_cast<int>(p.buffers.size()); i-- > 0;) {
+    if (i % 7 != 3) order.push_back(i);
+  }
+  const WindowedPass alone(s, windows, order);
+  base::WorkerPool pool(3, 64);
+  const WindowedPass chunked(s, windows, order, {&pool, 4});
+  size_t crossing = 0;
+  for (int w = 0; w < windows.count(); ++w) {
+    const auto& want = alone.entries(w);
+    const auto& got = chunked.entries(w);
+    ASSERT_EQ(got.size(), want.size()) << "window " << w;
+    for (size_t k = 0; k < want.size(); ++k) {
+      ASSERT_EQ(got[k].buffer, want[k].buffer) << w << " " << k;
+      ASSERT_EQ(got[k].cross, want[k].cross) << w << " " << k;
+      if (want[k].cross >= 0) ++crossing;
+    }
+  }
+  EXPECT_GT(crossing, 0u);  // the test has crossings to number
 }
 
 TEST(SectionsTest, EmptyProblemHasNoSections) {

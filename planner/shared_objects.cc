@@ -223,15 +223,20 @@ int LowestFreeObject(const InterferenceGraph& graph,
 
 // The end of a windowed coloring: each object as large as its largest
 // member (`colored`), then an object of its own for every buffer left
-// uncolored (one live over all of time), in `order`.
+// uncolored (one live over all of time), in `order`. The sizes are read
+// in list order: a pass sequential in memory.
 void FinishObjects(const std::vector<Buffer>& b,
                    const std::vector<int>& colored,
                    const std::vector<int>& order, SharedObjects* objects) {
-  for (int i : colored) {
-    const size_t p = static_cast<size_t>(objects->object_of[i]);
-    if (p >= objects->size.size()) objects->size.resize(p + 1, 0);
+  for (size_t i = 0; i < b.size(); ++i) {
+    const int p = objects->object_of[i];
+    if (p < 0) continue;
+    if (static_cast<size_t>(p) >= objects->size.size()) {
+      objects->size.resize(p + 1, 0);
+    }
     objects->size[p] = std::max(objects->size[p], b[i].size);
   }
+  if (colored.size() == order.size()) return;  // every buffer colored
   for (int i : order) {
     if (objects->object_of[i] >= 0) continue;
     objects->object_of[i] = static_cast<int>(objects->size.size());
@@ -259,7 +264,7 @@ absl::StatusOr<SharedObjects> ColorByWindows(
   for (int i : *order) {
     if (!graph.SpansAll(i)) to_color.push_back(i);
   }
-  WindowedPass pass(time, windows, to_color);
+  WindowedPass pass(time, windows, to_color, parallel);
   SharedObjects objects;
   objects.object_of.assign(b.size(), -1);
   std::vector<std::vector<int>> taken_by(windows.count());
@@ -303,19 +308,25 @@ absl::StatusOr<SharedObjects> ColorScanByWindows(
     const base::CancelToken* cancel, int64_t work_cap,
     const base::Parallelism& parallel) {
   const auto& b = problem.buffers;
-  const auto span = ScheduleSpan(problem);
   absl::StatusOr<std::vector<int>> order =
       GreedyPlacementOrder(problem, GreedyOrder::kSize, cancel, parallel);
   if (absl::IsDeadlineExceeded(order.status())) {
     return absl::DeadlineExceededError("shared object coloring cancelled");
   }
   if (!order.ok()) return order.status();
+  int64_t spanning = 0;
+  const std::vector<uint8_t> spans =
+      SpanningBuffers(problem, parallel, &spanning);
   std::vector<int> to_color;
-  to_color.reserve(order->size());
-  for (int i : *order) {
-    if (!SpansAll(b[i], span)) to_color.push_back(i);
+  if (spanning == 0) {
+    to_color = *order;
+  } else {
+    to_color.reserve(order->size());
+    for (int i : *order) {
+      if (spans[i] == 0) to_color.push_back(i);
+    }
   }
-  WindowedPass pass(time, windows, to_color);
+  WindowedPass pass(time, windows, to_color, parallel);
   std::vector<ColoringWindow> state(windows.count());
   std::atomic<bool> set_up{true};  // false once a set-up saw the cancel
   base::ParallelFor(parallel, windows.count(), [&](int w) {

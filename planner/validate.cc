@@ -1,6 +1,8 @@
 #include "planner/validate.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <iterator>
 #include <set>
@@ -8,8 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "base/status.h"
 
 namespace memplan::planner {
@@ -166,9 +171,9 @@ absl::Status ValidateBuffers(const Problem& problem,
 
 namespace {
 
-// Non-empty, unique names.
-absl::Status CheckNames(const Problem& problem,
-                        const base::CancelToken* cancel) {
+// Non-empty, unique names: one pass over the list, one hash set.
+absl::Status CheckNamesInOneSet(const Problem& problem,
+                                const base::CancelToken* cancel) {
   absl::flat_hash_set<absl::string_view> names;
   names.reserve(problem.buffers.size());
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
@@ -180,6 +185,126 @@ absl::Status CheckNames(const Problem& problem,
     }
   }
   return absl::OkStatus();
+}
+
+// Lists of twice this many check their names in buckets
+// (internal::CheckNamesInBuckets).
+constexpr size_t kNameChunk = size_t{1} << 16;
+constexpr int kNameBuckets = 256;
+
+// A name's hash and its place in the list.
+struct NameKey {
+  uint64_t hash;
+  size_t index;
+};
+
+int BucketOf(uint64_t hash) { return static_cast<int>(hash >> 56); }
+
+}  // namespace
+
+namespace internal {
+
+absl::Status CheckNamesInBuckets(const Problem& problem,
+                                 const base::Parallelism& parallel,
+                                 const base::CancelToken* cancel,
+                                 uint64_t (*hash_of)(absl::string_view)) {
+  const std::vector<Buffer>& b = problem.buffers;
+  const size_t n = b.size();
+  const int chunks = static_cast<int>((n + kNameChunk - 1) / kNameChunk);
+  const auto range = [&](int c, auto fn) {
+    const size_t end = std::min(n, (c + 1) * kNameChunk);
+    for (size_t i = c * kNameChunk; i < end; ++i) fn(i);
+  };
+  const auto cancelled = [&] {
+    return cancel != nullptr && cancel->Cancelled();
+  };
+  // Per chunk: the first empty name, and its names per bucket.
+  std::vector<size_t> first_bad(std::max(chunks, kNameBuckets), n);
+  std::vector<size_t> at(static_cast<size_t>(chunks) * kNameBuckets, 0);
+  base::ParallelFor(parallel, chunks, [&](int c) {
+    if (cancelled()) return;
+    size_t* count = &at[static_cast<size_t>(c) * kNameBuckets];
+    range(c, [&](size_t i) {
+      if (b[i].name.empty()) {
+        first_bad[c] = std::min(first_bad[c], i);
+      } else {
+        ++count[BucketOf(hash_of(b[i].name))];
+      }
+    });
+  });
+  if (cancelled()) return Cancelled();
+  size_t bad = *std::min_element(first_bad.begin(), first_bad.end());
+  std::vector<size_t> bucket_start(kNameBuckets + 1, 0);
+  size_t sum = 0;  // bucket by bucket, chunk by chunk: list order kept
+  for (int d = 0; d < kNameBuckets; ++d) {
+    bucket_start[d] = sum;
+    for (int c = 0; c < chunks; ++c) {
+      const size_t count = at[static_cast<size_t>(c) * kNameBuckets + d];
+      at[static_cast<size_t>(c) * kNameBuckets + d] = sum;
+      sum += count;
+    }
+  }
+  bucket_start[kNameBuckets] = sum;
+  std::vector<NameKey> keys(sum);
+  base::ParallelFor(parallel, chunks, [&](int c) {
+    if (cancelled()) return;
+    size_t* next = &at[static_cast<size_t>(c) * kNameBuckets];
+    range(c, [&](size_t i) {
+      if (b[i].name.empty()) return;
+      const uint64_t hash = hash_of(b[i].name);
+      keys[next[BucketOf(hash)]++] = {hash, i};
+    });
+  });
+  if (cancelled()) return Cancelled();
+  // Per bucket, in list order: the first name that repeats one before it.
+  // Names are compared only when their hashes are equal.
+  std::fill(first_bad.begin(), first_bad.end(), n);
+  base::ParallelFor(parallel, kNameBuckets, [&](int d) {
+    if (cancelled()) return;
+    const auto begin = keys.begin() + bucket_start[d];
+    const auto end = keys.begin() + bucket_start[d + 1];
+    absl::flat_hash_map<uint64_t, size_t> first_of_hash;
+    first_of_hash.reserve(end - begin);
+    for (auto k = begin; k != end; ++k) {
+      const auto [it, inserted] = first_of_hash.emplace(k->hash, k->index);
+      if (inserted) continue;
+      if (b[it->second].name == b[k->index].name) {
+        first_bad[d] = k->index;
+        return;
+      }
+      // Two names of one 64-bit hash: compare this bucket's names.
+      absl::flat_hash_set<absl::string_view> seen;
+      for (auto j = begin; j != end; ++j) {
+        if (!seen.insert(b[j->index].name).second) {
+          first_bad[d] = j->index;
+          return;
+        }
+      }
+      return;
+    }
+  });
+  if (cancelled()) return Cancelled();
+  bad = std::min(bad, *std::min_element(first_bad.begin(), first_bad.end()));
+  if (bad == n) return absl::OkStatus();
+  if (b[bad].name.empty()) return Invalid(Who(b[bad], bad), " has no id");
+  return Invalid("duplicate buffer id '", Clip(b[bad].name), "'");
+}
+
+}  // namespace internal
+
+namespace {
+
+// Non-empty, unique names; the first empty or repeated one in list order
+// is the error, however the list is checked.
+absl::Status CheckNames(const Problem& problem,
+                        const base::Parallelism& parallel,
+                        const base::CancelToken* cancel) {
+  if (problem.buffers.size() < 2 * kNameChunk) {
+    return CheckNamesInOneSet(problem, cancel);
+  }
+  return internal::CheckNamesInBuckets(
+      problem, parallel, cancel,
+      [](absl::string_view name) -> uint64_t { return absl::HashOf(name); });
 }
 
 }  // namespace
@@ -195,7 +320,7 @@ absl::Status ValidateProblem(const Problem& problem,
   absl::Status names, buffers;
   base::ParallelFor(parallel, 2, [&](int k) {
     if (k == 0) {
-      names = CheckNames(problem, cancel);
+      names = CheckNames(problem, parallel, cancel);
     } else {
       buffers = ValidateBuffers(problem, cancel);
       if (buffers.ok()) buffers = CheckPins(problem, cancel);

@@ -8,10 +8,12 @@
 #ifndef MEMPLAN_PLANNER_VALIDATE_H_
 #define MEMPLAN_PLANNER_VALIDATE_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "base/cancel.h"
 #include "base/parallel.h"
 #include "planner/problem.h"
@@ -62,6 +64,21 @@ inline bool IsValidAlignment(Bytes a) {
 [[nodiscard]] absl::Status ValidateProblem(
     const Problem& problem, const base::Parallelism& parallel,
     const base::CancelToken* cancel = nullptr);
+
+namespace internal {
+
+// The name check of ValidateProblem on long lists, with the answer of one
+// pass over one hash set (the first empty or repeated name in list order),
+// on the threads `parallel` gives and in caches: names go to 256 buckets
+// by `hash_of` (absl::HashOf; a test gives a weaker one), a count and a
+// stable scatter chunk by chunk; each bucket's hashes go through a hash
+// map of its own, and only names of equal hash are compared. O(n); about
+// 40 bytes a buffer while it runs.
+[[nodiscard]] absl::Status CheckNamesInBuckets(
+    const Problem& problem, const base::Parallelism& parallel,
+    const base::CancelToken* cancel, uint64_t (*hash_of)(absl::string_view));
+
+}  // namespace internal
 
 }  // namespace memplan::planner
 

@@ -1,7 +1,10 @@
 #include "planner/validate.h"
 
 #include <string>
+#include <vector>
 
+#include "absl/hash/hash.h"
+#include "base/worker_pool.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -127,6 +130,67 @@ TEST(ValidateProblemTest, LongNamesAreCut) {
   const absl::Status s = ValidateProblem(p);
   EXPECT_THAT(std::string(s.message()), HasSubstr("(100000 chars)"));
   EXPECT_LT(s.message().size(), 300u);
+}
+
+// Lists long enough to be checked in buckets (on workers or not) name
+// the first bad name in list order, as the one pass does.
+TEST(ValidateProblemTest, LongListsNameTheFirstBadName) {
+  constexpr int kLong = 200000;
+  Problem valid;
+  for (int i = 0; i < kLong; ++i) {
+    valid.buffers.push_back({"b" + std::to_string(i), i, i + 2, 8});
+  }
+  base::WorkerPool pool(3, 64);
+  const auto check = [&](const Problem& p) {
+    std::vector<std::string> answers;
+    for (base::WorkerPool* workers : {(base::WorkerPool*)nullptr, &pool}) {
+      answers.push_back(
+          std::string(ValidateProblem(p, {workers, 4}).message()));
+    }
+    EXPECT_EQ(answers[0], answers[1]);
+    return answers[0];
+  };
+  EXPECT_EQ(check(valid), "");
+  Problem p = valid;
+  p.buffers[180000].name = "b3";
+  p.buffers[150000].name = "b7";
+  p.buffers[160000].name = "";
+  EXPECT_EQ(check(p), "duplicate buffer id 'b7'");
+  p.buffers[140000].name = "";
+  EXPECT_EQ(check(p), "buffer #140000 has no id");
+  p = valid;
+  p.buffers[kLong - 1].name = "b0";  // the last against the first
+  EXPECT_EQ(check(p), "duplicate buffer id 'b0'");
+}
+
+// Names whose hashes collide (a hash of their length alone) are compared:
+// the bucketed check gives the one pass's answer.
+TEST(ValidateProblemTest, BucketedNameCheckComparesCollidingNames) {
+  const auto weak = [](absl::string_view name) -> uint64_t {
+    return name.size() * 0x0101010101010101u;
+  };
+  Problem p;
+  for (int i = 0; i < 20000; ++i) {
+    p.buffers.push_back({"n" + std::to_string(i), i, i + 1, 8});
+  }
+  base::WorkerPool pool(3, 64);
+  for (base::WorkerPool* workers : {(base::WorkerPool*)nullptr, &pool}) {
+    EXPECT_TRUE(
+        internal::CheckNamesInBuckets(p, {workers, 4}, nullptr, weak).ok());
+    Problem twice = p;
+    twice.buffers[17000].name = "n12345";
+    twice.buffers[15000].name = "n99";  // the first that repeats one
+    EXPECT_EQ(internal::CheckNamesInBuckets(twice, {workers, 4}, nullptr, weak)
+                  .message(),
+              "duplicate buffer id 'n99'");
+    const auto strong = [](absl::string_view name) -> uint64_t {
+      return absl::HashOf(name);
+    };
+    EXPECT_EQ(
+        internal::CheckNamesInBuckets(twice, {workers, 4}, nullptr, strong)
+            .message(),
+        "duplicate buffer id 'n99'");
+  }
 }
 
 }  // namespace

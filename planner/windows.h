@@ -61,9 +61,11 @@ TimeWindows CutTime(const Sections& time,
 class WindowedPass {
  public:
   // `order`: positions of `time` (buffers), each at most once, in pass
-  // order. `time` and `windows` must outlive the pass.
+  // order. `time` and `windows` must outlive the pass. The lists are
+  // built in chunks on the threads `parallel` gives (the same lists).
   WindowedPass(const Sections& time, const TimeWindows& windows,
-               const std::vector<int>& order);
+               const std::vector<int>& order,
+               const base::Parallelism& parallel = {});
 
   // One entry of a window's list.
   struct Entry {
