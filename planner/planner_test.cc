@@ -9,8 +9,10 @@
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "planner/interference.h"
 #include "planner/liveness.h"
 #include "planner/portfolio.h"
+#include "planner/shared_objects.h"
 #include "planner/strategy.h"
 #include "planner/testing/cpu_time.h"
 #include "planner/testing/graphs.h"
@@ -353,6 +355,21 @@ TEST(PlannerTest, LargeProblemsColorPoolsBesideOffsetsWithTheSameResult) {
   EXPECT_THAT(stages,
               ::testing::UnorderedElementsAre("prepare", "interference",
                                               "pools", "offsets", "verify"));
+}
+
+// A dense list (more than 16 interfering pairs a buffer) gets its pools
+// without a graph: the pools of the graph's coloring all the same.
+TEST(PlannerTest, DenseListsGetTheGraphsPoolsWithoutIt) {
+  for (uint32_t seed = 1; seed <= 3; ++seed) {
+    const Problem p = testing::DenseProblem(2000, seed);
+    const InterferenceGraph graph = *BuildInterferenceGraph(p, 1 << 30);
+    ASSERT_GT(graph.num_edges(), 16 * 2000);
+    const SharedObjects want = ColorSharedObjects(p, graph);
+    absl::StatusOr<PlanResult> r = PlanBuffers(p, {}, nullptr, nullptr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->shared_objects.object_of, want.object_of) << "seed " << seed;
+    EXPECT_EQ(r->shared_objects.size, want.size) << "seed " << seed;
+  }
 }
 
 TEST(PlannerTest, UnknownStrategyIsInvalidArgument) {
