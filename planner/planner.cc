@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <utility>
 
@@ -541,10 +542,16 @@ void SetBounds(const Sections& time, PlanResult* result,
       BoundsFromCompressedTime(result->problem, time, parallel);
   result->lower_bound = bounds.padded;
   result->unaligned_lower_bound = bounds.unaligned;
-  result->naive_bytes = 0;
-  for (const Buffer& b : result->problem.buffers) {
-    result->naive_bytes += AlignUp(b.size, b.alignment);
-  }
+  constexpr size_t kChunk = size_t{1} << 16;
+  const std::vector<Buffer>& b = result->problem.buffers;
+  const size_t n = b.size();
+  std::vector<Bytes> sums((n + kChunk - 1) / kChunk, 0);
+  base::ParallelFor(parallel, static_cast<int>(sums.size()), [&](int c) {
+    for (size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
+      sums[c] += AlignUp(b[i].size, b[i].alignment);
+    }
+  });
+  result->naive_bytes = std::accumulate(sums.begin(), sums.end(), Bytes{0});
 }
 
 // Everything after liveness. `budget` ends the optional work (time_budget

@@ -135,15 +135,33 @@ Bytes PaddedBoundAt(const Problem& problem, const Sections& sections, Bytes m,
 }
 
 // The distinct alignments in order of first use: powers of two, so at
-// most 64.
-std::vector<Bytes> DistinctAlignments(const Problem& problem) {
+// most 64. Chunk by chunk on the threads `parallel` gives, the chunks'
+// alignments then merged in chunk order (the same order).
+std::vector<Bytes> DistinctAlignments(const Problem& problem,
+                                      const base::Parallelism& parallel = {}) {
+  constexpr size_t kChunk = size_t{1} << 16;
+  const std::vector<Buffer>& b = problem.buffers;
+  const size_t n = b.size();
+  const int chunks = static_cast<int>((n + kChunk - 1) / kChunk);
+  std::vector<std::vector<Bytes>> firsts(chunks);
+  base::ParallelFor(parallel, chunks, [&](int c) {
+    uint64_t seen = 0;
+    for (size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
+      const int bit = __builtin_ctzll(static_cast<uint64_t>(b[i].alignment));
+      if ((seen >> bit) & 1) continue;
+      seen |= uint64_t{1} << bit;
+      firsts[c].push_back(b[i].alignment);
+    }
+  });
   std::vector<Bytes> alignments;
   uint64_t seen = 0;
-  for (const Buffer& b : problem.buffers) {
-    const int bit = __builtin_ctzll(static_cast<uint64_t>(b.alignment));
-    if ((seen >> bit) & 1) continue;
-    seen |= uint64_t{1} << bit;
-    alignments.push_back(b.alignment);
+  for (const std::vector<Bytes>& chunk : firsts) {
+    for (Bytes alignment : chunk) {
+      const int bit = __builtin_ctzll(static_cast<uint64_t>(alignment));
+      if ((seen >> bit) & 1) continue;
+      seen |= uint64_t{1} << bit;
+      alignments.push_back(alignment);
+    }
   }
   return alignments;
 }
@@ -178,7 +196,7 @@ LowerBounds BoundsFromCompressedTime(const Problem& problem,
 LowerBounds BoundsFromCompressedTime(const Problem& problem,
                                      const Sections& maximal,
                                      const base::Parallelism& parallel) {
-  const std::vector<Bytes> alignments = DistinctAlignments(problem);
+  const std::vector<Bytes> alignments = DistinctAlignments(problem, parallel);
   LowerBounds bounds;
   if (alignments.size() == 1 && alignments[0] > 1) {
     // Every buffer has alignment m: at each section the padded bound is
