@@ -198,7 +198,11 @@ FileBytes& FileBytes::operator=(FileBytes&& other) noexcept {
 FileBytes::~FileBytes() { Unmap(); }
 
 void FileBytes::Release(absl::string_view part) const {
-  if (mapped_ == nullptr || anonymous_ || part.empty() ||
+  // Dropping the blocks around a small part would drop its neighbours too,
+  // which the reader may be about to read: a model of 100,000 small nodes
+  // spent 2 s of system time mapping its pages again (a madvise per node).
+  constexpr size_t kSmallestReleased = size_t{64} << 10;
+  if (mapped_ == nullptr || anonymous_ || part.size() < kSmallestReleased ||
       part.data() < mapped_ ||
       part.data() + part.size() > mapped_ + mapped_size_) {
     return;

@@ -65,7 +65,9 @@ class FileBytes {
   bool mapped() const { return mapped_ != nullptr && !anonymous_; }
   // Drops the mapped pages holding `part` (a part of view()) from this
   // process's memory; reading them again maps them again. Nothing for bytes
-  // read whole. For a reader that skips through a large file.
+  // read whole, or for a part under 64 KiB (the 2 MiB blocks around it
+  // are dropped, neighbours included). For a reader that skips through a
+  // large file.
   void Release(absl::string_view part) const;
 
  private:

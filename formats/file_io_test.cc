@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -121,6 +123,46 @@ TEST_F(FileIoTest, WritesAtomicallyAndLeavesNothingOnFailure) {
     ++files;
   }
   EXPECT_EQ(files, 1);  // out.bin only: no temporary file left behind
+}
+
+// Resident kilobytes of the mapping holding `address` (/proc/self/smaps).
+int64_t MappedKb(const void* address) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(address);
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    uintptr_t from = 0, to = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &from, &to) == 2) {  // a mapping
+      inside = from <= at && at < to;
+      continue;
+    }
+    long long kb = 0;
+    if (inside && std::sscanf(line.c_str(), "Rss: %lld kB", &kb) == 1) {
+      return kb;
+    }
+  }
+  return -1;
+}
+
+// A large part's pages are dropped; a small part's are not (dropping the
+// blocks around it would drop the neighbours a reader is about to read).
+TEST_F(FileIoTest, ReleaseDropsTheBlocksOfLargePartsOnly) {
+  const std::string path = dir_ + "/big.bin";
+  std::ofstream(path) << std::string(size_t{8} << 20, 'x');
+  absl::StatusOr<FileBytes> bytes = FileBytes::Open(path, 1 << 20, 1 << 30);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  ASSERT_TRUE(bytes->mapped());
+  const absl::string_view view = bytes->view();
+  int64_t sum = 0;
+  for (size_t i = 0; i < view.size(); i += 4096) sum += view[i];
+  EXPECT_EQ(sum, 'x' * static_cast<int64_t>(view.size() / 4096));
+  const int64_t all = MappedKb(view.data());
+  ASSERT_GE(all, 8000);
+  bytes->Release(view.substr(3 << 20, 100));  // a node's worth
+  EXPECT_EQ(MappedKb(view.data()), all);
+  bytes->Release(view.substr(3 << 20, 1 << 20));  // a tensor's
+  EXPECT_LE(MappedKb(view.data()), all - 1024);
 }
 
 }  // namespace
