@@ -14,22 +14,28 @@
 
 #include <optional>
 
+#include "base/cancel.h"
 #include "engine/plan.h"
 #include "memplan/v1/memplan.pb.h"
 
 namespace memplan::engine {
 
 // Every name of `graph` through base::SafeName, in place: its own, its
-// tensors', its ops' and every reference to a tensor.
-void CleanGraphNames(v1::Graph* graph);
+// tensors', its ops' and every reference to a tensor. Stops part way once
+// `cancel` (may be null) fires: the caller then plans nothing.
+void CleanGraphNames(v1::Graph* graph,
+                     const base::CancelToken* cancel = nullptr);
 
 // Cleans what `outcome` holds (the imported model's graph, the memory pool
 // names of its options) and sets outcome->input_name. For a request that
 // carries its graph or buffers itself: a copy with them cleaned, or
 // nullopt when every name is clean already (the request is then planned as
 // it is). REQUIRES options set and, for a model, outcome->model imported.
-std::optional<v1::PlanRequest> CleanNames(const v1::PlanRequest& request,
-                                          PlanOutcome* outcome);
+// Polls `cancel` (may be null) as CleanGraphNames: once it fired, the
+// names may be left part cleaned, and the caller must not plan them.
+std::optional<v1::PlanRequest> CleanNames(
+    const v1::PlanRequest& request, PlanOutcome* outcome,
+    const base::CancelToken* cancel = nullptr);
 
 }  // namespace memplan::engine
 

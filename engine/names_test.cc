@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/time/clock.h"
+#include "base/cancel.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -59,6 +60,21 @@ TEST(CleanNamesTest, EveryNameAndReferenceTheSameWay) {
   EXPECT_EQ(outcome.options.memory_spaces[0].name, "s\\xFF");
   EXPECT_EQ(outcome.options.memory_spaces[1].name, "s\\xFE");
   EXPECT_FALSE(clean->has_model());
+}
+
+// A call that ended leaves the names as they were: nothing is planned.
+TEST(CleanNamesTest, AnEndedCallStopsCleaning) {
+  base::CancelToken ended;
+  ended.Cancel();
+  v1::Graph g = Chain("v\xff", "v\xfe", "op\x01", "g").graph();
+  CleanGraphNames(&g, &ended);
+  EXPECT_EQ(g.tensors(0).name(), "v\xff");
+  EXPECT_EQ(g.ops(0).name(), "op\x01");
+  CleanGraphNames(&g);
+  EXPECT_EQ(g.tensors(0).name(), "v\\xFF");
+  PlanOutcome outcome;
+  EXPECT_FALSE(
+      CleanNames(Chain("v\xff", "y", "op", "g"), &outcome, &ended).has_value());
 }
 
 TEST(CleanNamesTest, BufferIds) {

@@ -202,7 +202,8 @@ absl::StatusOr<PlanOutcome> Plan(const v1::PlanRequest& request,
     }
   }
   // Every name from here on follows the text rule (engine/names.h).
-  const std::optional<v1::PlanRequest> clean = CleanNames(request, &outcome);
+  const std::optional<v1::PlanRequest> clean =
+      CleanNames(request, &outcome, cancel);
   const v1::PlanRequest& input = clean.has_value() ? *clean : request;
   if (auto s = CheckCancel(cancel, "planning"); !s.ok()) return s;
   if (auto s = PlanInput(input, limits, workers, cancel, cache, &outcome);
