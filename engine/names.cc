@@ -1,5 +1,6 @@
 #include "engine/names.h"
 
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -8,26 +9,43 @@
 namespace memplan::engine {
 namespace {
 
+// Polls a call's token once every base::kPollStride names of a walk,
+// however the names are split into lists; stays stopped once it fired.
+class NamePoll {
+ public:
+  explicit NamePoll(const base::CancelToken* cancel) : cancel_(cancel) {}
+  // True once the call ended: the walk stops.
+  bool Stop() {
+    stopped_ = stopped_ || base::CancelledAt(cancel_, seen_++);
+    return stopped_;
+  }
+
+ private:
+  const base::CancelToken* cancel_;
+  int64_t seen_ = 0;
+  bool stopped_ = false;
+};
+
 // Applies the text rule to one name, in place, unless it is clean.
 void Clean(std::string* name) {
   if (!base::IsSafeName(*name)) *name = base::SafeName(*name);
 }
 
 void CleanAll(google::protobuf::RepeatedPtrField<std::string>* names,
-              const base::CancelToken* cancel) {
-  for (int i = 0; i < names->size(); ++i) {
-    if (base::CancelledAt(cancel, i)) return;
-    Clean(names->Mutable(i));
+              NamePoll* poll) {
+  for (std::string& name : *names) {
+    if (poll->Stop()) return;
+    Clean(&name);
   }
 }
 
-// Whether every name of `graph` is clean; true once `cancel` fires (the
+// Whether every name of `graph` is clean; true once the call ended (the
 // caller checks it next, and nothing is planned).
-bool GraphIsClean(const v1::Graph& graph, const base::CancelToken* cancel) {
-  const auto all = [cancel](const auto& names) {
-    for (int i = 0; i < names.size(); ++i) {
-      if (base::CancelledAt(cancel, i)) return true;
-      if (!base::IsSafeName(names[i])) return false;
+bool GraphIsClean(const v1::Graph& graph, NamePoll* poll) {
+  const auto all = [poll](const auto& names) {
+    for (const std::string& name : names) {
+      if (poll->Stop()) return true;
+      if (!base::IsSafeName(name)) return false;
     }
     return true;
   };
@@ -35,13 +53,12 @@ bool GraphIsClean(const v1::Graph& graph, const base::CancelToken* cancel) {
       !all(graph.outputs())) {
     return false;
   }
-  for (int i = 0; i < graph.tensors_size(); ++i) {
-    if (base::CancelledAt(cancel, i)) return true;
-    if (!base::IsSafeName(graph.tensors(i).name())) return false;
+  for (const v1::Tensor& t : graph.tensors()) {
+    if (poll->Stop()) return true;
+    if (!base::IsSafeName(t.name())) return false;
   }
-  for (int i = 0; i < graph.ops_size(); ++i) {
-    if (base::CancelledAt(cancel, i)) return true;
-    const v1::Op& op = graph.ops(i);
+  for (const v1::Op& op : graph.ops()) {
+    if (poll->Stop()) return true;
     if (!base::IsSafeName(op.name()) || !all(op.inputs()) ||
         !all(op.outputs())) {
       return false;
@@ -50,13 +67,29 @@ bool GraphIsClean(const v1::Graph& graph, const base::CancelToken* cancel) {
   return true;
 }
 
-bool BuffersAreClean(const v1::PlanRequest& request,
-                     const base::CancelToken* cancel) {
-  for (int i = 0; i < request.buffers_size(); ++i) {
-    if (base::CancelledAt(cancel, i)) return true;
-    if (!base::IsSafeName(request.buffers(i).id())) return false;
+bool BuffersAreClean(const v1::PlanRequest& request, NamePoll* poll) {
+  for (const v1::Buffer& b : request.buffers()) {
+    if (poll->Stop()) return true;
+    if (!base::IsSafeName(b.id())) return false;
   }
   return true;
+}
+
+// CleanGraphNames with the walk's poll.
+void CleanGraph(v1::Graph* graph, NamePoll* poll) {
+  Clean(graph->mutable_name());
+  for (v1::Tensor& t : *graph->mutable_tensors()) {
+    if (poll->Stop()) return;
+    Clean(t.mutable_name());
+  }
+  for (v1::Op& op : *graph->mutable_ops()) {
+    if (poll->Stop()) return;
+    Clean(op.mutable_name());
+    CleanAll(op.mutable_inputs(), poll);
+    CleanAll(op.mutable_outputs(), poll);
+  }
+  CleanAll(graph->mutable_inputs(), poll);
+  CleanAll(graph->mutable_outputs(), poll);
 }
 
 // The file name of a model's path, or the graph's name, cleaned: what the
@@ -69,20 +102,8 @@ std::string InputName(const v1::PlanRequest& request) {
 }  // namespace
 
 void CleanGraphNames(v1::Graph* graph, const base::CancelToken* cancel) {
-  Clean(graph->mutable_name());
-  for (int i = 0; i < graph->tensors_size(); ++i) {
-    if (base::CancelledAt(cancel, i)) return;
-    Clean(graph->mutable_tensors(i)->mutable_name());
-  }
-  for (int i = 0; i < graph->ops_size(); ++i) {
-    if (base::CancelledAt(cancel, i)) return;
-    v1::Op& op = *graph->mutable_ops(i);
-    Clean(op.mutable_name());
-    CleanAll(op.mutable_inputs(), cancel);
-    CleanAll(op.mutable_outputs(), cancel);
-  }
-  CleanAll(graph->mutable_inputs(), cancel);
-  CleanAll(graph->mutable_outputs(), cancel);
+  NamePoll poll(cancel);
+  CleanGraph(graph, &poll);
 }
 
 std::optional<v1::PlanRequest> CleanNames(const v1::PlanRequest& request,
@@ -96,15 +117,15 @@ std::optional<v1::PlanRequest> CleanNames(const v1::PlanRequest& request,
     CleanGraphNames(&outcome->model->graph, cancel);
     return std::nullopt;
   }
-  if (GraphIsClean(request.graph(), cancel) &&
-      BuffersAreClean(request, cancel)) {
+  NamePoll poll(cancel);
+  if (GraphIsClean(request.graph(), &poll) && BuffersAreClean(request, &poll)) {
     return std::nullopt;
   }
   v1::PlanRequest clean = request;
-  CleanGraphNames(clean.mutable_graph(), cancel);
-  for (int i = 0; i < clean.buffers_size(); ++i) {
-    if (base::CancelledAt(cancel, i)) break;
-    Clean(clean.mutable_buffers(i)->mutable_id());
+  CleanGraph(clean.mutable_graph(), &poll);
+  for (v1::Buffer& b : *clean.mutable_buffers()) {
+    if (poll.Stop()) break;
+    Clean(b.mutable_id());
   }
   if (!request.has_graph()) clean.clear_graph();
   return clean;

@@ -62,7 +62,8 @@ TEST(CleanNamesTest, EveryNameAndReferenceTheSameWay) {
   EXPECT_FALSE(clean->has_model());
 }
 
-// A call that ended leaves the names as they were: nothing is planned.
+// A call that ended stops the walk at once: the tensors and ops keep their
+// names (nothing is planned from them).
 TEST(CleanNamesTest, AnEndedCallStopsCleaning) {
   base::CancelToken ended;
   ended.Cancel();

@@ -160,7 +160,10 @@ absl::Status SearchExact(const PlanOptions& options, bool tight,
 // Graphs with more edges than this per buffer are not built: the coloring
 // from a time index gives the same objects without them (bert_base's
 // trace, 5,620 buffers: 41 ms for the graph, then 5 ms of coloring,
-// against 3 ms from the time index; 2026-11-26).
+// against 3 ms from the time index; 2026-11-26). The same objects while
+// that coloring stays within its work cap (at least 64M units, about one
+// an edge: far above the default limit of 4M edges); past it, it falls
+// back to the sweep's objects, as a graph over its limit always did.
 constexpr int64_t kGraphEdgesPerBuffer = 16;
 
 // Shared objects from the interference graph, or from a time index when the

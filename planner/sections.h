@@ -183,19 +183,23 @@ std::vector<Bytes> SectionMaxima(const Sections& sections, WeightFn weight) {
                        static_cast<int>(sections.first.size()));
 }
 
-// The same in parts of the buffers (fixed by their number), on the threads
-// `parallel` gives, the parts' maxima then merged: the same maxima.
+// The same in parts of the buffers (at least 2^18 buffers each, at most 4
+// parts: fixed by their number), on the threads `parallel` gives, the
+// parts' maxima then merged: the same maxima, with at most 4 arrays of
+// sections at once.
 template <typename WeightFn>
 std::vector<Bytes> SectionMaxima(const Sections& sections, WeightFn weight,
                                  const base::Parallelism& parallel) {
-  constexpr int kPart = 1 << 18;
+  constexpr int kSmallestPart = 1 << 18;
+  constexpr int kMaxParts = 4;
   const int n = static_cast<int>(sections.first.size());
-  const int parts = std::max(1, (n + kPart - 1) / kPart);
+  const int parts = std::clamp(n / kSmallestPart, 1, kMaxParts);
   if (parts == 1) return SectionMaxima(sections, weight);
+  const int part = (n + parts - 1) / parts;
   std::vector<std::vector<Bytes>> maxima(parts);
   base::ParallelFor(parallel, parts, [&](int p) {
-    maxima[p] = SectionMaxima(sections, weight, p * kPart,
-                              std::min(n, (p + 1) * kPart));
+    maxima[p] =
+        SectionMaxima(sections, weight, p * part, std::min(n, (p + 1) * part));
   });
   for (int p = 1; p < parts; ++p) {
     for (size_t k = 0; k < maxima[0].size(); ++k) {

@@ -221,10 +221,11 @@ int LowestFreeObject(const InterferenceGraph& graph,
   return object;
 }
 
-// The end of a windowed coloring: each object as large as its largest
-// member (`colored`), then an object of its own for every buffer left
-// uncolored (one live over all of time), in `order`. The sizes are read
-// in list order: a pass sequential in memory.
+// The end of a windowed coloring of `colored` (a part of `order`; every
+// other buffer's object is still -1): each object as large as its largest
+// member, read in list order (a pass sequential in memory), then an object
+// of its own for every buffer left uncolored (one live over all of time),
+// in `order`.
 void FinishObjects(const std::vector<Buffer>& b,
                    const std::vector<int>& colored,
                    const std::vector<int>& order, SharedObjects* objects) {
