@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/string_view.h"
 
 namespace memplan::formats {
@@ -55,14 +56,16 @@ class SymDim {
   std::optional<int64_t> value() const;
   // The single atom this dim is (coefficient 1, degree 1), or -1.
   AtomId single_atom() const;
-  const std::vector<DimTerm>& terms() const { return terms_; }
+  // Most dims are one constant: one term kept in place, no allocation.
+  using Terms = absl::InlinedVector<DimTerm, 1>;
+  const Terms& terms() const { return terms_; }
 
   friend bool operator==(const SymDim& a, const SymDim& b);
   friend bool operator!=(const SymDim& a, const SymDim& b) { return !(a == b); }
 
  private:
   friend class DimTable;
-  std::vector<DimTerm> terms_;  // sorted by atoms; no zero coefficients
+  Terms terms_;  // sorted by atoms; no zero coefficients
 };
 
 // What an atom stands for.

@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 #include "base/status.h"
 #include "onnx/internal/model_reading.h"
 #include "onnx/onnx_pb.h"
@@ -457,14 +458,27 @@ class GraphBuilder {
         "NAME=SHAPE (e.g. 1x3x224x224)");
   }
 
-  // Appends planned tensors of `ids` (in order, once) to a list.
-  void AppendPlanned(const std::vector<int>& ids,
+  // Appends planned tensors of `ids` (in order, once) to a list that only
+  // this appends to. A short list is searched; a long one gets a set of
+  // its names (most ops list a few tensors: no set for each).
+  void AppendPlanned(absl::Span<const int> ids,
                      google::protobuf::RepeatedPtrField<std::string>* list) {
-    absl::flat_hash_set<std::string>& listed = listed_[list];
     for (int id : ids) {
       if (id < 0 || !Planned(id)) continue;
       const std::string& n = names_.at(id);
-      if (listed.insert(n).second) *list->Add() = n;
+      auto set = listed_.find(list);
+      if (set == listed_.end() && list->size() >= kSearchedList) {
+        set = listed_
+                  .emplace(list, absl::flat_hash_set<std::string>(list->begin(),
+                                                                  list->end()))
+                  .first;
+      }
+      if (set != listed_.end()) {
+        if (!set->second.insert(n).second) continue;
+      } else if (std::find(list->begin(), list->end(), n) != list->end()) {
+        continue;
+      }
+      *list->Add() = n;
     }
   }
 
@@ -557,7 +571,7 @@ class GraphBuilder {
     AppendPlanned(body.inputs, exit->mutable_inputs());
     AppendPlanned(scan_outputs, exit->mutable_inputs());
     if (scan && carried <= nr.inputs.size()) {
-      AppendPlanned({nr.inputs.begin() + carried, nr.inputs.end()},
+      AppendPlanned(absl::MakeConstSpan(nr.inputs).subspan(carried),
                     exit->mutable_inputs());
     }
     AppendPlanned(final_values, exit->mutable_outputs());
@@ -591,6 +605,8 @@ class GraphBuilder {
   absl::flat_hash_set<std::string> used_names_;  // tensor names taken
   absl::flat_hash_set<std::string> used_ops_;    // op names taken
   // Names already in each op's input or output list.
+  // Lists this long (AppendPlanned) keep a set of their names.
+  static constexpr int kSearchedList = 16;
   absl::flat_hash_map<const void*, absl::flat_hash_set<std::string>> listed_;
   std::set<std::string> empty_;       // zero-element values
   std::vector<std::string> unknown_;  // "name (reason)"

@@ -150,6 +150,31 @@ TEST(OnnxImportTest, MultiConsumerTensorLivesUntilItsLastReader) {
   EXPECT_EQ(plan.lower_bound_bytes(), 192);
 }
 
+// An op lists each tensor it reads once, in order of first use: short
+// lists (searched) and long ones (a set of names) alike.
+TEST(OnnxImportTest, OpsListEachInputOnce) {
+  Model m;
+  m.graph().Input("x", kFloat, {"2", "8"}).Add("Relu", {"x"}, {"a"}, "relu");
+  std::vector<std::string> many;  // 40 inputs, 20 distinct, repeats spread
+  for (int i = 0; i < 20; ++i) {
+    const std::string name = "r" + std::to_string(i);
+    m.graph().Add("Relu", {"a"}, {name}, "make" + std::to_string(i));
+    many.push_back(name);
+  }
+  std::vector<std::string> inputs;
+  for (int i = 0; i < 40; ++i) inputs.push_back(many[(i * 7) % 20]);
+  m.graph().Add("Add", {"a", "a"}, {"twice"}, "twice");
+  m.graph().Node("Concat", inputs, {"cat"}, "cat").Int("axis", 0);
+  m.graph().Output("twice").Output("cat");
+  absl::StatusOr<ImportedModel> in = Import(m);
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_THAT(FindOp(in->graph, "twice").inputs(), ElementsAre("a"));
+  std::vector<std::string> once;
+  for (int i = 0; i < 20; ++i) once.push_back(many[(i * 7) % 20]);
+  EXPECT_THAT(FindOp(in->graph, "cat").inputs(),
+              ::testing::ElementsAreArray(once));
+}
+
 TEST(OnnxImportTest, MultiOutputOps) {
   Model m;
   m.graph()

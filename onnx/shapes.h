@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "base/cancel.h"
@@ -91,10 +92,12 @@ struct OnnxBodyRun {
 
 // One node of a graph run.
 struct OnnxNodeRun {
-  int index = 0;                    // in GraphProto.node
-  std::string label;                // "node 'n' (Op, #3)" for messages
-  std::vector<int> inputs;          // value ids; -1 for an omitted input
-  std::vector<int> outputs;         // value ids; -1 for an omitted output
+  int index = 0;      // in GraphProto.node
+  std::string label;  // "node 'n' (Op, #3)" for messages
+  // Value ids, -1 for an omitted one; most nodes have few (kept in place:
+  // no allocation for each of a model's nodes).
+  absl::InlinedVector<int, 3> inputs;
+  absl::InlinedVector<int, 1> outputs;
   std::vector<int> captured;        // outer values its subgraphs read
   std::vector<OnnxBodyRun> bodies;  // subgraphs run, in execution order
   int64_t skipped_values = 0;       // values of If branches that never run
