@@ -24,7 +24,7 @@ namespace memplan::formats {
 struct OnnxNodeContext {
   const ::ONNX_NAMESPACE::NodeProto* node = nullptr;  // the node
   int opset = -1;               // of the node's domain; -1 when not imported
-  std::string label;            // "node 'n' (Op, #3)", for messages
+  absl::string_view label;      // "node 'n' (Op, #3)", for messages
   DimTable* table = nullptr;    // where dims live
   std::vector<OnnxValue*> in;   // per node input; null when omitted
   std::vector<OnnxValue*> out;  // per node output; null when omitted

@@ -127,7 +127,7 @@ class Evaluator {
  private:
   // --- Values and scopes -----------------------------------------------------
 
-  int NewValue(const std::string& name, const std::string& origin) {
+  int NewValue(const std::string& name, absl::string_view origin) {
     result_.values.emplace_back();
     result_.values.back().name = name;
     result_.values.back().origin = origin;
@@ -373,7 +373,8 @@ class Evaluator {
     const onnx::NodeProto& node = run->graph->node(index);
     OnnxNodeRun nr;
     nr.index = index;
-    nr.label = OnnxNodeLabel(node, index, run->path);
+    result_.labels.push_back(OnnxNodeLabel(node, index, run->path));
+    nr.label = result_.labels.back();
     if (auto s = ResolveInputs(run, node, &nr); !s.ok()) return s;
     if (auto s = DefineOutputs(run, node, &nr); !s.ok()) return s;
     const std::string& op = node.op_type();

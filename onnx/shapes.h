@@ -70,15 +70,16 @@ struct OnnxValue {
   bool has_shape = false;              // whether the rank (and `dims`) is known
   std::vector<SymDim> dims;            // one per axis when has_shape
   std::optional<OnnxContent> content;  // its elements, when known and small
-  bool constant = false;    // data in the model: an initializer, a Constant
-                            // node's output, or folded from those alone
-  bool folded = false;      // a constant folded from constants: its bytes
-                            // are not stored in the model
-  bool from_data = false;   // its elements depend on tensor data (inputs)
-  std::set<AtomId> taint;   // when the elements are unknown and not from
-                            // data: the dims they depend on
-  std::string origin;       // the node making it ("" for graph inputs,
-                            // initializers and body inputs)
+  bool constant = false;   // data in the model: an initializer, a Constant
+                           // node's output, or folded from those alone
+  bool folded = false;     // a constant folded from constants: its bytes
+                           // are not stored in the model
+  bool from_data = false;  // its elements depend on tensor data (inputs)
+  std::set<AtomId> taint;  // when the elements are unknown and not from
+                           // data: the dims they depend on
+  // The node making it, as its label (kept in OnnxEvaluation::labels; ""
+  // for graph inputs, initializers and body inputs).
+  absl::string_view origin;
   std::string why_unknown;  // when the type or rank is unknown: why
 };
 
@@ -92,8 +93,9 @@ struct OnnxBodyRun {
 
 // One node of a graph run.
 struct OnnxNodeRun {
-  int index = 0;      // in GraphProto.node
-  std::string label;  // "node 'n' (Op, #3)" for messages
+  int index = 0;  // in GraphProto.node
+  // "node 'n' (Op, #3)" for messages, kept in OnnxEvaluation::labels.
+  absl::string_view label;
   // Value ids, -1 for an omitted one; most nodes have few (kept in place:
   // no allocation for each of a model's nodes).
   absl::InlinedVector<int, 3> inputs;
@@ -121,7 +123,11 @@ struct OnnxGraphRun {
 
 // The result of EvaluateOnnxShapes.
 struct OnnxEvaluation {
-  DimTable table;                      // the atoms of every dim
+  DimTable table;  // the atoms of every dim
+  // Every node's label, once: nodes and the values they make point into
+  // it (a deque: its strings stay where they are as it grows, and when
+  // the evaluation moves).
+  std::deque<std::string> labels;
   std::deque<OnnxValue> values;        // every value evaluated, by id
   std::unique_ptr<OnnxGraphRun> main;  // the main graph
   std::vector<std::string> warnings;   // e.g. an If whose branches disagree
