@@ -177,6 +177,7 @@ absl::StatusOr<std::vector<int>> OrderOf(
   constexpr int kChunk = 1 << 16;
   const int n = static_cast<int>(b.size());
   base::ParallelFor(parallel, (n + kChunk - 1) / kChunk, [&](int c) {
+    if (cancel != nullptr && cancel->Cancelled()) return;
     for (int i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
       switch (order) {
         case GreedyOrder::kSize:  // largest first, then earliest start
@@ -196,6 +197,7 @@ absl::StatusOr<std::vector<int>> OrderOf(
       }
     }
   });
+  if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
   return SortedIndices(std::move(keys), cancel, parallel);
 }
 
