@@ -92,4 +92,13 @@ void ParallelFor(const Parallelism& parallel, int chunks,
   });
 }
 
+void ParallelForRange(
+    const Parallelism& parallel, size_t n, size_t chunk_size,
+    absl::FunctionRef<void(int chunk, size_t begin, size_t end)> fn) {
+  ParallelFor(parallel, ChunkCount(n, chunk_size), [&](int c) {
+    const size_t begin = static_cast<size_t>(c) * chunk_size;
+    fn(c, begin, std::min(n, begin + chunk_size));
+  });
+}
+
 }  // namespace memplan::base

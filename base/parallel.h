@@ -16,6 +16,8 @@
 #ifndef MEMPLAN_BASE_PARALLEL_H_
 #define MEMPLAN_BASE_PARALLEL_H_
 
+#include <cstddef>
+
 #include "absl/functional/function_ref.h"
 #include "base/worker_pool.h"
 
@@ -51,6 +53,18 @@ bool ShouldYield(const Parallelism& parallel, int thread);
 // any of the threads RunTogether gives, and returns once all have returned.
 void ParallelFor(const Parallelism& parallel, int chunks,
                  absl::FunctionRef<void(int chunk)> fn);
+
+// The chunks of `chunk_size` items that cover n items.
+inline int ChunkCount(size_t n, size_t chunk_size) {
+  return static_cast<int>((n + chunk_size - 1) / chunk_size);
+}
+
+// ParallelFor over items [0, n) cut into ChunkCount(n, chunk_size) chunks
+// of `chunk_size` (the last one shorter: the cut depends on n alone):
+// fn(chunk, begin, end) for each.
+void ParallelForRange(
+    const Parallelism& parallel, size_t n, size_t chunk_size,
+    absl::FunctionRef<void(int chunk, size_t begin, size_t end)> fn);
 
 }  // namespace memplan::base
 

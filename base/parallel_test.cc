@@ -29,6 +29,29 @@ TEST(ParallelTest, RunsEachChunkOnceWithAndWithoutWorkers) {
   ExpectEachChunkOnce({&pool, 64}, 0);
 }
 
+// Ranges cover [0, n) once, cut by the chunk size alone.
+TEST(ParallelTest, RangesCoverEachItemOnceInFixedChunks) {
+  WorkerPool pool(4, 64);
+  for (size_t n :
+       {size_t{0}, size_t{1}, size_t{99}, size_t{100}, size_t{1001}}) {
+    for (WorkerPool* workers : {(WorkerPool*)nullptr, &pool}) {
+      std::vector<std::atomic<int>> seen(n);
+      std::vector<std::pair<size_t, size_t>> ranges(ChunkCount(n, 100));
+      ParallelForRange({workers, 4}, n, 100,
+                       [&](int c, size_t begin, size_t end) {
+                         ranges[c] = {begin, end};
+                         for (size_t i = begin; i < end; ++i) ++seen[i];
+                       });
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_EQ(seen[i].load(), 1) << n << " " << i;
+      for (size_t c = 0; c < ranges.size(); ++c) {
+        EXPECT_EQ(ranges[c].first, c * 100);
+        EXPECT_EQ(ranges[c].second, std::min(n, c * 100 + 100));
+      }
+    }
+  }
+}
+
 TEST(ParallelTest, HelpersAreBoundedByTheLimitAndThePool) {
   WorkerPool pool(4, 64);
   EXPECT_EQ((Parallelism{&pool, 1}).helpers(), 0);

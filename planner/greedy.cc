@@ -174,29 +174,28 @@ absl::StatusOr<std::vector<int>> OrderOf(
     rank.assign(widest->begin(), widest->end());
   }
   std::vector<Key> keys(b.size());
-  constexpr int kChunk = 1 << 16;
-  const int n = static_cast<int>(b.size());
-  base::ParallelFor(parallel, (n + kChunk - 1) / kChunk, [&](int c) {
-    if (cancel != nullptr && cancel->Cancelled()) return;
-    for (int i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
-      switch (order) {
-        case GreedyOrder::kSize:  // largest first, then earliest start
-          keys[i] = {-b[i].size, b[i].start, i};
-          break;
-        case GreedyOrder::kLifetime:  // earliest start, then largest
-          keys[i] = {b[i].start, -b[i].size, i};
-          break;
-        case GreedyOrder::kConflicts:  // most conflicts, then largest
-          keys[i] = {-rank[i], -b[i].size, i};
-          break;
-        case GreedyOrder::kBreadth:  // widest section first, then largest
-          keys[i] = {rank[i], -b[i].size, i};
-          break;
-        case GreedyOrder::kArea:
-          break;
-      }
-    }
-  });
+  base::ParallelForRange(
+      parallel, b.size(), size_t{1} << 16, [&](int, size_t begin, size_t end) {
+        if (cancel != nullptr && cancel->Cancelled()) return;
+        for (int i = static_cast<int>(begin); i < static_cast<int>(end); ++i) {
+          switch (order) {
+            case GreedyOrder::kSize:  // largest first, then earliest start
+              keys[i] = {-b[i].size, b[i].start, i};
+              break;
+            case GreedyOrder::kLifetime:  // earliest start, then largest
+              keys[i] = {b[i].start, -b[i].size, i};
+              break;
+            case GreedyOrder::kConflicts:  // most conflicts, then largest
+              keys[i] = {-rank[i], -b[i].size, i};
+              break;
+            case GreedyOrder::kBreadth:  // widest section first, then largest
+              keys[i] = {rank[i], -b[i].size, i};
+              break;
+            case GreedyOrder::kArea:
+              break;
+          }
+        }
+      });
   if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
   return SortedIndices(std::move(keys), cancel, parallel);
 }

@@ -76,20 +76,7 @@ absl::StatusOr<int64_t> PairsFromSections(const Problem& problem,
   int64_t spanning = 0;
   (void)SpanningBuffers(problem, parallel, &spanning);
   if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
-  // started[x]: buffers whose first section is < x; ended[x]: last <= x.
-  std::vector<int64_t> started(time.size() + 2, 0), ended(time.size() + 2, 0);
-  for (int64_t i = 0; i < n; ++i) {
-    ++started[time.first[i] + 1];
-    ++ended[time.last[i]];
-  }
-  for (size_t x = 1; x < started.size(); ++x) {
-    started[x] += started[x - 1];
-    ended[x] += ended[x - 1];
-  }
-  int64_t twice = 0;  // every overlapping pair, counted from both ends
-  for (int64_t i = 0; i < n; ++i) {
-    twice += started[time.last[i]] - ended[time.first[i]] - 1;
-  }
+  const int64_t twice = OverlapTotal(time);  // each pair from both ends
   return twice / 2 - spanning * (n - spanning) - spanning * (spanning - 1) / 2;
 }
 

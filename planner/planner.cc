@@ -547,13 +547,13 @@ void SetBounds(const Sections& time, PlanResult* result,
   result->unaligned_lower_bound = bounds.unaligned;
   constexpr size_t kChunk = size_t{1} << 16;
   const std::vector<Buffer>& b = result->problem.buffers;
-  const size_t n = b.size();
-  std::vector<Bytes> sums((n + kChunk - 1) / kChunk, 0);
-  base::ParallelFor(parallel, static_cast<int>(sums.size()), [&](int c) {
-    for (size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
-      sums[c] += AlignUp(b[i].size, b[i].alignment);
-    }
-  });
+  std::vector<Bytes> sums(base::ChunkCount(b.size(), kChunk), 0);
+  base::ParallelForRange(parallel, b.size(), kChunk,
+                         [&](int c, size_t begin, size_t end) {
+                           for (size_t i = begin; i < end; ++i) {
+                             sums[c] += AlignUp(b[i].size, b[i].alignment);
+                           }
+                         });
   result->naive_bytes = std::accumulate(sums.begin(), sums.end(), Bytes{0});
 }
 

@@ -52,32 +52,29 @@ std::vector<uint8_t> SpanningBuffers(const Problem& problem,
   constexpr size_t kChunk = size_t{1} << 16;
   const std::vector<Buffer>& b = problem.buffers;
   const size_t n = b.size();
-  const int chunks = static_cast<int>((n + kChunk - 1) / kChunk);
+  const int chunks = base::ChunkCount(n, kChunk);
   std::vector<std::pair<Step, Step>> spans(chunks);
   std::vector<int64_t> counts(chunks, 0);
-  const auto each = [&](int c, auto fn) {
-    for (size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
-      fn(i);
-    }
-  };
-  base::ParallelFor(parallel, chunks, [&](int c) {
-    spans[c] = {b[c * kChunk].start, b[c * kChunk].end};
-    each(c, [&](size_t i) {
-      spans[c].first = std::min(spans[c].first, b[i].start);
-      spans[c].second = std::max(spans[c].second, b[i].end);
-    });
-  });
+  base::ParallelForRange(
+      parallel, n, kChunk, [&](int c, size_t begin, size_t end) {
+        spans[c] = {b[begin].start, b[begin].end};
+        for (size_t i = begin; i < end; ++i) {
+          spans[c].first = std::min(spans[c].first, b[i].start);
+          spans[c].second = std::max(spans[c].second, b[i].end);
+        }
+      });
   std::pair<Step, Step> span = chunks > 0 ? spans[0] : std::pair<Step, Step>{};
   for (const auto& [first, last] : spans) {
     span = {std::min(span.first, first), std::max(span.second, last)};
   }
   std::vector<uint8_t> spanning(n, 0);
-  base::ParallelFor(parallel, chunks, [&](int c) {
-    each(c, [&](size_t i) {
-      spanning[i] = SpansAll(b[i], span) ? 1 : 0;
-      counts[c] += spanning[i];
-    });
-  });
+  base::ParallelForRange(parallel, n, kChunk,
+                         [&](int c, size_t begin, size_t end) {
+                           for (size_t i = begin; i < end; ++i) {
+                             spanning[i] = SpansAll(b[i], span) ? 1 : 0;
+                             counts[c] += spanning[i];
+                           }
+                         });
   if (count != nullptr) {
     *count = std::accumulate(counts.begin(), counts.end(), int64_t{0});
   }
@@ -141,18 +138,18 @@ std::vector<Bytes> DistinctAlignments(const Problem& problem,
                                       const base::Parallelism& parallel = {}) {
   constexpr size_t kChunk = size_t{1} << 16;
   const std::vector<Buffer>& b = problem.buffers;
-  const size_t n = b.size();
-  const int chunks = static_cast<int>((n + kChunk - 1) / kChunk);
-  std::vector<std::vector<Bytes>> firsts(chunks);
-  base::ParallelFor(parallel, chunks, [&](int c) {
-    uint64_t seen = 0;
-    for (size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
-      const int bit = __builtin_ctzll(static_cast<uint64_t>(b[i].alignment));
-      if ((seen >> bit) & 1) continue;
-      seen |= uint64_t{1} << bit;
-      firsts[c].push_back(b[i].alignment);
-    }
-  });
+  std::vector<std::vector<Bytes>> firsts(base::ChunkCount(b.size(), kChunk));
+  base::ParallelForRange(
+      parallel, b.size(), kChunk, [&](int c, size_t begin, size_t end) {
+        uint64_t seen = 0;
+        for (size_t i = begin; i < end; ++i) {
+          const int bit =
+              __builtin_ctzll(static_cast<uint64_t>(b[i].alignment));
+          if ((seen >> bit) & 1) continue;
+          seen |= uint64_t{1} << bit;
+          firsts[c].push_back(b[i].alignment);
+        }
+      });
   std::vector<Bytes> alignments;
   uint64_t seen = 0;
   for (const std::vector<Bytes>& chunk : firsts) {

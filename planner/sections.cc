@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <numeric>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -27,14 +26,14 @@ absl::StatusOr<std::pair<Events, Events>> SortedEvents(
   const int m =
       static_cast<int>(subset ? subset->size() : problem.buffers.size());
   Events starts(m), ends(m);
-  constexpr int kChunk = 1 << 16;
-  base::ParallelFor(parallel, (m + kChunk - 1) / kChunk, [&](int c) {
-    for (int k = c * kChunk; k < std::min(m, (c + 1) * kChunk); ++k) {
-      const Buffer& b = problem.buffers[subset ? (*subset)[k] : k];
-      starts[k] = {b.start, k};
-      ends[k] = {b.end, k};
-    }
-  });
+  base::ParallelForRange(
+      parallel, m, size_t{1} << 16, [&](int, size_t begin, size_t end) {
+        for (int k = static_cast<int>(begin); k < static_cast<int>(end); ++k) {
+          const Buffer& b = problem.buffers[subset ? (*subset)[k] : k];
+          starts[k] = {b.start, k};
+          ends[k] = {b.end, k};
+        }
+      });
   // Stable on the step: positions stay ascending among equal steps.
   const auto step = [](const std::pair<Step, int>& e) {
     return base::SignedKey(e.first);
@@ -129,7 +128,11 @@ absl::StatusOr<Sections> CompressTime(const Problem& problem,
   return Sweep(problem, options, cancel, parallel);
 }
 
-std::vector<int64_t> OverlapCounts(const Sections& sections) {
+namespace {
+
+// Calls fn(i, count) with each buffer's OverlapCounts entry.
+template <typename Fn>
+void ForEachOverlapCount(const Sections& sections, Fn fn) {
   const size_t n = sections.first.size();
   // started[x]: buffers whose first section is < x; ended[x]: last <= x.
   std::vector<int64_t> started(sections.size() + 2, 0),
@@ -142,18 +145,29 @@ std::vector<int64_t> OverlapCounts(const Sections& sections) {
     started[x] += started[x - 1];
     ended[x] += ended[x - 1];
   }
-  std::vector<int64_t> counts(n);
   for (size_t i = 0; i < n; ++i) {
-    counts[i] = started[sections.last[i]] - ended[sections.first[i]] - 1;
+    fn(i, started[sections.last[i]] - ended[sections.first[i]] - 1);
   }
+}
+
+}  // namespace
+
+std::vector<int64_t> OverlapCounts(const Sections& sections) {
+  std::vector<int64_t> counts(sections.first.size());
+  ForEachOverlapCount(sections,
+                      [&](size_t i, int64_t count) { counts[i] = count; });
   return counts;
 }
 
+int64_t OverlapTotal(const Sections& sections) {
+  int64_t total = 0;
+  ForEachOverlapCount(sections, [&](size_t, int64_t count) { total += count; });
+  return total;
+}
+
 bool MostlyOverlapping(const Sections& sections) {
-  const std::vector<int64_t> counts = OverlapCounts(sections);
-  const int64_t total =
-      std::accumulate(counts.begin(), counts.end(), int64_t{0});
-  return total > kDenseOverlaps * static_cast<int64_t>(counts.size());
+  return OverlapTotal(sections) >
+         kDenseOverlaps * static_cast<int64_t>(sections.first.size());
 }
 
 }  // namespace memplan::planner

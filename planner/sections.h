@@ -113,6 +113,10 @@ Sections SweepSections(const Problem& problem,
 // sort.
 std::vector<int64_t> OverlapCounts(const Sections& sections);
 
+// The sum of OverlapCounts: every overlapping pair, counted from both
+// ends. O(n + sections), without a vector per buffer.
+int64_t OverlapTotal(const Sections& sections);
+
 // Above this many overlapping buffers per buffer on average, placement and
 // coloring read merged ranges from a GapIndex instead of scanning the
 // buffers each new one overlaps.

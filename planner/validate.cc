@@ -210,30 +210,26 @@ absl::Status CheckNamesInBuckets(const Problem& problem,
                                  uint64_t (*hash_of)(absl::string_view)) {
   const std::vector<Buffer>& b = problem.buffers;
   const size_t n = b.size();
-  const int chunks = static_cast<int>((n + kNameChunk - 1) / kNameChunk);
-  const auto range = [&](int c, auto fn) {
-    const size_t end = std::min(n, (c + 1) * kNameChunk);
-    for (size_t i = c * kNameChunk; i < end; ++i) fn(i);
-  };
+  const int chunks = base::ChunkCount(n, kNameChunk);
   const auto cancelled = [&] {
     return cancel != nullptr && cancel->Cancelled();
   };
   // Per chunk: the first empty name, and its names per bucket.
-  std::vector<size_t> first_bad(std::max(chunks, kNameBuckets), n);
+  std::vector<size_t> first_empty(std::max(chunks, 1), n);
   std::vector<size_t> at(static_cast<size_t>(chunks) * kNameBuckets, 0);
-  base::ParallelFor(parallel, chunks, [&](int c) {
-    if (cancelled()) return;
-    size_t* count = &at[static_cast<size_t>(c) * kNameBuckets];
-    range(c, [&](size_t i) {
-      if (b[i].name.empty()) {
-        first_bad[c] = std::min(first_bad[c], i);
-      } else {
-        ++count[BucketOf(hash_of(b[i].name))];
-      }
-    });
-  });
+  base::ParallelForRange(
+      parallel, n, kNameChunk, [&](int c, size_t begin, size_t end) {
+        if (cancelled()) return;
+        size_t* count = &at[static_cast<size_t>(c) * kNameBuckets];
+        for (size_t i = begin; i < end; ++i) {
+          if (b[i].name.empty()) {
+            first_empty[c] = std::min(first_empty[c], i);
+          } else {
+            ++count[BucketOf(hash_of(b[i].name))];
+          }
+        }
+      });
   if (cancelled()) return Cancelled();
-  size_t bad = *std::min_element(first_bad.begin(), first_bad.end());
   std::vector<size_t> bucket_start(kNameBuckets + 1, 0);
   size_t sum = 0;  // bucket by bucket, chunk by chunk: list order kept
   for (int d = 0; d < kNameBuckets; ++d) {
@@ -246,19 +242,20 @@ absl::Status CheckNamesInBuckets(const Problem& problem,
   }
   bucket_start[kNameBuckets] = sum;
   std::vector<NameKey> keys(sum);
-  base::ParallelFor(parallel, chunks, [&](int c) {
-    if (cancelled()) return;
-    size_t* next = &at[static_cast<size_t>(c) * kNameBuckets];
-    range(c, [&](size_t i) {
-      if (b[i].name.empty()) return;
-      const uint64_t hash = hash_of(b[i].name);
-      keys[next[BucketOf(hash)]++] = {hash, i};
-    });
-  });
+  base::ParallelForRange(
+      parallel, n, kNameChunk, [&](int c, size_t begin, size_t end) {
+        if (cancelled()) return;
+        size_t* next = &at[static_cast<size_t>(c) * kNameBuckets];
+        for (size_t i = begin; i < end; ++i) {
+          if (b[i].name.empty()) continue;
+          const uint64_t hash = hash_of(b[i].name);
+          keys[next[BucketOf(hash)]++] = {hash, i};
+        }
+      });
   if (cancelled()) return Cancelled();
   // Per bucket, in list order: the first name that repeats one before it.
   // Names are compared only when their hashes are equal.
-  std::fill(first_bad.begin(), first_bad.end(), n);
+  std::vector<size_t> first_repeat(kNameBuckets, n);
   base::ParallelFor(parallel, kNameBuckets, [&](int d) {
     if (cancelled()) return;
     const auto begin = keys.begin() + bucket_start[d];
@@ -269,14 +266,14 @@ absl::Status CheckNamesInBuckets(const Problem& problem,
       const auto [it, inserted] = first_of_hash.emplace(k->hash, k->index);
       if (inserted) continue;
       if (b[it->second].name == b[k->index].name) {
-        first_bad[d] = k->index;
+        first_repeat[d] = k->index;
         return;
       }
       // Two names of one 64-bit hash: compare this bucket's names.
       absl::flat_hash_set<absl::string_view> seen;
       for (auto j = begin; j != end; ++j) {
         if (!seen.insert(b[j->index].name).second) {
-          first_bad[d] = j->index;
+          first_repeat[d] = j->index;
           return;
         }
       }
@@ -284,7 +281,9 @@ absl::Status CheckNamesInBuckets(const Problem& problem,
     }
   });
   if (cancelled()) return Cancelled();
-  bad = std::min(bad, *std::min_element(first_bad.begin(), first_bad.end()));
+  const size_t bad =
+      std::min(*std::min_element(first_empty.begin(), first_empty.end()),
+               *std::min_element(first_repeat.begin(), first_repeat.end()));
   if (bad == n) return absl::OkStatus();
   if (b[bad].name.empty()) return Invalid(Who(b[bad], bad), " has no id");
   return Invalid("duplicate buffer id '", Clip(b[bad].name), "'");

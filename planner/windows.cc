@@ -54,23 +54,23 @@ WindowedPass::WindowedPass(const Sections& time, const TimeWindows& windows,
   // (chunk after chunk), so the lists are the same on any threads.
   constexpr size_t kChunk = size_t{1} << 16;
   const size_t n = order.size();
-  const int chunks = static_cast<int>((n + kChunk - 1) / kChunk);
+  const int chunks = base::ChunkCount(n, kChunk);
   const int count = windows.count();
   std::vector<std::pair<uint8_t, uint8_t>> span(n);  // first, last window
   std::vector<size_t> at(static_cast<size_t>(chunks) * count, 0);
   std::vector<size_t> cross_at(chunks + 1, 0);
-  base::ParallelFor(parallel, chunks, [&](int c) {
-    size_t* entries = &at[static_cast<size_t>(c) * count];
-    const size_t end = std::min(n, (c + 1) * kChunk);
-    for (size_t p = c * kChunk; p < end; ++p) {
-      const int i = order[p];
-      const int first = windows.WindowOf(time.first[i]);
-      const int last = windows.WindowOf(time.last[i] - 1);
-      span[p] = {static_cast<uint8_t>(first), static_cast<uint8_t>(last)};
-      if (first != last) ++cross_at[c + 1];
-      for (int w = first; w <= last; ++w) ++entries[w];
-    }
-  });
+  base::ParallelForRange(
+      parallel, n, kChunk, [&](int c, size_t begin, size_t end) {
+        size_t* entries = &at[static_cast<size_t>(c) * count];
+        for (size_t p = begin; p < end; ++p) {
+          const int i = order[p];
+          const int first = windows.WindowOf(time.first[i]);
+          const int last = windows.WindowOf(time.last[i] - 1);
+          span[p] = {static_cast<uint8_t>(first), static_cast<uint8_t>(last)};
+          if (first != last) ++cross_at[c + 1];
+          for (int w = first; w <= last; ++w) ++entries[w];
+        }
+      });
   for (int w = 0; w < count; ++w) {
     size_t sum = 0;
     for (int c = 0; c < chunks; ++c) {
@@ -82,23 +82,23 @@ WindowedPass::WindowedPass(const Sections& time, const TimeWindows& windows,
   }
   for (int c = 0; c < chunks; ++c) cross_at[c + 1] += cross_at[c];
   crossings_.resize(cross_at[chunks]);
-  base::ParallelFor(parallel, chunks, [&](int c) {
-    size_t* next = &at[static_cast<size_t>(c) * count];
-    int cross = static_cast<int>(cross_at[c]);
-    const size_t end = std::min(n, (c + 1) * kChunk);
-    for (size_t p = c * kChunk; p < end; ++p) {
-      const auto [first, last] = span[p];
-      if (first == last) {
-        lists_[first][next[first]++] = {order[p], -1};
-        continue;
-      }
-      crossings_[cross] = {first, last};
-      for (int w = first; w <= last; ++w) {
-        lists_[w][next[w]++] = {order[p], cross};
-      }
-      ++cross;
-    }
-  });
+  base::ParallelForRange(parallel, n, kChunk,
+                         [&](int c, size_t begin, size_t end) {
+                           size_t* next = &at[static_cast<size_t>(c) * count];
+                           int cross = static_cast<int>(cross_at[c]);
+                           for (size_t p = begin; p < end; ++p) {
+                             const auto [first, last] = span[p];
+                             if (first == last) {
+                               lists_[first][next[first]++] = {order[p], -1};
+                               continue;
+                             }
+                             crossings_[cross] = {first, last};
+                             for (int w = first; w <= last; ++w) {
+                               lists_[w][next[w]++] = {order[p], cross};
+                             }
+                             ++cross;
+                           }
+                         });
 }
 
 namespace {
