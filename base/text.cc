@@ -1,7 +1,10 @@
 #include "base/text.h"
 
+#include <algorithm>
+
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace memplan::base {
 namespace {
@@ -165,6 +168,15 @@ absl::string_view Utf8Prefix(absl::string_view text, size_t max_bytes) {
     --end;
   }
   return text.substr(0, end);
+}
+
+std::string ListFew(const std::vector<std::string>& names, size_t max_listed) {
+  const size_t shown = std::min(names.size(), max_listed);
+  std::string out = absl::StrJoin(names.begin(), names.begin() + shown, ", ");
+  if (names.size() > shown) {
+    absl::StrAppend(&out, " and ", names.size() - shown, " more");
+  }
+  return out;
 }
 
 void MakeUnique(std::vector<std::string>* names, absl::string_view separator) {

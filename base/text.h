@@ -71,6 +71,11 @@ std::string SafeMessage(absl::string_view raw);
 // inside a UTF-8 sequence.
 absl::string_view Utf8Prefix(absl::string_view text, size_t max_bytes);
 
+// "a, b, c, d and 5 more": the first `max_listed` of `names` joined by
+// ", ", and how many were left out. For messages that would otherwise list
+// every tensor of a model.
+std::string ListFew(const std::vector<std::string>& names, size_t max_listed);
+
 // Makes the names of `names` pairwise distinct: a name no earlier entry
 // holds is kept; a repeated one gets `separator` and the smallest number
 // from 2 up that makes a name no entry holds ("a", "a" -> "a", "a#2"). The

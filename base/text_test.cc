@@ -317,5 +317,12 @@ TEST(SafeMessageTest, KeepsLinesAndEscapesWhatMessagesQuote) {
   EXPECT_TRUE(IsUtf8(once));
 }
 
+TEST(ListFewTest, ListsAtMostSoManyAndCountsTheRest) {
+  EXPECT_EQ(ListFew({}, 4), "");
+  EXPECT_EQ(ListFew({"a", "b"}, 4), "a, b");
+  EXPECT_EQ(ListFew({"a", "b", "c", "d", "e", "f"}, 4),
+            "a, b, c, d and 2 more");
+}
+
 }  // namespace
 }  // namespace memplan::base

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/time.h"
+#include "base/edit_distance.h"
 #include "formats/file_io.h"
 
 ABSL_FLAG(std::string, server, "", "");
@@ -63,22 +64,6 @@ bool OurFlag(const absl::CommandLineFlag& flag) {
   return absl::EndsWith(flag.Filename(), "client/cli_flags.cc");
 }
 
-size_t EditDistance(absl::string_view a, absl::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1,
-                         diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
 absl::Status UnknownFlag(const std::string& name) {
   const std::string closest = ClosestFlag(name);
   return absl::InvalidArgumentError(absl::StrCat(
@@ -93,7 +78,7 @@ std::string ClosestFlag(absl::string_view name) {
   size_t best_distance = name.size() / 3 + 1;
   for (const auto& [flag_name, flag] : absl::GetAllFlags()) {
     if (!OurFlag(*flag)) continue;
-    const size_t d = EditDistance(name, flag_name);
+    const size_t d = base::EditDistance(name, flag_name);
     if (d < best_distance || (d == best_distance && flag_name < best)) {
       best = std::string(flag_name);
       best_distance = d;

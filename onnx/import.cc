@@ -10,13 +10,17 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
+#include "base/edit_distance.h"
 #include "base/status.h"
+#include "base/text.h"
 #include "onnx/internal/model_reading.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/shapes.h"
+#include "proto/convert.h"
 
 namespace memplan::formats {
 namespace {
@@ -25,20 +29,15 @@ namespace {
 // keeps this file right for any namespace the library was built with.
 namespace onnx = ::ONNX_NAMESPACE;
 
-// Values, dims or names listed in one message, at most this many.
+// Names a message offers to choose from (dims, inputs), at most this many;
+// values it lists as examples of a problem, at most kMaxExamples.
 constexpr int kMaxListed = 20;
+constexpr int kMaxExamples = 4;
 constexpr int kStringType = 8;
 
-// "a, b, c, and 4 more" from a sorted list.
+// "a, b, c and 4 more" from a sorted list.
 std::string ListSome(const std::vector<std::string>& names) {
-  std::vector<std::string> shown(
-      names.begin(),
-      names.begin() + std::min<size_t>(names.size(), kMaxListed));
-  std::string out = absl::StrJoin(shown, ", ");
-  if (names.size() > shown.size()) {
-    absl::StrAppend(&out, ", and ", names.size() - shown.size(), " more");
-  }
-  return out;
+  return base::ListFew(names, kMaxListed);
 }
 
 // --- Flags checked against the model
@@ -59,20 +58,46 @@ std::set<std::string> DeclaredDims(const onnx::GraphProto& g) {
   return dims;
 }
 
-// --dim names must be the model's; the error lists them.
+// A --dim the model has no use for: an error when it looks like one of the
+// model's dims (a misspelling, or several dims in one flag), suggesting
+// it, else a warning (one set of flags may serve every model of a
+// pipeline) and the dim is ignored.
 absl::Status CheckDimNames(const ModelOptions& options,
-                           const onnx::GraphProto& g) {
+                           const onnx::GraphProto& g,
+                           std::vector<std::string>* warnings) {
   const std::set<std::string> declared = DeclaredDims(g);
-  std::vector<std::string> unknown;
-  for (const auto& [dim, value] : options.dims) {
-    if (declared.count(dim) == 0) unknown.push_back(dim.substr(0, 64));
-  }
-  if (unknown.empty()) return absl::OkStatus();
   const std::vector<std::string> valid(declared.begin(), declared.end());
-  return Invalid("--dim ", absl::StrJoin(unknown, ", "),
-                 ": the model has no dim of that name; ",
-                 valid.empty() ? "it has no named dims"
-                               : "its named dims are: " + ListSome(valid));
+  const std::string named_dims = valid.empty()
+                                     ? "it has no named dims"
+                                     : "its named dims are: " + ListSome(valid);
+  for (const auto& [dim, value] : options.dims) {
+    if (declared.count(dim) > 0) continue;
+    const std::string given = api::Clip(dim);
+    const std::string closest = base::ClosestName(dim, valid);
+    if (!closest.empty()) {
+      return Invalid("--dim ", given, ": did you mean --dim ",
+                     api::Clip(closest),
+                     "? (the model has no dim of that "
+                     "name; ",
+                     named_dims, ")");
+    }
+    // "batch=1;seq" is two dims run together.
+    const bool holds_a_dim =
+        std::any_of(valid.begin(), valid.end(), [&](const std::string& known) {
+          return absl::StrContains(dim, known);
+        });
+    if (holds_a_dim) {
+      return Invalid("--dim ", given,
+                     ": the model has no dim of that name (give one dim per "
+                     "NAME=VALUE, separated by commas); ",
+                     named_dims);
+    }
+    warnings->push_back(absl::StrCat("--dim ", given,
+                                     " ignored: the model has no dim of that "
+                                     "name; ",
+                                     named_dims));
+  }
+  return absl::OkStatus();
 }
 
 // Every value name in the model: inputs, initializers, node outputs.
@@ -237,7 +262,7 @@ absl::StatusOr<onnx::ModelProto*> Prepare(absl::string_view bytes,
   if (stop()) return internal::ImportCancelled(name);
   onnx::GraphProto* g = model->mutable_graph();
   TypeInitializerInputs(g);
-  if (auto s = CheckDimNames(options, *g); !s.ok()) return s;
+  if (auto s = CheckDimNames(options, *g, warnings); !s.ok()) return s;
   if (auto s = CheckShapeNames(options, *g); !s.ok()) return s;
   ApplyDims(options, g);
   if (auto s = ApplyShapes(options, g); !s.ok()) return s;
@@ -450,12 +475,13 @@ class GraphBuilder {
             ? ""
             : absl::StrCat("; sizes depending on tensor data come from ",
                            ListSome({data_nodes.begin(), data_nodes.end()}));
+    // What to do first; then a few of the values, however many there are.
     return Invalid(
         name_, ": the size of ", unknown_.size(),
-        " value(s) is unknown after shape inference", dims, ": ",
-        ListSome(unknown_), data,
+        " value(s) is unknown after shape inference", dims,
         ". Set symbolic dims with --dim NAME=VALUE and shapes with --input "
-        "NAME=SHAPE (e.g. 1x3x224x224)");
+        "NAME=SHAPE (e.g. 1x3x224x224)",
+        data, ". Unknown: ", base::ListFew(unknown_, kMaxExamples));
   }
 
   // Appends planned tensors of `ids` (in order, once) to a list that only

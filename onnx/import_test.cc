@@ -219,6 +219,26 @@ TEST(OnnxImportTest, SymbolicDimsNeedAValue) {
   EXPECT_EQ(Sizes(set->graph)["y"], 3 * 16 * 4);
 }
 
+// A model with many values of unknown size: the message says what to do
+// first and names a few of them, not all.
+TEST(OnnxImportTest, UnknownSizesSayTheFixFirstAndListAFewValues) {
+  Model m;
+  m.graph().Input("x", kFloat, {"batch", "16"});
+  std::string prev = "x";
+  for (int i = 1; i <= 30; ++i) {
+    const std::string next = absl::StrCat("v", i);
+    m.graph().Add("Relu", {prev}, {next});
+    prev = next;
+  }
+  m.graph().Output(prev);
+  const std::string msg = Msg(Import(m).status());
+  EXPECT_THAT(msg, AllOf(HasSubstr("the size of 31 value(s) is unknown"),
+                         HasSubstr("(symbolic dims without a value: batch)"),
+                         HasSubstr("x (dim 'batch'), v1 (dim 'batch'"),
+                         HasSubstr(" and 27 more"), Not(HasSubstr("v5 ("))));
+  EXPECT_LT(msg.find("--dim NAME=VALUE"), msg.find("x (dim 'batch')"));
+}
+
 TEST(OnnxImportTest, InputShapeOverride) {
   Model m;
   m.graph()
@@ -254,6 +274,9 @@ TEST(OnnxImportTest, UnnamedDynamicDimIsOneWithAWarning) {
                     HasSubstr("using 1")));
 }
 
+// A --dim that looks like one of the model's dims is an error suggesting
+// it; one that no dim of the model could be meant by is a warning, so that
+// one set of flags serves every model of a pipeline.
 TEST(OnnxImportTest, FlagNamesTheModelDoesNotHaveAreErrorsListingValidOnes) {
   Model m;
   m.graph()
@@ -263,11 +286,23 @@ TEST(OnnxImportTest, FlagNamesTheModelDoesNotHaveAreErrorsListingValidOnes) {
       .Output("y");
   ModelOptions options;
   options.dims["bach"] = 2;
-  options.dims["batch=1;seq"] = 512;  // "--dim 'batch=1;seq=512'"
   absl::Status s = Import(m, options).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(Msg(s), AllOf(HasSubstr("--dim bach, batch=1;seq"),
+  EXPECT_THAT(Msg(s), AllOf(HasSubstr("--dim bach: did you mean --dim batch?"),
                             HasSubstr("its named dims are: batch, seq")));
+  options.dims.clear();
+  options.dims["batch=1;seq"] = 512;  // "--dim 'batch=1;seq=512'"
+  EXPECT_THAT(Msg(Import(m, options).status()),
+              AllOf(HasSubstr("--dim batch=1;seq: the model has no dim"),
+                    HasSubstr("separated by commas"),
+                    HasSubstr("its named dims are: batch, seq")));
+  options.dims = {{"batch", 2}, {"seq", 3}, {"height", 224}};
+  absl::StatusOr<ImportedModel> in = Import(m, options);
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_EQ(Sizes(in->graph)["y"], 2 * 3 * 4);
+  EXPECT_THAT(in->warnings,
+              ElementsAre(AllOf(HasSubstr("--dim height ignored"),
+                                HasSubstr("its named dims are: batch, seq"))));
   options.dims.clear();
   options.shapes["inptu"] = {1, 2};
   EXPECT_THAT(Msg(Import(m, options).status()),
@@ -332,11 +367,16 @@ TEST(OnnxImportTest, AnInitializerAlsoListedAsAnInputIsAWeightOfItsOwnShape) {
   EXPECT_EQ(plan.unplanned(0).name(), "w");
   EXPECT_EQ(plan.unplanned(0).kind(), "weight");
   EXPECT_EQ(plan.weights_bytes(), 128);
-  // Its declared dims are no dims of the model.
+  // Its declared dims are no dims of the model: a --dim for them is
+  // ignored, with a warning.
   ModelOptions options;
   options.dims["rows"] = 4;
-  EXPECT_THAT(Msg(Import(m, options).status()),
-              HasSubstr("--dim rows: the model has no dim of that name"));
+  absl::StatusOr<ImportedModel> with_dim = Import(m, options);
+  ASSERT_TRUE(with_dim.ok()) << with_dim.status();
+  EXPECT_EQ(Sizes(with_dim->graph)["y"], 32);
+  EXPECT_THAT(with_dim->warnings,
+              ElementsAre(AllOf(HasSubstr("--dim rows ignored"),
+                                HasSubstr("it has no named dims"))));
 }
 
 // weights_bytes counts what the file stores: an Identity of an initializer

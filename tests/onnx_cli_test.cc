@@ -129,8 +129,13 @@ TEST_F(OnnxCliTest, DimAndInputNamesTheModelLacksAreExit65ListingItsNames) {
   const std::string model = Write("m.onnx", DynamicModel({"batch", "seq"}));
   CommandResult typo = RunCli({"plan", model, "--dim", "bach=1,seq=4"});
   EXPECT_EQ(typo.exit_code, 65);
-  EXPECT_THAT(typo.err, AllOf(HasSubstr("--dim bach"),
+  EXPECT_THAT(typo.err, AllOf(HasSubstr("--dim bach: did you mean --dim batch"),
                               HasSubstr("its named dims are: batch, seq")));
+  // A dim no model of the pipeline's could mean here: a warning.
+  CommandResult other =
+      RunCli({"plan", model, "--dim", "batch=1,seq=4,height=224"});
+  EXPECT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_THAT(other.err, HasSubstr("warning: --dim height ignored"));
   CommandResult semicolons =
       RunCli({"plan", model, "--dim", "batch=1;seq=512"});
   EXPECT_EQ(semicolons.exit_code, 65);

@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "base/edit_distance.h"
 #include "base/status.h"
+#include "base/text.h"
 #include "proto/convert.h"
 #include "tflite/model.h"
 #include "tflite/tflm_baseline.h"
@@ -28,14 +29,8 @@ constexpr int kMaxListed = 4;  // names listed in one message
 // base addresses (the scratch tensor's start) are 16-byte aligned.
 constexpr int64_t kKeptBlockAlignment = 16;
 
-// "a, b, c, d and 5 more": at most kMaxListed of `names`.
 std::string FewNames(const std::vector<std::string>& names) {
-  const size_t shown = std::min<size_t>(names.size(), kMaxListed);
-  std::string out = absl::StrJoin(names.begin(), names.begin() + shown, ", ");
-  if (names.size() > shown) {
-    absl::StrAppend(&out, " and ", names.size() - shown, " more");
-  }
-  return out;
+  return base::ListFew(names, kMaxListed);
 }
 
 // Bits per element of each TFLite type; 0 for types without a fixed size.
