@@ -116,6 +116,10 @@ class Evaluator {
 
   absl::StatusOr<OnnxEvaluation> Run() {
     CollectInputSymbols();
+    google::protobuf::ArenaOptions text;
+    text.start_block_size = 4096;
+    text.max_block_size = 64 * 1024;
+    result_.labels = std::make_unique<google::protobuf::Arena>(text);
     result_.main = std::make_unique<OnnxGraphRun>();
     OnnxGraphRun* main = result_.main.get();
     main->graph = &model_.graph();
@@ -132,6 +136,13 @@ class Evaluator {
     result_.values.back().name = name;
     result_.values.back().origin = origin;
     return static_cast<int>(result_.values.size()) - 1;
+  }
+  // `label` kept in the evaluation's arena.
+  absl::string_view KeepLabel(const std::string& label) {
+    char* kept = google::protobuf::Arena::CreateArray<char>(
+        result_.labels.get(), label.size());
+    std::copy(label.begin(), label.end(), kept);
+    return absl::string_view(kept, label.size());
   }
   OnnxValue& V(int id) { return result_.values[id]; }
   DimTable& T() { return result_.table; }
@@ -373,8 +384,7 @@ class Evaluator {
     const onnx::NodeProto& node = run->graph->node(index);
     OnnxNodeRun nr;
     nr.index = index;
-    result_.labels.push_back(OnnxNodeLabel(node, index, run->path));
-    nr.label = result_.labels.back();
+    nr.label = KeepLabel(OnnxNodeLabel(node, index, run->path));
     if (auto s = ResolveInputs(run, node, &nr); !s.ok()) return s;
     if (auto s = DefineOutputs(run, node, &nr); !s.ok()) return s;
     const std::string& op = node.op_type();

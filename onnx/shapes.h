@@ -40,6 +40,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "base/cancel.h"
+#include "google/protobuf/arena.h"
 #include "onnx/dims.h"
 #include "onnx/onnx_pb.h"
 
@@ -124,10 +125,12 @@ struct OnnxGraphRun {
 // The result of EvaluateOnnxShapes.
 struct OnnxEvaluation {
   DimTable table;  // the atoms of every dim
-  // Every node's label, once: nodes and the values they make point into
-  // it (a deque: its strings stay where they are as it grows, and when
-  // the evaluation moves).
-  std::deque<std::string> labels;
+  // The characters of every node's label, once: nodes and the values they
+  // make hold views into it. An arena (protobuf's): the labels of a large
+  // model go in a few hundred blocks, not one allocation each, so that an
+  // import stopped by its deadline frees them at once. Created by the
+  // evaluation; its blocks stay where they are when the evaluation moves.
+  std::unique_ptr<google::protobuf::Arena> labels;
   std::deque<OnnxValue> values;        // every value evaluated, by id
   std::unique_ptr<OnnxGraphRun> main;  // the main graph
   std::vector<std::string> warnings;   // e.g. an If whose branches disagree
