@@ -139,7 +139,7 @@ bool Row(const Model& m) {
   absl::StatusOr<v1::PlanResponse> plan, activations;
   for (int i = 0; i < kRuns; ++i) {
     const double start = ThreadCpuMs();
-    plan = PlanIt(in->graph, "");
+    plan = PlanIt(*in->graph, "");
     plan_ms.push_back(ThreadCpuMs() - start);
     if (!plan.ok()) {
       std::fprintf(stderr, "%s: %s\n", m.path.c_str(),
@@ -147,7 +147,7 @@ bool Row(const Model& m) {
       return false;
     }
   }
-  activations = PlanIt(in->graph, "exclude");
+  activations = PlanIt(*in->graph, "exclude");
   if (!activations.ok()) {
     std::fprintf(stderr, "%s: %s\n", m.path.c_str(),
                  activations.status().ToString().c_str());

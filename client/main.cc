@@ -184,7 +184,7 @@ absl::Status DumpGraph(const Input& input, const std::string& path) {
         engine::ImportModelFile(dump.model());
     if (!model.ok()) return model.status();
     dump.clear_model();
-    *dump.mutable_graph() = std::move(model->graph);
+    *dump.mutable_graph() = *model->graph;  // a copy: off the arena
   }
   dump.clear_emit();
   return formats::WriteFileAtomically(path, formats::ToJson(dump));

@@ -114,7 +114,7 @@ std::optional<v1::PlanRequest> CleanNames(const v1::PlanRequest& request,
   }
   outcome->input_name = InputName(request);
   if (outcome->model.has_value()) {
-    CleanGraphNames(&outcome->model->graph, cancel);
+    CleanGraphNames(outcome->model->graph, cancel);
     return std::nullopt;
   }
   NamePoll poll(cancel);

@@ -96,11 +96,11 @@ TEST(CleanNamesTest, AnImportedModelIsCleanedInPlace) {
   r.mutable_model()->set_name("dir/m\xff.onnx");
   PlanOutcome outcome;
   outcome.model.emplace();
-  outcome.model->graph = Chain("x\n", "y", "op", "main").graph();
+  *outcome.model->graph = Chain("x\n", "y", "op", "main").graph();
   EXPECT_FALSE(CleanNames(r, &outcome).has_value());
   EXPECT_EQ(outcome.input_name, "dir/m\\xFF.onnx");
-  EXPECT_EQ(outcome.model->graph.tensors(0).name(), "x\\x0A");
-  EXPECT_THAT(outcome.model->graph.ops(0).inputs(), ElementsAre("x\\x0A"));
+  EXPECT_EQ(outcome.model->graph->tensors(0).name(), "x\\x0A");
+  EXPECT_THAT(outcome.model->graph->ops(0).inputs(), ElementsAre("x\\x0A"));
 }
 
 // Through the whole use case: a plan of hostile names, its response and

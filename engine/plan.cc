@@ -96,7 +96,7 @@ absl::Status PlanInput(const v1::PlanRequest& request, const Limits& limits,
                                         cancel);
   } else {
     const v1::Graph& graph =
-        outcome->model.has_value() ? outcome->model->graph : request.graph();
+        outcome->model.has_value() ? *outcome->model->graph : request.graph();
     if (auto s = CheckGraph(graph, limits); !s.ok()) return s;
     const planner::Graph g = api::GraphFromProto(graph);
     result = cache != nullptr ? cache->PlanGraph(g, options, workers, cancel,
@@ -113,7 +113,7 @@ absl::Status PlanInput(const v1::PlanRequest& request, const Limits& limits,
 // graph ("model/outputs", tflite/reader.h) reads them too, so they stay
 // intact until the run ends.
 void KeepTfliteInputs(formats::ImportedModel* model) {
-  v1::Graph& graph = model->graph;
+  v1::Graph& graph = *model->graph;
   for (v1::Op& op : *graph.mutable_ops()) {
     if (op.name() != "model/outputs") continue;
     for (int t : model->main_inputs) {

@@ -237,7 +237,7 @@ TEST(CHeaderTest, TfliteHeaderCompilesAndHoldsNoOverlap) {
   ASSERT_TRUE(m.ok()) << m.status();
   const planner::PlanOptions options = Options();
   absl::StatusOr<planner::PlanResult> plan = planner::PlanGraph(
-      api::GraphFromProto(m->graph), options, nullptr, nullptr);
+      api::GraphFromProto(*m->graph), options, nullptr, nullptr);
   ASSERT_TRUE(plan.ok()) << plan.status();
   CHeaderInput input{"dir/if_model.tflite", &*plan, &options, &*m};
   input.id = "if_model";

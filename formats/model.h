@@ -20,6 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "base/cancel.h"
 #include "formats/format.h"
+#include "google/protobuf/arena.h"
 #include "memplan/v1/memplan.pb.h"
 
 namespace memplan::formats {
@@ -69,8 +70,15 @@ struct TflmTensorUse {
 
 // The result of an import.
 struct ImportedModel {
-  Format format = Format::kOnnx;      // what was read
-  v1::Graph graph;                    // what memplan plans
+  Format format = Format::kOnnx;  // what was read
+  // What memplan plans, on `arena`: a large model's hundreds of thousands
+  // of messages are made and freed in blocks, not one by one (an import
+  // or plan stopped by its deadline frees them at once). Moves with the
+  // model; never null.
+  std::unique_ptr<google::protobuf::Arena> arena =
+      std::make_unique<google::protobuf::Arena>();
+  v1::Graph* graph =
+      google::protobuf::Arena::CreateMessage<v1::Graph>(arena.get());
   std::vector<std::string> warnings;  // e.g. an unnamed dim set to 1
   ModelStats stats;                   // what was and was not planned
   // TFLite: per graph tensor (same index), its subgraph and tensor index,

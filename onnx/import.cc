@@ -341,8 +341,8 @@ class GraphBuilder {
   GraphBuilder(const OnnxEvaluation& e, absl::string_view name,
                absl::string_view graph_name, const base::CancelToken* cancel)
       : e_(e), name_(name), cancel_(cancel) {
-    result_.graph.set_name(graph_name.empty() ? std::string(name)
-                                              : std::string(graph_name));
+    result_.graph->set_name(graph_name.empty() ? std::string(name)
+                                               : std::string(graph_name));
   }
 
   absl::StatusOr<ImportedModel> Build() {
@@ -352,14 +352,14 @@ class GraphBuilder {
     AddOps(*e_.main);
     if (stopped_) return internal::ImportCancelled(name_);
     for (int id : e_.main->inputs) {
-      if (Planned(id)) result_.graph.add_inputs(names_.at(id));
+      if (Planned(id)) result_.graph->add_inputs(names_.at(id));
     }
     for (int id : e_.main->outputs) {
-      if (Planned(id)) result_.graph.add_outputs(names_.at(id));
+      if (Planned(id)) result_.graph->add_outputs(names_.at(id));
     }
     AddWarnings();
-    result_.stats.tensors = result_.graph.tensors_size();
-    result_.stats.ops = result_.graph.ops_size();
+    result_.stats.tensors = result_.graph->tensors_size();
+    result_.stats.ops = result_.graph->ops_size();
     return std::move(result_);
   }
 
@@ -411,7 +411,7 @@ class GraphBuilder {
     }
     const std::string name = UniqueName(v, run);
     names_[id] = name;
-    v1::Tensor* t = result_.graph.add_tensors();
+    v1::Tensor* t = result_.graph->add_tensors();
     t->set_name(name);
     t->set_size_bytes(*size->bytes);
     if (v.constant) {
@@ -525,7 +525,7 @@ class GraphBuilder {
   }
 
   v1::Op* NewOp(const std::string& name) {
-    v1::Op* op = result_.graph.add_ops();
+    v1::Op* op = result_.graph->add_ops();
     op->set_name(name);
     used_ops_.insert(name);
     return op;

@@ -127,7 +127,7 @@ TEST(OnnxImportTest, MultiConsumerTensorLivesUntilItsLastReader) {
       .Output("y");
   absl::StatusOr<ImportedModel> in = Import(m);
   ASSERT_TRUE(in.ok()) << in.status();
-  const v1::Graph& g = in->graph;
+  const v1::Graph& g = *in->graph;
   EXPECT_EQ(Sizes(g),
             (std::map<std::string, int64_t>{
                 {"x", 64}, {"a", 64}, {"b", 64}, {"c", 64}, {"y", 64}}));
@@ -168,10 +168,10 @@ TEST(OnnxImportTest, OpsListEachInputOnce) {
   m.graph().Output("twice").Output("cat");
   absl::StatusOr<ImportedModel> in = Import(m);
   ASSERT_TRUE(in.ok()) << in.status();
-  EXPECT_THAT(FindOp(in->graph, "twice").inputs(), ElementsAre("a"));
+  EXPECT_THAT(FindOp(*in->graph, "twice").inputs(), ElementsAre("a"));
   std::vector<std::string> once;
   for (int i = 0; i < 20; ++i) once.push_back(many[(i * 7) % 20]);
-  EXPECT_THAT(FindOp(in->graph, "cat").inputs(),
+  EXPECT_THAT(FindOp(*in->graph, "cat").inputs(),
               ::testing::ElementsAreArray(once));
 }
 
@@ -188,14 +188,14 @@ TEST(OnnxImportTest, MultiOutputOps) {
       .Output("bottom");
   absl::StatusOr<ImportedModel> in = Import(m);
   ASSERT_TRUE(in.ok()) << in.status();
-  std::map<std::string, int64_t> sizes = Sizes(in->graph);
+  std::map<std::string, int64_t> sizes = Sizes(*in->graph);
   EXPECT_EQ(sizes["values"], 4 * 3 * 4);
   EXPECT_EQ(sizes["indices"], 4 * 3 * 8);
   EXPECT_EQ(sizes["top"], 2 * 10 * 4);
   EXPECT_EQ(sizes["bottom"], 2 * 10 * 4);
-  EXPECT_THAT(FindOp(in->graph, "topk").outputs(),
+  EXPECT_THAT(FindOp(*in->graph, "topk").outputs(),
               ElementsAre("values", "indices"));
-  EXPECT_GT(Plan(in->graph).arena_size_bytes(), 0);
+  EXPECT_GT(Plan(*in->graph).arena_size_bytes(), 0);
 }
 
 TEST(OnnxImportTest, SymbolicDimsNeedAValue) {
@@ -215,8 +215,8 @@ TEST(OnnxImportTest, SymbolicDimsNeedAValue) {
   options.dims["batch"] = 3;
   absl::StatusOr<ImportedModel> set = Import(m, options);
   ASSERT_TRUE(set.ok()) << set.status();
-  EXPECT_EQ(Sizes(set->graph)["x"], 3 * 16 * 4);
-  EXPECT_EQ(Sizes(set->graph)["y"], 3 * 16 * 4);
+  EXPECT_EQ(Sizes(*set->graph)["x"], 3 * 16 * 4);
+  EXPECT_EQ(Sizes(*set->graph)["y"], 3 * 16 * 4);
 }
 
 // A model with many values of unknown size: the message says what to do
@@ -249,7 +249,7 @@ TEST(OnnxImportTest, InputShapeOverride) {
   options.shapes["x"] = {5, 16};
   absl::StatusOr<ImportedModel> in = Import(m, options);
   ASSERT_TRUE(in.ok()) << in.status();
-  EXPECT_EQ(Sizes(in->graph)["y"], 5 * 16 * 4);
+  EXPECT_EQ(Sizes(*in->graph)["y"], 5 * 16 * 4);
 
   options.shapes["x"] = {5, 16, 1};
   EXPECT_THAT(Msg(Import(m, options).status()),
@@ -267,7 +267,7 @@ TEST(OnnxImportTest, UnnamedDynamicDimIsOneWithAWarning) {
       .Output("y");
   absl::StatusOr<ImportedModel> in = Import(m);
   ASSERT_TRUE(in.ok()) << in.status();
-  EXPECT_EQ(Sizes(in->graph)["y"], 64);
+  EXPECT_EQ(Sizes(*in->graph)["y"], 64);
   ASSERT_EQ(in->warnings.size(), 1u);
   EXPECT_THAT(in->warnings[0],
               AllOf(HasSubstr("'x'"), HasSubstr("dim 0 is dynamic and unnamed"),
@@ -299,7 +299,7 @@ TEST(OnnxImportTest, FlagNamesTheModelDoesNotHaveAreErrorsListingValidOnes) {
   options.dims = {{"batch", 2}, {"seq", 3}, {"height", 224}};
   absl::StatusOr<ImportedModel> in = Import(m, options);
   ASSERT_TRUE(in.ok()) << in.status();
-  EXPECT_EQ(Sizes(in->graph)["y"], 2 * 3 * 4);
+  EXPECT_EQ(Sizes(*in->graph)["y"], 2 * 3 * 4);
   EXPECT_THAT(in->warnings,
               ElementsAre(AllOf(HasSubstr("--dim height ignored"),
                                 HasSubstr("its named dims are: batch, seq"))));
@@ -323,14 +323,14 @@ TEST(OnnxImportTest, InitializersAreWeightsEvenWithMissingExternalData) {
   m.graph().Input("w", kFloat, {"4", "8"});
   absl::StatusOr<ImportedModel> in = Import(m);
   ASSERT_TRUE(in.ok()) << in.status();
-  std::map<std::string, int64_t> sizes = Sizes(in->graph);
+  std::map<std::string, int64_t> sizes = Sizes(*in->graph);
   EXPECT_EQ(sizes["w"], 128);
   EXPECT_EQ(sizes["b"], 32);
   EXPECT_EQ(sizes["y"], 32);
-  EXPECT_THAT(in->graph.inputs(), ElementsAre("x"));
+  EXPECT_THAT(in->graph->inputs(), ElementsAre("x"));
   EXPECT_EQ(in->stats.weights, 2);
   EXPECT_EQ(in->stats.tensors, 5);
-  v1::PlanResponse plan = Plan(in->graph);
+  v1::PlanResponse plan = Plan(*in->graph);
   // Weights stay in the model: not in the arena, counted apart.
   ASSERT_EQ(plan.unplanned_size(), 2);
   EXPECT_EQ(plan.unplanned(0).name(), "w");
@@ -355,14 +355,14 @@ TEST(OnnxImportTest, AnInitializerAlsoListedAsAnInputIsAWeightOfItsOwnShape) {
       .Output("y");
   absl::StatusOr<ImportedModel> in = Import(m);
   ASSERT_TRUE(in.ok()) << in.status();
-  EXPECT_THAT(in->graph.inputs(), ElementsAre("x"));
-  std::map<std::string, int64_t> sizes = Sizes(in->graph);
+  EXPECT_THAT(in->graph->inputs(), ElementsAre("x"));
+  std::map<std::string, int64_t> sizes = Sizes(*in->graph);
   EXPECT_EQ(sizes["w"], 128);
   EXPECT_EQ(sizes["y"], 32);
-  EXPECT_TRUE(in->graph.tensors(1).constant());
+  EXPECT_TRUE(in->graph->tensors(1).constant());
   EXPECT_EQ(in->stats.weights, 1);
   EXPECT_THAT(in->warnings, IsEmpty());
-  v1::PlanResponse plan = Plan(in->graph);
+  v1::PlanResponse plan = Plan(*in->graph);
   ASSERT_EQ(plan.unplanned_size(), 1);
   EXPECT_EQ(plan.unplanned(0).name(), "w");
   EXPECT_EQ(plan.unplanned(0).kind(), "weight");
@@ -373,7 +373,7 @@ TEST(OnnxImportTest, AnInitializerAlsoListedAsAnInputIsAWeightOfItsOwnShape) {
   options.dims["rows"] = 4;
   absl::StatusOr<ImportedModel> with_dim = Import(m, options);
   ASSERT_TRUE(with_dim.ok()) << with_dim.status();
-  EXPECT_EQ(Sizes(with_dim->graph)["y"], 32);
+  EXPECT_EQ(Sizes(*with_dim->graph)["y"], 32);
   EXPECT_THAT(with_dim->warnings,
               ElementsAre(AllOf(HasSubstr("--dim rows ignored"),
                                 HasSubstr("it has no named dims"))));
@@ -392,7 +392,7 @@ TEST(OnnxImportTest, WeightsBytesCountOnlyBytesStoredInTheFile) {
   g.Output("y");
   absl::StatusOr<ImportedModel> in = Import(m);
   ASSERT_TRUE(in.ok()) << in.status();
-  v1::PlanResponse plan = Plan(in->graph);
+  v1::PlanResponse plan = Plan(*in->graph);
   std::vector<std::string> unplanned;
   for (const v1::UnplannedTensor& u : plan.unplanned()) {
     unplanned.push_back(u.name());
@@ -437,7 +437,7 @@ std::vector<std::string> OpNames(const v1::Graph& g) {
 TEST(OnnxImportTest, IfOnDataPlansBothBranchesOneAfterTheOther) {
   absl::StatusOr<ImportedModel> in = Import(IfModel());
   ASSERT_TRUE(in.ok()) << in.status();
-  const v1::Graph& g = in->graph;
+  const v1::Graph& g = *in->graph;
   EXPECT_THAT(OpNames(g),
               ElementsAre("relu", "if/then_branch/enter", "Sigmoid_0", "Neg_1",
                           "if/then_branch/exit", "if/else_branch/enter",
@@ -498,11 +498,11 @@ TEST(OnnxImportTest, IfOnShapesPlansTheBranchThatRuns) {
   options.dims["batch"] = 1;
   absl::StatusOr<ImportedModel> one = Import(ShapeIfModel(), options);
   ASSERT_TRUE(one.ok()) << one.status();
-  EXPECT_THAT(OpNames(one->graph),
+  EXPECT_THAT(OpNames(*one->graph),
               ElementsAre("Shape_0", "zero", "Gather_2", "one", "Equal_4",
                           "squeeze_if/then_branch/enter", "axes", "Squeeze_1",
                           "squeeze_if/then_branch/exit"));
-  EXPECT_EQ(Sizes(one->graph)["y"], 32);
+  EXPECT_EQ(Sizes(*one->graph)["y"], 32);
   EXPECT_THAT(one->warnings,
               ElementsAre(HasSubstr("1 If node(s) run one branch only with "
                                     "these shapes: the other branch's 1 "
@@ -510,12 +510,12 @@ TEST(OnnxImportTest, IfOnShapesPlansTheBranchThatRuns) {
   options.dims["batch"] = 3;
   absl::StatusOr<ImportedModel> three = Import(ShapeIfModel(), options);
   ASSERT_TRUE(three.ok()) << three.status();
-  EXPECT_THAT(OpNames(three->graph),
+  EXPECT_THAT(OpNames(*three->graph),
               ::testing::Contains("squeeze_if/else_branch/exit"));
-  EXPECT_THAT(OpNames(three->graph),
+  EXPECT_THAT(OpNames(*three->graph),
               Not(::testing::Contains("squeeze_if/then_branch/exit")));
-  EXPECT_EQ(Sizes(three->graph)["y"], 96);
-  EXPECT_GT(Plan(three->graph).arena_size_bytes(), 0);
+  EXPECT_EQ(Sizes(*three->graph)["y"], 96);
+  EXPECT_GT(Plan(*three->graph).arena_size_bytes(), 0);
 }
 
 TEST(OnnxImportTest, AnIfBranchThatCannotRunWithTheseShapesIsLeftOut) {
@@ -533,14 +533,14 @@ TEST(OnnxImportTest, AnIfBranchThatCannotRunWithTheseShapesIsLeftOut) {
   g.Output("y");
   absl::StatusOr<ImportedModel> in = Import(m);
   ASSERT_TRUE(in.ok()) << in.status();
-  EXPECT_THAT(OpNames(in->graph),
+  EXPECT_THAT(OpNames(*in->graph),
               Not(::testing::Contains("rate/else_branch/enter")));
   EXPECT_THAT(in->warnings,
               ::testing::Contains(AllOf(
                   HasSubstr("node 'rate' (If, #2): its else_branch cannot run "
                             "with these shapes"),
                   HasSubstr("cannot reshape 512 elements"))));
-  EXPECT_EQ(Sizes(in->graph)["y"], 2048);
+  EXPECT_EQ(Sizes(*in->graph)["y"], 2048);
 }
 
 // A Loop running `trips` times (a Constant), carrying a value and
@@ -571,7 +571,7 @@ Model LoopModel(int64_t trips) {
 TEST(OnnxImportTest, LoopBodyIsPlannedAsOneIterationCarryingItsValues) {
   absl::StatusOr<ImportedModel> in = Import(LoopModel(5));
   ASSERT_TRUE(in.ok()) << in.status();
-  const v1::Graph& g = in->graph;
+  const v1::Graph& g = *in->graph;
   std::map<std::string, int64_t> sizes = Sizes(g);
   EXPECT_EQ(sizes["final"], 16);
   EXPECT_EQ(sizes["stack"], 5 * 4 * 4);  // trip count x each row2
@@ -617,8 +617,8 @@ TEST(OnnxImportTest, LoopWithoutAKnownTripCountNeedsAShapeThenPlans) {
   options.shapes["stack"] = {7, 2, 2};
   absl::StatusOr<ImportedModel> in = Import(m, options);
   ASSERT_TRUE(in.ok()) << in.status();
-  EXPECT_EQ(Sizes(in->graph)["stack"], 112);
-  EXPECT_GT(Plan(in->graph).arena_size_bytes(), 0);
+  EXPECT_EQ(Sizes(*in->graph)["stack"], 112);
+  EXPECT_GT(Plan(*in->graph).arena_size_bytes(), 0);
 }
 
 TEST(OnnxImportTest, LoopWithAHugeTripCountIsAnErrorNotAnAllocation) {
@@ -643,13 +643,13 @@ TEST(OnnxImportTest, ScanStatesAndScanOutputs) {
   options.dims["steps"] = 6;
   absl::StatusOr<ImportedModel> in = Import(m, options);
   ASSERT_TRUE(in.ok()) << in.status();
-  std::map<std::string, int64_t> sizes = Sizes(in->graph);
+  std::map<std::string, int64_t> sizes = Sizes(*in->graph);
   EXPECT_EQ(sizes["last"], 12);
   EXPECT_EQ(sizes["ys"], 6 * 3 * 4);
   EXPECT_EQ(sizes["x_t"], 12);
-  EXPECT_THAT(FindOp(in->graph, "scan/body/exit").inputs(),
+  EXPECT_THAT(FindOp(*in->graph, "scan/body/exit").inputs(),
               ::testing::Contains("xs"));  // scanned all along
-  EXPECT_GT(Plan(in->graph).arena_size_bytes(), 0);
+  EXPECT_GT(Plan(*in->graph).arena_size_bytes(), 0);
 }
 
 // Found by fuzzing: ONNX 1.12's Scan inference reads num_scan_inputs
@@ -721,15 +721,15 @@ TEST(OnnxImportTest, SubgraphNamesThatClashArePrefixedWithTheirPath) {
   g.Add("Relu", {"z"}, {"e"}).Output("e");
   absl::StatusOr<ImportedModel> in = Import(m);
   ASSERT_TRUE(in.ok()) << in.status();
-  std::map<std::string, int64_t> sizes = Sizes(in->graph);
+  std::map<std::string, int64_t> sizes = Sizes(*in->graph);
   EXPECT_EQ(sizes.count("t"), 1u);
   EXPECT_EQ(sizes.count("if/then_branch/t"), 1u);
   EXPECT_EQ(sizes.count("if/else_branch/t"), 1u);
   EXPECT_EQ(sizes.count("e"), 1u);
   EXPECT_EQ(sizes.count("if/else_branch/e"), 1u);
-  EXPECT_THAT(in->graph.outputs(), ElementsAre("e"));
-  EXPECT_THAT(FindOp(in->graph, "Add_2").inputs(), ElementsAre("y", "t"));
-  EXPECT_GT(Plan(in->graph).arena_size_bytes(), 0);
+  EXPECT_THAT(in->graph->outputs(), ElementsAre("e"));
+  EXPECT_THAT(FindOp(*in->graph, "Add_2").inputs(), ElementsAre("y", "t"));
+  EXPECT_GT(Plan(*in->graph).arena_size_bytes(), 0);
 }
 
 TEST(OnnxImportTest, DeeplyNestedSubgraphsAreAnErrorNamingTheNode) {
@@ -782,7 +782,7 @@ TEST(OnnxImportTest, ConstantsAndFoldedValuesAreWeights) {
   absl::StatusOr<ImportedModel> in = Import(m);
   ASSERT_TRUE(in.ok()) << in.status();
   std::map<std::string, bool> constant;
-  for (const v1::Tensor& t : in->graph.tensors())
+  for (const v1::Tensor& t : in->graph->tensors())
     constant[t.name()] = t.constant();
   EXPECT_TRUE(constant["w"]);
   EXPECT_TRUE(constant["wt"]);
@@ -793,12 +793,13 @@ TEST(OnnxImportTest, ConstantsAndFoldedValuesAreWeights) {
   EXPECT_EQ(in->stats.weights, 4);
   // Folded values are not stored in the file.
   std::map<std::string, bool> folded;
-  for (const v1::Tensor& t : in->graph.tensors()) folded[t.name()] = t.folded();
+  for (const v1::Tensor& t : in->graph->tensors())
+    folded[t.name()] = t.folded();
   EXPECT_FALSE(folded["w"]);
   EXPECT_TRUE(folded["wt"]);
   EXPECT_FALSE(folded["bias"]);
   EXPECT_TRUE(folded["bias16"]);
-  v1::PlanResponse plan = Plan(in->graph);
+  v1::PlanResponse plan = Plan(*in->graph);
   // bias16 is a graph output: planned (persistent) although constant.
   EXPECT_EQ(FindAssignment(plan, "bias16").kind(), "output");
   // wt is left out of the arena, but only what the file stores counts: w
@@ -893,7 +894,7 @@ TEST(OnnxImportTest, TruncatedFilesAreErrorsNotCrashes) {
         ImportOnnx(bytes.substr(0, cut), "m.onnx", {});
     if (in.ok()) {
       // Cut between whole fields: the rest must still make a valid graph.
-      EXPECT_GT(Plan(in->graph).arena_size_bytes(), 0) << cut;
+      EXPECT_GT(Plan(*in->graph).arena_size_bytes(), 0) << cut;
     } else {
       EXPECT_EQ(in.status().code(), absl::StatusCode::kInvalidArgument);
     }
@@ -994,7 +995,7 @@ TEST(OnnxImportTest, ShapeInferenceCannotSizeAReshapeByARuntimeShape) {
   options.shapes["reshaped"] = {3, 4};
   absl::StatusOr<ImportedModel> in = Import(m, options);
   ASSERT_TRUE(in.ok()) << in.status();
-  EXPECT_EQ(Sizes(in->graph)["y"], 48);
+  EXPECT_EQ(Sizes(*in->graph)["y"], 48);
 }
 
 TEST(OnnxImportTest, ConstantShapesArePropagated) {
@@ -1008,7 +1009,7 @@ TEST(OnnxImportTest, ConstantShapesArePropagated) {
   options.dims["batch"] = 4;
   absl::StatusOr<ImportedModel> in = Import(m, options);
   ASSERT_TRUE(in.ok()) << in.status();
-  EXPECT_EQ(Sizes(in->graph)["y"], 4 * 6 * 4);
+  EXPECT_EQ(Sizes(*in->graph)["y"], 4 * 6 * 4);
 }
 
 TEST(OnnxImportTest, GraphOutputNobodyProducesIsAnError) {
@@ -1032,10 +1033,10 @@ TEST(OnnxImportTest, UnnamedAndRepeatedNodeNamesBecomeUnique) {
       .Output("y");
   absl::StatusOr<ImportedModel> in = Import(m);
   ASSERT_TRUE(in.ok()) << in.status();
-  ASSERT_EQ(in->graph.ops_size(), 3);
-  EXPECT_EQ(in->graph.ops(0).name(), "Relu_0");
-  EXPECT_EQ(in->graph.ops(1).name(), "dup");
-  EXPECT_EQ(in->graph.ops(2).name(), "dup_2");
+  ASSERT_EQ(in->graph->ops_size(), 3);
+  EXPECT_EQ(in->graph->ops(0).name(), "Relu_0");
+  EXPECT_EQ(in->graph->ops(1).name(), "dup");
+  EXPECT_EQ(in->graph->ops(2).name(), "dup_2");
 }
 
 TEST(OnnxImportTest, EmptyTensorsAreNotPlanned) {
@@ -1054,10 +1055,10 @@ TEST(OnnxImportTest, EmptyTensorsAreNotPlanned) {
               ElementsAre(HasSubstr("2 value(s) with zero elements hold no "
                                     "memory and are not planned: none, "
                                     "none_out")));
-  EXPECT_EQ(Sizes(in->graph).count("none"), 0u);
-  EXPECT_THAT(in->graph.outputs(), ElementsAre("y"));
-  EXPECT_THAT(FindOp(in->graph, "relu_empty").inputs(), IsEmpty());
-  EXPECT_GT(Plan(in->graph).arena_size_bytes(), 0);
+  EXPECT_EQ(Sizes(*in->graph).count("none"), 0u);
+  EXPECT_THAT(in->graph->outputs(), ElementsAre("y"));
+  EXPECT_THAT(FindOp(*in->graph, "relu_empty").inputs(), IsEmpty());
+  EXPECT_GT(Plan(*in->graph).arena_size_bytes(), 0);
 }
 
 TEST(OnnxFlagsTest, DimAndInputLists) {
@@ -1098,7 +1099,7 @@ TEST(OnnxImportFuzzTest, MutatedModelsNeverCrash) {
       absl::StatusOr<ImportedModel> in =
           ImportOnnx(bytes, "fuzz.onnx", options);
       (in.ok() ? ok : failed)++;
-      if (in.ok()) Plan(in->graph);  // an imported graph must plan
+      if (in.ok()) Plan(*in->graph);  // an imported graph must plan
     }
   }
   EXPECT_GT(failed, 0);

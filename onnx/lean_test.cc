@@ -209,13 +209,13 @@ TEST(LeanOnnxModelTest, ImportsAndInspectsAsTheOriginal) {
   absl::StatusOr<ImportedModel> b = ImportOnnx(lean, "m.onnx", options);
   ASSERT_TRUE(a.ok()) << a.status();
   ASSERT_TRUE(b.ok()) << b.status();
-  EXPECT_EQ(a->graph.SerializeAsString(), b->graph.SerializeAsString());
+  EXPECT_EQ(a->graph->SerializeAsString(), b->graph->SerializeAsString());
   EXPECT_EQ(a->warnings, b->warnings);
   EXPECT_EQ(a->stats.tensors, b->stats.tensors);
   EXPECT_EQ(a->stats.weights, b->stats.weights);
   // The weights are still counted and sized from their dims.
   int64_t weights = 0;
-  for (const v1::Tensor& t : b->graph.tensors()) {
+  for (const v1::Tensor& t : b->graph->tensors()) {
     if (t.constant()) weights += t.size_bytes();
   }
   EXPECT_GE(weights, 5 * 6400 * 4);
@@ -479,7 +479,7 @@ TEST(LeanOnnxModelTest, RandomMutationsImportAlike) {
       ASSERT_EQ(a.status(), b.status()) << i;
       if (a.ok()) {
         ++imported;
-        EXPECT_EQ(a->graph.SerializeAsString(), b->graph.SerializeAsString());
+        EXPECT_EQ(a->graph->SerializeAsString(), b->graph->SerializeAsString());
       }
     }
   }
@@ -510,7 +510,8 @@ TEST(LeanOnnxModelTest, HundredMegabytesOfWeightsLeaveKilobytes) {
   ASSERT_TRUE(in.ok()) << in.status();
   absl::StatusOr<ImportedModel> lean_in = ImportOnnx(lean, "big.onnx", {});
   ASSERT_TRUE(lean_in.ok()) << lean_in.status();
-  EXPECT_EQ(in->graph.SerializeAsString(), lean_in->graph.SerializeAsString());
+  EXPECT_EQ(in->graph->SerializeAsString(),
+            lean_in->graph->SerializeAsString());
 }
 
 }  // namespace

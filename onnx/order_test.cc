@@ -108,16 +108,16 @@ TEST(OnnxNodeOrderTest, ShuffledNodesPlanAsTheSortedOnes) {
   ASSERT_TRUE(a.ok()) << a.status();
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_THAT(
-      OpNames(b->graph),
+      OpNames(*b->graph),
       ElementsAre("relu", "Sigmoid_1", "neg_deep", "if/then_branch/enter",
                   "t_add", "inner/then_branch/enter", "Add_0",
                   "inner/then_branch/exit", "inner/else_branch/enter",
                   "Identity_0", "inner/else_branch/exit", "t_sum",
                   "if/then_branch/exit", "if/else_branch/enter",
                   "if/else_branch/Identity_0", "if/else_branch/exit", "last"));
-  EXPECT_EQ(b->graph.SerializeAsString(), a->graph.SerializeAsString());
+  EXPECT_EQ(b->graph->SerializeAsString(), a->graph->SerializeAsString());
   EXPECT_EQ(b->warnings, a->warnings);
-  EXPECT_EQ(PlanOf(b->graph), PlanOf(a->graph));
+  EXPECT_EQ(PlanOf(*b->graph), PlanOf(*a->graph));
   // `inspect` evaluates the shuffled model's outputs too.
   absl::StatusOr<ModelSummary> s = SummarizeOnnx(shuffled.Bytes(), "m.onnx");
   ASSERT_TRUE(s.ok()) << s.status();
@@ -138,7 +138,7 @@ TEST(OnnxNodeOrderTest, TheSortIsStable) {
   g.Add("Sum", {"l", "q_out"}, {"y"}, "sum").Output("y");
   absl::StatusOr<ImportedModel> in = Import(m);
   ASSERT_TRUE(in.ok()) << in.status();
-  EXPECT_THAT(OpNames(in->graph), ElementsAre("p", "m", "late", "q", "sum"));
+  EXPECT_THAT(OpNames(*in->graph), ElementsAre("p", "m", "late", "q", "sum"));
 }
 
 TEST(OnnxNodeOrderTest, ALongReversedChainIsSorted) {
@@ -153,9 +153,9 @@ TEST(OnnxNodeOrderTest, ALongReversedChainIsSorted) {
   g.Output("v" + std::to_string(kNodes));
   absl::StatusOr<ImportedModel> in = Import(m);
   ASSERT_TRUE(in.ok()) << in.status();
-  ASSERT_EQ(in->graph.ops_size(), kNodes);
+  ASSERT_EQ(in->graph->ops_size(), kNodes);
   for (int i = 0; i < kNodes; ++i) {
-    ASSERT_EQ(in->graph.ops(i).name(), "n" + std::to_string(i + 1));
+    ASSERT_EQ(in->graph->ops(i).name(), "n" + std::to_string(i + 1));
   }
 }
 

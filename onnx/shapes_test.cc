@@ -44,10 +44,10 @@ Sizes Import(const OnnxTestModel& m, const std::map<std::string, int64_t>& dims,
   if (!in.ok()) return {};
   planner::PlanOptions plan_options;
   absl::StatusOr<planner::PlanResult> plan = planner::PlanGraph(
-      api::GraphFromProto(in->graph), plan_options, nullptr, nullptr);
+      api::GraphFromProto(*in->graph), plan_options, nullptr, nullptr);
   EXPECT_TRUE(plan.ok()) << plan.status();
   Sizes sizes;
-  for (const v1::Tensor& t : in->graph.tensors())
+  for (const v1::Tensor& t : in->graph->tensors())
     sizes[t.name()] = t.size_bytes();
   return sizes;
 }

@@ -303,7 +303,7 @@ TEST_P(RealModelTest, PlansVerifyAndMatchWhatTheModelSays) {
       ImportFile(testing::RealModelPath(m), OptionsOf(m));
   ASSERT_TRUE(in.ok()) << in.status();
   v1::PlanRequest request;
-  *request.mutable_graph() = in->graph;
+  *request.mutable_graph() = *in->graph;
   absl::StatusOr<v1::PlanResponse> plan =
       engine::PlanToResponse(request, engine::Limits{}, nullptr, nullptr);
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -351,8 +351,8 @@ TEST_P(RealModelTest, PlansVerifyAndMatchWhatTheModelSays) {
   EXPECT_EQ(reported, expected_weights);
   // The outer values a subgraph reads live until its exit op.
   std::map<std::string, int> step;
-  for (int i = 0; i < in->graph.ops_size(); ++i)
-    step[in->graph.ops(i).name()] = i;
+  for (int i = 0; i < in->graph->ops_size(); ++i)
+    step[in->graph->ops(i).name()] = i;
   int checked = 0;
   for (const auto& [node, branches] : e.outer) {
     for (const auto& [attr, names] : branches) {
@@ -380,7 +380,7 @@ TEST_P(RealModelTest, PlansVerifyAndMatchWhatTheModelSays) {
                  static_cast<int>(reported_values));
   EXPECT_EQ(in->stats.tensors, reported_values);
   if (!e.subgraphs) {
-    EXPECT_EQ(in->graph.ops_size(), e.main_nodes);
+    EXPECT_EQ(in->graph->ops_size(), e.main_nodes);
     ASSERT_GE(e.lower_bound, 0) << "ONNX does not size every value";
     EXPECT_EQ(plan->unaligned_lower_bound_bytes(), e.lower_bound);
   }
@@ -396,7 +396,7 @@ TEST_P(RealModelTest, EveryStrategyGivesAVerifiedPlan) {
   strategies.push_back("auto");
   for (const std::string& s : strategies) {
     v1::PlanRequest request;
-    *request.mutable_graph() = in->graph;
+    *request.mutable_graph() = *in->graph;
     request.mutable_options()->set_strategy(s);
     absl::StatusOr<v1::PlanResponse> plan =
         engine::PlanToResponse(request, engine::Limits{}, nullptr, nullptr);

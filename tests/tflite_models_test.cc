@@ -131,7 +131,7 @@ TEST_P(TfliteModelsTest, PlannedModelReadsBackAsTflmReadsIt) {
   std::vector<int32_t> expected(plan.count, -1);
   for (size_t i = 0; i < r.tensors.size(); ++i) {
     const formats::TfliteTensorRef& ref = model.tflite_tensors[i];
-    if (!model.graph.tensors(static_cast<int>(i)).constant()) {
+    if (!model.graph->tensors(static_cast<int>(i)).constant()) {
       expected[base[ref.subgraph] + ref.tensor] =
           static_cast<int32_t>(r.OffsetOf(i));
     }

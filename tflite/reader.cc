@@ -549,8 +549,8 @@ void Importer::AddTensors() {
         continue;
       }
       if (info.kept && !info.block) continue;  // inside the block
-      info.graph_index = out_.graph.tensors_size();
-      v1::Tensor* tensor = out_.graph.add_tensors();
+      info.graph_index = out_.graph->tensors_size();
+      v1::Tensor* tensor = out_.graph->add_tensors();
       tensor->set_name(info.name);
       tensor->set_size_bytes(info.bytes);
       tensor->set_constant(info.constant);
@@ -637,7 +637,7 @@ void Importer::EmitOp(const std::string& name, std::vector<int64_t> in,
     }
   }
   if (!emit_) return;
-  v1::Op* op = out_.graph.add_ops();
+  v1::Op* op = out_.graph->add_ops();
   std::string unique = name;
   for (int k = 1; !op_names_.insert(unique).second; ++k) {
     unique = absl::StrCat(name, "-", k);
@@ -784,9 +784,9 @@ absl::Status Importer::WalkAll() {
 
 void Importer::Finish() {
   out_.format = Format::kTflite;
-  out_.graph.set_name(m_.name());
-  out_.stats.tensors = out_.graph.tensors_size();
-  out_.stats.ops = out_.graph.ops_size();
+  out_.graph->set_name(m_.name());
+  out_.stats.tensors = out_.graph->tensors_size();
+  out_.stats.ops = out_.graph->ops_size();
   out_.stats.subgraphs = m_.subgraph_count();
   out_.tflite_tensor_count = m_.tensor_count();
 }

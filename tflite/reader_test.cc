@@ -40,13 +40,13 @@ absl::StatusOr<ImportedModel> Import(const std::string& bytes,
 // Names of the graph's ops, in order.
 std::vector<std::string> OpNames(const ImportedModel& m) {
   std::vector<std::string> names;
-  for (const v1::Op& op : m.graph.ops()) names.push_back(op.name());
+  for (const v1::Op& op : m.graph->ops()) names.push_back(op.name());
   return names;
 }
 
 int TensorIndex(const ImportedModel& m, const std::string& name) {
-  for (int i = 0; i < m.graph.tensors_size(); ++i) {
-    if (m.graph.tensors(i).name() == name) return i;
+  for (int i = 0; i < m.graph->tensors_size(); ++i) {
+    if (m.graph->tensors(i).name() == name) return i;
   }
   return -1;
 }
@@ -54,7 +54,7 @@ int TensorIndex(const ImportedModel& m, const std::string& name) {
 absl::StatusOr<planner::PlanResult> Plan(const ImportedModel& m) {
   planner::PlanOptions options;
   options.alignment = 16;
-  return planner::PlanGraph(api::GraphFromProto(m.graph), options, nullptr,
+  return planner::PlanGraph(api::GraphFromProto(*m.graph), options, nullptr,
                             nullptr);
 }
 
@@ -62,11 +62,11 @@ TEST(TfliteReaderTest, ChainModelBecomesAGraph) {
   absl::StatusOr<ImportedModel> m = Import(ChainModel().Build());
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->format, Format::kTflite);
-  ASSERT_EQ(m->graph.tensors_size(), 4);
-  EXPECT_EQ(m->graph.tensors(0).name(), "x");
-  EXPECT_EQ(m->graph.tensors(0).size_bytes(), 4 * 48);
-  EXPECT_TRUE(m->graph.tensors(1).constant());
-  EXPECT_EQ(m->graph.tensors(1).size_bytes(), 12);
+  ASSERT_EQ(m->graph->tensors_size(), 4);
+  EXPECT_EQ(m->graph->tensors(0).name(), "x");
+  EXPECT_EQ(m->graph->tensors(0).size_bytes(), 4 * 48);
+  EXPECT_TRUE(m->graph->tensors(1).constant());
+  EXPECT_EQ(m->graph->tensors(1).size_bytes(), 12);
   EXPECT_THAT(OpNames(*m),
               ElementsAre("model/inputs", "ADD#0", "RELU#1", "model/outputs"));
   EXPECT_EQ(m->tflite_tensor_count, 4);
@@ -122,7 +122,7 @@ TEST(TfliteReaderTest, Int4ActivationsTakeAByteAsInTflmWithAWarning) {
   b.subgraphs[0].tensors[2].type = ts::TensorType_INT4;
   absl::StatusOr<ImportedModel> m = Import(b.Build());
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->graph.tensors(2).size_bytes(), 48);
+  EXPECT_EQ(m->graph->tensors(2).size_bytes(), 48);
   ASSERT_EQ(m->warnings.size(), 1u);
   EXPECT_THAT(m->warnings[0], HasSubstr("one byte per element"));
 }
@@ -132,7 +132,7 @@ TEST(TfliteReaderTest, EmptyTensorsAreLeftOut) {
   b.subgraphs[0].Tensor("unused_empty", {0, 4});
   absl::StatusOr<ImportedModel> m = Import(b.Build());
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->graph.tensors_size(), 4);
+  EXPECT_EQ(m->graph->tensors_size(), 4);
   EXPECT_EQ(m->stats.empty_values, 1);
   EXPECT_EQ(m->tflite_tensor_count, 5);
 }
@@ -146,7 +146,7 @@ TEST(TfliteReaderTest, VariableTensorsArePersistentNotConstant) {
   g.ops[1].inputs.push_back(state);
   absl::StatusOr<ImportedModel> m = Import(b.Build());
   ASSERT_TRUE(m.ok()) << m.status();
-  const v1::Tensor& t = m->graph.tensors(TensorIndex(*m, "state"));
+  const v1::Tensor& t = m->graph->tensors(TensorIndex(*m, "state"));
   EXPECT_TRUE(t.variable());
   EXPECT_FALSE(t.constant());
   absl::StatusOr<planner::PlanResult> plan = Plan(*m);
@@ -160,8 +160,8 @@ TEST(TfliteReaderTest, VariableTensorsArePersistentNotConstant) {
 TEST(TfliteReaderTest, DynamicDimsTakeTheModelsOwnShapeWithAWarning) {
   absl::StatusOr<ImportedModel> m = Import(DynamicModel().Build());
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->graph.tensors(0).size_bytes(), 4 * 1);  // x: 1x1
-  EXPECT_EQ(m->graph.tensors(1).size_bytes(), 4 * 8);  // y: 1x8
+  EXPECT_EQ(m->graph->tensors(0).size_bytes(), 4 * 1);  // x: 1x1
+  EXPECT_EQ(m->graph->tensors(1).size_bytes(), 4 * 8);  // y: 1x8
   ASSERT_EQ(m->warnings.size(), 1u);
   EXPECT_THAT(m->warnings[0],
               ::testing::AllOf(HasSubstr("2 tensor(s) have dynamic (-1) dims"),
@@ -198,7 +198,7 @@ TEST(TfliteReaderTest, SizesNothingGivesAreAnErrorThatSaysTheFixFirst) {
   batch.dims["batch"] = 2;
   m = Import(b.Build(), batch);
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->graph.tensors(0).size_bytes(), 4 * 8);
+  EXPECT_EQ(m->graph->tensors(0).size_bytes(), 4 * 8);
 }
 
 TEST(TfliteReaderTest, BatchDimAndInputShapesOverrideTheModelsOwnShape) {
@@ -206,8 +206,8 @@ TEST(TfliteReaderTest, BatchDimAndInputShapesOverrideTheModelsOwnShape) {
   options.dims["batch"] = 2;
   absl::StatusOr<ImportedModel> batch = Import(DynamicModel().Build(), options);
   ASSERT_TRUE(batch.ok()) << batch.status();
-  EXPECT_EQ(batch->graph.tensors(0).size_bytes(), 4 * 2);  // 2x(own 1)
-  EXPECT_EQ(batch->graph.tensors(1).size_bytes(), 4 * 16);
+  EXPECT_EQ(batch->graph->tensors(0).size_bytes(), 4 * 2);  // 2x(own 1)
+  EXPECT_EQ(batch->graph->tensors(1).size_bytes(), 4 * 16);
   ASSERT_EQ(batch->warnings.size(), 1u);  // x's length is the model's own
   EXPECT_THAT(batch->warnings[0],
               ::testing::AllOf(HasSubstr("1 tensor(s)"),
@@ -215,8 +215,8 @@ TEST(TfliteReaderTest, BatchDimAndInputShapesOverrideTheModelsOwnShape) {
   options.shapes["x"] = {2, 100};
   absl::StatusOr<ImportedModel> m = Import(DynamicModel().Build(), options);
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->graph.tensors(0).size_bytes(), 4 * 200);
-  EXPECT_EQ(m->graph.tensors(1).size_bytes(), 4 * 16);
+  EXPECT_EQ(m->graph->tensors(0).size_bytes(), 4 * 200);
+  EXPECT_EQ(m->graph->tensors(1).size_bytes(), 4 * 16);
   EXPECT_TRUE(m->warnings.empty());
 }
 
@@ -389,9 +389,9 @@ TEST(TfliteReaderTest, WhileWritesItsOutputsBeforeTheLoop) {
   body.outputs = {bo};
   absl::StatusOr<ImportedModel> m = Import(b.Build());
   ASSERT_TRUE(m.ok()) << m.status();
-  ASSERT_GE(m->graph.ops_size(), 2);
-  EXPECT_EQ(m->graph.ops(1).name(), "WHILE#0/cond/enter");
-  EXPECT_THAT(m->graph.ops(1).outputs(), ElementsAre("y", "cond/i"));
+  ASSERT_GE(m->graph->ops_size(), 2);
+  EXPECT_EQ(m->graph->ops(1).name(), "WHILE#0/cond/enter");
+  EXPECT_THAT(m->graph->ops(1).outputs(), ElementsAre("y", "cond/i"));
   absl::StatusOr<planner::PlanResult> plan = Plan(*m);
   ASSERT_TRUE(plan.ok()) << plan.status();
 }
@@ -459,8 +459,8 @@ TEST(TfliteReaderTest, TensorNamesAreMadeUnique) {
   b.subgraphs[0].tensors[3].name = "";
   absl::StatusOr<ImportedModel> m = Import(b.Build());
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->graph.tensors(2).name(), "x#0:2");
-  EXPECT_EQ(m->graph.tensors(3).name(), "tensor#3");
+  EXPECT_EQ(m->graph->tensors(2).name(), "x#0:2");
+  EXPECT_EQ(m->graph->tensors(3).name(), "tensor#3");
 }
 
 // Vela's scratch and fast scratch tensors: read by the ethos-u operator,
@@ -477,7 +477,7 @@ TEST(TfliteReaderTest, ScratchTensorsArePlannedForTheOperatorReadingThem) {
   const int scratch = TensorIndex(*m, "main_split_1_scratch");
   const int fast = TensorIndex(*m, "main_split_1_scratch_fast");
   EXPECT_THAT(m->scratch, ElementsAre(scratch, fast));
-  EXPECT_FALSE(m->graph.tensors(scratch).constant());
+  EXPECT_FALSE(m->graph->tensors(scratch).constant());
   EXPECT_TRUE(m->tflite_kept.empty());
   EXPECT_THAT(m->warnings,
               ::testing::Contains(HasSubstr("no usable offline plan")));
@@ -500,11 +500,11 @@ TEST(TfliteReaderTest, ScratchTensorsArePlannedForTheOperatorReadingThem) {
 TEST(TfliteReaderTest, AVelaModelKeepsVelasOfflinePlan) {
   absl::StatusOr<ImportedModel> m = Import(testing::EthosUModel(true).Build());
   ASSERT_TRUE(m.ok()) << m.status();
-  ASSERT_EQ(m->graph.tensors_size(), 3);  // cms, flash, the block
+  ASSERT_EQ(m->graph->tensors_size(), 3);  // cms, flash, the block
   const int block = TensorIndex(*m, "main_split_1_scratch");
   ASSERT_GE(block, 0);
-  EXPECT_EQ(m->graph.tensors(block).size_bytes(), testing::kVelaScratch);
-  EXPECT_EQ(m->graph.tensors(block).alignment(), 16);
+  EXPECT_EQ(m->graph->tensors(block).size_bytes(), testing::kVelaScratch);
+  EXPECT_EQ(m->graph->tensors(block).alignment(), 16);
   EXPECT_THAT(m->scratch, ElementsAre(block));
   EXPECT_TRUE(m->main_inputs.empty());     // x is inside the block
   ASSERT_EQ(m->tflite_kept.size(), 4u);    // x, the fast scratch, y, z
@@ -662,7 +662,7 @@ TEST(TfliteReaderTest, CorruptedModelsNeverCrash) {
       absl::StatusOr<ImportedModel> m = Import(bad);
       if (m.ok()) {
         EXPECT_EQ(m->tflite_tensors.size(),
-                  static_cast<size_t>(m->graph.tensors_size()));
+                  static_cast<size_t>(m->graph->tensors_size()));
       }
       (void)SummarizeTflite(bad, "bad");
       if (auto parsed = TfliteModel::Parse(bad, "bad"); parsed.ok()) {

@@ -194,7 +194,7 @@ absl::StatusOr<std::vector<planner::TflmBuffer>> TflmRequests(
   for (size_t i = 0; i < model.tflite_tensors.size(); ++i) {
     const TfliteTensorRef& ref = model.tflite_tensors[i];
     size[m->global_index(ref.subgraph, ref.tensor)] =
-        model.graph.tensors(static_cast<int>(i)).size_bytes();
+        model.graph->tensors(static_cast<int>(i)).size_bytes();
   }
   constexpr int64_t a = planner::kTflmAlignment;
   std::vector<planner::TflmBuffer> requests;

@@ -392,12 +392,12 @@ absl::StatusOr<std::vector<int32_t>> OfflinePlanOffsets(
   if (model.format != Format::kTflite || m == nullptr ||
       model.tflite_tensor_count != m->tensor_count() ||
       result.tensors.size() != model.tflite_tensors.size() ||
-      static_cast<int>(result.tensors.size()) != model.graph.tensors_size()) {
+      static_cast<int>(result.tensors.size()) != model.graph->tensors_size()) {
     return absl::InternalError("emit tflite: the plan is not of this model");
   }
   std::vector<int32_t> offsets(m->tensor_count(), -1);
   for (size_t i = 0; i < result.tensors.size(); ++i) {
-    if (model.graph.tensors(static_cast<int>(i)).constant()) continue;
+    if (model.graph->tensors(static_cast<int>(i)).constant()) continue;
     const planner::Offset o = result.OffsetOf(i);
     if (o > std::numeric_limits<int32_t>::max()) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -409,7 +409,7 @@ absl::StatusOr<std::vector<int32_t>> OfflinePlanOffsets(
         static_cast<int32_t>(o);
   }
   for (const ImportedModel::KeptTensor& k : model.tflite_kept) {
-    if (k.block < 0 || k.block >= model.graph.tensors_size() || k.tensor < 0 ||
+    if (k.block < 0 || k.block >= model.graph->tensors_size() || k.tensor < 0 ||
         k.tensor >= m->tensor_count()) {
       return absl::InternalError("emit tflite: the plan is not of this model");
     }

@@ -198,7 +198,7 @@ absl::StatusOr<planner::PlanResult> Plan(const ImportedModel& m,
   planner::PlanOptions options;
   options.alignment = 16;
   options.weights_in_arena = weights_in_arena;
-  return planner::PlanGraph(api::GraphFromProto(m.graph), options, nullptr,
+  return planner::PlanGraph(api::GraphFromProto(*m.graph), options, nullptr,
                             nullptr);
 }
 
@@ -289,7 +289,7 @@ TEST(TfliteWriterTest, HeaderIsVersionSubgraphCountAndTensorCount) {
   absl::StatusOr<TfliteModel> w = TfliteModel::Parse(wrong_bytes, "w");
   ASSERT_TRUE(w.ok()) << w.status();
   EXPECT_TRUE(w->OfflinePlan().present);
-  EXPECT_FALSE(w->OfflinePlan().usable);  // N is not the tensor count
+  EXPECT_FALSE(w->OfflinePlan().usable);           // N is not the tensor count
   const std::string plain = ChainModel().Build();  // outlives the view
   absl::StatusOr<TfliteModel> none = TfliteModel::Parse(plain, "n");
   ASSERT_TRUE(none.ok());
