@@ -97,7 +97,7 @@ absl::StatusOr<std::string> EmitFile(const std::string& format,
       return absl::InvalidArgumentError(
           "emit: a planned .tflite needs a TFLite model as input");
     }
-    return formats::EmitPlannedTflite(*model, outcome.result);
+    return formats::EmitPlannedTflite(*model, outcome.result, cancel);
   }
   if (format == "c_header") {
     if (model != nullptr && !model->tflite_kept.empty()) {
@@ -113,6 +113,7 @@ absl::StatusOr<std::string> EmitFile(const std::string& format,
         &outcome.result, &outcome.options, model};
     header.id = request.c_header_id();
     header.content = request.model().data();
+    header.cancel = cancel;
     return formats::EmitCHeader(header);
   }
   if (format == "svg") {

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "base/cancel.h"
 #include "base/sha256.h"
 #include "base/text.h"
 #include "planner/tflm_greedy.h"
@@ -52,14 +53,21 @@ std::string IdentifierPart(absl::string_view text, size_t max) {
 
 // 8 hex digits of a hash of the input's bytes and its plan (not of where
 // the file lies): what a header's default ID adds to the file name. SHA-256
-// (base/sha256.h): the same in every process and on every machine.
-std::string InputHash(const CHeaderInput& in) {
+// (base/sha256.h): the same in every process and on every machine. Empty
+// when `meter` says stop (a model of up to the request limit takes a few
+// hundred milliseconds to hash).
+std::string InputHash(const CHeaderInput& in, base::WorkMeter* meter) {
+  constexpr size_t kChunk = 64 << 10;  // bytes hashed between polls
   base::Sha256 h;
-  h.Update(in.content);
+  for (size_t at = 0; at < in.content.size(); at += kChunk) {
+    if (meter->Stop(base::WorkMeter::kUnitsPerPoll)) return "";
+    h.Update(in.content.substr(at, kChunk));
+  }
   h.UpdateInt64(static_cast<int64_t>(in.content.size()));
   const planner::PlanResult& r = *in.result;
   h.UpdateInt64(r.solution.arena_size);
   for (size_t t = 0; t < r.tensors.size(); ++t) {
+    if (meter->Stop(16)) return "";
     const planner::TensorPlacement& p = r.tensors[t];
     h.Update(p.name);
     h.UpdateInt64(static_cast<int64_t>(p.name.size()));
@@ -74,6 +82,14 @@ std::string InputHash(const CHeaderInput& in) {
     h.UpdateInt64(space.arena_size);
   }
   return base::Sha256::Hex(h.Finish()).substr(0, 8);
+}
+
+// The header's ID (see CHeaderIdFor), "" when `meter` says stop.
+std::string IdFor(const CHeaderInput& input, base::WorkMeter* meter) {
+  if (!input.id.empty()) return absl::AsciiStrToLower(input.id);
+  const std::string hash = InputHash(input, meter);
+  if (hash.empty()) return "";
+  return absl::StrCat(CHeaderId(input.name), "_", hash);
 }
 
 // One column of the header: a name, a C element type wide enough for its
@@ -99,15 +115,17 @@ std::string CType(const std::vector<int64_t>& values) {
 class HeaderWriter {
  public:
   explicit HeaderWriter(const CHeaderInput& in)
-      : in_(in),
-        r_(*in.result),
-        id_(CHeaderIdFor(in)),
-        macro_(absl::AsciiStrToUpper(id_)) {}
+      : in_(in), r_(*in.result), meter_(in.cancel) {}
 
   absl::StatusOr<std::string> Write() {
+    id_ = IdFor(in_, &meter_);
+    if (id_.empty()) return Stopped();
+    macro_ = absl::AsciiStrToUpper(id_);
     Columns();
+    if (stopped_) return Stopped();
     absl::StatusOr<bool> tflm = TflmColumn();
     if (!tflm.ok()) return tflm.status();
+    if (stopped_) return Stopped();
     Preamble();
     Macros();
     for (const Column& c : columns_) Declare(c);
@@ -126,6 +144,7 @@ class HeaderWriter {
     absl::StrAppend(&out_, "\n#ifdef MEMPLAN_", macro_, "_IMPLEMENTATION\n");
     for (const Column& c : columns_) Define(c);
     if (*tflm) DefineBufferPlan();
+    if (stopped_) return Stopped();
     absl::StrAppend(&out_, "#endif  /* MEMPLAN_", macro_,
                     "_IMPLEMENTATION */\n\n#endif  /* MEMPLAN_", macro_,
                     "_PLAN_H_ */\n");
@@ -133,6 +152,14 @@ class HeaderWriter {
   }
 
  private:
+  // Whether the call's token fired, polled every few thousand entries.
+  bool Stop() {
+    stopped_ = stopped_ || meter_.Stop(16);
+    return stopped_;
+  }
+  absl::Status Stopped() const {
+    return absl::DeadlineExceededError("emit c_header cancelled");
+  }
   std::string Name(absl::string_view what) const {
     return absl::StrCat("memplan_", id_, "_", what);
   }
@@ -157,7 +184,9 @@ class HeaderWriter {
 
   const CHeaderInput& in_;
   const planner::PlanResult& r_;
-  const std::string id_, macro_;
+  base::WorkMeter meter_;
+  bool stopped_ = false;
+  std::string id_, macro_;
   std::vector<Column> columns_;
   Column tflm_;  // TFLM's buffer plan entries
   std::string out_;
@@ -166,7 +195,10 @@ class HeaderWriter {
 void HeaderWriter::Columns() {
   absl::flat_hash_map<std::string, int> index;
   const int n = static_cast<int>(r_.tensors.size());
-  for (int t = 0; t < n; ++t) index[r_.tensors[t].name] = t;
+  for (int t = 0; t < n; ++t) {
+    if (Stop()) return;
+    index[r_.tensors[t].name] = t;
+  }
   Column offsets{"offsets",
                  "bytes from the start of its pool's arena; -1: "
                  "not in the arena",
@@ -179,6 +211,7 @@ void HeaderWriter::Columns() {
   Column reuses{
       "reuses", "tensor whose memory it takes over in place, -1", {}, {}};
   for (int t = 0; t < n; ++t) {
+    if (Stop()) return;
     const planner::TensorPlacement& p = r_.tensors[t];
     offsets.values.push_back(r_.OffsetOf(t));
     offsets.notes.push_back(absl::StrCat(t, " ", CommentText(p.name), " (",
@@ -212,6 +245,7 @@ absl::StatusOr<bool> HeaderWriter::TflmColumn() {
   }
   tflm_.name = "buffer_plan";
   for (size_t g = 0; g < uses->size(); ++g) {
+    if (Stop()) return false;
     if (!(*uses)[g].planned) continue;
     const int t = graph_of[g];
     const int64_t offset = t < 0 ? -1 : r_.OffsetOf(t);
@@ -304,6 +338,7 @@ void HeaderWriter::Define(const Column& c) {
   absl::StrAppend(&out_, "const ", CType(c.values), " ", Name(c.name), "[",
                   c.values.size(), "] = {\n");
   for (size_t i = 0; i < c.values.size(); ++i) {
+    if (Stop()) return;
     absl::StrAppend(&out_, "    ", c.values[i], ",");
     if (c.name == "offsets" || c.name == "pool_bytes") {
       absl::StrAppend(&out_, "  /* ", c.notes[i], " */");
@@ -339,6 +374,7 @@ void HeaderWriter::DefineBufferPlan() {
                   Name("buffer_plan"), " = {\n    ", tflm_.values.size(),
                   ",\n    {\n");
   for (size_t i = 0; i < tflm_.values.size(); ++i) {
+    if (Stop()) return;
     absl::StrAppend(&out_, "        {", tflm_.values[i], "},  /* ",
                     tflm_.notes[i], " */\n");
   }
@@ -373,8 +409,8 @@ bool IsCHeaderId(absl::string_view id) {
 }
 
 std::string CHeaderIdFor(const CHeaderInput& input) {
-  if (!input.id.empty()) return absl::AsciiStrToLower(input.id);
-  return absl::StrCat(CHeaderId(input.name), "_", InputHash(input));
+  base::WorkMeter meter(input.cancel);
+  return IdFor(input, &meter);
 }
 
 absl::StatusOr<std::string> EmitCHeader(const CHeaderInput& input) {

@@ -28,6 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "base/cancel.h"
 #include "formats/model.h"
 #include "planner/planner.h"
 
@@ -50,11 +51,15 @@ struct CHeaderInput {
   // The input's bytes (a model file as sent), hashed into the default ID.
   // Default: none (the plan alone is hashed).
   absl::string_view content;
+  // Polled as the header is written: DEADLINE_EXCEEDED once it fires.
+  // Default: none.
+  const base::CancelToken* cancel = nullptr;
 };
 
 // The C99 header text for a plan. The error of the TFLM walk when a TFLite
 // model's failed (tflm_uses_status); FAILED_PRECONDITION when a TFLite offset
-// does not fit TFLite Micro's int32.
+// does not fit TFLite Micro's int32; DEADLINE_EXCEEDED when input.cancel
+// fires.
 [[nodiscard]] absl::StatusOr<std::string> EmitCHeader(
     const CHeaderInput& input);
 
@@ -67,7 +72,8 @@ std::string CHeaderId(absl::string_view name);
 bool IsCHeaderId(absl::string_view id);
 
 // The ID `input`'s header is built on, in lower case: input.id, or the
-// default described at CHeaderInput::id.
+// default described at CHeaderInput::id. Empty when input.cancel fired
+// while the input was hashed.
 std::string CHeaderIdFor(const CHeaderInput& input);
 
 }  // namespace memplan::formats

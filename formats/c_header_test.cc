@@ -263,6 +263,42 @@ TEST(CHeaderTest, TfliteHeaderCompilesAndHoldsNoOverlap) {
 }
 
 // Any input: a random graph, with in-place ops, and with memory pools.
+// The header of a large plan polls the call's token as it goes: stopped
+// after a few polls, it ends DEADLINE_EXCEEDED without more polls; the
+// model's bytes are hashed in parts between polls too.
+TEST(CHeaderTest, StopsWhenTheCallEnds) {
+  planner::Graph graph = planner::testing::RandomGraph(20'000, 5);
+  const planner::PlanOptions options = Options();
+  absl::StatusOr<planner::PlanResult> plan =
+      planner::PlanGraph(graph, options, nullptr, nullptr);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  // The 4 MiB of model bytes take 64 polls; the plan's 20,000 tensors
+  // about 5 per pass over them (hash, columns, each column's definition).
+  const std::string model(4 << 20, 'm');
+  for (int fire_at : {1, 30, 66, 75, 90}) {
+    int polls = 0;
+    base::CancelToken token(nullptr, absl::InfiniteFuture(),
+                            [&] { return ++polls >= fire_at; });
+    CHeaderInput input{"big", &*plan, &options, nullptr};
+    input.content = model;
+    input.cancel = &token;
+    absl::StatusOr<std::string> header = EmitCHeader(input);
+    EXPECT_EQ(header.status().code(), absl::StatusCode::kDeadlineExceeded)
+        << fire_at;
+    EXPECT_EQ(polls, fire_at);
+  }
+  int polls = 0;
+  base::CancelToken never(nullptr, absl::InfiniteFuture(), [&] {
+    ++polls;
+    return false;
+  });
+  CHeaderInput input{"big", &*plan, &options, nullptr};
+  input.content = model;
+  input.cancel = &never;
+  EXPECT_TRUE(EmitCHeader(input).ok());
+  EXPECT_GT(polls, 90);
+}
+
 TEST(CHeaderTest, GraphHeadersCompileWithPoolsAndInPlaceOps) {
   for (bool pools : {false, true}) {
     planner::Graph graph = planner::testing::RandomGraph(40, pools ? 3 : 4);

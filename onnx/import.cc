@@ -248,17 +248,23 @@ absl::StatusOr<onnx::ModelProto*> Prepare(absl::string_view bytes,
   const base::CancelToken* cancel = options.cancel;
   auto stop = [&] { return cancel != nullptr && cancel->Cancelled(); };
   absl::StatusOr<onnx::ModelProto*> parsed =
-      internal::ParseModel(bytes, name, arena);
+      internal::ParseModel(bytes, name, arena, cancel);
   if (!parsed.ok()) return parsed.status();
   onnx::ModelProto* model = *parsed;
   if (stop()) return internal::ImportCancelled(name);
-  if (auto s = internal::SanitizeTensors(model, name); !s.ok()) return s;
-  if (auto s = internal::CheckAttributes(*model, name); !s.ok()) return s;
-  if (stop()) return internal::ImportCancelled(name);
-  if (auto s = internal::SortNodes(model, name); !s.ok()) return s;
-  std::vector<const absl::flat_hash_set<std::string>*> scopes;
-  if (auto s = internal::CheckReads(model->graph(), &scopes, "", name); !s.ok())
+  if (auto s = internal::SanitizeTensors(model, name, cancel); !s.ok()) {
     return s;
+  }
+  if (auto s = internal::CheckAttributes(*model, name, cancel); !s.ok()) {
+    return s;
+  }
+  if (stop()) return internal::ImportCancelled(name);
+  if (auto s = internal::SortNodes(model, name, cancel); !s.ok()) return s;
+  internal::ReadScopes scopes;
+  if (auto s = internal::CheckReads(model->graph(), &scopes, "", name, cancel);
+      !s.ok()) {
+    return s;
+  }
   if (stop()) return internal::ImportCancelled(name);
   onnx::GraphProto* g = model->mutable_graph();
   TypeInitializerInputs(g);

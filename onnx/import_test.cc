@@ -1139,5 +1139,38 @@ TEST(OnnxImportTest, ACancelledImportStops) {
   EXPECT_TRUE(ImportOnnx(m.Bytes(), "m.onnx", {}).ok());
 }
 
+// Reading the bytes stops too: the lean walk and protobuf's parse each
+// poll the token (every few thousand nodes, every 256 KiB), so a token
+// that fires at its k-th poll is never asked again and the read ends
+// DEADLINE_EXCEEDED, wherever the k-th poll falls.
+TEST(OnnxImportTest, ReadingTheBytesStopsWhenTheCallEnds) {
+  const std::string bytes = ReluChain(40'000).Bytes();
+  ASSERT_GT(bytes.size(), 3 * internal::kParseBlockBytes);
+  int total = 0;
+  {
+    base::CancelToken counting(nullptr, absl::InfiniteFuture(), [&] {
+      ++total;
+      return false;
+    });
+    google::protobuf::Arena arena;
+    ASSERT_TRUE(internal::ParseModel(bytes, "m.onnx", &arena, &counting).ok());
+  }
+  // The walk's polls, then one a block of the parse.
+  ASSERT_GT(total, 6);
+  for (int fire_at : {1, total / 2, total - 1, total}) {
+    int polls = 0;
+    base::CancelToken token(nullptr, absl::InfiniteFuture(),
+                            [&] { return ++polls >= fire_at; });
+    google::protobuf::Arena arena;
+    absl::StatusOr<::ONNX_NAMESPACE::ModelProto*> model =
+        internal::ParseModel(bytes, "m.onnx", &arena, &token);
+    EXPECT_EQ(model.status().code(), absl::StatusCode::kDeadlineExceeded)
+        << fire_at << " of " << total;
+    EXPECT_THAT(model.status().message(),
+                HasSubstr("m.onnx: import cancelled"));
+    EXPECT_LE(polls, fire_at + 1);  // the parse's last check after it fails
+  }
+}
+
 }  // namespace
 }  // namespace memplan::formats

@@ -109,7 +109,7 @@ void EvaluateOutputs(const onnx::ModelProto& model, absl::string_view name,
   if (!internal::SanitizeTensors(&inferred, name).ok()) return;
   if (!internal::CheckAttributes(inferred, name).ok()) return;
   if (!internal::SortNodes(&inferred, name).ok()) return;
-  std::vector<const absl::flat_hash_set<std::string>*> scopes;
+  internal::ReadScopes scopes;
   if (!internal::CheckReads(inferred.graph(), &scopes, "", name).ok()) return;
   if (!internal::InferShapes(&inferred, name).ok()) return;
   absl::StatusOr<OnnxEvaluation> e =

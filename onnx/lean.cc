@@ -8,7 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/cancel.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/wire_format_lite.h"
 #include "onnx/internal/model_reading.h"
@@ -265,19 +267,27 @@ void AppendVarint32(uint32_t value, std::string* out) {
 // not change is never copied here (its parent copies its bytes once).
 class Leaner {
  public:
-  explicit Leaner(const std::function<void(absl::string_view)>& release)
-      : release_(release) {}
+  Leaner(const std::function<void(absl::string_view)>& release,
+         const base::CancelToken* cancel)
+      : release_(release), meter_(cancel) {}
 
   // True when `msg`, a message of `kind` nested `depth` deep, changes: its
-  // lean form is then in *out. False when it stays as it is, or when the
-  // input is malformed (malformed() tells).
+  // lean form is then in *out. False when it stays as it is, when the
+  // input is malformed (malformed() tells) or the token fired (stopped()).
   bool Lean(Kind kind, absl::string_view msg, int depth, std::string* out) {
     if (depth > kMaxLeanDepth || malformed_) return false;
+    // A unit per 4 bytes and 8 per message: a poll every few thousand
+    // nodes, a few milliseconds of the walk.
+    if (meter_.Stop(static_cast<int64_t>(msg.size() / 4) + 8)) {
+      stopped_ = true;
+      return Fail();
+    }
     return kind == Kind::kTensor ? LeanTensor(msg, out)
                                  : LeanParent(kind, msg, depth, out);
   }
 
   bool malformed() const { return malformed_; }
+  bool stopped() const { return stopped_; }
 
  private:
   // A field of a parent replaced by the lean form of its message.
@@ -390,18 +400,25 @@ class Leaner {
   }
 
   const std::function<void(absl::string_view)>& release_;
+  base::WorkMeter meter_;
   bool malformed_ = false;
+  bool stopped_ = false;
 };
 
 }  // namespace
 
 absl::StatusOr<std::string> LeanOnnxModel(
     absl::string_view bytes,
-    const std::function<void(absl::string_view)>& release) {
+    const std::function<void(absl::string_view)>& release,
+    const base::CancelToken* cancel) {
   if (bytes.size() > kMaxLeanBytes) return std::string(bytes);
-  Leaner leaner(release);
+  Leaner leaner(release, cancel);
   std::string lean;
-  if (!leaner.Lean(Kind::kModel, bytes, 0, &lean) || leaner.malformed()) {
+  const bool changed = leaner.Lean(Kind::kModel, bytes, 0, &lean);
+  if (leaner.stopped()) {
+    return absl::DeadlineExceededError("reading the ONNX model cancelled");
+  }
+  if (!changed || leaner.malformed()) {
     return std::string(bytes);
   }
   return lean;

@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "base/cancel.h"
 
 namespace memplan::formats {
 
@@ -49,9 +50,12 @@ namespace memplan::formats {
 // done with for now (it may read a part again later): a caller whose bytes
 // are memory-mapped drops those pages (formats::FileBytes::Release), so the
 // file's pages around each tensor's header do not stay resident.
+// DEADLINE_EXCEEDED when `cancel` (may be null) fires during the walk
+// (polled every few milliseconds of it).
 [[nodiscard]] absl::StatusOr<std::string> LeanOnnxModel(
     absl::string_view bytes,
-    const std::function<void(absl::string_view)>& release = {});
+    const std::function<void(absl::string_view)>& release = {},
+    const base::CancelToken* cancel = nullptr);
 
 }  // namespace memplan::formats
 

@@ -435,7 +435,11 @@ absl::StatusOr<std::string> WriteOfflinePlan(
 }
 
 absl::StatusOr<std::string> WriteOfflinePlan(
-    const TfliteModel& model, const std::vector<int32_t>& offsets) {
+    const TfliteModel& model, const std::vector<int32_t>& offsets,
+    const base::CancelToken* cancel) {
+  auto cancelled = [&] { return cancel != nullptr && cancel->Cancelled(); };
+  const absl::Status stopped =
+      absl::DeadlineExceededError("emit tflite cancelled");
   const TfliteModel* m = &model;
   const std::string& name = model.name();
   if (static_cast<int64_t>(offsets.size()) != m->tensor_count()) {
@@ -444,12 +448,14 @@ absl::StatusOr<std::string> WriteOfflinePlan(
         " offsets; the model has ", m->tensor_count(), " tensors"));
   }
   const std::string words = PlanWords(m->subgraph_count(), offsets);
+  if (cancelled()) return stopped;
   std::optional<std::string> out = OverwriteInPlace(*m, words);
   if (!out.has_value()) {
     absl::StatusOr<std::string> rebuilt = Rebuild(*m, words);
     if (!rebuilt.ok()) return rebuilt.status();
     out = *std::move(rebuilt);
   }
+  if (cancelled()) return stopped;
   absl::StatusOr<TfliteModel> check = TfliteModel::Parse(*out, name);
   if (!check.ok() || ReadPlanWords(*check) != words) {
     return absl::InternalError(absl::StrCat(
@@ -459,12 +465,13 @@ absl::StatusOr<std::string> WriteOfflinePlan(
   return *std::move(out);
 }
 
-absl::StatusOr<std::string> EmitPlannedTflite(
-    const ImportedModel& model, const planner::PlanResult& result) {
+absl::StatusOr<std::string> EmitPlannedTflite(const ImportedModel& model,
+                                              const planner::PlanResult& result,
+                                              const base::CancelToken* cancel) {
   absl::StatusOr<std::vector<int32_t>> offsets =
       OfflinePlanOffsets(model, result);
   if (!offsets.ok()) return offsets.status();
-  return WriteOfflinePlan(*model.tflite, *offsets);
+  return WriteOfflinePlan(*model.tflite, *offsets, cancel);
 }
 
 }  // namespace memplan::formats

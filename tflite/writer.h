@@ -36,6 +36,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "base/cancel.h"
 #include "formats/model.h"
 #include "planner/planner.h"
 #include "tflite/model.h"
@@ -64,8 +65,11 @@ inline constexpr int32_t kOfflinePlanVersion = 1;
 // table has fields newer than this build's schema (they could not be
 // copied) or the result would pass the 2 GiB flatbuffer limit; INTERNAL if
 // the result fails the flatbuffers verifier (never expected).
+// DEADLINE_EXCEEDED when `cancel` (may be null) fires: it is polled
+// between the steps (writing, reading back), each linear in the file.
 [[nodiscard]] absl::StatusOr<std::string> WriteOfflinePlan(
-    const TfliteModel& model, const std::vector<int32_t>& offsets);
+    const TfliteModel& model, const std::vector<int32_t>& offsets,
+    const base::CancelToken* cancel = nullptr);
 // The same for a model not yet parsed: `bytes`, named `name`.
 [[nodiscard]] absl::StatusOr<std::string> WriteOfflinePlan(
     absl::string_view bytes, absl::string_view name,
@@ -73,8 +77,10 @@ inline constexpr int32_t kOfflinePlanVersion = 1;
 
 // OfflinePlanOffsets then WriteOfflinePlan: the file `--emit tflite` writes.
 // `model` must be a TFLite import whose bytes are still alive.
+// DEADLINE_EXCEEDED when `cancel` (may be null) fires.
 [[nodiscard]] absl::StatusOr<std::string> EmitPlannedTflite(
-    const ImportedModel& model, const planner::PlanResult& result);
+    const ImportedModel& model, const planner::PlanResult& result,
+    const base::CancelToken* cancel = nullptr);
 
 }  // namespace memplan::formats
 

@@ -220,6 +220,21 @@ TEST(TfliteWriterTest, ConstantsAreOnlineEvenWhenPlannedInTheArena) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+// A token that has fired stops the planned model before it is written or
+// read back: DEADLINE_EXCEEDED.
+TEST(TfliteWriterTest, EmittingStopsWhenTheCallEnds) {
+  const std::string in = ChainModel().Build();
+  absl::StatusOr<ImportedModel> m = ImportTflite(in, "m", {});
+  ASSERT_TRUE(m.ok()) << m.status();
+  absl::StatusOr<planner::PlanResult> plan = Plan(*m, false);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  base::CancelToken token;
+  EXPECT_TRUE(EmitPlannedTflite(*m, *plan, &token).ok());
+  token.Cancel();
+  EXPECT_EQ(EmitPlannedTflite(*m, *plan, &token).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+}
+
 TEST(TfliteWriterTest, PlanningTheEmittedModelGivesTheSameFile) {
   const std::string in = ChainModel().Build();
   std::string previous = in;

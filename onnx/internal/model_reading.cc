@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/repeated_field.h"
 #include "onnx/defs/schema.h"
 #include "onnx/lean.h"
@@ -225,13 +226,15 @@ void Reorder(onnx::GraphProto* g, const std::vector<int>& order) {
 // names `g` reads and does not define (from enclosing graphs, or undefined).
 absl::Status SortGraph(onnx::GraphProto* g, const std::string& path,
                        absl::string_view name,
-                       absl::flat_hash_set<std::string>* outer) {
+                       absl::flat_hash_set<std::string>* outer,
+                       const base::CancelToken* cancel) {
   absl::flat_hash_set<absl::string_view> local;
   for (const auto& vi : g->input()) local.insert(vi.name());
   for (const auto& t : g->initializer()) local.insert(t.name());
   for (const auto& t : g->sparse_initializer()) local.insert(t.values().name());
   absl::flat_hash_map<absl::string_view, int> maker;
   for (int i = 0; i < g->node_size(); ++i) {
+    if (base::CancelledAt(cancel, i)) return ImportCancelled(name);
     for (const std::string& o : g->node(i).output()) {
       if (!o.empty() && !local.contains(o)) maker.try_emplace(o, i);
     }
@@ -248,6 +251,7 @@ absl::Status SortGraph(onnx::GraphProto* g, const std::string& path,
     deps.value.push_back(m->first);
   };
   for (int i = 0; i < g->node_size(); ++i) {
+    if (base::CancelledAt(cancel, i)) return ImportCancelled(name);
     deps.begin.push_back(static_cast<int>(deps.maker.size()));
     onnx::NodeProto* node = g->mutable_node(i);
     absl::flat_hash_set<std::string> inner;  // what its subgraphs read
@@ -255,9 +259,11 @@ absl::Status SortGraph(onnx::GraphProto* g, const std::string& path,
       if (!a.has_g() && a.graphs_size() == 0) continue;
       const std::string sub = OnnxSubgraphPath(path, *node, i, a.name());
       absl::Status s;
-      if (a.has_g()) s.Update(SortGraph(a.mutable_g(), sub, name, &inner));
+      if (a.has_g()) {
+        s.Update(SortGraph(a.mutable_g(), sub, name, &inner, cancel));
+      }
       for (onnx::GraphProto& sg : *a.mutable_graphs()) {
-        s.Update(SortGraph(&sg, sub, name, &inner));
+        s.Update(SortGraph(&sg, sub, name, &inner, cancel));
       }
       if (!s.ok()) return s;
     }
@@ -279,6 +285,7 @@ absl::Status SortGraph(onnx::GraphProto* g, const std::string& path,
     }
   }
   if (in_order) return absl::OkStatus();
+  if (cancel != nullptr && cancel->Cancelled()) return ImportCancelled(name);
   const std::vector<int> order = StableOrder(deps, g->node_size());
   if (static_cast<int>(order.size()) < g->node_size()) {
     return CycleError(*g, deps, order, path, name);
@@ -298,14 +305,43 @@ absl::StatusOr<onnx::ModelProto> ParseModel(absl::string_view bytes,
 
 absl::StatusOr<onnx::ModelProto*> ParseModel(absl::string_view bytes,
                                              absl::string_view name,
-                                             google::protobuf::Arena* arena) {
+                                             google::protobuf::Arena* arena,
+                                             const base::CancelToken* cancel) {
   auto* model = google::protobuf::Arena::CreateMessage<onnx::ModelProto>(arena);
-  if (auto s = ParseModelInto(bytes, name, model); !s.ok()) return s;
+  if (auto s = ParseModelInto(bytes, name, model, cancel); !s.ok()) return s;
   return model;
 }
 
+namespace {
+
+// The bytes of a message in blocks, as protobuf's parser asks for them,
+// until a token fires: then no more (the parse fails, and the caller asks
+// the token why). A block is parsed in a few milliseconds at most.
+class CancellableBytes final
+    : public google::protobuf::io::ZeroCopyInputStream {
+ public:
+  CancellableBytes(absl::string_view bytes, const base::CancelToken* cancel)
+      : bytes_(bytes.data(), static_cast<int>(bytes.size()), kParseBlockBytes),
+        cancel_(cancel) {}
+
+  bool Next(const void** data, int* size) override {
+    if (cancel_ != nullptr && cancel_->Cancelled()) return false;
+    return bytes_.Next(data, size);
+  }
+  void BackUp(int count) override { bytes_.BackUp(count); }
+  bool Skip(int count) override { return bytes_.Skip(count); }
+  int64_t ByteCount() const override { return bytes_.ByteCount(); }
+
+ private:
+  google::protobuf::io::ArrayInputStream bytes_;
+  const base::CancelToken* cancel_;
+};
+
+}  // namespace
+
 absl::Status ParseModelInto(absl::string_view bytes, absl::string_view name,
-                            onnx::ModelProto* model) {
+                            onnx::ModelProto* model,
+                            const base::CancelToken* cancel) {
   auto not_onnx = [&] {
     return Invalid(name,
                    ": not an ONNX model, or truncated: it does not parse as "
@@ -313,9 +349,16 @@ absl::Status ParseModelInto(absl::string_view bytes, absl::string_view name,
   };
   if (bytes.size() > kMaxModelBytes) return not_onnx();
   // Large tensors' data, cleared after the parse, is never parsed at all.
-  absl::StatusOr<std::string> lean = LeanOnnxModel(bytes);
-  if (!lean.ok()) return lean.status();
-  if (!model->ParseFromString(*lean)) return not_onnx();
+  absl::StatusOr<std::string> lean = LeanOnnxModel(bytes, {}, cancel);
+  if (!lean.ok()) {
+    return lean.status().code() == absl::StatusCode::kDeadlineExceeded
+               ? ImportCancelled(name)
+               : lean.status();
+  }
+  CancellableBytes in(*lean, cancel);
+  const bool parsed = model->ParseFromZeroCopyStream(&in);
+  if (cancel != nullptr && cancel->Cancelled()) return ImportCancelled(name);
+  if (!parsed) return not_onnx();
   const onnx::GraphProto& g = model->graph();
   if (!model->has_graph() || (g.node_size() == 0 && g.input_size() == 0)) {
     return Invalid(name, ": not an ONNX model: it has no graph");
@@ -357,20 +400,27 @@ TensorDataVerdict JudgeTensorData(const TensorDataFacts& t) {
   return TensorDataVerdict::kKeep;
 }
 
-absl::Status SanitizeTensors(onnx::ModelProto* model, absl::string_view name) {
+absl::Status SanitizeTensors(onnx::ModelProto* model, absl::string_view name,
+                             const base::CancelToken* cancel) {
   absl::Status status;
   auto check = [&](onnx::TensorProto* t, const std::string& where) {
     if (status.ok()) status = SanitizeTensor(t, where);
   };
+  int64_t seen = 0;  // nodes, for polling `cancel`
   ForEachMutableGraph(model->mutable_graph(), [&](onnx::GraphProto* g) {
     for (onnx::TensorProto& t : *g->mutable_initializer()) {
       check(&t, std::string(name));
     }
-    for (int i = 0; i < g->node_size(); ++i) {
+    for (int i = 0; i < g->node_size() && status.ok(); ++i) {
+      if (base::CancelledAt(cancel, ++seen)) {
+        status = ImportCancelled(name);
+        break;
+      }
       onnx::NodeProto& n = *g->mutable_node(i);
-      const std::string where =
-          absl::StrCat(name, ": ", OnnxNodeLabel(n, i, ""));
       for (onnx::AttributeProto& a : *n.mutable_attribute()) {
+        if (!a.has_t() && a.tensors_size() == 0) continue;
+        const std::string where =
+            absl::StrCat(name, ": ", OnnxNodeLabel(n, i, ""));
         if (a.has_t()) check(a.mutable_t(), where);
         for (onnx::TensorProto& t : *a.mutable_tensors()) check(&t, where);
       }
@@ -380,15 +430,21 @@ absl::Status SanitizeTensors(onnx::ModelProto* model, absl::string_view name) {
 }
 
 absl::Status CheckAttributes(const onnx::ModelProto& model,
-                             absl::string_view name) {
+                             absl::string_view name,
+                             const base::CancelToken* cancel) {
   std::map<std::string, int> opsets;
   for (const onnx::OperatorSetIdProto& o : model.opset_import()) {
     opsets[o.domain() == "ai.onnx" ? "" : o.domain()] =
         static_cast<int>(o.version());
   }
   absl::Status status;
+  int64_t seen = 0;  // nodes, for polling `cancel`
   ForEachGraph(model.graph(), [&](const onnx::GraphProto& g) {
     for (int i = 0; i < g.node_size() && status.ok(); ++i) {
+      if (base::CancelledAt(cancel, ++seen)) {
+        status = ImportCancelled(name);
+        break;
+      }
       const onnx::NodeProto& n = g.node(i);
       const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
       auto opset = opsets.find(domain);
@@ -420,21 +476,21 @@ absl::Status CheckAttributes(const onnx::ModelProto& model,
   return status;
 }
 
-absl::Status SortNodes(onnx::ModelProto* model, absl::string_view name) {
+absl::Status SortNodes(onnx::ModelProto* model, absl::string_view name,
+                       const base::CancelToken* cancel) {
   absl::flat_hash_set<std::string> outer;  // undefined: CheckReads names them
-  return SortGraph(model->mutable_graph(), "", name, &outer);
+  return SortGraph(model->mutable_graph(), "", name, &outer, cancel);
 }
 
-absl::Status CheckReads(
-    const onnx::GraphProto& g,
-    std::vector<const absl::flat_hash_set<std::string>*>* outer,
-    const std::string& path, absl::string_view name) {
-  absl::flat_hash_set<std::string> defined;
+absl::Status CheckReads(const onnx::GraphProto& g, ReadScopes* outer,
+                        const std::string& path, absl::string_view name,
+                        const base::CancelToken* cancel) {
+  absl::flat_hash_set<absl::string_view> defined;
   for (const auto& vi : g.input()) defined.insert(vi.name());
   for (const auto& t : g.initializer()) defined.insert(t.name());
   for (const auto& t : g.sparse_initializer())
     defined.insert(t.values().name());
-  auto visible = [&](const std::string& n) {
+  auto visible = [&](absl::string_view n) {
     if (defined.contains(n)) return true;
     for (const auto* scope : *outer) {
       if (scope->contains(n)) return true;
@@ -444,6 +500,10 @@ absl::Status CheckReads(
   outer->push_back(&defined);
   absl::Status status;
   for (int i = 0; i < g.node_size() && status.ok(); ++i) {
+    if (base::CancelledAt(cancel, i)) {
+      status = ImportCancelled(name);
+      break;
+    }
     const onnx::NodeProto& node = g.node(i);
     for (const std::string& in : node.input()) {
       if (in.empty() || visible(in)) continue;
@@ -455,8 +515,9 @@ absl::Status CheckReads(
     }
     for (const onnx::AttributeProto& a : node.attribute()) {
       if (a.has_g() && status.ok()) {
-        status = CheckReads(a.g(), outer,
-                            OnnxSubgraphPath(path, node, i, a.name()), name);
+        status =
+            CheckReads(a.g(), outer, OnnxSubgraphPath(path, node, i, a.name()),
+                       name, cancel);
       }
     }
     for (const std::string& o : node.output()) {

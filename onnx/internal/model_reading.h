@@ -31,14 +31,20 @@ namespace memplan::formats::internal {
 // otherwise.
 absl::StatusOr<::ONNX_NAMESPACE::ModelProto> ParseModel(absl::string_view bytes,
                                                         absl::string_view name);
+// Bytes protobuf's parse of a model reads between two polls of a token.
+inline constexpr int kParseBlockBytes = 256 << 10;
+
 // The same, the message on `arena` (freed with it at once: the import of a
 // 100,000-node model ends tens of milliseconds sooner, cancelled or not).
+// DEADLINE_EXCEEDED when `cancel` (may be null) fires while the bytes are
+// made lean or parsed (polled every few milliseconds of either).
 absl::StatusOr<::ONNX_NAMESPACE::ModelProto*> ParseModel(
     absl::string_view bytes, absl::string_view name,
-    google::protobuf::Arena* arena);
+    google::protobuf::Arena* arena, const base::CancelToken* cancel = nullptr);
 // The same, into `model` (cleared first by the parse).
 absl::Status ParseModelInto(absl::string_view bytes, absl::string_view name,
-                            ::ONNX_NAMESPACE::ModelProto* model);
+                            ::ONNX_NAMESPACE::ModelProto* model,
+                            const base::CancelToken* cancel = nullptr);
 
 // Calls f(graph) for the main graph and every subgraph, outer first.
 template <typename F>
@@ -90,14 +96,16 @@ TensorDataVerdict JudgeTensorData(const TensorDataFacts& t);
 // ONNX 1.12's inference, which reads data without checking its length,
 // throws instead of reading past it.
 absl::Status SanitizeTensors(::ONNX_NAMESPACE::ModelProto* model,
-                             absl::string_view name);
+                             absl::string_view name,
+                             const base::CancelToken* cancel = nullptr);
 
 // Required attributes the node's schema lists must be there, of their
 // type: ONNX 1.12's inference functions read some without checking (a Scan
 // without num_scan_inputs crashes it). Ops whose definition changed after
 // the opsets ONNX knows are left to memplan's rules.
 absl::Status CheckAttributes(const ::ONNX_NAMESPACE::ModelProto& model,
-                             absl::string_view name);
+                             absl::string_view name,
+                             const base::CancelToken* cancel = nullptr);
 
 // Sorts the nodes of the main graph and of every subgraph topologically, as
 // ONNX Runtime does before it runs a model (ONNX's inference and memplan's
@@ -111,17 +119,23 @@ absl::Status CheckAttributes(const ::ONNX_NAMESPACE::ModelProto& model,
 // INVALID_ARGUMENT naming nodes of a cycle (a few, in the order they feed
 // each other) when there is no such order.
 absl::Status SortNodes(::ONNX_NAMESPACE::ModelProto* model,
-                       absl::string_view name);
+                       absl::string_view name,
+                       const base::CancelToken* cancel = nullptr);
 
 // Every name a node reads must be defined before it, in its graph or an
 // enclosing one (`outer`, innermost last; empty for the main graph), and
 // every graph output too: checked, after SortNodes, before ONNX's inference
 // runs (it dereferences the type of an undefined input). `path` is the
 // graph's subgraph path ("" for the main graph); `name` names the model.
-absl::Status CheckReads(
-    const ::ONNX_NAMESPACE::GraphProto& g,
-    std::vector<const absl::flat_hash_set<std::string>*>* outer,
-    const std::string& path, absl::string_view name);
+// The steps above, from SanitizeTensors on, end in ImportCancelled(name)
+// when `cancel` (may be null) fires: they poll it every few thousand
+// nodes.
+// The names each enclosing graph defines (views into the model).
+using ReadScopes = std::vector<const absl::flat_hash_set<absl::string_view>*>;
+absl::Status CheckReads(const ::ONNX_NAMESPACE::GraphProto& g,
+                        ReadScopes* outer, const std::string& path,
+                        absl::string_view name,
+                        const base::CancelToken* cancel = nullptr);
 
 // Runs ONNX's shape inference, catching whatever ONNX throws. Its data
 // propagation stays off: memplan's evaluation folds shape computations
