@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/types/span.h"
 #include "base/edit_distance.h"
 #include "base/status.h"
@@ -59,9 +60,9 @@ std::set<std::string> DeclaredDims(const onnx::GraphProto& g) {
 }
 
 // A --dim the model has no use for: an error when it looks like one of the
-// model's dims (a misspelling, or several dims in one flag), suggesting
-// it, else a warning (one set of flags may serve every model of a
-// pipeline) and the dim is ignored.
+// model's dims (a misspelling, or several dims run together in one flag),
+// suggesting it, else a warning (one set of flags may serve every model of
+// a pipeline) and the dim is ignored.
 absl::Status CheckDimNames(const ModelOptions& options,
                            const onnx::GraphProto& g,
                            std::vector<std::string>* warnings) {
@@ -70,23 +71,32 @@ absl::Status CheckDimNames(const ModelOptions& options,
   const std::string named_dims = valid.empty()
                                      ? "it has no named dims"
                                      : "its named dims are: " + ListSome(valid);
-  for (const auto& [dim, value] : options.dims) {
+  for (const auto& entry : options.dims) {
+    const std::string& dim = entry.first;
     if (declared.count(dim) > 0) continue;
     const std::string given = api::Clip(dim);
-    const std::string closest = base::ClosestName(dim, valid);
+    // A one- or two-letter dim ("N", "T") is misspelt only in its case:
+    // any other short name is another model's dim.
+    std::vector<std::string> candidates;
+    for (const std::string& known : valid) {
+      if (known.size() >= 3 || absl::EqualsIgnoreCase(known, dim)) {
+        candidates.push_back(known);
+      }
+    }
+    const std::string closest = base::ClosestName(dim, candidates);
     if (!closest.empty()) {
       return Invalid("--dim ", given, ": did you mean --dim ",
                      api::Clip(closest),
-                     "? (the model has no dim of that "
-                     "name; ",
-                     named_dims, ")");
+                     "? (the model has no dim of that name; ", named_dims, ")");
     }
-    // "batch=1;seq" is two dims run together.
-    const bool holds_a_dim =
-        std::any_of(valid.begin(), valid.end(), [&](const std::string& known) {
-          return absl::StrContains(dim, known);
-        });
-    if (holds_a_dim) {
+    // "batch=1;seq": dims run together, one of them the model's.
+    bool run_together = false;
+    for (absl::string_view part :
+         absl::StrSplit(dim, absl::ByAnyChar("=;:, "))) {
+      run_together = run_together || (part.size() < dim.size() &&
+                                      declared.count(std::string(part)) > 0);
+    }
+    if (run_together) {
       return Invalid("--dim ", given,
                      ": the model has no dim of that name (give one dim per "
                      "NAME=VALUE, separated by commas); ",

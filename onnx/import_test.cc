@@ -296,13 +296,28 @@ TEST(OnnxImportTest, FlagNamesTheModelDoesNotHaveAreErrorsListingValidOnes) {
               AllOf(HasSubstr("--dim batch=1;seq: the model has no dim"),
                     HasSubstr("separated by commas"),
                     HasSubstr("its named dims are: batch, seq")));
-  options.dims = {{"batch", 2}, {"seq", 3}, {"height", 224}};
+  // Other models' dims, however close to a word of this one's: ignored.
+  options.dims = {{"batch", 2}, {"seq", 3}, {"height", 224}, {"batch_size", 1}};
   absl::StatusOr<ImportedModel> in = Import(m, options);
   ASSERT_TRUE(in.ok()) << in.status();
   EXPECT_EQ(Sizes(*in->graph)["y"], 2 * 3 * 4);
   EXPECT_THAT(in->warnings,
-              ElementsAre(AllOf(HasSubstr("--dim height ignored"),
+              ElementsAre(HasSubstr("--dim batch_size ignored"),
+                          AllOf(HasSubstr("--dim height ignored"),
                                 HasSubstr("its named dims are: batch, seq"))));
+  // A one-letter dim is misspelt only in its case.
+  Model n;
+  n.graph()
+      .Input("x", kFloat, {"N", "4"})
+      .Add("Relu", {"x"}, {"y"})
+      .Output("y");
+  options.dims = {{"N", 2}, {"B", 8}};
+  absl::StatusOr<ImportedModel> with_n = Import(n, options);
+  ASSERT_TRUE(with_n.ok()) << with_n.status();
+  EXPECT_THAT(with_n->warnings, ElementsAre(HasSubstr("--dim B ignored")));
+  options.dims = {{"n", 2}};
+  EXPECT_THAT(Msg(Import(n, options).status()),
+              HasSubstr("--dim n: did you mean --dim N?"));
   options.dims.clear();
   options.shapes["inptu"] = {1, 2};
   EXPECT_THAT(Msg(Import(m, options).status()),

@@ -214,9 +214,11 @@ absl::Status CycleError(const onnx::GraphProto& g, const NodeDeps& deps,
   return Invalid(name, ": nodes form a cycle, so no order runs them: ", links);
 }
 
-// Puts the nodes of `g` in `order`.
+// Puts the nodes of `g` in `order`. The new list is on the graph's arena
+// (if any), so that nodes move by pointer: across arenas, Swap copies every
+// node, subgraphs included.
 void Reorder(onnx::GraphProto* g, const std::vector<int>& order) {
-  google::protobuf::RepeatedPtrField<onnx::NodeProto> sorted;
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> sorted(g->GetArena());
   sorted.Reserve(static_cast<int>(order.size()));
   for (int i : order) sorted.Add()->Swap(g->mutable_node(i));
   g->mutable_node()->Swap(&sorted);
