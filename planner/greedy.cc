@@ -352,9 +352,42 @@ absl::StatusOr<Solution> PlaceWindowed(const Problem& problem,
 // `fit` picks among the placed ones they overlap. With `capacity`, buffers
 // that would end past it are skipped (offset -1). Large problems are placed
 // window by window (windows.h): the same plan, on several threads.
+// The least work a greedy pass that scans the placed buffers (not merged
+// ranges) counts on `problem` without a capacity, `order` holding every
+// buffer: each overlapping pair of buffers is read once, by the later of
+// the two (a buffer crossing windows is read once per window: more),
+// except pairs of a buffer stacked below (spanning the schedule) and pairs
+// of two pinned ones; and kBufferWork a request.
+int64_t ScanWorkAtLeast(const Problem& problem, const Sections& time) {
+  const auto span = ScheduleSpan(problem);
+  int64_t pinned = 0, spanning = 0;
+  for (const Buffer& b : problem.buffers) {
+    if (b.fixed_offset.has_value()) {
+      ++pinned;
+    } else if (SpansAll(b, span)) {
+      ++spanning;
+    }
+  }
+  if (pinned > 0) spanning = 0;  // StackSpanningBuffers stacks none then
+  const int64_t n = static_cast<int64_t>(problem.buffers.size());
+  const int64_t pairs =
+      OverlapTotal(time) / 2 - spanning * (n - 1) - pinned * (pinned - 1) / 2;
+  return std::max<int64_t>(pairs, 0) + kBufferWork * (n - pinned - spanning);
+}
+
 absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
                                const std::vector<int>& order,
                                const PlaceSettings& settings) {
+  // A pass certain to pass its cap is not run: its work would be lost (the
+  // plan then comes from the fallback, as it would after the pass).
+  if (settings.work_cap > 0 && !settings.capacity.has_value() &&
+      order.size() == problem.buffers.size() &&
+      !IsDense(time, settings.search) &&
+      ScanWorkAtLeast(problem, time) > settings.work_cap) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "greedy placement would pass its work cap (", settings.work_cap,
+        " units): its buffers overlap in more pairs"));
+  }
   const TimeWindows windows = CutTime(time, settings.buffers_per_window);
   if (windows.count() > 1) {
     return PlaceWindowed(problem, time, windows, order, settings);

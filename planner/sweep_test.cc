@@ -1,6 +1,7 @@
 #include "planner/sweep.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "planner/planner.h"
 #include "planner/sections.h"
+#include "planner/strategy.h"
 #include "planner/testing/random_problems.h"
 #include "planner/verifier.h"
 #include "planner/work_cap.h"
@@ -163,6 +165,49 @@ TEST(SweepTest, DenseProblemsFallBackToTheSweepAtTheWorkCap) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->strategy, "best_fit_size");
   EXPECT_TRUE(VerifyAllPairs(p, r->solution).ok());
+}
+
+// A long trace of short lifetimes, about 150 overlapping each buffer: too
+// few for merged ranges, too many pairs for a scan within the cap. The
+// greedy passes are not run at all (they could only pass the cap: each
+// overlapping pair is read once at least) and the plan is the sweep's, as
+// it was when they ran to the cap; a heuristic asked for by name runs.
+TEST(SweepTest, PassesCertainToPassTheCapAreNotRun) {
+  Problem p;
+  uint32_t seed = 7;
+  auto next = [&seed] { return seed = seed * 1664525u + 1013904223u; };
+  for (int i = 0; i < 120000; ++i) {
+    Buffer b;
+    b.name = "b" + std::to_string(i);
+    b.start = next() % 40000;
+    b.end = b.start + 1 + next() % 50;
+    b.size = 1 + next() % 4096;
+    p.buffers.push_back(b);
+  }
+  absl::StatusOr<PlanResult> r = PlanBuffers(p, {}, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->strategy, "sweep_best_fit");
+  absl::StatusOr<Solution> sweep = SweepOffsets(r->problem, nullptr);
+  ASSERT_TRUE(sweep.ok());
+  EXPECT_EQ(r->solution.offsets, sweep->offsets);
+
+  absl::StatusOr<Sections> time = CompressTime(r->problem);
+  ASSERT_TRUE(time.ok());
+  absl::StatusOr<std::unique_ptr<OffsetStrategy>> best =
+      MakeStrategy("best_fit_size");
+  ASSERT_TRUE(best.ok());
+  SolveContext capped;
+  capped.work_cap = FirstPlanWorkCap(p.buffers.size()) / 2;
+  capped.time = &*time;
+  const absl::StatusOr<Solution> refused = (*best)->Solve(r->problem, capped);
+  EXPECT_TRUE(absl::IsResourceExhausted(refused.status())) << refused.status();
+  EXPECT_THAT(refused.status().message(),
+              ::testing::HasSubstr("would pass its work cap"));
+  SolveContext uncapped;
+  uncapped.time = &*time;
+  const absl::StatusOr<Solution> full = (*best)->Solve(r->problem, uncapped);
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_TRUE(Verify(r->problem, *full).ok());
 }
 
 TEST(SweepTest, TypicalProblemsKeepTheirFirstHeuristics) {

@@ -21,7 +21,9 @@ namespace memplan::planner {
 // heuristic, the real traces of bench/data/traces 5-16 n log2 n (S_1, the
 // densest, 6.5 million: under the share); dense staggered lifetimes grow
 // like n^2. Shared-object coloring gets four times this (its units are
-// cheaper).
+// cheaper). A pass that scans the placed buffers reads every overlapping
+// pair once at least, so one whose pairs alone pass its share is not run
+// (its plan would be lost at the cap anyway).
 inline int64_t FirstPlanWorkCap(int64_t n) {
   int64_t log2n = 1;
   while ((int64_t{1} << log2n) < n) ++log2n;
