@@ -3,7 +3,11 @@
 // loopback, in the same run. DESIGN's budget: Plan sustains >= 40% of the
 // empty RPC's rate.
 //   rps_bench [seconds per round=2] [client threads=4] [rounds=3]
-//             [strategy=auto] [workers=2]
+//             [strategy=auto] [workers=2] [cache=off|memory]
+// With cache=memory the service has the in-process plan cache that
+// memplan-server has by default (--cache=memory): every call after the
+// first is a hit (the problem rebuilt from the request and the plan
+// verified, not searched).
 //   rps_bench --dump FILE    writes the graph's PlanRequest as JSON
 #include <algorithm>
 #include <atomic>
@@ -16,6 +20,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "engine/plan_cache.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -75,7 +80,7 @@ double Rate(int threads, double seconds, Call call) {
 }
 
 int Run(double seconds, int threads, int rounds, const std::string& strategy,
-        int workers) {
+        int workers, bool cache) {
   // As memplan-server's main does: no deadlock detection on hot mutexes.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   base::WorkerPool pool(workers, 512);
@@ -83,6 +88,8 @@ int Run(double seconds, int threads, int rounds, const std::string& strategy,
   server::Metrics metrics;
   server::ServiceOptions options;
   options.max_in_flight = 1024;
+  engine::PlanCache plan_cache{engine::PlanCacheOptions()};
+  if (cache) options.plan_cache = &plan_cache;
   server::PlannerService service(options, &pool, &shutdown, &metrics);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
@@ -100,9 +107,9 @@ int Run(double seconds, int threads, int rounds, const std::string& strategy,
   request.mutable_options()->set_strategy(strategy);
   std::printf(
       "graph: %d tensors, %d ops; strategy %s; %d client threads, "
-      "%.1f s per round\n",
+      "%.1f s per round; plan cache %s\n",
       request.graph().tensors_size(), request.graph().ops_size(),
-      strategy.c_str(), threads, seconds);
+      strategy.c_str(), threads, seconds, cache ? "in memory" : "off");
   {
     // The plan itself: whether the default heuristics end at the bound
     // (else the default plan also searches, within its node cap).
@@ -167,5 +174,6 @@ int main(int argc, char** argv) {
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 3;
   const std::string strategy = argc > 4 ? argv[4] : "auto";
   const int workers = argc > 5 ? std::max(1, std::atoi(argv[5])) : 2;
-  return memplan::Run(seconds, threads, rounds, strategy, workers);
+  const bool cache = argc > 6 && std::string(argv[6]) == "memory";
+  return memplan::Run(seconds, threads, rounds, strategy, workers, cache);
 }
