@@ -278,13 +278,6 @@ class PlacedBuffers {
   std::vector<TakenRange> scratch_;  // its sort's
 };
 
-// Whether placement reads merged ranges: as asked, or when most buffers
-// overlap many others.
-bool IsDense(const Sections& time, OverlapSearch search) {
-  if (search != OverlapSearch::kAuto) return search == OverlapSearch::kMerged;
-  return MostlyOverlapping(time);
-}
-
 // One buffer to place, gathered in placement order: the loop then reads
 // memory in sequence instead of jumping through the buffers.
 struct Request {
@@ -341,11 +334,9 @@ struct PlaceSettings {
   int buffers_per_window = kBuffersPerWindow;  // windows.h
 };
 
-absl::StatusOr<Solution> PlaceWindowed(const Problem& problem,
-                                       const Sections& time,
-                                       const TimeWindows& windows,
-                                       const std::vector<int>& order,
-                                       const PlaceSettings& settings);
+absl::StatusOr<Solution> PlaceWindowed(
+    const Problem& problem, const Sections& time, const TimeWindows& windows,
+    const std::vector<int>& order, const PlaceSettings& settings, bool dense);
 
 // The greedy placement proper: fixed buffers where pinned, buffers spanning
 // the schedule stacked at the base, the others in `order` into the gap
@@ -358,7 +349,7 @@ absl::StatusOr<Solution> PlaceWindowed(const Problem& problem,
 // the two (a buffer crossing windows is read once per window: more),
 // except pairs of a buffer stacked below (spanning the schedule) and pairs
 // of two pinned ones; and kBufferWork a request.
-int64_t ScanWorkAtLeast(const Problem& problem, const Sections& time) {
+int64_t ScanWorkAtLeast(const Problem& problem, int64_t overlap_total) {
   const auto span = ScheduleSpan(problem);
   int64_t pinned = 0, spanning = 0;
   for (const Buffer& b : problem.buffers) {
@@ -371,26 +362,35 @@ int64_t ScanWorkAtLeast(const Problem& problem, const Sections& time) {
   if (pinned > 0) spanning = 0;  // StackSpanningBuffers stacks none then
   const int64_t n = static_cast<int64_t>(problem.buffers.size());
   const int64_t pairs =
-      OverlapTotal(time) / 2 - spanning * (n - 1) - pinned * (pinned - 1) / 2;
+      overlap_total / 2 - spanning * (n - 1) - pinned * (pinned - 1) / 2;
   return std::max<int64_t>(pairs, 0) + kBufferWork * (n - pinned - spanning);
 }
 
 absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
                                const std::vector<int>& order,
                                const PlaceSettings& settings) {
+  // The overlap total once (an O(n) pass): it says whether placed buffers
+  // are read merged (when most overlap many others: MostlyOverlapping)
+  // and, scanned, the least work the pass counts.
+  const int64_t n = static_cast<int64_t>(problem.buffers.size());
+  const int64_t overlap_total =
+      settings.search == OverlapSearch::kAuto ? OverlapTotal(time) : 0;
+  const bool dense = settings.search == OverlapSearch::kAuto
+                         ? overlap_total > kDenseOverlaps * n
+                         : settings.search == OverlapSearch::kMerged;
   // A pass certain to pass its cap is not run: its work would be lost (the
   // plan then comes from the fallback, as it would after the pass).
   if (settings.work_cap > 0 && !settings.capacity.has_value() &&
-      order.size() == problem.buffers.size() &&
-      !IsDense(time, settings.search) &&
-      ScanWorkAtLeast(problem, time) > settings.work_cap) {
+      settings.search == OverlapSearch::kAuto && !dense &&
+      static_cast<int64_t>(order.size()) == n &&
+      ScanWorkAtLeast(problem, overlap_total) > settings.work_cap) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "greedy placement would pass its work cap (", settings.work_cap,
         " units): its buffers overlap in more pairs"));
   }
   const TimeWindows windows = CutTime(time, settings.buffers_per_window);
   if (windows.count() > 1) {
-    return PlaceWindowed(problem, time, windows, order, settings);
+    return PlaceWindowed(problem, time, windows, order, settings, dense);
   }
   const FitPolicy fit = settings.fit;
   const std::optional<Bytes> capacity = settings.capacity;
@@ -399,7 +399,7 @@ absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
   Solution solution;
   solution.offsets.assign(buffers.size(), -1);
   const Offset base = capacity ? 0 : StackSpanningBuffers(problem, &solution);
-  PlacedBuffers placed(time, IsDense(time, settings.search));
+  PlacedBuffers placed(time, dense);
   for (int i = 0; i < static_cast<int>(buffers.size()); ++i) {
     if (!buffers[i].fixed_offset.has_value()) continue;
     solution.offsets[i] = *buffers[i].fixed_offset;
@@ -502,14 +502,13 @@ bool SetUpWindow(const Problem& problem, const Sections& time,
 }
 
 // Greedy placement window by window (windows.h): the plan Place gives in
-// one pass, whatever the threads. The work cap is kept on the total work
+// one pass, whatever the threads; `dense`: placed buffers are read merged
+// (Place decides, as for one window). The work cap is kept on the total work
 // (a count the windows add to): the same outcome on any thread count, as
 // the work of each buffer does not depend on them.
-absl::StatusOr<Solution> PlaceWindowed(const Problem& problem,
-                                       const Sections& time,
-                                       const TimeWindows& windows,
-                                       const std::vector<int>& order,
-                                       const PlaceSettings& settings) {
+absl::StatusOr<Solution> PlaceWindowed(
+    const Problem& problem, const Sections& time, const TimeWindows& windows,
+    const std::vector<int>& order, const PlaceSettings& settings, bool dense) {
   const auto& b = problem.buffers;
   Solution solution;
   solution.offsets.assign(b.size(), -1);
@@ -527,7 +526,6 @@ absl::StatusOr<Solution> PlaceWindowed(const Problem& problem,
     if (solution.offsets[i] < 0) to_place.push_back(i);
   }
   WindowedPass pass(time, windows, to_place, settings.parallel);
-  const bool dense = IsDense(time, settings.search);
   std::vector<PlacementWindow> state(windows.count());
   std::atomic<bool> set_up{true};
   base::ParallelFor(settings.parallel, windows.count(), [&](int w) {
