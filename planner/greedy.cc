@@ -338,18 +338,15 @@ absl::StatusOr<Solution> PlaceWindowed(
     const Problem& problem, const Sections& time, const TimeWindows& windows,
     const std::vector<int>& order, const PlaceSettings& settings, bool dense);
 
-// The greedy placement proper: fixed buffers where pinned, buffers spanning
-// the schedule stacked at the base, the others in `order` into the gap
-// `fit` picks among the placed ones they overlap. With `capacity`, buffers
-// that would end past it are skipped (offset -1). Large problems are placed
-// window by window (windows.h): the same plan, on several threads.
 // The least work a greedy pass that scans the placed buffers (not merged
 // ranges) counts on `problem` without a capacity, `order` holding every
-// buffer: each overlapping pair of buffers is read once, by the later of
-// the two (a buffer crossing windows is read once per window: more),
-// except pairs of a buffer stacked below (spanning the schedule) and pairs
-// of two pinned ones; and kBufferWork a request.
-int64_t ScanWorkAtLeast(const Problem& problem, int64_t overlap_total) {
+// buffer. Each overlapping pair is read by the later of the two, except
+// pairs of a buffer stacked below (spanning the schedule) and pairs of two
+// pinned ones; each request counts kBufferWork. Cut into `windows`, a
+// request crossing several counts only its last window's reads, so the
+// pairs of crossing buffers are left out too.
+int64_t ScanWorkAtLeast(const Problem& problem, const Sections& time,
+                        int64_t overlap_total, const TimeWindows& windows) {
   const auto span = ScheduleSpan(problem);
   int64_t pinned = 0, spanning = 0;
   for (const Buffer& b : problem.buffers) {
@@ -361,11 +358,26 @@ int64_t ScanWorkAtLeast(const Problem& problem, int64_t overlap_total) {
   }
   if (pinned > 0) spanning = 0;  // StackSpanningBuffers stacks none then
   const int64_t n = static_cast<int64_t>(problem.buffers.size());
-  const int64_t pairs =
-      overlap_total / 2 - spanning * (n - 1) - pinned * (pinned - 1) / 2;
+  int64_t crossing_pairs = 0;
+  if (windows.count() > 1) {
+    const std::vector<int64_t> counts = OverlapCounts(time);
+    for (size_t i = 0; i < counts.size(); ++i) {
+      if (windows.WindowOf(time.first[i]) !=
+          windows.WindowOf(time.last[i] - 1)) {
+        crossing_pairs += counts[i];
+      }
+    }
+  }
+  const int64_t pairs = overlap_total / 2 - spanning * (n - 1) -
+                        pinned * (pinned - 1) / 2 - crossing_pairs;
   return std::max<int64_t>(pairs, 0) + kBufferWork * (n - pinned - spanning);
 }
 
+// The greedy placement proper: fixed buffers where pinned, buffers spanning
+// the schedule stacked at the base, the others in `order` into the gap
+// `fit` picks among the placed ones they overlap. With `capacity`, buffers
+// that would end past it are skipped (offset -1). Large problems are placed
+// window by window (windows.h): the same plan, on several threads.
 absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
                                const std::vector<int>& order,
                                const PlaceSettings& settings) {
@@ -378,17 +390,18 @@ absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
   const bool dense = settings.search == OverlapSearch::kAuto
                          ? overlap_total > kDenseOverlaps * n
                          : settings.search == OverlapSearch::kMerged;
+  const TimeWindows windows = CutTime(time, settings.buffers_per_window);
   // A pass certain to pass its cap is not run: its work would be lost (the
   // plan then comes from the fallback, as it would after the pass).
   if (settings.work_cap > 0 && !settings.capacity.has_value() &&
       settings.search == OverlapSearch::kAuto && !dense &&
       static_cast<int64_t>(order.size()) == n &&
-      ScanWorkAtLeast(problem, overlap_total) > settings.work_cap) {
+      ScanWorkAtLeast(problem, time, overlap_total, windows) >
+          settings.work_cap) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "greedy placement would pass its work cap (", settings.work_cap,
         " units): its buffers overlap in more pairs"));
   }
-  const TimeWindows windows = CutTime(time, settings.buffers_per_window);
   if (windows.count() > 1) {
     return PlaceWindowed(problem, time, windows, order, settings, dense);
   }
