@@ -340,13 +340,11 @@ absl::StatusOr<Solution> PlaceWindowed(
 
 // The least work a greedy pass that scans the placed buffers (not merged
 // ranges) counts on `problem` without a capacity, `order` holding every
-// buffer. Each overlapping pair is read by the later of the two, except
+// buffer: each overlapping pair is read by the later of the two (a request
+// crossing windows reads in each of them, and counts every read), except
 // pairs of a buffer stacked below (spanning the schedule) and pairs of two
-// pinned ones; each request counts kBufferWork. Cut into `windows`, a
-// request crossing several counts only its last window's reads, so the
-// pairs of crossing buffers are left out too.
-int64_t ScanWorkAtLeast(const Problem& problem, const Sections& time,
-                        int64_t overlap_total, const TimeWindows& windows) {
+// pinned ones; each request counts kBufferWork.
+int64_t ScanWorkAtLeast(const Problem& problem, int64_t overlap_total) {
   const auto span = ScheduleSpan(problem);
   int64_t pinned = 0, spanning = 0;
   for (const Buffer& b : problem.buffers) {
@@ -358,18 +356,8 @@ int64_t ScanWorkAtLeast(const Problem& problem, const Sections& time,
   }
   if (pinned > 0) spanning = 0;  // StackSpanningBuffers stacks none then
   const int64_t n = static_cast<int64_t>(problem.buffers.size());
-  int64_t crossing_pairs = 0;
-  if (windows.count() > 1) {
-    const std::vector<int64_t> counts = OverlapCounts(time);
-    for (size_t i = 0; i < counts.size(); ++i) {
-      if (windows.WindowOf(time.first[i]) !=
-          windows.WindowOf(time.last[i] - 1)) {
-        crossing_pairs += counts[i];
-      }
-    }
-  }
-  const int64_t pairs = overlap_total / 2 - spanning * (n - 1) -
-                        pinned * (pinned - 1) / 2 - crossing_pairs;
+  const int64_t pairs =
+      overlap_total / 2 - spanning * (n - 1) - pinned * (pinned - 1) / 2;
   return std::max<int64_t>(pairs, 0) + kBufferWork * (n - pinned - spanning);
 }
 
@@ -396,8 +384,7 @@ absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
   if (settings.work_cap > 0 && !settings.capacity.has_value() &&
       settings.search == OverlapSearch::kAuto && !dense &&
       static_cast<int64_t>(order.size()) == n &&
-      ScanWorkAtLeast(problem, time, overlap_total, windows) >
-          settings.work_cap) {
+      ScanWorkAtLeast(problem, overlap_total) > settings.work_cap) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "greedy placement would pass its work cap (", settings.work_cap,
         " units): its buffers overlap in more pairs"));
@@ -594,8 +581,10 @@ absl::StatusOr<Solution> PlaceWindowed(
           PlacementWindow& s = state[w];
           const Request& r = s.requests[s.cursor];
           s.placed->SetSmallestRequest(r.min_size, r.min_align);
+          int64_t read = 0;
           const std::vector<TakenRange>& taken =
-              s.placed->Taken(r.lo, r.hi, &work);
+              s.placed->Taken(r.lo, r.hi, &read);
+          work += read;  // every window's reads count
           first.taken.insert(first.taken.end(), taken.begin(), taken.end());
         }
         SortByOffset(&first.taken, &first.scratch);
