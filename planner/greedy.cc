@@ -370,13 +370,12 @@ absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
                                const std::vector<int>& order,
                                const PlaceSettings& settings) {
   // The overlap total once (an O(n) pass): it says whether placed buffers
-  // are read merged (when most overlap many others: MostlyOverlapping)
-  // and, scanned, the least work the pass counts.
+  // are read merged and, scanned, the least work the pass counts.
   const int64_t n = static_cast<int64_t>(problem.buffers.size());
   const int64_t overlap_total =
       settings.search == OverlapSearch::kAuto ? OverlapTotal(time) : 0;
   const bool dense = settings.search == OverlapSearch::kAuto
-                         ? overlap_total > kDenseOverlaps * n
+                         ? MostlyOverlapping(overlap_total, n)
                          : settings.search == OverlapSearch::kMerged;
   const TimeWindows windows = CutTime(time, settings.buffers_per_window);
   // A pass certain to pass its cap is not run: its work would be lost (the

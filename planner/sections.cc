@@ -166,8 +166,8 @@ int64_t OverlapTotal(const Sections& sections) {
 }
 
 bool MostlyOverlapping(const Sections& sections) {
-  return OverlapTotal(sections) >
-         kDenseOverlaps * static_cast<int64_t>(sections.first.size());
+  return MostlyOverlapping(OverlapTotal(sections),
+                           static_cast<int64_t>(sections.first.size()));
 }
 
 }  // namespace memplan::planner

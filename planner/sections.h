@@ -128,6 +128,10 @@ inline constexpr int64_t kDenseOverlaps = 256;
 
 // True when buffers overlap more than kDenseOverlaps others on average.
 bool MostlyOverlapping(const Sections& sections);
+// The same from an OverlapTotal already counted over `buffers` buffers.
+inline bool MostlyOverlapping(int64_t overlap_total, int64_t buffers) {
+  return overlap_total > kDenseOverlaps * buffers;
+}
 
 // Per section, the sum of weight(i) over the buffers live in it (i is a
 // position as in Sections::first). O(n + sections). REQUIRES the sums to

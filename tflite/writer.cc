@@ -368,6 +368,11 @@ absl::StatusOr<std::string> Rebuild(const TfliteModel& m,
   return out;
 }
 
+// A planned model given up because the call ended.
+absl::Status Stopped() {
+  return absl::DeadlineExceededError("emit tflite cancelled");
+}
+
 // What TFLM would read back from `bytes`: the words of the last entry named
 // kOfflinePlanMetadata (TFLM keeps the last one it meets).
 std::string ReadPlanWords(const TfliteModel& m) {
@@ -438,8 +443,6 @@ absl::StatusOr<std::string> WriteOfflinePlan(
     const TfliteModel& model, const std::vector<int32_t>& offsets,
     const base::CancelToken* cancel) {
   auto cancelled = [&] { return cancel != nullptr && cancel->Cancelled(); };
-  const absl::Status stopped =
-      absl::DeadlineExceededError("emit tflite cancelled");
   const TfliteModel* m = &model;
   const std::string& name = model.name();
   if (static_cast<int64_t>(offsets.size()) != m->tensor_count()) {
@@ -448,14 +451,14 @@ absl::StatusOr<std::string> WriteOfflinePlan(
         " offsets; the model has ", m->tensor_count(), " tensors"));
   }
   const std::string words = PlanWords(m->subgraph_count(), offsets);
-  if (cancelled()) return stopped;
+  if (cancelled()) return Stopped();
   std::optional<std::string> out = OverwriteInPlace(*m, words);
   if (!out.has_value()) {
     absl::StatusOr<std::string> rebuilt = Rebuild(*m, words);
     if (!rebuilt.ok()) return rebuilt.status();
     out = *std::move(rebuilt);
   }
-  if (cancelled()) return stopped;
+  if (cancelled()) return Stopped();
   absl::StatusOr<TfliteModel> check = TfliteModel::Parse(*out, name);
   if (!check.ok() || ReadPlanWords(*check) != words) {
     return absl::InternalError(absl::StrCat(
