@@ -113,11 +113,13 @@ ExactOptions TightSearch(const Problem& problem) {
 
 // Runs the exact solver seeded with the heuristics' plan, until `budget`
 // (or the effort) stops it, and keeps its plan when it is smaller (and
-// verified). `tight`: the default plan's search (TightSearch), under the
-// call's own token instead. `parallel`: the threads the other searches run
-// on. Times "search" and its share of "verify".
+// verified under `cancel`, the call's own token: a search the budget ended
+// still hands over the best plan it found). `tight`: the default plan's
+// search (TightSearch), under `cancel` alone. `parallel`: the threads the
+// other searches run on. Times "search" and its share of "verify".
 absl::Status SearchExact(const PlanOptions& options, bool tight,
                          const base::Parallelism& parallel,
+                         const base::CancelToken* cancel,
                          const base::CancelToken* budget,
                          std::atomic<Bytes>* best, PlanResult* result) {
   ExactOptions exact;
@@ -144,9 +146,10 @@ absl::Status SearchExact(const PlanOptions& options, bool tight,
     return absl::OkStatus();
   }
   const absl::Time start = absl::Now();
-  absl::Status verified = Verify(result->problem, found->solution, budget);
+  absl::Status verified = Verify(result->problem, found->solution, cancel);
   AddStageTime("verify", absl::Now() - start, result);
-  // Out of time before the better plan was proven: keep the verified one.
+  // The call ended before the better plan was verified: keep the verified
+  // one.
   if (absl::IsDeadlineExceeded(verified)) return absl::OkStatus();
   if (!verified.ok()) {
     return absl::InternalError(absl::StrCat(
@@ -306,7 +309,8 @@ absl::Status AssignOffsets(const PlanOptions& options,
   if (choice->search == SearchWhen::kAboveBound &&
       !MissedCapacity(options, *result)) {
     absl::Status searched =
-        SearchExact(options, /*tight=*/true, parallel, cancel, &best, result);
+        SearchExact(options, /*tight=*/true, parallel, cancel, cancel, &best,
+                    result);
     result->time_limited =
         result->time_limited || (cancel != nullptr && cancel->Cancelled());
     return searched;
@@ -316,7 +320,8 @@ absl::Status AssignOffsets(const PlanOptions& options,
     return absl::OkStatus();
   }
   absl::Status searched =
-      SearchExact(options, /*tight=*/false, parallel, budget, &best, result);
+      SearchExact(options, /*tight=*/false, parallel, cancel, budget, &best,
+                  result);
   result->time_limited = result->time_limited || budget_reached();
   return searched;
 }

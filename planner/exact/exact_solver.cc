@@ -113,9 +113,12 @@ struct Model {
 // The outcome of one search (or sub-search).
 enum class Outcome { kFound, kNotFound, kAborted, kCancelled };
 
-// A bound no plan can beat: peak live bytes, any fixed top, any one size.
+// A bound no plan can beat: peak live bytes with the padding alignment
+// forces (PaddedLowerBound), any fixed top, any one size. Without the
+// padding a search of aligned buffers probes arenas no plan can have, and
+// proves nothing, until its time ends (Silero VAD: 9,264 against 9,356).
 Bytes StrongLowerBound(const Problem& problem) {
-  Bytes bound = LowerBound(problem);
+  Bytes bound = PaddedLowerBound(problem);
   for (const Buffer& b : problem.buffers) {
     bound = std::max(bound, b.size);
     if (b.fixed_offset) bound = std::max(bound, *b.fixed_offset + b.size);
