@@ -308,9 +308,8 @@ absl::Status AssignOffsets(const PlanOptions& options,
   // call's own deadline can cut it.
   if (choice->search == SearchWhen::kAboveBound &&
       !MissedCapacity(options, *result)) {
-    absl::Status searched =
-        SearchExact(options, /*tight=*/true, parallel, cancel, cancel, &best,
-                    result);
+    absl::Status searched = SearchExact(options, /*tight=*/true, parallel,
+                                        cancel, cancel, &best, result);
     result->time_limited =
         result->time_limited || (cancel != nullptr && cancel->Cancelled());
     return searched;
@@ -319,9 +318,8 @@ absl::Status AssignOffsets(const PlanOptions& options,
     result->time_limited = true;
     return absl::OkStatus();
   }
-  absl::Status searched =
-      SearchExact(options, /*tight=*/false, parallel, cancel, budget, &best,
-                  result);
+  absl::Status searched = SearchExact(options, /*tight=*/false, parallel,
+                                      cancel, budget, &best, result);
   result->time_limited = result->time_limited || budget_reached();
   return searched;
 }
