@@ -173,7 +173,7 @@ struct ExactResult {
   CapacityStatus capacity_status = CapacityStatus::kUnknown;
   // Search nodes (placements tried), over all probes and orderings.
   int64_t nodes = 0;
-  // The lower bound used: max(LowerBound, fixed tops, largest buffer).
+  // The lower bound used: max(PaddedLowerBound, fixed tops, largest buffer).
   Bytes lower_bound = 0;
 };
 
