@@ -466,8 +466,12 @@ TEST(ShutdownTest, SigtermUnderBenchmarkLoadExitsWithinGrace) {
   ASSERT_TRUE(running) << "the benchmarks never ran";
   ASSERT_TRUE(WIFEXITED(status)) << status;
   EXPECT_EQ(WEXITSTATUS(status), 0);
-  // The grace, and a second for a loaded machine.
-  EXPECT_LT(took, kGrace + 1);
+  // The grace, and time for a loaded machine: the calls notice the cancel
+  // within 0.1-0.4 s here, on a quiet machine or beside two busy loops, but
+  // a CI machine running a headless browser beside this test once took
+  // 1.7 s (7.3 s in all). Before every stage polled the shutdown it took
+  // 23.7 s.
+  EXPECT_LT(took, kGrace + 3);
   for (const grpc::Status& s : statuses) {
     EXPECT_TRUE(s.error_code() == grpc::StatusCode::UNAVAILABLE ||
                 s.error_code() == grpc::StatusCode::CANCELLED)
