@@ -88,7 +88,10 @@ absl::Status PlanInput(const v1::PlanRequest& request, const Limits& limits,
   const planner::PlanOptions& options = outcome->options;
   if (request.buffers_size() > 0) {
     planner::Problem problem =
-        api::BuffersFromProto(request.buffers(), options.alignment);
+        api::BuffersFromProto(request.buffers(), options.alignment, cancel);
+    if (auto s = CheckCancel(cancel, "reading the buffer list"); !s.ok()) {
+      return s;
+    }
     result = cache != nullptr
                  ? cache->PlanBuffers(std::move(problem), options, workers,
                                       cancel, &outcome->cache)
@@ -98,7 +101,8 @@ absl::Status PlanInput(const v1::PlanRequest& request, const Limits& limits,
     const v1::Graph& graph =
         outcome->model.has_value() ? *outcome->model->graph : request.graph();
     if (auto s = CheckGraph(graph, limits); !s.ok()) return s;
-    const planner::Graph g = api::GraphFromProto(graph);
+    const planner::Graph g = api::GraphFromProto(graph, cancel);
+    if (auto s = CheckCancel(cancel, "reading the graph"); !s.ok()) return s;
     result = cache != nullptr ? cache->PlanGraph(g, options, workers, cancel,
                                                  &outcome->cache)
                               : planner::PlanGraph(g, options, workers, cancel);

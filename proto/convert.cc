@@ -135,17 +135,24 @@ v1::PlanOptions OptionsToProto(const planner::PlanOptions& options) {
   return o;
 }
 
-planner::Graph GraphFromProto(const v1::Graph& graph) {
+planner::Graph GraphFromProto(const v1::Graph& graph,
+                              const base::CancelToken* cancel) {
   planner::Graph g;
   g.name = graph.name();
   g.tensors.reserve(graph.tensors_size());
   for (const v1::Tensor& t : graph.tensors()) {
+    if (base::CancelledAt(cancel, static_cast<int64_t>(g.tensors.size()))) {
+      return g;
+    }
     g.tensors.push_back(
         {t.name(), t.size_bytes(), t.alignment(), t.constant(), t.variable()});
     g.tensors.back().folded = t.folded();
   }
   g.ops.reserve(graph.ops_size());
   for (const v1::Op& op : graph.ops()) {
+    if (base::CancelledAt(cancel, static_cast<int64_t>(g.ops.size()))) {
+      return g;
+    }
     g.ops.push_back({op.name(),
                      {op.inputs().begin(), op.inputs().end()},
                      {op.outputs().begin(), op.outputs().end()},
@@ -182,10 +189,14 @@ v1::Graph GraphToProto(const planner::Graph& graph) {
 
 planner::Problem BuffersFromProto(
     const google::protobuf::RepeatedPtrField<v1::Buffer>& buffers,
-    int64_t default_alignment) {
+    int64_t default_alignment, const base::CancelToken* cancel) {
   planner::Problem problem;
   problem.buffers.reserve(buffers.size());
   for (const v1::Buffer& b : buffers) {
+    if (base::CancelledAt(cancel,
+                          static_cast<int64_t>(problem.buffers.size()))) {
+      return problem;
+    }
     planner::Buffer out;
     out.name = b.id();
     out.start = b.start();
