@@ -40,15 +40,17 @@ using Clock = std::chrono::steady_clock;
 // The most CPU the server may spend from the end of a call through the
 // window after it. The work itself stops within a few milliseconds (every
 // stage polls the call's token); what is left is freeing what was built
-// before the deadline, about a fifth of the CPU spent building it (10-80 ms
-// for the calls below on a 2-core machine), and gRPC's clean-up. Work that
-// went on would take the whole window. The target is 50 ms; the
-// margin is for shared CI machines. A sanitizer's allocator frees far more
-// slowly (ASan recycles its quarantine: 0.16-0.33 s after the 500,000-buffer
-// plan), so there the window is longer and the allowance larger, still well
-// under the window.
+// before the deadline and gRPC's clean-up: 0.02-0.18 s for the calls below
+// on a 2-core machine (CPU time in 10 ms ticks), the most after drawing
+// 400,000 buffers, where a profile shows PlanOutcome's and the request
+// arena's destructors. Work that went on would take the whole window on
+// both workers. The target is 50 ms; the margin is for the largest
+// calls and shared CI machines (0.10 failed now and then). A sanitizer's
+// allocator frees far more slowly (ASan recycles its quarantine: 0.16-0.33
+// s after the 500,000-buffer plan), so there the window is longer and the
+// allowance larger, still well under the window.
 constexpr bool kSlowFree = base::kSanitizerAllocator;
-constexpr double kMaxCpuAfter = kSlowFree ? 0.60 : 0.10;
+constexpr double kMaxCpuAfter = kSlowFree ? 0.60 : 0.25;
 constexpr auto kWindow = std::chrono::milliseconds(kSlowFree ? 1500 : 600);
 
 // x -> Relu -> v1 -> ... -> v{count} float [1, 256]: a 100,000-node chain
