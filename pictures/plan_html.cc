@@ -446,6 +446,9 @@ std::string PlanHtml(const planner::PlanResult& plan,
   const MemoryMap m =
       BuildMemoryMap(plan, options, picture.title, picture.cancel);
   if (picture.cancel != nullptr && picture.cancel->Cancelled()) return "";
+  // The plan's data is most of the page: not copied once cancelled.
+  const std::string data = PlanJson(m, picture.cancel);
+  if (picture.cancel != nullptr && picture.cancel->Cancelled()) return "";
   return absl::StrCat(
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       "<meta name=\"viewport\" content=\"width=device-width\">\n<title>",
@@ -459,9 +462,8 @@ std::string PlanHtml(const planner::PlanResult& plan,
       "<div id=\"map\"><svg id=\"under\"></svg><canvas id=\"canvas\"></canvas>"
       "<svg id=\"over\"></svg><div id=\"tip\"></div></div>\n<div id=\"key\">",
       KeyHtml(m),
-      "</div>\n<script type=\"application/json\" id=\"plan-data\">\n",
-      PlanJson(m, picture.cancel), "\n</script>\n<script>", kJs,
-      "</script>\n</body>\n</html>\n");
+      "</div>\n<script type=\"application/json\" id=\"plan-data\">\n", data,
+      "\n</script>\n<script>", kJs, "</script>\n</body>\n</html>\n");
 }
 
 }  // namespace memplan::formats
