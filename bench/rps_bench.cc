@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/plan_cache.h"
 #include "google/protobuf/util/json_util.h"
@@ -151,6 +152,14 @@ int Run(double seconds, int threads, int rounds, const std::string& strategy,
 }
 
 }  // namespace
+
+constexpr const char* kUsage =
+    "usage: rps_bench [seconds per round=2] [client threads=4] [rounds=3]\n"
+    "                 [strategy=auto] [workers=2] [cache=off|memory]\n"
+    "       rps_bench --dump FILE   the graph's PlanRequest as JSON\n"
+    "Plan RPCs per second on a 193-tensor graph against an empty RPC\n"
+    "(health Check), same in-process server over loopback, same run.\n";
+
 }  // namespace memplan
 
 int main(int argc, char** argv) {
@@ -169,11 +178,29 @@ int main(int argc, char** argv) {
     std::fputs(json.c_str(), f);
     return std::fclose(f) == 0 ? 0 : 1;
   }
-  const double seconds = argc > 1 ? std::atof(argv[1]) : 2.0;
-  const int threads = argc > 2 ? std::atoi(argv[2]) : 4;
-  const int rounds = argc > 3 ? std::atoi(argv[3]) : 3;
+  const std::string first = argc > 1 ? argv[1] : "";
+  if (first == "--help" || first == "-h" || argc > 7) {
+    std::fputs(memplan::kUsage, argc > 7 ? stderr : stdout);
+    return argc > 7 ? 64 : 0;
+  }
+  double seconds = 2.0;
+  int threads = 4, rounds = 3, workers = 2;
+  const bool numbers_ok = (argc <= 1 || absl::SimpleAtod(argv[1], &seconds)) &&
+                          (argc <= 2 || absl::SimpleAtoi(argv[2], &threads)) &&
+                          (argc <= 3 || absl::SimpleAtoi(argv[3], &rounds)) &&
+                          (argc <= 5 || absl::SimpleAtoi(argv[5], &workers));
   const std::string strategy = argc > 4 ? argv[4] : "auto";
-  const int workers = argc > 5 ? std::max(1, std::atoi(argv[5])) : 2;
-  const bool cache = argc > 6 && std::string(argv[6]) == "memory";
+  const std::string cache_arg = argc > 6 ? argv[6] : "off";
+  // Bounded: every round and client loop ends in count and time.
+  if (!numbers_ok || !(seconds > 0 && seconds <= 600) || threads < 1 ||
+      threads > 1024 || rounds < 1 || rounds > 1000 || workers < 1 ||
+      workers > 1024 || (cache_arg != "off" && cache_arg != "memory")) {
+    std::fprintf(stderr,
+                 "rps_bench: bad arguments (seconds in (0, 600], threads, "
+                 "rounds and workers from 1 to 1024 (rounds 1000), cache off "
+                 "or memory); rps_bench --help for usage\n");
+    return 64;
+  }
+  const bool cache = cache_arg == "memory";
   return memplan::Run(seconds, threads, rounds, strategy, workers, cache);
 }
