@@ -32,15 +32,23 @@ inline int64_t FirstPlanWorkCap(int64_t n) {
 
 // The nodes (placements tried) the exact search of the default plan may
 // try when the first heuristics end above the aligned lower bound: 4 per
-// buffer. A node cap, not a time limit, so that the plan depends on the
-// input only. The search's set-up costs about as much as planning with the
-// heuristics, each node about half a microsecond on 200 buffers and ten on
-// 1000 dense ones (a real trace). Where the search closes the gap on the
-// models of BENCHMARKS.md, it does so within 1 to 3 nodes per buffer (its
-// first dives: ConvNeXt-T 477 buffers in 477 nodes; the resnet50 trace,
-// 1042 buffers, in 1045; G_1, 816, in 2447). Problems over
-// ExactOptions::max_buffers are not searched.
-inline int64_t TightSearchNodes(int64_t n) { return 4 * n; }
+// buffer, and at least kSmallSearchNodes on problems of up to
+// kSmallSearchBuffers buffers. A node cap, not a time limit, so that the
+// plan depends on the input only. The search's set-up costs about as much
+// as planning with the heuristics, each node about half a microsecond on
+// 200 buffers and ten on 1000 dense ones (a real trace). Where the search
+// closes the gap on the models of BENCHMARKS.md, it does so within 1 to 3
+// nodes per buffer (its first dives: ConvNeXt-T 477 buffers in 477 nodes;
+// the resnet50 trace, 1042 buffers, in 1045; G_1, 816, in 2447), except
+// Silero VAD (about 85 buffers), whose exports need 4,000-10,000 nodes: the
+// floor, at most about 8 ms where the gap stays open (silero_vad_16k_op15).
+// Problems over ExactOptions::max_buffers are not searched.
+inline constexpr int64_t kSmallSearchBuffers = 512;
+inline constexpr int64_t kSmallSearchNodes = 16384;
+inline int64_t TightSearchNodes(int64_t n) {
+  return n <= kSmallSearchBuffers ? std::max<int64_t>(4 * n, kSmallSearchNodes)
+                                  : 4 * n;
+}
 
 }  // namespace memplan::planner
 

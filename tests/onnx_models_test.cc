@@ -385,6 +385,14 @@ TEST_P(RealModelTest, PlansVerifyAndMatchWhatTheModelSays) {
     EXPECT_EQ(plan->unaligned_lower_bound_bytes(), e.lower_bound);
   }
   EXPECT_GE(plan->arena_size_bytes(), plan->lower_bound_bytes());
+  // Tight by default (issue 30): within 1.001 of the bound, except
+  // silero_vad_16k_op15, whose gap (1.208) the default search does not
+  // close within its 16,384 nodes (--optimize: 1.001).
+  if (m.name != "jjhbw_silero_16k_op15") {
+    EXPECT_LE(static_cast<double>(plan->arena_size_bytes()),
+              1.001 * static_cast<double>(plan->lower_bound_bytes()))
+        << plan->strategy();
+  }
 }
 
 TEST_P(RealModelTest, EveryStrategyGivesAVerifiedPlan) {
