@@ -12,6 +12,7 @@
 #include <iterator>
 #include <string>
 
+#include "base/process_memory.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -150,7 +151,10 @@ TEST_F(CliUsabilityTest, HostileInputEndsWithAClearErrorQuickly) {
   EXPECT_THAT(big.err, HasSubstr("standard input is larger than 201326592 "
                                  "bytes (the input limit, --max_input_bytes)"));
   EXPECT_GT(big.peak_rss_bytes, kLimit);  // it did read up to the limit
-  EXPECT_LT(big.peak_rss_bytes, kLimit + (int64_t{48} << 20));
+  // AddressSanitizer adds its shadow (an eighth: 24 MiB) and its own
+  // baseline: 259.5 MB measured there, 8 MB over the release allowance.
+  constexpr int64_t kOverhead = (base::kSanitizerAllocator ? 80 : 48) << 20;
+  EXPECT_LT(big.peak_rss_bytes, kLimit + kOverhead);
   // Under the limit, standard input is planned as a file would be.
   CommandResult small = testing::RunCommand(
       kCli, {"plan", "--format=json", "--no_timings", "-"},
