@@ -18,6 +18,7 @@
 #include "planner/memory_spaces.h"
 #include "planner/portfolio.h"
 #include "planner/sections.h"
+#include "planner/skyline.h"
 #include "planner/strategy.h"
 #include "planner/verifier.h"
 #include "planner/windows.h"
@@ -157,6 +158,40 @@ absl::Status SearchExact(const PlanOptions& options, bool tight,
   }
   result->solution = std::move(found->solution);
   result->strategy = "exact";
+  return absl::OkStatus();
+}
+
+// The skyline pass of the default plan (skyline.h), within SkylineWorkCap:
+// keeps its plan when smaller, verified under `cancel`. A pass cut by its
+// cap or the call's deadline leaves the plan as it was. Adds its time to
+// "offsets" and "verify".
+absl::Status PlaceOnSkyline(const base::CancelToken* cancel,
+                            PlanResult* result) {
+  const Problem& problem = result->problem;
+  const absl::Time placing = absl::Now();
+  absl::StatusOr<Solution> placed =
+      SkylineOffsets(problem, cancel, SkylineWorkCap(problem.buffers.size()));
+  AddStageTime("offsets", absl::Now() - placing, result);
+  if (!placed.ok()) {
+    return absl::IsResourceExhausted(placed.status()) ||
+                   absl::IsDeadlineExceeded(placed.status())
+               ? absl::OkStatus()
+               : placed.status();
+  }
+  if (placed->arena_size >= result->solution.arena_size) {
+    return absl::OkStatus();
+  }
+  const absl::Time start = absl::Now();
+  absl::Status verified = Verify(problem, *placed, cancel);
+  AddStageTime("verify", absl::Now() - start, result);
+  if (absl::IsDeadlineExceeded(verified)) return absl::OkStatus();
+  if (!verified.ok()) {
+    return absl::InternalError(absl::StrCat(
+        "the skyline pass produced an invalid plan: ", verified.message()));
+  }
+  result->solution = *std::move(placed);
+  result->strategy = "skyline_area";
+  result->proven_optimal = result->solution.arena_size == result->lower_bound;
   return absl::OkStatus();
 }
 
@@ -303,11 +338,18 @@ absl::Status AssignOffsets(const PlanOptions& options,
   if (!WorthSearching(options, choice->search, *result)) {
     return absl::OkStatus();
   }
-  // The default plan above the bound: a search bounded by nodes, not by
-  // the time budget, so the plan is the same under any load; only the
-  // call's own deadline can cut it.
+  // The default plan above the bound: the skyline pass (the search's
+  // first dive, without the search's set-up), then, still above, a search
+  // bounded by nodes, not by the time budget, so the plan is the same under
+  // any load; only the call's own deadline can cut them.
   if (choice->search == SearchWhen::kAboveBound &&
       !MissedCapacity(options, *result)) {
+    if (absl::Status s = PlaceOnSkyline(cancel, result); !s.ok()) return s;
+    if (!WorthSearching(options, choice->search, *result)) {
+      result->time_limited =
+          result->time_limited || (cancel != nullptr && cancel->Cancelled());
+      return absl::OkStatus();
+    }
     absl::Status searched = SearchExact(options, /*tight=*/true, parallel,
                                         cancel, cancel, &best, result);
     result->time_limited =

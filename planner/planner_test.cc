@@ -13,6 +13,7 @@
 #include "planner/liveness.h"
 #include "planner/portfolio.h"
 #include "planner/shared_objects.h"
+#include "planner/skyline.h"
 #include "planner/strategy.h"
 #include "planner/testing/cpu_time.h"
 #include "planner/testing/graphs.h"
@@ -36,6 +37,15 @@ Bytes QuickHeuristicsArena(const Problem& p) {
   return arena;
 }
 
+// The arena the default plan has before its search: the quick heuristics,
+// then, above the aligned bound, the skyline pass.
+Bytes BeforeTheSearch(const Problem& p) {
+  const Bytes quick = QuickHeuristicsArena(p);
+  if (quick <= AlignedLowerBound(p)) return quick;
+  absl::StatusOr<Solution> s = SkylineOffsets(p, nullptr, 0);
+  return s.ok() ? std::min(quick, s->arena_size) : quick;
+}
+
 TEST(PlannerTest, GraphPlanIsVerifiedAndReportsEveryStage) {
   base::WorkerPool pool(2, 16);
   Graph g = testing::RandomGraph(50, 7);
@@ -55,8 +65,9 @@ TEST(PlannerTest, GraphPlanIsVerifiedAndReportsEveryStage) {
   for (const StageTime& s : r->stages) stages.push_back(s.stage);
   std::vector<std::string> expected = {"liveness", "prepare", "interference",
                                        "pools",    "offsets", "verify"};
-  // The search follows where best and first fit end above the bound.
-  if (QuickHeuristicsArena(r->problem) > AlignedLowerBound(r->problem)) {
+  // The search follows where best and first fit, then the skyline pass,
+  // end above the bound.
+  if (BeforeTheSearch(r->problem) > AlignedLowerBound(r->problem)) {
     expected.push_back("search");
   }
   EXPECT_THAT(stages, ::testing::UnorderedElementsAreArray(expected));
@@ -213,15 +224,39 @@ TEST(PlannerTest, ExactSearchClosesTheGapOnAHardInstance) {
   EXPECT_TRUE(VerifyAllPairs(p, best->solution).ok());
 }
 
-TEST(PlannerTest, DefaultPlanSearchesWhereTheHeuristicsEndAboveTheBound) {
+TEST(PlannerTest, DefaultPlanTakesTheSkylineWhereItReachesTheBound) {
   // Best and first fit by size both end at 17 bytes here, one above the
-  // bound (step 0); the default plan reaches the bound by its node-capped
-  // search, which no time budget cuts.
+  // bound (step 0); the skyline pass that follows reaches the bound, so the
+  // search does not run.
   Problem p;
   p.buffers = {{"a", 1, 3, 6}, {"b", 0, 1, 5}, {"c", 0, 2, 5},
                {"d", 0, 3, 2}, {"e", 0, 1, 4}, {"f", 3, 4, 2}};
   ASSERT_EQ(LowerBound(p), 16);
   ASSERT_GT(QuickHeuristicsArena(p), LowerBound(p));
+  absl::StatusOr<PlanResult> r =
+      PlanBuffers(p, PlanOptions{}, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->solution.arena_size, LowerBound(p));
+  EXPECT_EQ(r->strategy, "skyline_area");
+  EXPECT_TRUE(r->proven_optimal);
+  EXPECT_FALSE(r->time_limited);
+  EXPECT_TRUE(VerifyAllPairs(p, r->solution).ok());
+  for (const StageTime& stage : r->stages) EXPECT_NE(stage.stage, "search");
+}
+
+TEST(PlannerTest, DefaultPlanSearchesWhereTheHeuristicsEndAboveTheBound) {
+  // Best and first fit by size and the skyline pass all end at 11 bytes
+  // here, two above the bound (steps 0 and 2); the default plan reaches the
+  // bound by its node-capped search, which no time budget cuts.
+  Problem p;
+  p.buffers = {{"a", 2, 4, 6},
+               {"b", 0, 1, 5},
+               {"c", 1, 3, 3},
+               {"d", 0, 2, 1},
+               {"e", 0, 2, 2}};
+  ASSERT_EQ(LowerBound(p), 9);
+  ASSERT_EQ(QuickHeuristicsArena(p), 11);
+  ASSERT_EQ(BeforeTheSearch(p), 11);
   PlanOptions options;
   options.time_budget = absl::Nanoseconds(1);  // the search ignores it
   base::WorkerPool pool(4, 64);

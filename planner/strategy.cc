@@ -8,6 +8,7 @@
 #include "planner/exact/exact_solver.h"
 #include "planner/greedy.h"
 #include "planner/hill_climb.h"
+#include "planner/skyline.h"
 #include "planner/sweep.h"
 
 namespace memplan::planner {
@@ -35,6 +36,9 @@ std::unique_ptr<OffsetStrategy> MakeGreedy(const Entry& e) {
 }
 std::unique_ptr<OffsetStrategy> MakeHillClimb(const Entry&) {
   return std::make_unique<HillClimbStrategy>();
+}
+std::unique_ptr<OffsetStrategy> MakeSkyline(const Entry&) {
+  return std::make_unique<SkylineStrategy>();
 }
 std::unique_ptr<OffsetStrategy> MakeSweep(const Entry&) {
   return std::make_unique<SweepStrategy>();
@@ -67,6 +71,7 @@ constexpr Entry kRegistry[] = {
      MakeGreedy},
     {"first_fit_breadth", Role::kHeuristic, GreedyOrder::kBreadth, kFirst,
      MakeGreedy},
+    {"skyline_area", Role::kHeuristic, kSize, kBest, MakeSkyline},
     {"sweep_best_fit", Role::kHeuristic, kSize, kBest, MakeSweep},
     {"hill_climb", Role::kHeuristic, kSize, kBest, MakeHillClimb},
     {"exact", Role::kSearch, kSize, kBest, MakeExact},

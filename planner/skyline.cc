@@ -1,0 +1,223 @@
+#include "planner/skyline.h"
+
+#include <algorithm>
+#include <limits>
+#include <queue>
+#include <utility>
+#include <vector>
+
+#include "absl/numeric/int128.h"
+#include "absl/strings/str_cat.h"
+#include "planner/validate.h"
+
+namespace memplan::planner {
+namespace {
+
+// Units of work (base::WorkMeter's) per buffer taken from the queue,
+// beside the pinned buffers its lift passes: the tree's two walks.
+constexpr int64_t kPopWork = 8;
+
+// The highest top: room above it for any alignment's rounding.
+constexpr Offset kHighest = std::numeric_limits<Offset>::max() - kMaxAlignment;
+
+// The skyline over compressed time: the highest top placed in each
+// elementary interval, with range max queries and range raises (tops only
+// rise). A bottom-up segment tree over `size` intervals: max_[p] is the
+// highest top in p's subtree, raised_[p] (inner nodes) a raise that covered
+// all of p's subtree, not pushed down (it holds for p's leaves all the
+// same, so a query takes it from the ancestors of its end leaves).
+class Skyline {
+ public:
+  explicit Skyline(int size) {
+    while (leaves_ < size) leaves_ *= 2;
+    max_.assign(2 * leaves_, 0);
+    raised_.assign(leaves_, 0);
+  }
+
+  // The highest top over intervals [lo, hi). REQUIRES lo < hi.
+  Offset Max(int lo, int hi) const {
+    Offset top = std::max(Above(lo + leaves_), Above(hi - 1 + leaves_));
+    for (int l = lo + leaves_, r = hi + leaves_; l < r; l >>= 1, r >>= 1) {
+      if (l & 1) top = std::max(top, max_[l++]);
+      if (r & 1) top = std::max(top, max_[--r]);
+    }
+    return top;
+  }
+
+  // Raises intervals [lo, hi) to at least `top`. REQUIRES lo < hi.
+  void Raise(int lo, int hi, Offset top) {
+    for (int l = lo + leaves_, r = hi + leaves_; l < r; l >>= 1, r >>= 1) {
+      if (l & 1) RaiseNode(l++, top);
+      if (r & 1) RaiseNode(--r, top);
+    }
+    Rebuild(lo + leaves_);
+    Rebuild(hi - 1 + leaves_);
+  }
+
+ private:
+  void RaiseNode(int p, Offset top) {
+    max_[p] = std::max(max_[p], top);
+    if (p < leaves_) raised_[p] = std::max(raised_[p], top);
+  }
+  // The raises pending above leaf p.
+  Offset Above(int p) const {
+    Offset top = 0;
+    for (p >>= 1; p >= 1; p >>= 1) top = std::max(top, raised_[p]);
+    return top;
+  }
+  // Recomputes the ancestors of leaf p.
+  void Rebuild(int p) {
+    for (p >>= 1; p >= 1; p >>= 1) {
+      max_[p] = std::max({max_[2 * p], max_[2 * p + 1], raised_[p]});
+    }
+  }
+
+  int leaves_ = 1;
+  std::vector<Offset> max_;     // per node: the highest top in its subtree
+  std::vector<Offset> raised_;  // per inner node: a raise of all of it
+};
+
+// Each buffer's lifetime as elementary intervals [lo[i], hi[i]) between
+// the distinct starts and ends; returns their count.
+int CompressLifetimes(const Problem& problem, std::vector<int>* lo,
+                      std::vector<int>* hi) {
+  std::vector<Step> points;
+  points.reserve(2 * problem.buffers.size());
+  for (const Buffer& b : problem.buffers) {
+    points.push_back(b.start);
+    points.push_back(b.end);
+  }
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  const auto index = [&](Step s) {
+    return static_cast<int>(std::lower_bound(points.begin(), points.end(), s) -
+                            points.begin());
+  };
+  lo->resize(problem.buffers.size());
+  hi->resize(problem.buffers.size());
+  for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    (*lo)[i] = index(problem.buffers[i].start);
+    (*hi)[i] = index(problem.buffers[i].end);
+  }
+  return std::max<int>(0, static_cast<int>(points.size()) - 1);
+}
+
+// The order among equal floors: largest area (size x lifetime) first, then
+// the lowest index. Per buffer its rank in that order.
+std::vector<int> AreaRanks(const Problem& problem) {
+  const std::vector<Buffer>& b = problem.buffers;
+  std::vector<int> order(b.size());
+  for (size_t i = 0; i < b.size(); ++i) order[i] = static_cast<int>(i);
+  const auto area = [&](int i) {
+    return absl::uint128(static_cast<uint64_t>(b[i].size)) *
+           static_cast<uint64_t>(b[i].end - b[i].start);
+  };
+  std::sort(order.begin(), order.end(), [&](int x, int y) {
+    const absl::uint128 ax = area(x), ay = area(y);
+    return ax != ay ? ax > ay : x < y;
+  });
+  std::vector<int> rank(b.size());
+  for (size_t r = 0; r < order.size(); ++r) {
+    rank[order[r]] = static_cast<int>(r);
+  }
+  return rank;
+}
+
+// Pinned buffers, lowest offset first: the obstacles a floor is lifted
+// over.
+std::vector<int> PinnedByOffset(const Problem& problem) {
+  std::vector<int> pinned;
+  for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    if (problem.buffers[i].fixed_offset) pinned.push_back(static_cast<int>(i));
+  }
+  std::sort(pinned.begin(), pinned.end(), [&](int x, int y) {
+    return *problem.buffers[x].fixed_offset < *problem.buffers[y].fixed_offset;
+  });
+  return pinned;
+}
+
+// The lowest offset >= `floor`, aligned, where buffer `b` clears every
+// pinned buffer live with it; counts a unit per pinned buffer passed.
+// Returns > kHighest - size when none fits below 2^63.
+Offset Lift(const Problem& problem, const std::vector<int>& pinned, int b,
+            Offset floor, int64_t* work) {
+  const Buffer& x = problem.buffers[b];
+  Offset at = AlignUp(floor, x.alignment);
+  for (int p : pinned) {
+    ++*work;
+    const Buffer& y = problem.buffers[p];
+    if (*y.fixed_offset >= at + x.size) break;
+    if (!LifetimesOverlap(x, y)) continue;
+    const Offset top = *y.fixed_offset + y.size;
+    if (top > at) at = AlignUp(top, x.alignment);
+    if (at > kHighest - x.size) break;
+  }
+  return at;
+}
+
+}  // namespace
+
+absl::StatusOr<Solution> SkylineOffsets(const Problem& problem,
+                                        const base::CancelToken* cancel,
+                                        int64_t work_cap) {
+  const std::vector<Buffer>& b = problem.buffers;
+  const int n = static_cast<int>(b.size());
+  Solution solution;
+  solution.offsets.assign(n, -1);
+  std::vector<int> lo, hi;
+  Skyline skyline(CompressLifetimes(problem, &lo, &hi));
+  const std::vector<int> rank = AreaRanks(problem);
+  const std::vector<int> pinned = PinnedByOffset(problem);
+  base::WorkMeter meter(cancel, work_cap);
+  // (floor, rank), lowest first. A buffer's floor only rises, so a
+  // queued floor is a lower bound: the buffer taken out goes there if the
+  // floor still holds, else back in at its new floor.
+  using Entry = std::pair<Offset, int>;  // (floor, rank)
+  std::vector<int> by_rank(n);
+  std::vector<Entry> initial;
+  initial.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    by_rank[rank[i]] = i;
+    if (b[i].fixed_offset) {
+      solution.offsets[i] = *b[i].fixed_offset;
+      continue;
+    }
+    int64_t work = 0;
+    initial.emplace_back(Lift(problem, pinned, i, 0, &work), rank[i]);
+    if (meter.Stop(work)) return meter.StopStatus("skyline placement");
+  }
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue(
+      std::greater<Entry>(), std::move(initial));
+  while (!queue.empty()) {
+    const auto [queued, r] = queue.top();
+    queue.pop();
+    const int i = by_rank[r];
+    int64_t work = kPopWork;
+    const Offset floor =
+        Lift(problem, pinned, i, skyline.Max(lo[i], hi[i]), &work);
+    if (floor > kHighest - b[i].size) {
+      return absl::InvalidArgumentError(
+          "the plan's arena would pass 2^63 bytes: buffers pinned near 2^62 "
+          "with the rest planned above them");
+    }
+    if (meter.Stop(work)) return meter.StopStatus("skyline placement");
+    if (floor > queued) {
+      queue.emplace(floor, r);
+      continue;
+    }
+    solution.offsets[i] = floor;
+    skyline.Raise(lo[i], hi[i], floor + b[i].size);
+  }
+  solution.arena_size = ArenaOf(problem, solution.offsets);
+  return solution;
+}
+
+absl::StatusOr<Solution> SkylineStrategy::Solve(const Problem& problem,
+                                                const SolveContext& ctx) const {
+  absl::StatusOr<Solution> s =
+      SkylineOffsets(problem, ctx.cancel, ctx.work_cap);
+  if (s.ok()) UpdateBest(ctx.best_arena, s->arena_size);
+  return s;
+}
+
+}  // namespace memplan::planner
