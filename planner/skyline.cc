@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <queue>
 #include <utility>
 #include <vector>
 
@@ -17,18 +16,29 @@ namespace {
 // beside the pinned buffers its lift passes: the tree's two walks.
 constexpr int64_t kPopWork = 8;
 
+// Lifetimes spanning at most this many intervals on average use a flat
+// skyline: each read and raise then costs the intervals it spans (counted
+// as work, a unit per kFlatWidth).
+constexpr int64_t kFlatWidth = 16;
+
 // The highest top: room above it for any alignment's rounding.
 constexpr Offset kHighest = std::numeric_limits<Offset>::max() - kMaxAlignment;
 
 // The skyline over compressed time: the highest top placed in each
 // elementary interval, with range max queries and range raises (tops only
-// rise). A bottom-up segment tree over `size` intervals: max_[p] is the
-// highest top in p's subtree, raised_[p] (inner nodes) a raise that covered
-// all of p's subtree, not pushed down (it holds for p's leaves all the
-// same, so a query takes it from the ancestors of its end leaves).
+// rise). Where lifetimes span few intervals (kFlatWidth on average) a flat
+// array read and written interval by interval; otherwise a bottom-up
+// segment tree: max_[p] is the highest top in p's subtree, raised_[p]
+// (inner nodes) a raise that covered all of p's subtree, not pushed down
+// (it holds for p's leaves all the same, so a query takes it from the
+// ancestors of its end leaves). The same answers either way.
 class Skyline {
  public:
-  explicit Skyline(int size) {
+  Skyline(int size, bool flat) : flat_(flat) {
+    if (flat_) {
+      max_.assign(size, 0);
+      return;
+    }
     while (leaves_ < size) leaves_ *= 2;
     max_.assign(2 * leaves_, 0);
     raised_.assign(leaves_, 0);
@@ -36,6 +46,7 @@ class Skyline {
 
   // The highest top over intervals [lo, hi). REQUIRES lo < hi.
   Offset Max(int lo, int hi) const {
+    if (flat_) return *std::max_element(&max_[lo], &max_[lo] + (hi - lo));
     Offset top = std::max(Above(lo + leaves_), Above(hi - 1 + leaves_));
     for (int l = lo + leaves_, r = hi + leaves_; l < r; l >>= 1, r >>= 1) {
       if (l & 1) top = std::max(top, max_[l++]);
@@ -46,6 +57,10 @@ class Skyline {
 
   // Raises intervals [lo, hi) to at least `top`. REQUIRES lo < hi.
   void Raise(int lo, int hi, Offset top) {
+    if (flat_) {
+      for (int k = lo; k < hi; ++k) max_[k] = std::max(max_[k], top);
+      return;
+    }
     for (int l = lo + leaves_, r = hi + leaves_; l < r; l >>= 1, r >>= 1) {
       if (l & 1) RaiseNode(l++, top);
       if (r & 1) RaiseNode(--r, top);
@@ -72,20 +87,49 @@ class Skyline {
     }
   }
 
+  const bool flat_;
   int leaves_ = 1;
-  std::vector<Offset> max_;     // per node: the highest top in its subtree
+  std::vector<Offset> max_;     // per interval (flat), else per node
   std::vector<Offset> raised_;  // per inner node: a raise of all of it
 };
 
 // Each buffer's lifetime as elementary intervals [lo[i], hi[i]) between
-// the distinct starts and ends; returns their count.
+// the distinct starts and ends; returns their count. A schedule spanning
+// few steps (graphs: about one op per step) is indexed by step, others
+// by sorting.
 int CompressLifetimes(const Problem& problem, std::vector<int>* lo,
                       std::vector<int>* hi) {
+  const std::vector<Buffer>& b = problem.buffers;
+  const size_t n = b.size();
+  lo->resize(n);
+  hi->resize(n);
+  if (n == 0) return 0;
+  const auto [first, last] = ScheduleSpan(problem);
+  // Steps lie within +-2^62: the span fits in 64 bits unsigned.
+  const uint64_t span =
+      static_cast<uint64_t>(last) - static_cast<uint64_t>(first);
+  if (span <= 4 * n) {
+    std::vector<int> index(span + 1, 0);
+    for (const Buffer& x : b) {
+      index[x.start - first] = 1;
+      index[x.end - first] = 1;
+    }
+    int count = -1;
+    for (int& k : index) {
+      count += k;
+      k = count;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      (*lo)[i] = index[b[i].start - first];
+      (*hi)[i] = index[b[i].end - first];
+    }
+    return count;
+  }
   std::vector<Step> points;
-  points.reserve(2 * problem.buffers.size());
-  for (const Buffer& b : problem.buffers) {
-    points.push_back(b.start);
-    points.push_back(b.end);
+  points.reserve(2 * n);
+  for (const Buffer& x : b) {
+    points.push_back(x.start);
+    points.push_back(x.end);
   }
   std::sort(points.begin(), points.end());
   points.erase(std::unique(points.begin(), points.end()), points.end());
@@ -93,32 +137,27 @@ int CompressLifetimes(const Problem& problem, std::vector<int>* lo,
     return static_cast<int>(std::lower_bound(points.begin(), points.end(), s) -
                             points.begin());
   };
-  lo->resize(problem.buffers.size());
-  hi->resize(problem.buffers.size());
-  for (size_t i = 0; i < problem.buffers.size(); ++i) {
-    (*lo)[i] = index(problem.buffers[i].start);
-    (*hi)[i] = index(problem.buffers[i].end);
+  for (size_t i = 0; i < n; ++i) {
+    (*lo)[i] = index(b[i].start);
+    (*hi)[i] = index(b[i].end);
   }
-  return std::max<int>(0, static_cast<int>(points.size()) - 1);
+  return static_cast<int>(points.size()) - 1;
 }
 
 // The order among equal floors: largest area (size x lifetime) first, then
 // the lowest index. Per buffer its rank in that order.
 std::vector<int> AreaRanks(const Problem& problem) {
   const std::vector<Buffer>& b = problem.buffers;
-  std::vector<int> order(b.size());
-  for (size_t i = 0; i < b.size(); ++i) order[i] = static_cast<int>(i);
-  const auto area = [&](int i) {
-    return absl::uint128(static_cast<uint64_t>(b[i].size)) *
-           static_cast<uint64_t>(b[i].end - b[i].start);
-  };
-  std::sort(order.begin(), order.end(), [&](int x, int y) {
-    const absl::uint128 ax = area(x), ay = area(y);
-    return ax != ay ? ax > ay : x < y;
-  });
+  std::vector<std::pair<absl::uint128, int>> keys(b.size());
+  for (size_t i = 0; i < b.size(); ++i) {
+    const absl::uint128 area = absl::uint128(static_cast<uint64_t>(b[i].size)) *
+                               static_cast<uint64_t>(b[i].end - b[i].start);
+    keys[i] = {~area, static_cast<int>(i)};  // largest area first
+  }
+  std::sort(keys.begin(), keys.end());
   std::vector<int> rank(b.size());
-  for (size_t r = 0; r < order.size(); ++r) {
-    rank[order[r]] = static_cast<int>(r);
+  for (size_t r = 0; r < keys.size(); ++r) {
+    rank[keys[r].second] = static_cast<int>(r);
   }
   return rank;
 }
@@ -155,23 +194,52 @@ Offset Lift(const Problem& problem, const std::vector<int>& pinned, int b,
   return at;
 }
 
+// Restores the min-heap `heap` after its first entry rose.
+template <typename Entry>
+void SiftDown(std::vector<Entry>* heap) {
+  std::vector<Entry>& h = *heap;
+  const size_t n = h.size();
+  size_t at = 0;
+  const Entry moved = h[0];
+  for (;;) {
+    size_t child = 2 * at + 1;
+    if (child >= n) break;
+    if (child + 1 < n && h[child + 1] < h[child]) ++child;
+    if (!(h[child] < moved)) break;
+    h[at] = h[child];
+    at = child;
+  }
+  h[at] = moved;
+}
+
 }  // namespace
 
 absl::StatusOr<Solution> SkylineOffsets(const Problem& problem,
                                         const base::CancelToken* cancel,
                                         int64_t work_cap) {
+  return SkylineOffsets(problem, cancel, work_cap, SkylineIndex::kAuto);
+}
+
+absl::StatusOr<Solution> SkylineOffsets(const Problem& problem,
+                                        const base::CancelToken* cancel,
+                                        int64_t work_cap, SkylineIndex index) {
   const std::vector<Buffer>& b = problem.buffers;
   const int n = static_cast<int>(b.size());
   Solution solution;
   solution.offsets.assign(n, -1);
   std::vector<int> lo, hi;
-  Skyline skyline(CompressLifetimes(problem, &lo, &hi));
+  const int intervals = CompressLifetimes(problem, &lo, &hi);
+  int64_t widths = 0;
+  for (int i = 0; i < n; ++i) widths += hi[i] - lo[i];
+  const bool flat = index == SkylineIndex::kAuto ? widths <= kFlatWidth * n
+                                                 : index == SkylineIndex::kFlat;
+  Skyline skyline(intervals, flat);
   const std::vector<int> rank = AreaRanks(problem);
   const std::vector<int> pinned = PinnedByOffset(problem);
   base::WorkMeter meter(cancel, work_cap);
   // (floor, rank), lowest first. A buffer's floor only rises, so a
-  // queued floor is a lower bound: the buffer taken out goes there if the
-  // floor still holds, else back in at its new floor.
+  // queued floor is a lower bound: the first buffer goes there if its floor
+  // still holds, else moves down the queue to its new floor.
   using Entry = std::pair<Offset, int>;  // (floor, rank)
   std::vector<int> by_rank(n);
   std::vector<Entry> initial;
@@ -186,13 +254,12 @@ absl::StatusOr<Solution> SkylineOffsets(const Problem& problem,
     initial.emplace_back(Lift(problem, pinned, i, 0, &work), rank[i]);
     if (meter.Stop(work)) return meter.StopStatus("skyline placement");
   }
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue(
-      std::greater<Entry>(), std::move(initial));
+  std::vector<Entry>& queue = initial;  // a min-heap
+  std::make_heap(queue.begin(), queue.end(), std::greater<Entry>());
   while (!queue.empty()) {
-    const auto [queued, r] = queue.top();
-    queue.pop();
+    const auto [queued, r] = queue.front();
     const int i = by_rank[r];
-    int64_t work = kPopWork;
+    int64_t work = kPopWork + (flat ? (hi[i] - lo[i]) / kFlatWidth : 0);
     const Offset floor =
         Lift(problem, pinned, i, skyline.Max(lo[i], hi[i]), &work);
     if (floor > kHighest - b[i].size) {
@@ -202,9 +269,12 @@ absl::StatusOr<Solution> SkylineOffsets(const Problem& problem,
     }
     if (meter.Stop(work)) return meter.StopStatus("skyline placement");
     if (floor > queued) {
-      queue.emplace(floor, r);
+      queue.front().first = floor;
+      SiftDown(&queue);
       continue;
     }
+    std::pop_heap(queue.begin(), queue.end(), std::greater<Entry>());
+    queue.pop_back();
     solution.offsets[i] = floor;
     skyline.Raise(lo[i], hi[i], floor + b[i].size);
   }

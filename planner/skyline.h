@@ -36,6 +36,19 @@ namespace memplan::planner {
 [[nodiscard]] absl::StatusOr<Solution> SkylineOffsets(
     const Problem& problem, const base::CancelToken* cancel, int64_t work_cap);
 
+// How the skyline is read and raised.
+enum class SkylineIndex {
+  kAuto,  // kFlat when lifetimes span few intervals on average, else kTree
+  kFlat,  // an array of intervals: each read and raise costs its span
+  kTree,  // a segment tree: O(log n) each
+};
+
+// SkylineOffsets with the index chosen (tests and benchmarks): every choice
+// gives the same plan.
+[[nodiscard]] absl::StatusOr<Solution> SkylineOffsets(
+    const Problem& problem, const base::CancelToken* cancel, int64_t work_cap,
+    SkylineIndex index);
+
 // SkylineOffsets as a strategy ("skyline_area"), under SolveContext's
 // cancel and work_cap.
 class SkylineStrategy : public OffsetStrategy {

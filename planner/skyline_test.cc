@@ -42,13 +42,19 @@ TEST(SkylineTest, LiftsOverPinnedBuffersLiveWithIt) {
   EXPECT_TRUE(VerifyAllPairs(p, *s).ok());
 }
 
-// Every plan is valid: random buffer lists, aligned or not, with some
-// buffers pinned where a valid plan had them.
+// Every plan is valid: random buffer lists, aligned or not, on steps near
+// or far apart, with some buffers pinned where a valid plan had them.
 TEST(SkylineTest, PlansAreValidOnRandomProblems) {
   for (int trial = 0; trial < 60; ++trial) {
     Problem p = trial % 2 == 0 ? testing::RandomProblem(120, trial,
                                                         trial % 4 == 0 ? 64 : 1)
                                : testing::DenseProblem(80, trial, 16);
+    if (trial % 5 == 0) {  // steps far apart: compressed by sorting
+      for (Buffer& x : p.buffers) {
+        x.start *= 1'000'003;
+        x.end *= 1'000'003;
+      }
+    }
     if (trial % 3 == 0) {
       absl::StatusOr<Solution> pinned = SkylineOffsets(p, nullptr, 0);
       ASSERT_TRUE(pinned.ok()) << pinned.status();
@@ -59,6 +65,12 @@ TEST(SkylineTest, PlansAreValidOnRandomProblems) {
     absl::StatusOr<Solution> s = SkylineOffsets(p, nullptr, 0);
     ASSERT_TRUE(s.ok()) << "trial " << trial << ": " << s.status();
     EXPECT_TRUE(VerifyAllPairs(p, *s).ok()) << "trial " << trial;
+    // The flat skyline and the segment tree place alike.
+    for (SkylineIndex index : {SkylineIndex::kFlat, SkylineIndex::kTree}) {
+      absl::StatusOr<Solution> same = SkylineOffsets(p, nullptr, 0, index);
+      ASSERT_TRUE(same.ok()) << same.status();
+      EXPECT_EQ(same->offsets, s->offsets) << "trial " << trial;
+    }
     EXPECT_GE(s->arena_size, LowerBound(p)) << "trial " << trial;
     for (size_t i = 0; i < p.buffers.size(); ++i) {
       if (p.buffers[i].fixed_offset) {
