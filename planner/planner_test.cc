@@ -38,11 +38,11 @@ Bytes QuickHeuristicsArena(const Problem& p) {
 }
 
 // The arena the default plan has before its search: the quick heuristics,
-// then, above the aligned bound, the skyline pass.
+// then, above the aligned bound, the skyline pass by area.
 Bytes BeforeTheSearch(const Problem& p) {
   const Bytes quick = QuickHeuristicsArena(p);
   if (quick <= AlignedLowerBound(p)) return quick;
-  absl::StatusOr<Solution> s = SkylineOffsets(p, nullptr, 0);
+  absl::StatusOr<Solution> s = SkylineOffsets(p, nullptr, {});
   return s.ok() ? std::min(quick, s->arena_size) : quick;
 }
 

@@ -144,15 +144,18 @@ int CompressLifetimes(const Problem& problem, std::vector<int>* lo,
   return static_cast<int>(points.size()) - 1;
 }
 
-// The order among equal floors: largest area (size x lifetime) first, then
-// the lowest index. Per buffer its rank in that order.
-std::vector<int> AreaRanks(const Problem& problem) {
+// The order among equal floors: largest area (size x lifetime) or size
+// first, then the lowest index. Per buffer its rank in that order.
+std::vector<int> Ranks(const Problem& problem, SkylineTies ties) {
   const std::vector<Buffer>& b = problem.buffers;
   std::vector<std::pair<absl::uint128, int>> keys(b.size());
   for (size_t i = 0; i < b.size(); ++i) {
-    const absl::uint128 area = absl::uint128(static_cast<uint64_t>(b[i].size)) *
-                               static_cast<uint64_t>(b[i].end - b[i].start);
-    keys[i] = {~area, static_cast<int>(i)};  // largest area first
+    const uint64_t width = ties == SkylineTies::kArea
+                               ? static_cast<uint64_t>(b[i].end - b[i].start)
+                               : 1;
+    const absl::uint128 key =
+        absl::uint128(static_cast<uint64_t>(b[i].size)) * width;
+    keys[i] = {~key, static_cast<int>(i)};  // largest first
   }
   std::sort(keys.begin(), keys.end());
   std::vector<int> rank(b.size());
@@ -216,13 +219,7 @@ void SiftDown(std::vector<Entry>* heap) {
 
 absl::StatusOr<Solution> SkylineOffsets(const Problem& problem,
                                         const base::CancelToken* cancel,
-                                        int64_t work_cap) {
-  return SkylineOffsets(problem, cancel, work_cap, SkylineIndex::kAuto);
-}
-
-absl::StatusOr<Solution> SkylineOffsets(const Problem& problem,
-                                        const base::CancelToken* cancel,
-                                        int64_t work_cap, SkylineIndex index) {
+                                        const SkylineOptions& options) {
   const std::vector<Buffer>& b = problem.buffers;
   const int n = static_cast<int>(b.size());
   Solution solution;
@@ -231,12 +228,13 @@ absl::StatusOr<Solution> SkylineOffsets(const Problem& problem,
   const int intervals = CompressLifetimes(problem, &lo, &hi);
   int64_t widths = 0;
   for (int i = 0; i < n; ++i) widths += hi[i] - lo[i];
-  const bool flat = index == SkylineIndex::kAuto ? widths <= kFlatWidth * n
-                                                 : index == SkylineIndex::kFlat;
+  const bool flat = options.index == SkylineIndex::kAuto
+                        ? widths <= kFlatWidth * n
+                        : options.index == SkylineIndex::kFlat;
   Skyline skyline(intervals, flat);
-  const std::vector<int> rank = AreaRanks(problem);
+  const std::vector<int> rank = Ranks(problem, options.ties);
   const std::vector<int> pinned = PinnedByOffset(problem);
-  base::WorkMeter meter(cancel, work_cap);
+  base::WorkMeter meter(cancel, options.work_cap);
   // (floor, rank), lowest first. A buffer's floor only rises, so a
   // queued floor is a lower bound: the first buffer goes there if its floor
   // still holds, else moves down the queue to its new floor.
@@ -282,10 +280,16 @@ absl::StatusOr<Solution> SkylineOffsets(const Problem& problem,
   return solution;
 }
 
+std::string_view SkylineStrategy::name() const {
+  return ties_ == SkylineTies::kArea ? "skyline_area" : "skyline_size";
+}
+
 absl::StatusOr<Solution> SkylineStrategy::Solve(const Problem& problem,
                                                 const SolveContext& ctx) const {
-  absl::StatusOr<Solution> s =
-      SkylineOffsets(problem, ctx.cancel, ctx.work_cap);
+  SkylineOptions options;
+  options.ties = ties_;
+  options.work_cap = ctx.work_cap;
+  absl::StatusOr<Solution> s = SkylineOffsets(problem, ctx.cancel, options);
   if (s.ok()) UpdateBest(ctx.best_arena, s->arena_size);
   return s;
 }

@@ -20,11 +20,26 @@ namespace {
 // finds its floor risen to a's top and goes there once nothing is lower.
 TEST(SkylineTest, LowestFloorFirstThenLargestArea) {
   const Problem p = testing::ProblemOf({{0, 2, 4}, {1, 3, 2}, {2, 4, 4}});
-  absl::StatusOr<Solution> s = SkylineOffsets(p, nullptr, 0);
+  absl::StatusOr<Solution> s = SkylineOffsets(p, nullptr, {});
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->offsets, (std::vector<Offset>{0, 4, 0}));
   EXPECT_EQ(s->arena_size, 6);
   EXPECT_EQ(s->arena_size, LowerBound(p));
+}
+
+// Among equal floors the largest size goes first with kSize, the largest
+// area with kArea: y (size 5, area 5) and z (3 x 2 steps) take the floor 0
+// by size, x (2 x 3 steps) by area.
+TEST(SkylineTest, TiesGoToTheLargestSizeOrArea) {
+  const Problem p = testing::ProblemOf({{0, 3, 2}, {0, 1, 5}, {1, 3, 3}});
+  absl::StatusOr<Solution> area = SkylineOffsets(p, nullptr, {});
+  absl::StatusOr<Solution> size =
+      SkylineOffsets(p, nullptr, {.ties = SkylineTies::kSize});
+  ASSERT_TRUE(area.ok() && size.ok()) << area.status() << size.status();
+  EXPECT_EQ(area->offsets, (std::vector<Offset>{0, 2, 2}));
+  EXPECT_EQ(size->offsets, (std::vector<Offset>{5, 0, 0}));
+  EXPECT_EQ(area->arena_size, 7);
+  EXPECT_EQ(size->arena_size, 7);
 }
 
 // A pinned buffer keeps its offset; a buffer live with it is lifted over
@@ -35,7 +50,7 @@ TEST(SkylineTest, LiftsOverPinnedBuffersLiveWithIt) {
                {.name = "x", .start = 1, .end = 3, .size = 4, .alignment = 8},
                {.name = "y", .start = 3, .end = 4, .size = 4}};
   p.buffers[0].fixed_offset = 0;
-  absl::StatusOr<Solution> s = SkylineOffsets(p, nullptr, 0);
+  absl::StatusOr<Solution> s = SkylineOffsets(p, nullptr, {});
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->offsets, (std::vector<Offset>{0, 16, 0}));
   EXPECT_EQ(s->arena_size, 20);
@@ -56,20 +71,27 @@ TEST(SkylineTest, PlansAreValidOnRandomProblems) {
       }
     }
     if (trial % 3 == 0) {
-      absl::StatusOr<Solution> pinned = SkylineOffsets(p, nullptr, 0);
+      absl::StatusOr<Solution> pinned = SkylineOffsets(p, nullptr, {});
       ASSERT_TRUE(pinned.ok()) << pinned.status();
       for (size_t i = 0; i < p.buffers.size(); i += 7) {
         p.buffers[i].fixed_offset = pinned->offsets[i];
       }
     }
-    absl::StatusOr<Solution> s = SkylineOffsets(p, nullptr, 0);
+    absl::StatusOr<Solution> s = SkylineOffsets(p, nullptr, {});
     ASSERT_TRUE(s.ok()) << "trial " << trial << ": " << s.status();
     EXPECT_TRUE(VerifyAllPairs(p, *s).ok()) << "trial " << trial;
-    // The flat skyline and the segment tree place alike.
-    for (SkylineIndex index : {SkylineIndex::kFlat, SkylineIndex::kTree}) {
-      absl::StatusOr<Solution> same = SkylineOffsets(p, nullptr, 0, index);
-      ASSERT_TRUE(same.ok()) << same.status();
-      EXPECT_EQ(same->offsets, s->offsets) << "trial " << trial;
+    // By size too; the flat skyline and the segment tree place alike.
+    for (SkylineTies ties : {SkylineTies::kArea, SkylineTies::kSize}) {
+      absl::StatusOr<Solution> flat = SkylineOffsets(
+          p, nullptr, {.ties = ties, .index = SkylineIndex::kFlat});
+      absl::StatusOr<Solution> tree = SkylineOffsets(
+          p, nullptr, {.ties = ties, .index = SkylineIndex::kTree});
+      ASSERT_TRUE(flat.ok() && tree.ok()) << flat.status() << tree.status();
+      EXPECT_TRUE(VerifyAllPairs(p, *flat).ok()) << "trial " << trial;
+      EXPECT_EQ(flat->offsets, tree->offsets) << "trial " << trial;
+      if (ties == SkylineTies::kArea) {
+        EXPECT_EQ(flat->offsets, s->offsets) << "trial " << trial;
+      }
     }
     EXPECT_GE(s->arena_size, LowerBound(p)) << "trial " << trial;
     for (size_t i = 0; i < p.buffers.size(); ++i) {
@@ -89,7 +111,7 @@ TEST(SkylineTest, ReachesTheBoundWhereGreedyBySizeDoesNot) {
       PlanGraph(testing::RandomGraph(130, 7), options, nullptr, nullptr);
   ASSERT_TRUE(greedy.ok()) << greedy.status();
   ASSERT_GT(greedy->solution.arena_size, greedy->lower_bound);
-  absl::StatusOr<Solution> s = SkylineOffsets(greedy->problem, nullptr, 0);
+  absl::StatusOr<Solution> s = SkylineOffsets(greedy->problem, nullptr, {});
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_TRUE(Verify(greedy->problem, *s).ok());
   EXPECT_EQ(s->arena_size, greedy->lower_bound);
@@ -97,27 +119,29 @@ TEST(SkylineTest, ReachesTheBoundWhereGreedyBySizeDoesNot) {
 
 TEST(SkylineTest, StopsAtItsWorkCapOrWhenCancelled) {
   const Problem p = testing::DenseProblem(2000, 1);
-  absl::StatusOr<Solution> capped = SkylineOffsets(p, nullptr, 1000);
+  absl::StatusOr<Solution> capped =
+      SkylineOffsets(p, nullptr, {.work_cap = 1000});
   EXPECT_TRUE(absl::IsResourceExhausted(capped.status())) << capped.status();
   // Polled every 2^16 units: 20,000 buffers take more.
   base::CancelToken cancel;
   cancel.Cancel();
   absl::StatusOr<Solution> cancelled =
-      SkylineOffsets(testing::RandomProblem(20000, 1), &cancel, 0);
+      SkylineOffsets(testing::RandomProblem(20000, 1), &cancel, {});
   EXPECT_TRUE(absl::IsDeadlineExceeded(cancelled.status()))
       << cancelled.status();
-  EXPECT_TRUE(SkylineOffsets(p, nullptr, 0).ok());
+  EXPECT_TRUE(SkylineOffsets(p, nullptr, {}).ok());
 }
 
-TEST(SkylineTest, RegisteredAsAStrategy) {
-  absl::StatusOr<std::unique_ptr<OffsetStrategy>> s =
-      MakeStrategy("skyline_area");
-  ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ((*s)->name(), "skyline_area");
-  const Problem p = testing::ProblemOf({{0, 2, 4}, {1, 3, 2}, {2, 4, 4}});
-  absl::StatusOr<Solution> plan = (*s)->Solve(p, {});
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(plan->arena_size, 6);
+TEST(SkylineTest, RegisteredAsStrategies) {
+  const Problem p = testing::ProblemOf({{0, 3, 2}, {0, 1, 5}, {1, 3, 3}});
+  for (const char* name : {"skyline_area", "skyline_size"}) {
+    absl::StatusOr<std::unique_ptr<OffsetStrategy>> s = MakeStrategy(name);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ((*s)->name(), name);
+    absl::StatusOr<Solution> plan = (*s)->Solve(p, {});
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(plan->offsets[0], name == std::string("skyline_area") ? 0 : 5);
+  }
 }
 
 // The default plan of that graph: the skyline pass after greedy by size

@@ -37,8 +37,9 @@ std::unique_ptr<OffsetStrategy> MakeGreedy(const Entry& e) {
 std::unique_ptr<OffsetStrategy> MakeHillClimb(const Entry&) {
   return std::make_unique<HillClimbStrategy>();
 }
-std::unique_ptr<OffsetStrategy> MakeSkyline(const Entry&) {
-  return std::make_unique<SkylineStrategy>();
+std::unique_ptr<OffsetStrategy> MakeSkyline(const Entry& e) {
+  return std::make_unique<SkylineStrategy>(
+      e.order == GreedyOrder::kArea ? SkylineTies::kArea : SkylineTies::kSize);
 }
 std::unique_ptr<OffsetStrategy> MakeSweep(const Entry&) {
   return std::make_unique<SweepStrategy>();
@@ -71,7 +72,8 @@ constexpr Entry kRegistry[] = {
      MakeGreedy},
     {"first_fit_breadth", Role::kHeuristic, GreedyOrder::kBreadth, kFirst,
      MakeGreedy},
-    {"skyline_area", Role::kHeuristic, kSize, kBest, MakeSkyline},
+    {"skyline_area", Role::kHeuristic, GreedyOrder::kArea, kBest, MakeSkyline},
+    {"skyline_size", Role::kHeuristic, kSize, kBest, MakeSkyline},
     {"sweep_best_fit", Role::kHeuristic, kSize, kBest, MakeSweep},
     {"hill_climb", Role::kHeuristic, kSize, kBest, MakeHillClimb},
     {"exact", Role::kSearch, kSize, kBest, MakeExact},

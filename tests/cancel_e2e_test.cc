@@ -47,12 +47,13 @@ using Clock = std::chrono::steady_clock;
 // both workers. The target is 50 ms; the margin is for the largest
 // calls and shared CI machines (0.10 failed now and then). A sanitizer's
 // allocator frees far more slowly (ASan recycles its quarantine: 0.18-0.38
-// s after the 500,000-buffer plan alone, 0.84 s once under ctest -j2), so
-// there the window is longer (1.5 s, up to 3 s of CPU on both workers for
+// s after the 500,000-buffer plan alone, also beside two busy loops; 0.84
+// s and once 1.55 s under ctest -j2 beside the drawing test's server), so
+// there the window is longer (2.5 s, up to 5 s of CPU on both workers for
 // work that went on) and the allowance larger, still well under it.
 constexpr bool kSlowFree = base::kSanitizerAllocator;
-constexpr double kMaxCpuAfter = kSlowFree ? 1.0 : 0.25;
-constexpr auto kWindow = std::chrono::milliseconds(kSlowFree ? 1500 : 600);
+constexpr double kMaxCpuAfter = kSlowFree ? 2.0 : 0.25;
+constexpr auto kWindow = std::chrono::milliseconds(kSlowFree ? 2500 : 600);
 
 // x -> Relu -> v1 -> ... -> v{count} float [1, 256]: a 100,000-node chain
 // is the 3.1 MB model (seconds of import).
