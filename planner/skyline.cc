@@ -188,7 +188,8 @@ Offset Lift(const Problem& problem, const std::vector<int>& pinned, int b,
   for (int p : pinned) {
     ++*work;
     const Buffer& y = problem.buffers[p];
-    if (*y.fixed_offset >= at + x.size) break;
+    // (at + size may pass 2^63: compared the other way round.)
+    if (*y.fixed_offset - x.size >= at) break;
     if (!LifetimesOverlap(x, y)) continue;
     const Offset top = *y.fixed_offset + y.size;
     if (top > at) at = AlignUp(top, x.alignment);

@@ -57,6 +57,21 @@ TEST(SkylineTest, LiftsOverPinnedBuffersLiveWithIt) {
   EXPECT_TRUE(VerifyAllPairs(p, *s).ok());
 }
 
+// Near the limits validation allows (sizes summing to 2^62, a pin ending
+// at 2^62): the buffer lifted over the pin ends near 2^62 + 2^61, valid.
+TEST(SkylineTest, PlansNearTheLimitsWithoutOverflow) {
+  constexpr Bytes kHalf = Bytes{1} << 61;
+  Problem p;
+  p.buffers = {{.name = "pin", .start = 0, .end = 2, .size = 64},
+               {.name = "a", .start = 0, .end = 2, .size = kHalf},
+               {.name = "b", .start = 0, .end = 2, .size = kHalf}};
+  p.buffers[0].fixed_offset = 2 * kHalf - 64;
+  absl::StatusOr<Solution> s = SkylineOffsets(p, nullptr, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->offsets, (std::vector<Offset>{2 * kHalf - 64, 0, 2 * kHalf}));
+  EXPECT_TRUE(VerifyAllPairs(p, *s).ok());
+}
+
 // Every plan is valid: random buffer lists, aligned or not, on steps near
 // or far apart, with some buffers pinned where a valid plan had them.
 TEST(SkylineTest, PlansAreValidOnRandomProblems) {
