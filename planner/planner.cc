@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -112,6 +113,31 @@ ExactOptions TightSearch(const Problem& problem) {
   return exact;
 }
 
+// Keeps `plan`, `strategy`'s, in place of the result's when smaller and
+// the verifier passes it under `cancel`; a call that ended before the
+// verifier did keeps the verified plan it has. INTERNAL when the verifier
+// rejects it. Adds the verifier's time to "verify".
+absl::Status KeepIfSmaller(Solution plan, std::string strategy,
+                           const base::CancelToken* cancel,
+                           PlanResult* result) {
+  if (plan.arena_size >= result->solution.arena_size) {
+    return absl::OkStatus();
+  }
+  const absl::Time start = absl::Now();
+  absl::Status verified = Verify(result->problem, plan, cancel);
+  AddStageTime("verify", absl::Now() - start, result);
+  if (absl::IsDeadlineExceeded(verified)) return absl::OkStatus();
+  if (!verified.ok()) {
+    return absl::InternalError(absl::StrCat("the ", strategy,
+                                            " strategy produced an invalid "
+                                            "plan: ",
+                                            verified.message()));
+  }
+  result->solution = std::move(plan);
+  result->strategy = std::move(strategy);
+  return absl::OkStatus();
+}
+
 // Runs the exact solver seeded with the heuristics' plan, until `budget`
 // (or the effort) stops it, and keeps its plan when it is smaller (and
 // verified under `cancel`, the call's own token: a search the budget ended
@@ -143,58 +169,37 @@ absl::Status SearchExact(const PlanOptions& options, bool tight,
   result->proven_optimal = result->proven_optimal || found->proven_optimal;
   result->proven_infeasible =
       found->capacity_status == CapacityStatus::kInfeasible;
-  if (found->solution.arena_size >= result->solution.arena_size) {
-    return absl::OkStatus();
-  }
-  const absl::Time start = absl::Now();
-  absl::Status verified = Verify(result->problem, found->solution, cancel);
-  AddStageTime("verify", absl::Now() - start, result);
-  // The call ended before the better plan was verified: keep the verified
-  // one.
-  if (absl::IsDeadlineExceeded(verified)) return absl::OkStatus();
-  if (!verified.ok()) {
-    return absl::InternalError(absl::StrCat(
-        "the exact solver produced an invalid plan: ", verified.message()));
-  }
-  result->solution = std::move(found->solution);
-  result->strategy = "exact";
-  return absl::OkStatus();
+  return KeepIfSmaller(std::move(found->solution), "exact", cancel, result);
 }
 
 // One skyline pass of the default plan (skyline.h) with `ties`, within
-// SkylineWorkCap: keeps its plan when smaller, verified under `cancel`. A
-// pass cut by its cap or the call's deadline leaves the plan as it was.
-// Adds its time to "offsets" and "verify".
-absl::Status PlaceOnSkyline(SkylineTies ties, const base::CancelToken* cancel,
+// SkylineWorkCap, on the problem's compressed time `time` (may be null):
+// keeps its plan when smaller (KeepIfSmaller). A pass cut by its cap or
+// the call's deadline leaves the plan as it was. Adds its time to
+// "offsets".
+absl::Status PlaceOnSkyline(SkylineTies ties, const Sections* time,
+                            const base::CancelToken* cancel,
                             PlanResult* result) {
-  const Problem& problem = result->problem;
   SkylineOptions options;
   options.ties = ties;
-  options.work_cap = SkylineWorkCap(problem.buffers.size());
-  const absl::Time placing = absl::Now();
-  absl::StatusOr<Solution> placed = SkylineOffsets(problem, cancel, options);
-  AddStageTime("offsets", absl::Now() - placing, result);
+  options.work_cap = SkylineWorkCap(result->problem.buffers.size());
+  options.time = time;
+  const absl::Time start = absl::Now();
+  absl::StatusOr<Solution> placed =
+      SkylineOffsets(result->problem, cancel, options);
+  AddStageTime("offsets", absl::Now() - start, result);
   if (!placed.ok()) {
     return absl::IsResourceExhausted(placed.status()) ||
                    absl::IsDeadlineExceeded(placed.status())
                ? absl::OkStatus()
                : placed.status();
   }
-  if (placed->arena_size >= result->solution.arena_size) {
-    return absl::OkStatus();
-  }
-  const absl::Time start = absl::Now();
-  absl::Status verified = Verify(problem, *placed, cancel);
-  AddStageTime("verify", absl::Now() - start, result);
-  if (absl::IsDeadlineExceeded(verified)) return absl::OkStatus();
-  if (!verified.ok()) {
-    return absl::InternalError(absl::StrCat(
-        "the skyline pass produced an invalid plan: ", verified.message()));
-  }
-  result->solution = *std::move(placed);
-  result->strategy = SkylineStrategy(ties).name();
-  result->proven_optimal = result->solution.arena_size == result->lower_bound;
-  return absl::OkStatus();
+  absl::Status kept =
+      KeepIfSmaller(*std::move(placed),
+                    std::string(SkylineStrategy(ties).name()), cancel, result);
+  result->proven_optimal = result->proven_optimal ||
+                           result->solution.arena_size == result->lower_bound;
+  return kept;
 }
 
 // Graphs with more edges than this per buffer are not built: the coloring
@@ -349,14 +354,15 @@ absl::Status AssignOffsets(const PlanOptions& options,
   // plan, not from the skyline by size's.)
   if (choice->search == SearchWhen::kAboveBound &&
       !MissedCapacity(options, *result)) {
-    absl::Status status = PlaceOnSkyline(SkylineTies::kArea, cancel, result);
+    absl::Status status =
+        PlaceOnSkyline(SkylineTies::kArea, time, cancel, result);
     if (status.ok() && WorthSearching(options, choice->search, *result)) {
       status = SearchExact(options, /*tight=*/true, parallel, cancel, cancel,
                            &best, result);
     }
     if (status.ok() &&
         result->solution.arena_size > AlignedLowerBound(result->problem)) {
-      status = PlaceOnSkyline(SkylineTies::kSize, cancel, result);
+      status = PlaceOnSkyline(SkylineTies::kSize, time, cancel, result);
     }
     result->time_limited =
         result->time_limited || (cancel != nullptr && cancel->Cancelled());

@@ -7,6 +7,7 @@
 
 #include "absl/numeric/int128.h"
 #include "absl/strings/str_cat.h"
+#include "planner/sections.h"
 #include "planner/validate.h"
 
 namespace memplan::planner {
@@ -93,57 +94,6 @@ class Skyline {
   std::vector<Offset> raised_;  // per inner node: a raise of all of it
 };
 
-// Each buffer's lifetime as elementary intervals [lo[i], hi[i]) between
-// the distinct starts and ends; returns their count. A schedule spanning
-// few steps (graphs: about one op per step) is indexed by step, others
-// by sorting.
-int CompressLifetimes(const Problem& problem, std::vector<int>* lo,
-                      std::vector<int>* hi) {
-  const std::vector<Buffer>& b = problem.buffers;
-  const size_t n = b.size();
-  lo->resize(n);
-  hi->resize(n);
-  if (n == 0) return 0;
-  const auto [first, last] = ScheduleSpan(problem);
-  // Steps lie within +-2^62: the span fits in 64 bits unsigned.
-  const uint64_t span =
-      static_cast<uint64_t>(last) - static_cast<uint64_t>(first);
-  if (span <= 4 * n) {
-    std::vector<int> index(span + 1, 0);
-    for (const Buffer& x : b) {
-      index[x.start - first] = 1;
-      index[x.end - first] = 1;
-    }
-    int count = -1;
-    for (int& k : index) {
-      count += k;
-      k = count;
-    }
-    for (size_t i = 0; i < n; ++i) {
-      (*lo)[i] = index[b[i].start - first];
-      (*hi)[i] = index[b[i].end - first];
-    }
-    return count;
-  }
-  std::vector<Step> points;
-  points.reserve(2 * n);
-  for (const Buffer& x : b) {
-    points.push_back(x.start);
-    points.push_back(x.end);
-  }
-  std::sort(points.begin(), points.end());
-  points.erase(std::unique(points.begin(), points.end()), points.end());
-  const auto index = [&](Step s) {
-    return static_cast<int>(std::lower_bound(points.begin(), points.end(), s) -
-                            points.begin());
-  };
-  for (size_t i = 0; i < n; ++i) {
-    (*lo)[i] = index(b[i].start);
-    (*hi)[i] = index(b[i].end);
-  }
-  return static_cast<int>(points.size()) - 1;
-}
-
 // The order among equal floors: largest area (size x lifetime) or size
 // first, then the lowest index. Per buffer its rank in that order.
 std::vector<int> Ranks(const Problem& problem, SkylineTies ties) {
@@ -225,8 +175,14 @@ absl::StatusOr<Solution> SkylineOffsets(const Problem& problem,
   const int n = static_cast<int>(b.size());
   Solution solution;
   solution.offsets.assign(n, -1);
-  std::vector<int> lo, hi;
-  const int intervals = CompressLifetimes(problem, &lo, &hi);
+  // Two lifetimes overlap exactly when their compressed ranges do.
+  Sections own;
+  absl::StatusOr<const Sections*> time =
+      CompressedTime(problem, options.time, &own, cancel);
+  if (!time.ok()) return time.status();
+  const std::vector<int>& lo = (*time)->first;
+  const std::vector<int>& hi = (*time)->last;
+  const int intervals = (*time)->size();
   int64_t widths = 0;
   for (int i = 0; i < n; ++i) widths += hi[i] - lo[i];
   const bool flat = options.index == SkylineIndex::kAuto
@@ -290,6 +246,7 @@ absl::StatusOr<Solution> SkylineStrategy::Solve(const Problem& problem,
   SkylineOptions options;
   options.ties = ties_;
   options.work_cap = ctx.work_cap;
+  options.time = ctx.time;
   absl::StatusOr<Solution> s = SkylineOffsets(problem, ctx.cancel, options);
   if (s.ok()) UpdateBest(ctx.best_arena, s->arena_size);
   return s;

@@ -15,7 +15,8 @@
 //   absl::StatusOr<planner::Solution> s =
 //       planner::SkylineOffsets(problem, cancel, options);
 //
-// Cost: O(n log n) for the order and a segment tree over compressed time,
+// Cost: O(n log n) for the order and a segment tree over compressed time
+// (sections.h's CompressTime, the planner's own when given),
 // plus O(log n) each time a queued buffer's floor has risen (it is queued
 // again at its new floor), plus, per lift, the pinned buffers below its
 // top. Thread-safe: the state lives on the stack.
@@ -28,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "base/cancel.h"
 #include "planner/problem.h"
+#include "planner/sections.h"
 #include "planner/strategy.h"
 
 namespace memplan::planner {
@@ -55,6 +57,9 @@ struct SkylineOptions {
   int64_t work_cap = 0;
   // Tests and benchmarks: every choice gives the same plan. Default kAuto.
   SkylineIndex index = SkylineIndex::kAuto;
+  // The problem's compressed time (CompressTime) when the caller has it;
+  // null: computed. Default null.
+  const Sections* time = nullptr;
 };
 
 // The plan described above. Pinned buffers keep their offsets.

@@ -79,7 +79,7 @@ TEST(SkylineTest, PlansAreValidOnRandomProblems) {
     Problem p = trial % 2 == 0 ? testing::RandomProblem(120, trial,
                                                         trial % 4 == 0 ? 64 : 1)
                                : testing::DenseProblem(80, trial, 16);
-    if (trial % 5 == 0) {  // steps far apart: compressed by sorting
+    if (trial % 5 == 0) {  // steps far apart
       for (Buffer& x : p.buffers) {
         x.start *= 1'000'003;
         x.end *= 1'000'003;
