@@ -160,11 +160,21 @@ absl::StatusOr<HillClimbResult> HillClimb(const Problem& problem,
   absl::StatusOr<Solution> seed =
       PlaceInOrder(problem, seed_order, FitPolicy::kBestFit, cancel);
   if (!seed.ok()) return seed.status();
+  return HillClimb(problem, std::move(seed_order), *std::move(seed), options,
+                   cancel);
+}
+
+HillClimbResult HillClimb(const Problem& problem, std::vector<int> seed_order,
+                          Solution seed, const HillClimbOptions& options,
+                          const base::CancelToken* cancel) {
   HillClimbResult result;
-  result.seed_arena = seed->arena_size;
+  result.seed_arena = seed.arena_size;
   const int64_t n = static_cast<int64_t>(problem.buffers.size());
-  if (n < 2 || n > kMaxHillClimbBuffers) {
-    result.solution = *std::move(seed);
+  const auto done = [&options](const Solution& s) {
+    return options.stop_at > 0 && s.arena_size <= options.stop_at;
+  };
+  if (n < 2 || n > kMaxHillClimbBuffers || done(seed)) {
+    result.solution = std::move(seed);
     result.order = std::move(seed_order);
     return result;
   }
@@ -175,9 +185,10 @@ absl::StatusOr<HillClimbResult> HillClimb(const Problem& problem,
         n, std::accumulate(conflicts.begin(), conflicts.end(), int64_t{0}),
         options.work > 0 ? options.work : kHillClimbWork);
   }
-  Climber climber(problem, std::move(seed_order), *std::move(seed),
+  Climber climber(problem, std::move(seed_order), std::move(seed),
                   options.seed);
   for (; result.iterations < iterations; ++result.iterations) {
+    if (done(climber.solution())) break;
     if (cancel != nullptr && cancel->Cancelled()) break;
     bool accepted = false;
     if (!climber.Step(cancel, &accepted)) break;

@@ -26,7 +26,9 @@
 namespace memplan::planner {
 
 // Above this many buffers the climb is skipped (the seed plan is returned).
-inline constexpr int64_t kMaxHillClimbBuffers = 20'000;
+// Room for the trace S_1 of bench/data/traces (28,526 buffers, a best-fit
+// placement about 0.1 s), which the default plan climbs (planner.cc).
+inline constexpr int64_t kMaxHillClimbBuffers = 32'768;
 
 // Settings of the climb. Defaults suit the portfolio; tests change them.
 struct HillClimbOptions {
@@ -38,6 +40,9 @@ struct HillClimbOptions {
   // kHillClimbWork. HillClimbStrategy sets it from SolveContext::effort
   // (kHillClimbWorkPerEffort per unit). Default 0.
   int64_t work = 0;
+  // The climb ends once its arena is at most this (no move can then do
+  // better than the bound the caller knows). <= 0: never. Default 0.
+  Bytes stop_at = 0;
 };
 
 // Greedy work (a buffer placed, an overlapping buffer visited) of a climb
@@ -67,6 +72,11 @@ struct HillClimbResult {
 [[nodiscard]] absl::StatusOr<HillClimbResult> HillClimb(
     const Problem& problem, std::vector<int> seed_order,
     const HillClimbOptions& options, const base::CancelToken* cancel);
+// The same from the seed's plan already placed: `seed` is what best fit
+// gives in `seed_order` (not placed again). Never fails.
+HillClimbResult HillClimb(const Problem& problem, std::vector<int> seed_order,
+                          Solution seed, const HillClimbOptions& options,
+                          const base::CancelToken* cancel);
 
 // The strategy "hill_climb": seeds with the best of the best-fit orders
 // (size, area, conflicts, breadth, lifetime; ties to the first), then

@@ -1,7 +1,9 @@
 #include "planner/hill_climb.h"
 
+#include <limits>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -109,6 +111,56 @@ TEST(HillClimbTest, LargeProblemsGetTheSeedWithoutClimbing) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->iterations, 0);
   EXPECT_EQ(r->solution.arena_size, r->seed_arena);
+}
+
+TEST(HillClimbTest, StopsAtTheArenaAskedFor) {
+  int stopped = 0;
+  for (uint32_t seed = 0; seed < 100; ++seed) {
+    Problem p = Dense(30, seed);
+    const std::vector<int> order = GreedyPlacementOrder(p, GreedyOrder::kSize);
+    absl::StatusOr<HillClimbResult> full =
+        HillClimb(p, order, {.iterations = 200}, nullptr);
+    ASSERT_TRUE(full.ok());
+    if (full->solution.arena_size == full->seed_arena) continue;
+    // Asked to stop at the arena the full climb reached: it ends there,
+    // with a valid plan, in no more moves than the full climb needed.
+    absl::StatusOr<HillClimbResult> r = HillClimb(
+        p, order, {.iterations = 200, .stop_at = full->solution.arena_size},
+        nullptr);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->solution.arena_size, full->solution.arena_size);
+    EXPECT_LT(r->iterations, 200) << "seed " << seed;
+    EXPECT_TRUE(Verify(p, r->solution).ok());
+    ++stopped;
+  }
+  EXPECT_GT(stopped, 10);
+  // A seed already at the arena asked for is not climbed at all.
+  Problem p = Dense(30, 1);
+  absl::StatusOr<HillClimbResult> at_seed = HillClimb(
+      p, GreedyPlacementOrder(p, GreedyOrder::kSize),
+      {.iterations = 50, .stop_at = std::numeric_limits<Bytes>::max()},
+      nullptr);
+  ASSERT_TRUE(at_seed.ok());
+  EXPECT_EQ(at_seed->iterations, 0);
+}
+
+TEST(HillClimbTest, AClimbFromAPlacedSeedIsTheClimbFromItsOrder) {
+  for (uint32_t seed = 0; seed < 50; ++seed) {
+    Problem p = Dense(40, seed);
+    const std::vector<int> order =
+        GreedyPlacementOrder(p, GreedyOrder::kConflicts);
+    absl::StatusOr<HillClimbResult> from_order =
+        HillClimb(p, order, {.iterations = 40}, nullptr);
+    absl::StatusOr<Solution> placed =
+        PlaceInOrder(p, order, FitPolicy::kBestFit, nullptr);
+    ASSERT_TRUE(from_order.ok() && placed.ok());
+    const HillClimbResult from_plan =
+        HillClimb(p, order, *placed, {.iterations = 40}, nullptr);
+    EXPECT_EQ(from_plan.seed_arena, placed->arena_size);
+    EXPECT_EQ(from_plan.solution.offsets, from_order->solution.offsets)
+        << "seed " << seed;
+    EXPECT_EQ(from_plan.order, from_order->order);
+  }
 }
 
 TEST(HillClimbTest, RegisteredAsTheLastHeuristic) {

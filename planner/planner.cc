@@ -13,6 +13,8 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "planner/exact/exact_solver.h"
+#include "planner/greedy.h"
+#include "planner/hill_climb.h"
 #include "planner/in_place.h"
 #include "planner/interference.h"
 #include "planner/liveness.h"
@@ -202,6 +204,69 @@ absl::Status PlaceOnSkyline(SkylineTies ties, const Sections* time,
   return kept;
 }
 
+// ClimbAboveBound runs on plans more than 1/kClimbAbovePerMille above the
+// aligned bound.
+constexpr Bytes kClimbAbovePerMille = 1000;
+
+// The default plan more than 0.1% above the aligned bound on a problem too
+// large for the search (over ExactOptions::max_buffers, up to
+// kMaxHillClimbBuffers; closer, each step's 0.05-0.1 s of placement would
+// buy at most that 0.1%: bert_base's trace is 0.001% above): best
+// fit in the two orders the default heuristics do not try (conflicts,
+// breadth) under `ctx` (the heuristics' work cap, the call's token), then a
+// hill climb (hill_climb.h) of kTightClimbMoves moves from the smaller of
+// the two, ending at the bound. Moves, not time: the plan depends on the
+// input only. Keeps a smaller plan; a cap or the call's deadline reached
+// leaves the plan it has. Adds its time to "offsets" and "verify".
+absl::Status ClimbAboveBound(const SolveContext& ctx, base::WorkerPool* workers,
+                             const base::CancelToken* cancel,
+                             PlanResult* result) {
+  struct Seed {
+    GreedyOrder order;
+    const char* strategy;
+  };
+  static constexpr Seed kSeeds[] = {
+      {GreedyOrder::kConflicts, "best_fit_conflicts"},
+      {GreedyOrder::kBreadth, "best_fit_breadth"}};
+  const Problem& problem = result->problem;
+  const absl::Time start = absl::Now();
+  std::vector<std::string> names;
+  for (const Seed& seed : kSeeds) names.emplace_back(seed.strategy);
+  absl::StatusOr<PortfolioResult> seeded =
+      RunPortfolio(problem, names, ctx, workers);
+  if (!seeded.ok()) {
+    AddStageTime("offsets", absl::Now() - start, result);
+    return absl::IsResourceExhausted(seeded.status()) ||
+                   absl::IsDeadlineExceeded(seeded.status())
+               ? absl::OkStatus()
+               : seeded.status();
+  }
+  AddStageTime("verify", absl::Microseconds(seeded->verify_micros), result);
+  HillClimbOptions climb;
+  climb.iterations = kTightClimbMoves;
+  climb.stop_at = AlignedLowerBound(problem);
+  GreedyOrder order = kSeeds[0].order;
+  for (const Seed& seed : kSeeds) {
+    if (seeded->strategy == seed.strategy) order = seed.order;
+  }
+  HillClimbResult climbed =
+      HillClimb(problem, GreedyPlacementOrder(problem, order), seeded->solution,
+                climb, cancel);
+  AddStageTime("offsets",
+               absl::Now() - start - absl::Microseconds(seeded->verify_micros),
+               result);
+  if (climbed.solution.arena_size < seeded->solution.arena_size) {
+    return KeepIfSmaller(std::move(climbed.solution), "hill_climb", cancel,
+                         result);
+  }
+  if (seeded->solution.arena_size < result->solution.arena_size) {
+    // Verified by the portfolio already.
+    result->solution = std::move(seeded->solution);
+    result->strategy = std::move(seeded->strategy);
+  }
+  return absl::OkStatus();
+}
+
 // Graphs with more edges than this per buffer are not built: the coloring
 // from a time index gives the same objects without them (bert_base's
 // trace, 5,620 buffers: 41 ms for the graph, then 5 ms of coloring,
@@ -342,6 +407,21 @@ absl::Status AssignOffsets(const PlanOptions& options,
   // keeps its best plan so far (the hill climb asked for by name).
   result->time_limited = (optional_ran && budget_reached()) ||
                          (cancel != nullptr && cancel->Cancelled());
+  const int64_t n = static_cast<int64_t>(result->problem.buffers.size());
+  if (choice->search == SearchWhen::kAboveBound &&
+      !MissedCapacity(options, *result) && n > ExactOptions().max_buffers &&
+      n <= kMaxHillClimbBuffers && result->strategy != kFallbackStrategy) {
+    const Bytes bound = AlignedLowerBound(result->problem);
+    if (result->solution.arena_size - bound <= bound / kClimbAbovePerMille) {
+      return absl::OkStatus();
+    }
+    absl::Status status = ClimbAboveBound(needed, workers, cancel, result);
+    result->proven_optimal = result->proven_optimal ||
+                             result->solution.arena_size == result->lower_bound;
+    result->time_limited =
+        result->time_limited || (cancel != nullptr && cancel->Cancelled());
+    return status;
+  }
   if (!WorthSearching(options, choice->search, *result)) {
     return absl::OkStatus();
   }

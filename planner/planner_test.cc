@@ -18,6 +18,7 @@
 #include "planner/testing/cpu_time.h"
 #include "planner/testing/graphs.h"
 #include "planner/testing/random_problems.h"
+#include "planner/testing/traces.h"
 #include "planner/verifier.h"
 
 namespace memplan::planner {
@@ -315,6 +316,40 @@ TEST(PlannerTest, DefaultPlansReachTheBoundTheHeuristicsMissSameEveryRun) {
   }
   EXPECT_GE(above, 20);  // else the problems do not test the search
   EXPECT_GE(reached * 10, above * 8) << reached << " of " << above;
+}
+
+TEST(PlannerTest, DefaultPlanClimbsOnTracesTooLargeForTheSearch) {
+  const std::string dir =
+      std::string(MEMPLAN_SOURCE_DIR) + "/bench/data/traces/";
+  // pangu_2.6B (18,692 buffers, over the search's 4,096): best and first
+  // fit by size end 0.76% above the bound; best fit by breadth, then the
+  // climb's moves, reach it. The same plan with and without workers.
+  const Problem pangu = testing::ReadTrace(dir + "pangu_2.6B.csv");
+  ASSERT_EQ(pangu.buffers.size(), 18692u);
+  ASSERT_GT(QuickHeuristicsArena(pangu),
+            AlignedLowerBound(pangu) * 1007 / 1000);
+  base::WorkerPool pool(2, 64);
+  absl::StatusOr<PlanResult> alone =
+      PlanBuffers(pangu, PlanOptions{}, nullptr, nullptr);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_EQ(alone->solution.arena_size, AlignedLowerBound(pangu));
+  EXPECT_EQ(alone->strategy, "hill_climb");
+  EXPECT_TRUE(alone->proven_optimal);
+  EXPECT_FALSE(alone->time_limited);
+  EXPECT_TRUE(Verify(pangu, alone->solution).ok());
+  absl::StatusOr<PlanResult> pooled =
+      PlanBuffers(pangu, PlanOptions{}, &pool, nullptr);
+  ASSERT_TRUE(pooled.ok());
+  EXPECT_EQ(pooled->solution.offsets, alone->solution.offsets);
+  // bert_base (5,620 buffers): best fit by size ends 0.001% above the
+  // bound, within the 0.1% under which the default plan does not climb.
+  const Problem bert = testing::ReadTrace(dir + "bert_base.csv");
+  absl::StatusOr<PlanResult> near =
+      PlanBuffers(bert, PlanOptions{}, nullptr, nullptr);
+  ASSERT_TRUE(near.ok());
+  EXPECT_GT(near->solution.arena_size, AlignedLowerBound(bert));
+  EXPECT_LE(near->solution.arena_size, AlignedLowerBound(bert) * 1001 / 1000);
+  EXPECT_EQ(near->solution.arena_size, QuickHeuristicsArena(bert));
 }
 
 TEST(PlannerTest, AutoReachesTheBoundOnRandomInstancesMoreOftenThanGreedy) {
