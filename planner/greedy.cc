@@ -332,6 +332,9 @@ struct PlaceSettings {
   int64_t work_cap = 0;                        // <= 0: none
   base::Parallelism parallel;                  // for the windowed placement
   int buffers_per_window = kBuffersPerWindow;  // windows.h
+  // > 0: ABORTED once a buffer would end above it (one pass, not cut into
+  // windows; a windowed pass places every buffer).
+  Bytes give_up_above = 0;
 };
 
 absl::StatusOr<Solution> PlaceWindowed(
@@ -418,6 +421,11 @@ absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
       return meter.StopStatus("greedy placement");
     const Offset offset = FindGap(taken, r.size, r.alignment, fit, base);
     if (capacity && offset + r.size > *capacity) continue;  // left out
+    if (settings.give_up_above > 0 &&
+        offset + r.size > settings.give_up_above) {
+      return absl::AbortedError(
+          absl::StrCat("a buffer would end above ", settings.give_up_above));
+    }
     solution.offsets[r.index] = offset;
     placed.Insert(r.lo, r.hi, {offset, offset + r.size});
   }
@@ -688,6 +696,18 @@ absl::StatusOr<Solution> PlaceInOrder(
   return Place(
       problem, *time, order,
       {fit, std::nullopt, cancel, search, 0, parallel, buffers_per_window});
+}
+
+absl::StatusOr<Solution> PlaceInOrderWithin(const Problem& problem,
+                                            const std::vector<int>& order,
+                                            Bytes limit, const Sections* time,
+                                            const base::CancelToken* cancel) {
+  PlaceSettings settings{FitPolicy::kBestFit, std::nullopt, cancel};
+  settings.give_up_above = limit;
+  if (time != nullptr) return Place(problem, *time, order, settings);
+  absl::StatusOr<Sections> computed = CompressTime(problem, cancel);
+  if (!computed.ok()) return computed.status();
+  return Place(problem, *computed, order, settings);
 }
 
 absl::StatusOr<Solution> PlaceWithinCapacity(const Problem& problem,

@@ -71,6 +71,15 @@ std::vector<int> GreedyPlacementOrder(const Problem& problem,
     const Problem& problem, const std::vector<int>& order, FitPolicy fit,
     const base::CancelToken* cancel);
 
+// PlaceInOrder with best fit that gives up once a buffer would end above
+// `limit`: ABORTED then (the moves of the hill climb keep only plans no
+// larger than the best so far, so the rest of a worse one is not placed).
+// `time`: the problem's compressed lifetimes (sections.h); null: computed.
+// Otherwise the plan PlaceInOrder gives. Thread-safe.
+[[nodiscard]] absl::StatusOr<Solution> PlaceInOrderWithin(
+    const Problem& problem, const std::vector<int>& order, Bytes limit,
+    const Sections* time, const base::CancelToken* cancel);
+
 // Where placement finds the ranges taken during a buffer's lifetime.
 enum class OverlapSearch {
   kAuto,    // kScan when buffers overlap few others, else kMerged

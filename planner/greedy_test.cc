@@ -90,6 +90,29 @@ TEST(GreedyTest, CancelledPlacementStops) {
   EXPECT_EQ(s.status().code(), absl::StatusCode::kDeadlineExceeded);
 }
 
+TEST(GreedyTest, PlacementWithinALimitGivesUpOnlyAboveIt) {
+  for (uint32_t seed = 0; seed < 40; ++seed) {
+    const Problem p = testing::RandomProblem(50 + seed * 20, seed, 8);
+    for (GreedyOrder o : {GreedyOrder::kSize, GreedyOrder::kConflicts}) {
+      const std::vector<int> order = GreedyPlacementOrder(p, o);
+      absl::StatusOr<Solution> full =
+          PlaceInOrder(p, order, FitPolicy::kBestFit, nullptr);
+      ASSERT_TRUE(full.ok());
+      // At or above the arena best fit reaches: the same plan.
+      for (Bytes limit : {full->arena_size, full->arena_size + 1}) {
+        absl::StatusOr<Solution> within =
+            PlaceInOrderWithin(p, order, limit, nullptr, nullptr);
+        ASSERT_TRUE(within.ok()) << within.status();
+        EXPECT_EQ(within->offsets, full->offsets) << "seed " << seed;
+      }
+      // Below it: given up.
+      absl::StatusOr<Solution> below =
+          PlaceInOrderWithin(p, order, full->arena_size - 1, nullptr, nullptr);
+      EXPECT_TRUE(absl::IsAborted(below.status())) << below.status();
+    }
+  }
+}
+
 TEST(GreedyTest, ConflictCountsMatchAllPairsOnRandomProblems) {
   for (uint32_t seed = 0; seed < 200; ++seed) {
     Problem p = testing::RandomProblem(1 + seed % 80, seed);

@@ -43,10 +43,12 @@ class Climber {
   bool Step(const base::CancelToken* cancel, bool* accepted) {
     const std::vector<int> saved = order_;
     Perturb();
-    absl::StatusOr<Solution> next =
-        PlaceInOrder(problem_, order_, FitPolicy::kBestFit, cancel);
-    if (!next.ok()) return false;
-    *accepted = next->arena_size <= solution_.arena_size;
+    // A placement that passes the best arena is given up: it would not be
+    // kept.
+    absl::StatusOr<Solution> next = PlaceInOrderWithin(
+        problem_, order_, solution_.arena_size, &time_, cancel);
+    if (!next.ok() && !absl::IsAborted(next.status())) return false;
+    *accepted = next.ok() && next->arena_size <= solution_.arena_size;
     if (*accepted) {
       solution_ = *std::move(next);
     } else {
