@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "base/status.h"
 
 namespace memplan::planner {
@@ -13,14 +14,18 @@ namespace {
 
 constexpr int kNone = -1;
 
+// Tensor indices by name; the names are the graph's own (not copied: one
+// allocation a long name less, on every call).
+using NameIndex = absl::flat_hash_map<absl::string_view, int>;
+
 absl::Status Cancelled() {
   return absl::DeadlineExceededError("liveness analysis cancelled");
 }
 
 // Indexes tensors by name and checks each tensor alone.
-absl::StatusOr<absl::flat_hash_map<std::string, int>> IndexTensors(
-    const Graph& graph, const base::CancelToken* cancel) {
-  absl::flat_hash_map<std::string, int> index;
+absl::StatusOr<NameIndex> IndexTensors(const Graph& graph,
+                                       const base::CancelToken* cancel) {
+  NameIndex index;
   Bytes total = 0;
   for (int i = 0; i < static_cast<int>(graph.tensors.size()); ++i) {
     if (base::CancelledAt(cancel, i)) return Cancelled();
@@ -55,9 +60,8 @@ struct Usage {
 };
 
 // Resolves a name used by op `op_name`, failing for an unknown tensor.
-absl::StatusOr<int> Resolve(const absl::flat_hash_map<std::string, int>& index,
-                            const std::string& name, const std::string& op,
-                            const char* role) {
+absl::StatusOr<int> Resolve(const NameIndex& index, const std::string& name,
+                            const std::string& op, const char* role) {
   auto it = index.find(name);
   if (it == index.end()) {
     return Invalid("op '", op, "' ", role, " unknown tensor '", name, "'");
@@ -67,10 +71,9 @@ absl::StatusOr<int> Resolve(const absl::flat_hash_map<std::string, int>& index,
 
 // Records producers, checking names of ops and that no tensor is produced
 // twice.
-absl::Status FindProducers(const Graph& graph,
-                           const absl::flat_hash_map<std::string, int>& index,
+absl::Status FindProducers(const Graph& graph, const NameIndex& index,
                            const base::CancelToken* cancel, Usage* usage) {
-  absl::flat_hash_set<std::string> op_names;
+  absl::flat_hash_set<absl::string_view> op_names;
   for (int step = 0; step < static_cast<int>(graph.ops.size()); ++step) {
     if (base::CancelledAt(cancel, step)) return Cancelled();
     const Op& op = graph.ops[step];
@@ -93,8 +96,7 @@ absl::Status FindProducers(const Graph& graph,
 }
 
 // Records last consumers, checking every read comes after the write.
-absl::Status FindConsumers(const Graph& graph,
-                           const absl::flat_hash_map<std::string, int>& index,
+absl::Status FindConsumers(const Graph& graph, const NameIndex& index,
                            const base::CancelToken* cancel, Usage* usage) {
   for (int step = 0; step < static_cast<int>(graph.ops.size()); ++step) {
     if (base::CancelledAt(cancel, step)) return Cancelled();
@@ -122,8 +124,7 @@ absl::Status FindConsumers(const Graph& graph,
 // Decides each tensor's kind: graph inputs, then outputs, then weights
 // (marked constant, or produced by no op) and variables; the rest are
 // activations.
-absl::Status ClassifyTensors(const Graph& graph,
-                             const absl::flat_hash_map<std::string, int>& index,
+absl::Status ClassifyTensors(const Graph& graph, const NameIndex& index,
                              Usage* usage) {
   for (size_t t = 0; t < graph.tensors.size(); ++t) {
     const Tensor& tensor = graph.tensors[t];
@@ -154,8 +155,7 @@ absl::Status ClassifyTensors(const Graph& graph,
 }
 
 // Marks the tensors listed as graph outputs (an input may be one too).
-std::vector<bool> GraphOutputs(
-    const Graph& graph, const absl::flat_hash_map<std::string, int>& index) {
+std::vector<bool> GraphOutputs(const Graph& graph, const NameIndex& index) {
   std::vector<bool> output(graph.tensors.size(), false);
   for (const std::string& name : graph.outputs) output[index.at(name)] = true;
   return output;
@@ -251,8 +251,7 @@ absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
     return Invalid("alignment ", default_alignment,
                    " is not a power of two up to 2^32");
   }
-  absl::StatusOr<absl::flat_hash_map<std::string, int>> index =
-      IndexTensors(graph, cancel);
+  absl::StatusOr<NameIndex> index = IndexTensors(graph, cancel);
   if (!index.ok()) return index.status();
   const size_t n = graph.tensors.size();
   Usage usage{std::vector<int>(n, kNone), std::vector<int>(n, kNone),
