@@ -4,9 +4,12 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/interference.h"
@@ -341,6 +344,37 @@ TEST(PlannerTest, DefaultPlanClimbsOnTracesTooLargeForTheSearch) {
       PlanBuffers(pangu, PlanOptions{}, &pool, nullptr);
   ASSERT_TRUE(pooled.ok());
   EXPECT_EQ(pooled->solution.offsets, alone->solution.offsets);
+  // Cancelled at 60% of the quicker plan's time (in the two orders or the
+  // climb, which follow the heuristics' 25-30%), the call ends soon after.
+  const auto took = [](const PlanResult& r) {
+    absl::Duration sum = absl::ZeroDuration();
+    for (const StageTime& stage : r.stages) {
+      sum += absl::Microseconds(stage.micros);
+    }
+    return sum;
+  };
+  base::CancelToken token;
+  const absl::Duration delay = std::min(took(*alone), took(*pooled)) * 0.6;
+  std::thread canceller([&token, delay] {
+    absl::SleepFor(delay);
+    token.Cancel();
+  });
+  const absl::Time start = absl::Now();
+  absl::StatusOr<PlanResult> cut =
+      PlanBuffers(pangu, PlanOptions{}, nullptr, &token);
+  const absl::Duration cut_took = absl::Now() - start;
+  canceller.join();
+  // Cut by the call's deadline, it keeps the best plan it had verified
+  // and says so (the server answers such a call DEADLINE_EXCEEDED).
+  if (cut.ok()) {
+    EXPECT_TRUE(cut->time_limited);
+    EXPECT_TRUE(Verify(pangu, cut->solution).ok());
+    EXPECT_LE(cut->solution.arena_size, QuickHeuristicsArena(pangu));
+  } else {
+    EXPECT_EQ(cut.status().code(), absl::StatusCode::kDeadlineExceeded)
+        << cut.status();
+  }
+  EXPECT_LT(cut_took, delay + absl::Milliseconds(500));
   // bert_base (5,620 buffers): best fit by size ends 0.001% above the
   // bound, within the 0.1% under which the default plan does not climb.
   const Problem bert = testing::ReadTrace(dir + "bert_base.csv");
