@@ -408,9 +408,15 @@ absl::Status AssignOffsets(const PlanOptions& options,
   result->time_limited = (optional_ran && budget_reached()) ||
                          (cancel != nullptr && cancel->Cancelled());
   const int64_t n = static_cast<int64_t>(result->problem.buffers.size());
-  if (choice->search == SearchWhen::kAboveBound &&
-      !MissedCapacity(options, *result) && n > ExactOptions().max_buffers &&
-      n <= kMaxHillClimbBuffers && result->strategy != kFallbackStrategy) {
+  // Over the search's size, the default plan climbs (bounded by moves);
+  // so does --optimize, whose budget may have cut its own hill climb (it
+  // must not end above the default plan).
+  const bool climbs =
+      choice->search == SearchWhen::kAboveBound ||
+      (options.optimize && choice->search == SearchWhen::kAlways);
+  if (climbs && !MissedCapacity(options, *result) &&
+      n > ExactOptions().max_buffers && n <= kMaxHillClimbBuffers &&
+      result->strategy != kFallbackStrategy) {
     const Bytes bound = AlignedLowerBound(result->problem);
     if (result->solution.arena_size - bound <= bound / kClimbAbovePerMille) {
       return absl::OkStatus();

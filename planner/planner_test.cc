@@ -344,6 +344,15 @@ TEST(PlannerTest, DefaultPlanClimbsOnTracesTooLargeForTheSearch) {
       PlanBuffers(pangu, PlanOptions{}, &pool, nullptr);
   ASSERT_TRUE(pooled.ok());
   EXPECT_EQ(pooled->solution.offsets, alone->solution.offsets);
+  // --optimize whose budget cuts its own heuristics climbs too: never above
+  // the default plan.
+  PlanOptions optimize;
+  optimize.optimize = true;
+  optimize.time_budget = absl::Milliseconds(1);
+  absl::StatusOr<PlanResult> optimized =
+      PlanBuffers(pangu, optimize, nullptr, nullptr);
+  ASSERT_TRUE(optimized.ok()) << optimized.status();
+  EXPECT_EQ(optimized->solution.arena_size, AlignedLowerBound(pangu));
   // Cancelled at 60% of the quicker plan's time (in the two orders or the
   // climb, which follow the heuristics' 25-30%), the call ends soon after.
   const auto took = [](const PlanResult& r) {
