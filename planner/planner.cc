@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <iterator>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -211,15 +212,17 @@ constexpr Bytes kClimbAbovePerMille = 1000;
 // The default plan more than 0.1% above the aligned bound on a problem too
 // large for the search (over ExactOptions::max_buffers, up to
 // kMaxHillClimbBuffers; closer, each step's 0.05-0.1 s of placement would
-// buy at most that 0.1%: bert_base's trace is 0.001% above): best
-// fit in the two orders the default heuristics do not try (conflicts,
-// breadth) under `ctx` (the heuristics' work cap, the call's token), then a
-// hill climb (hill_climb.h) of kTightClimbMoves moves from the smaller of
-// the two, ending at the bound. Moves, not time: the plan depends on the
-// input only. Keeps a smaller plan; a cap or the call's deadline reached
-// leaves the plan it has. Adds its time to "offsets" and "verify".
+// buy at most that 0.1%: bert_base's trace is 0.001% above): best fit in
+// the two orders the default heuristics do not try (conflicts, breadth)
+// under `ctx` (the heuristics' work cap, the call's token), then a hill
+// climb (hill_climb.h) from the smaller of the two, ending at the bound:
+// all within kTightClimbWork (work_cap.h; past it nothing runs), or, with
+// `optimize`, kTightClimbMoves moves whatever the work. Work, not time:
+// the plan depends on the input only. Keeps a smaller plan; a cap or the
+// call's deadline reached leaves the plan it has. Adds its time to
+// "offsets" and "verify".
 absl::Status ClimbAboveBound(const SolveContext& ctx, base::WorkerPool* workers,
-                             const base::CancelToken* cancel,
+                             const base::CancelToken* cancel, bool optimize,
                              PlanResult* result) {
   struct Seed {
     GreedyOrder order;
@@ -230,6 +233,18 @@ absl::Status ClimbAboveBound(const SolveContext& ctx, base::WorkerPool* workers,
       {GreedyOrder::kBreadth, "best_fit_breadth"}};
   const Problem& problem = result->problem;
   const absl::Time start = absl::Now();
+  int64_t moves = kTightClimbMoves;
+  if (!optimize) {
+    const std::vector<int64_t> conflicts = CountConflicts(problem);
+    moves = TightClimbMoves(
+        static_cast<int64_t>(problem.buffers.size()) +
+            std::accumulate(conflicts.begin(), conflicts.end(), int64_t{0}),
+        std::size(kSeeds));
+  }
+  if (moves == 0) {  // past kTightClimbWork: the plan stays
+    AddStageTime("offsets", absl::Now() - start, result);
+    return absl::OkStatus();
+  }
   std::vector<std::string> names;
   for (const Seed& seed : kSeeds) names.emplace_back(seed.strategy);
   absl::StatusOr<PortfolioResult> seeded =
@@ -243,7 +258,7 @@ absl::Status ClimbAboveBound(const SolveContext& ctx, base::WorkerPool* workers,
   }
   AddStageTime("verify", absl::Microseconds(seeded->verify_micros), result);
   HillClimbOptions climb;
-  climb.iterations = kTightClimbMoves;
+  climb.iterations = moves;
   climb.stop_at = AlignedLowerBound(problem);
   GreedyOrder order = kSeeds[0].order;
   for (const Seed& seed : kSeeds) {
@@ -421,7 +436,8 @@ absl::Status AssignOffsets(const PlanOptions& options,
     if (result->solution.arena_size - bound <= bound / kClimbAbovePerMille) {
       return absl::OkStatus();
     }
-    absl::Status status = ClimbAboveBound(needed, workers, cancel, result);
+    absl::Status status =
+        ClimbAboveBound(needed, workers, cancel, options.optimize, result);
     result->proven_optimal = result->proven_optimal ||
                              result->solution.arena_size == result->lower_bound;
     result->time_limited =

@@ -23,6 +23,7 @@
 #include "planner/testing/random_problems.h"
 #include "planner/testing/traces.h"
 #include "planner/verifier.h"
+#include "planner/work_cap.h"
 
 namespace memplan::planner {
 namespace {
@@ -326,7 +327,8 @@ TEST(PlannerTest, DefaultPlanClimbsOnTracesTooLargeForTheSearch) {
       std::string(MEMPLAN_SOURCE_DIR) + "/bench/data/traces/";
   // pangu_2.6B (18,692 buffers, over the search's 4,096): best and first
   // fit by size end 0.76% above the bound; best fit by breadth, then the
-  // climb's moves, reach it. The same plan with and without workers.
+  // climb's moves (4 within its work), reach it. The same plan with and
+  // without workers.
   const Problem pangu = testing::ReadTrace(dir + "pangu_2.6B.csv");
   ASSERT_EQ(pangu.buffers.size(), 18692u);
   ASSERT_GT(QuickHeuristicsArena(pangu),
@@ -384,6 +386,18 @@ TEST(PlannerTest, DefaultPlanClimbsOnTracesTooLargeForTheSearch) {
         << cut.status();
   }
   EXPECT_LT(cut_took, delay + absl::Milliseconds(500));
+  // S_1 (28,526 buffers, 1.6% above): its placements are dense (86.5
+  // million units each), its two orders alone would pass the climb's work,
+  // so the default plan stays the heuristics'.
+  EXPECT_EQ(TightClimbMoves(24'400'000, 2), 4);  // pangu's placements
+  EXPECT_EQ(TightClimbMoves(86'500'000, 2), 0);  // S_1's
+  EXPECT_EQ(TightClimbMoves(1, 2), kTightClimbMoves);
+  const Problem s1 = testing::ReadTrace(dir + "S_1.csv");
+  absl::StatusOr<PlanResult> dense =
+      PlanBuffers(s1, PlanOptions{}, nullptr, nullptr);
+  ASSERT_TRUE(dense.ok()) << dense.status();
+  EXPECT_NE(dense->strategy, "hill_climb");
+  EXPECT_GT(dense->solution.arena_size, AlignedLowerBound(s1) * 1015 / 1000);
   // bert_base (5,620 buffers): best fit by size ends 0.001% above the
   // bound, within the 0.1% under which the default plan does not climb.
   const Problem bert = testing::ReadTrace(dir + "bert_base.csv");
