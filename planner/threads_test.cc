@@ -59,8 +59,8 @@ TEST(ThreadsTest, RandomListsPlanTheSameOnAnyThreads) {
                         testing::RandomProblem(70000, 2, 16), options);
 }
 
-// One test a trace: S_1's five plans (its default plan climbs, about 1.3 s
-// each in a release build) take minutes under the sanitizers.
+// One test a trace: the five plans of S_1 and of pangu (whose default plan
+// climbs) take a minute or more each under the sanitizers.
 class TraceThreadsTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(TraceThreadsTest, PlansTheSameOnAnyThreads) {
