@@ -594,12 +594,14 @@ TEST(PlanCacheTest, IdenticalCallsShareAPlanTheBudgetCut) {
 // longer search to end.
 TEST(PlanCacheTest, ACallWithAnotherBudgetDoesNotWait) {
   PlanCache cache({});
-  // Every heuristic ends above the bound here (the skyline pass reaches it
-  // on seed 4): the first call searches for its whole budget.
-  const planner::Problem p = planner::testing::DenseProblem(400, 5, 1);
+  // Every heuristic and the search end far above the bound here (7.5%;
+  // on seed 5 the search now proves the bound within 100 ms, on seed 4
+  // the skyline pass reaches it): the first call searches for its whole
+  // budget.
+  const planner::Problem p = planner::testing::DenseProblem(400, 3, 1);
   planner::PlanOptions slow;
   slow.optimize = true;
-  slow.time_budget = absl::Seconds(2);
+  slow.time_budget = absl::Seconds(4);
   std::thread first([&] {
     CacheUse use;
     (void)cache.PlanBuffers(p, slow, nullptr, nullptr, &use);
@@ -610,7 +612,9 @@ TEST(PlanCacheTest, ACallWithAnotherBudgetDoesNotWait) {
   const absl::Time start = absl::Now();
   CacheUse use;
   auto r = cache.PlanBuffers(p, quick, nullptr, nullptr, &use);
-  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  // Far from the first call's 4 s (it once took over 1 s in a full ctest
+  // -j2 run, beside the first call's search on a busy machine).
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(use, CacheUse::kMiss);
   first.join();

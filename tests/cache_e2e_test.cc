@@ -141,6 +141,19 @@ struct Replica {
     if (!text.ok()) return -1;
     return testing::SumOf(testing::ParseExposition(*text), name, match);
   }
+  // Waits (at most 10 s) until the replica's store is up: it connects
+  // from a thread of its own, and waits only 200 ms for that at start
+  // (a loaded machine, as under ctest -j2, can take longer; a plan made
+  // before then is not shared).
+  bool WaitStoreUp() const {
+    for (int i = 0; i < 100; ++i) {
+      if (Metric("memplan_plan_cache_store_up", {{"store", "redis"}}) == 1) {
+        return true;
+      }
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    return false;
+  }
   // The health status of `service`.
   int Health(const std::string& service) const {
     auto health = grpc::health::v1::Health::NewStub(channel);
@@ -220,6 +233,7 @@ class CacheE2eTest : public ::testing::Test {
 
 TEST_F(CacheE2eTest, APlanMadeByOneReplicaIsServedByTheOther) {
   Replica a(redis_->url()), b(redis_->url());
+  ASSERT_TRUE(a.WaitStoreUp() && b.WaitStoreUp()) << "no Redis connection";
   ASSERT_GT(a.process.port(), 0) << a.process.first_line();
   ASSERT_GT(b.process.port(), 0) << b.process.first_line();
   // no_timings: the same bytes for the same request, cached or not.
@@ -250,6 +264,7 @@ TEST_F(CacheE2eTest, APlanMadeByOneReplicaIsServedByTheOther) {
 
 TEST_F(CacheE2eTest, ARenamedCopyHitsAndComesBackUnderItsOwnNames) {
   Replica a(redis_->url()), b(redis_->url());
+  ASSERT_TRUE(a.WaitStoreUp() && b.WaitStoreUp()) << "no Redis connection";
   const v1::PlanRequest original = Chain(40, 2);
   const v1::PlanRequest renamed = Chain(40, 2, "exported_v2/");
   v1::PlanResponse made, served;
@@ -270,6 +285,7 @@ TEST_F(CacheE2eTest, ARenamedCopyHitsAndComesBackUnderItsOwnNames) {
 // reports the store down; once Redis is back, plans are shared again.
 TEST_F(CacheE2eTest, RedisKilledMidLoadFailsNoCallAndHitsResumeAfter) {
   Replica a(redis_->url()), b(redis_->url());
+  ASSERT_TRUE(a.WaitStoreUp() && b.WaitStoreUp()) << "no Redis connection";
   constexpr int kCalls = 300;
   std::atomic<int> done{0};
   std::vector<std::string> errors;
@@ -363,6 +379,7 @@ TEST_F(CacheE2eTest, APoisonedEntryIsNeverReturned) {
   freeReplyObject(set);
 
   Replica a(redis_->url());
+  ASSERT_TRUE(a.WaitStoreUp()) << "no Redis connection";
   v1::PlanResponse r;
   ASSERT_TRUE(a.Plan(request, &r).ok());
   EXPECT_FALSE(r.cached());
@@ -373,6 +390,7 @@ TEST_F(CacheE2eTest, APoisonedEntryIsNeverReturned) {
             1);
   // Replaced by the server's own plan, which the next replica serves.
   Replica b(redis_->url());
+  ASSERT_TRUE(b.WaitStoreUp()) << "no Redis connection";
   v1::PlanResponse served;
   ASSERT_TRUE(b.Plan(request, &served).ok());
   EXPECT_TRUE(served.cached());
@@ -384,6 +402,7 @@ TEST_F(CacheE2eTest, APoisonedEntryIsNeverReturned) {
 // each replica computes the plan at most once (the others wait for it).
 TEST_F(CacheE2eTest, IdenticalRequestsAtOnceComputeOncePerReplica) {
   Replica a(redis_->url()), b(redis_->url());
+  ASSERT_TRUE(a.WaitStoreUp() && b.WaitStoreUp()) << "no Redis connection";
   const v1::PlanRequest request = Search();
   constexpr int kPerReplica = 8;
   std::vector<std::thread> threads;
