@@ -137,12 +137,15 @@ absl::StatusOr<PlanCacheParts> MakePlanCache(Metrics* metrics,
       metrics->PlanCacheStoreUp("redis", up);
       health->SetServing(kCacheHealthName, up);
     };
+    // Down until the store's thread says otherwise: set before it starts,
+    // so that its first "up" is never overwritten (the metric and the
+    // health status then said down while the store served).
+    metrics->PlanCacheStoreUp("redis", false);
+    health->SetServing(kCacheHealthName, false);
     absl::StatusOr<std::unique_ptr<RedisStore>> store =
         RedisStore::Open(kind, redis);
     if (!store.ok()) return store.status();
     parts.store = *std::move(store);
-    metrics->PlanCacheStoreUp("redis", false);
-    health->SetServing(kCacheHealthName, false);
     // A moment for the first connection, so that the first calls find it.
     parts.store->WaitUntilUp(absl::Milliseconds(200));
     options.store = parts.store.get();
