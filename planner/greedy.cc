@@ -646,6 +646,12 @@ std::vector<int64_t> CountConflicts(const Problem& problem) {
   return OverlapCounts(*CompressTime(problem));
 }
 
+int64_t PlacementWork(const Problem& problem) {
+  const std::vector<int64_t> conflicts = CountConflicts(problem);
+  return static_cast<int64_t>(problem.buffers.size()) +
+         std::accumulate(conflicts.begin(), conflicts.end(), int64_t{0});
+}
+
 std::vector<int> GreedyPlacementOrder(const Problem& problem,
                                       GreedyOrder order) {
   return *GreedyPlacementOrder(problem, order, nullptr);

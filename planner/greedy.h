@@ -53,6 +53,11 @@ enum class GreedyOrder {
 // O(n log n): compressed time and counting, no pair is visited.
 std::vector<int64_t> CountConflicts(const Problem& problem);
 
+// The work of one greedy placement of every buffer, in the units the hill
+// climb and the default plan's climb count: n plus the sum of
+// CountConflicts (each buffer placed reads the placed ones it overlaps).
+int64_t PlacementWork(const Problem& problem);
+
 // The placement order of `problem` under `order`; ties by index.
 // O(n log n).
 std::vector<int> GreedyPlacementOrder(const Problem& problem,

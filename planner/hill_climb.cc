@@ -1,7 +1,6 @@
 #include "planner/hill_climb.h"
 
 #include <algorithm>
-#include <numeric>
 #include <random>
 #include <utility>
 
@@ -150,8 +149,8 @@ absl::StatusOr<std::pair<std::vector<int>, Solution>> BestSeed(
 
 }  // namespace
 
-int64_t HillClimbIterations(int64_t n, int64_t overlaps, int64_t work) {
-  return std::clamp(work / std::max<int64_t>(n + overlaps, 1), kMinIterations,
+int64_t HillClimbIterations(int64_t placement_work, int64_t work) {
+  return std::clamp(work / std::max<int64_t>(placement_work, 1), kMinIterations,
                     kMaxIterations);
 }
 
@@ -182,10 +181,9 @@ HillClimbResult HillClimb(const Problem& problem, std::vector<int> seed_order,
   }
   int64_t iterations = options.iterations;
   if (iterations <= 0) {
-    const std::vector<int64_t> conflicts = CountConflicts(problem);
-    iterations = HillClimbIterations(
-        n, std::accumulate(conflicts.begin(), conflicts.end(), int64_t{0}),
-        options.work > 0 ? options.work : kHillClimbWork);
+    iterations =
+        HillClimbIterations(PlacementWork(problem),
+                            options.work > 0 ? options.work : kHillClimbWork);
   }
   Climber climber(problem, std::move(seed_order), std::move(seed),
                   options.seed);

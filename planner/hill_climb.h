@@ -51,11 +51,11 @@ struct HillClimbOptions {
 inline constexpr int64_t kHillClimbWork = 8'000'000;
 inline constexpr int64_t kHillClimbWorkPerEffort = 64;
 
-// The iteration count for n buffers with `overlaps` overlapping (ordered)
-// pairs: `work` units of greedy work in all (by default kHillClimbWork,
-// about 0.05-0.5 s on one core), between 8 and 1000 iterations.
-// Deterministic: no clock is read.
-int64_t HillClimbIterations(int64_t n, int64_t overlaps,
+// The iteration count when one placement costs `placement_work` units
+// (PlacementWork): `work` units of greedy work in all (by default
+// kHillClimbWork, about 0.05-0.5 s on one core), between 8 and 1000
+// iterations. Deterministic: no clock is read.
+int64_t HillClimbIterations(int64_t placement_work,
                             int64_t work = kHillClimbWork);
 
 // What a climb did, for tests and benchmarks.

@@ -116,8 +116,16 @@ ExactOptions TightSearch(const Problem& problem) {
   return exact;
 }
 
+// Takes `plan`, verified, as `strategy`'s: proven optimal at the bound.
+void Adopt(Solution plan, std::string strategy, PlanResult* result) {
+  result->solution = std::move(plan);
+  result->strategy = std::move(strategy);
+  result->proven_optimal = result->proven_optimal ||
+                           result->solution.arena_size == result->lower_bound;
+}
+
 // Keeps `plan`, `strategy`'s, in place of the result's when smaller and
-// the verifier passes it under `cancel`; a call that ended before the
+// the verifier passes it under `cancel` (Adopt); a call that ended before the
 // verifier did keeps the verified plan it has. INTERNAL when the verifier
 // rejects it. Adds the verifier's time to "verify".
 absl::Status KeepIfSmaller(Solution plan, std::string strategy,
@@ -136,8 +144,7 @@ absl::Status KeepIfSmaller(Solution plan, std::string strategy,
                                             "plan: ",
                                             verified.message()));
   }
-  result->solution = std::move(plan);
-  result->strategy = std::move(strategy);
+  Adopt(std::move(plan), std::move(strategy), result);
   return absl::OkStatus();
 }
 
@@ -197,12 +204,9 @@ absl::Status PlaceOnSkyline(SkylineTies ties, const Sections* time,
                ? absl::OkStatus()
                : placed.status();
   }
-  absl::Status kept =
-      KeepIfSmaller(*std::move(placed),
-                    std::string(SkylineStrategy(ties).name()), cancel, result);
-  result->proven_optimal = result->proven_optimal ||
-                           result->solution.arena_size == result->lower_bound;
-  return kept;
+  return KeepIfSmaller(*std::move(placed),
+                       std::string(SkylineStrategy(ties).name()), cancel,
+                       result);
 }
 
 // ClimbAboveBound runs on plans more than 1/kClimbAbovePerMille above the
@@ -233,14 +237,9 @@ absl::Status ClimbAboveBound(const SolveContext& ctx, base::WorkerPool* workers,
       {GreedyOrder::kBreadth, "best_fit_breadth"}};
   const Problem& problem = result->problem;
   const absl::Time start = absl::Now();
-  int64_t moves = kTightClimbMoves;
-  if (!optimize) {
-    const std::vector<int64_t> conflicts = CountConflicts(problem);
-    moves = TightClimbMoves(
-        static_cast<int64_t>(problem.buffers.size()) +
-            std::accumulate(conflicts.begin(), conflicts.end(), int64_t{0}),
-        std::size(kSeeds));
-  }
+  const int64_t moves =
+      optimize ? kTightClimbMoves
+               : TightClimbMoves(PlacementWork(problem), std::size(kSeeds));
   if (moves == 0) {  // past kTightClimbWork: the plan stays
     AddStageTime("offsets", absl::Now() - start, result);
     return absl::OkStatus();
@@ -276,8 +275,7 @@ absl::Status ClimbAboveBound(const SolveContext& ctx, base::WorkerPool* workers,
   }
   if (seeded->solution.arena_size < result->solution.arena_size) {
     // Verified by the portfolio already.
-    result->solution = std::move(seeded->solution);
-    result->strategy = std::move(seeded->strategy);
+    Adopt(std::move(seeded->solution), std::move(seeded->strategy), result);
   }
   return absl::OkStatus();
 }
@@ -438,8 +436,6 @@ absl::Status AssignOffsets(const PlanOptions& options,
     }
     absl::Status status =
         ClimbAboveBound(needed, workers, cancel, options.optimize, result);
-    result->proven_optimal = result->proven_optimal ||
-                             result->solution.arena_size == result->lower_bound;
     result->time_limited =
         result->time_limited || (cancel != nullptr && cancel->Cancelled());
     return status;
