@@ -204,10 +204,13 @@ LowerBounds BoundsFromCompressedTime(const Problem& problem,
     std::vector<Bytes> padded, rounding;
     base::ParallelFor(parallel, 3, [&](int k) {
       if (k == 0) {
-        bounds.unaligned = LowerBound(problem, maximal);
+        const std::vector<Bytes> live = SectionTotals(
+            maximal, [&](int i) { return b[i].size; }, parallel);
+        bounds.unaligned =
+            live.empty() ? 0 : *std::max_element(live.begin(), live.end());
       } else if (k == 1) {
-        padded = SectionTotals(maximal,
-                               [&](int i) { return AlignUp(b[i].size, m); });
+        padded = SectionTotals(
+            maximal, [&](int i) { return AlignUp(b[i].size, m); }, parallel);
       } else {
         rounding = SectionMaxima(
             maximal, [&](int i) { return AlignUp(b[i].size, m) - b[i].size; },

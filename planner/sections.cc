@@ -47,36 +47,119 @@ absl::StatusOr<std::pair<Events, Events>> SortedEvents(
   return std::make_pair(std::move(starts), std::move(ends));
 }
 
-// Walks the distinct event steps in order and numbers the sections between
-// consecutive ones (all of them, or only the maximal ones), filling every
-// buffer's first and last section.
-void NumberSections(const Events& starts, const Events& ends, SectionKind kind,
-                    Sections* out) {
-  const size_t m = starts.size();
-  out->first.assign(m, 0);
-  out->last.assign(m, 0);
-  size_t s = 0, e = 0;
-  bool started_here = false;  // a buffer starts at the previous event step
-  Step previous = 0;
-  while (s < m || e < m) {
-    const Step t = e == m || (s < m && starts[s].first < ends[e].first)
-                       ? starts[s].first
-                       : ends[e].first;
-    const bool ends_here = e < m && ends[e].first == t;
+// The events at steps in one range of time: starts[s, s_end) and
+// ends[e, e_end).
+struct EventRange {
+  size_t s, s_end, e, e_end;
+};
+
+// Walks the distinct event steps of `range` in order, numbering from
+// `count` the sections between consecutive ones (all of them, or only the
+// maximal ones) as the walk over every event would: section(k, begin, end)
+// for each, last_of(i, k) and first_of(i, k) for each buffer ending and
+// starting there. Returns the next number. The walk's state where the
+// range begins comes from the events before it.
+template <typename SectionFn, typename LastFn, typename FirstFn>
+int WalkSections(const Events& starts, const Events& ends,
+                 const EventRange& range, SectionKind kind, int count,
+                 SectionFn section, LastFn last_of, FirstFn first_of) {
+  size_t s = range.s, e = range.e;
+  Step previous = 0;          // the last event step before
+  bool started_here = false;  // a buffer starts at `previous`
+  if (s > 0 || e > 0) {
+    previous = s == 0   ? ends[e - 1].first
+               : e == 0 ? starts[s - 1].first
+                        : std::max(starts[s - 1].first, ends[e - 1].first);
+    started_here = s > 0 && starts[s - 1].first == previous;
+  }
+  while (s < range.s_end || e < range.e_end) {
+    const Step t =
+        e == range.e_end || (s < range.s_end && starts[s].first < ends[e].first)
+            ? starts[s].first
+            : ends[e].first;
+    const bool ends_here = e < range.e_end && ends[e].first == t;
     // The section [previous, t) exists once some event came before t.
     if (s + e > 0 &&
         (kind == SectionKind::kAll || (started_here && ends_here))) {
-      out->begin.push_back(previous);
-      out->end.push_back(t);
+      section(count++, previous, t);
     }
-    const int count = static_cast<int>(out->begin.size());
-    for (; e < m && ends[e].first == t; ++e) out->last[ends[e].second] = count;
-    started_here = s < m && starts[s].first == t;
-    for (; s < m && starts[s].first == t; ++s) {
-      out->first[starts[s].second] = count;
+    for (; e < range.e_end && ends[e].first == t; ++e) {
+      last_of(ends[e].second, count);
+    }
+    started_here = s < range.s_end && starts[s].first == t;
+    for (; s < range.s_end && starts[s].first == t; ++s) {
+      first_of(starts[s].second, count);
     }
     previous = t;
   }
+  return count;
+}
+
+// Events numbered in one walk below this many starts.
+constexpr size_t kNumberingChunk = size_t{1} << 16;
+
+// Numbers the sections between consecutive event steps (all of them, or
+// only the maximal ones) and fills every buffer's first and last section.
+// Many events on several threads: time cut where the starts' chunks of
+// kNumberingChunk begin (fixed by the input), each range's sections counted,
+// then numbered from the count before it: the walk over every event's
+// numbers.
+void NumberSections(const Events& starts, const Events& ends, SectionKind kind,
+                    const base::Parallelism& parallel, Sections* out) {
+  const size_t m = starts.size();
+  out->first.assign(m, 0);
+  out->last.assign(m, 0);
+  const auto set_last = [out](int i, int k) { out->last[i] = k; };
+  const auto set_first = [out](int i, int k) { out->first[i] = k; };
+  const int chunks = base::ChunkCount(m, kNumberingChunk);
+  if (parallel.helpers() == 0 || chunks < 2) {
+    WalkSections(
+        starts, ends, {0, m, 0, m}, kind, 0,
+        [out](int, Step begin, Step end) {
+          out->begin.push_back(begin);
+          out->end.push_back(end);
+        },
+        set_last, set_first);
+    return;
+  }
+  // Range c holds the steps from the start of chunk c on, up to chunk c+1's.
+  std::vector<EventRange> ranges(chunks);
+  const auto by_step = [](const std::pair<Step, int>& event, Step t) {
+    return event.first < t;
+  };
+  size_t s = 0, e = 0;
+  for (int c = 0; c < chunks; ++c) {
+    size_t s_end = m, e_end = m;
+    if (c + 1 < chunks) {
+      const Step t = starts[(c + 1) * kNumberingChunk].first;
+      s_end = std::lower_bound(starts.begin(), starts.end(), t, by_step) -
+              starts.begin();
+      e_end =
+          std::lower_bound(ends.begin(), ends.end(), t, by_step) - ends.begin();
+    }
+    ranges[c] = {s, s_end, e, e_end};
+    s = s_end;
+    e = e_end;
+  }
+  std::vector<int> counts(chunks + 1, 0);
+  const auto nothing = [](int, int) {};
+  base::ParallelFor(parallel, chunks, [&](int c) {
+    counts[c + 1] = WalkSections(
+        starts, ends, ranges[c], kind, 0, [](int, Step, Step) {}, nothing,
+        nothing);
+  });
+  for (int c = 0; c < chunks; ++c) counts[c + 1] += counts[c];
+  out->begin.resize(counts[chunks]);
+  out->end.resize(counts[chunks]);
+  base::ParallelFor(parallel, chunks, [&](int c) {
+    WalkSections(
+        starts, ends, ranges[c], kind, counts[c],
+        [out](int k, Step begin, Step end) {
+          out->begin[k] = begin;
+          out->end[k] = end;
+        },
+        set_last, set_first);
+  });
 }
 
 // SweepSectionsOrCancel with the two sorts on the threads `parallel` gives.
@@ -89,7 +172,7 @@ absl::StatusOr<Sections> Sweep(const Problem& problem,
   if (!events.ok()) return events.status();
   const auto& [starts, ends] = *events;
   Sections out;
-  NumberSections(starts, ends, options.kind, &out);
+  NumberSections(starts, ends, options.kind, parallel, &out);
   if (options.list_live) {
     out.live.resize(out.begin.size());
     int visited = 0;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "base/worker_pool.h"
@@ -174,6 +176,33 @@ TEST(SectionsTest, CompressedTimeKeepsEveryOverlap) {
   }
 }
 
+// Many events are numbered in ranges of time on several threads: the same
+// sections as one walk, also where many buffers start at one step (a
+// range's first step shared with the one before) and where steps spread.
+TEST(SectionsTest, CompressedTimeInRangesIsTheOneWalks) {
+  Problem crowded;  // 300,000 buffers over 40 steps
+  std::mt19937 rng(7);
+  for (int i = 0; i < 300000; ++i) {
+    const Step start = static_cast<Step>(rng() % 40);
+    crowded.buffers.push_back({"b" + std::to_string(i), start,
+                               start + 1 + static_cast<Step>(rng() % 5), 8});
+  }
+  base::WorkerPool pool(3, 64);
+  for (const Problem& p : {crowded, testing::RandomProblem(300000, 3),
+                           testing::RandomProblem(70000, 4, 64)}) {
+    const Sections one = *CompressTime(p, nullptr);
+    ASSERT_GT(one.size(), 0);
+    for (int threads : {2, 4}) {
+      const Sections ranges =
+          *CompressTime(p, nullptr, base::Parallelism{&pool, threads});
+      EXPECT_EQ(ranges.begin, one.begin);
+      EXPECT_EQ(ranges.end, one.end);
+      EXPECT_EQ(ranges.first, one.first);
+      EXPECT_EQ(ranges.last, one.last);
+    }
+  }
+}
+
 TEST(SectionsTest, SubsetIsIndexedByPosition) {
   Problem p;
   p.buffers = {{"a", 0, 4, 1}, {"b", 10, 20, 1}, {"c", 2, 6, 1}};
@@ -212,6 +241,30 @@ TEST(SectionsTest, MaximaAreTheLargestLiveWeights) {
       for (int i : s.live[k]) want = std::max(want, weight(i));
       ASSERT_EQ(max[k], want) << "seed " << seed << " section " << k;
     }
+  }
+}
+
+// Past a part's worth of buffers the totals are summed in parts (on
+// workers or not): the totals of the whole, and at a sample the sum over a
+// sweep of the live sets.
+TEST(SectionsTest, TotalsInPartsAreTheWholesTotals) {
+  const Problem p = testing::RandomProblem(600000, 6, 64);
+  const Sections s = *CompressTime(p, nullptr);
+  const auto weight = [&](int i) { return AlignUp(p.buffers[i].size, 64); };
+  const std::vector<Bytes> whole = SectionTotals(s, weight);
+  base::WorkerPool pool(3, 64);
+  for (base::WorkerPool* workers : {(base::WorkerPool*)nullptr, &pool}) {
+    EXPECT_EQ(SectionTotals(s, weight, base::Parallelism{workers, 4}), whole);
+  }
+  SectionOptions options;
+  options.kind = SectionKind::kMaximal;
+  options.list_live = true;
+  const Sections live = SweepSections(p, options);
+  ASSERT_EQ(live.size(), s.size());
+  for (int k = 0; k < s.size(); k += 4099) {
+    Bytes want = 0;
+    for (int i : live.live[k]) want += weight(i);
+    ASSERT_EQ(whole[k], want) << "section " << k;
   }
 }
 
