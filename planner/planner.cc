@@ -790,11 +790,12 @@ absl::Status ListBuffers(Problem problem, const PlanOptions& options,
   return absl::OkStatus();
 }
 
-// The tensor table of a buffer list: one activation per buffer, in list
-// order. DEADLINE_EXCEEDED once `cancel` (may be null) fires.
-absl::StatusOr<std::vector<TensorPlacement>> ListedTensors(
-    const std::vector<Buffer>& buffers, const base::CancelToken* cancel) {
-  std::vector<TensorPlacement> tensors;
+// Fills result->tensors, the tensor table of a buffer list: one activation
+// per buffer, in list order. DEADLINE_EXCEEDED once `cancel` (may be null)
+// fires.
+absl::Status ListTensors(const base::CancelToken* cancel, PlanResult* result) {
+  const std::vector<Buffer>& buffers = result->problem.buffers;
+  std::vector<TensorPlacement>& tensors = result->tensors;
   tensors.reserve(buffers.size());
   for (size_t i = 0; i < buffers.size(); ++i) {
     if (base::CancelledAt(cancel, i)) {
@@ -804,7 +805,7 @@ absl::StatusOr<std::vector<TensorPlacement>> ListedTensors(
     tensors.push_back({b.name, TensorKind::kActivation, b.size, b.start, b.end,
                        static_cast<int>(i), ""});
   }
-  return tensors;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -850,19 +851,24 @@ absl::StatusOr<PlanResult> PlanBuffers(Problem problem,
   // lists large enough for the workers, one of them builds it while the
   // plan is made (a copy of every name, about a tenth of the one-core
   // prepare stage of a million buffers).
-  absl::Status planned;
-  absl::StatusOr<std::vector<TensorPlacement>> tensors;
-  base::ParallelFor(
-      {parallel.workers, std::min(parallel.max_threads, 2)}, 2, [&](int part) {
-        if (part == 0) {
-          planned = PlanProblem(options, workers, cancel, &budget, &result);
-        } else {
-          tensors = ListedTensors(result.problem.buffers, cancel);
-        }
+  // Its memory is taken first, where it was when the table was built
+  // before the plan (with one heap, later would raise the peak).
+  result.tensors.reserve(result.problem.buffers.size());
+  absl::Status planned, listed;
+  std::atomic<bool> table_taken{false};
+  const auto table = [&] {
+    if (!table_taken.exchange(true)) listed = ListTensors(cancel, &result);
+  };
+  // The plan on the calling thread (its memory where a call's memory is);
+  // the table on a worker if one comes, else after the plan.
+  base::RunTogether(
+      {parallel.workers, std::min(parallel.max_threads, 2)}, [&](int thread) {
+        if (thread > 0) return table();
+        planned = PlanProblem(options, workers, cancel, &budget, &result);
+        table();
       });
   if (!planned.ok()) return planned;
-  if (!tensors.ok()) return tensors.status();
-  result.tensors = *std::move(tensors);
+  if (!listed.ok()) return listed;
   return result;
 }
 
@@ -1050,10 +1056,7 @@ absl::StatusOr<PlanResult> AdoptBuffersPlan(Problem problem,
       !s.ok()) {
     return s;
   }
-  absl::StatusOr<std::vector<TensorPlacement>> tensors =
-      ListedTensors(result.problem.buffers, cancel);
-  if (!tensors.ok()) return tensors.status();
-  result.tensors = *std::move(tensors);
+  if (absl::Status s = ListTensors(cancel, &result); !s.ok()) return s;
   if (absl::Status s =
           AdoptChoices(options, std::move(choices), {}, cancel, &result);
       !s.ok()) {
