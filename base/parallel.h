@@ -17,6 +17,7 @@
 #define MEMPLAN_BASE_PARALLEL_H_
 
 #include <cstddef>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "base/worker_pool.h"
@@ -65,6 +66,37 @@ inline int ChunkCount(size_t n, size_t chunk_size) {
 void ParallelForRange(
     const Parallelism& parallel, size_t n, size_t chunk_size,
     absl::FunctionRef<void(int chunk, size_t begin, size_t end)> fn);
+
+// The values value(k) for the k in [0, n) where keep(k), in order of k:
+// chunk by chunk of 2^16 on the threads `parallel` gives, each chunk
+// counting its values, then writing them where the one pass would (the
+// same list on any thread count). Only the calling thread allocates: what
+// workers allocate can stay with their threads' heaps.
+template <typename Keep, typename Value>
+std::vector<int> KeptInOrder(const Parallelism& parallel, size_t n, Keep keep,
+                             Value value) {
+  constexpr size_t kChunk = size_t{1} << 16;
+  std::vector<size_t> at(ChunkCount(n, kChunk) + 1, 0);
+  ParallelForRange(parallel, n, kChunk, [&](int c, size_t begin, size_t end) {
+    for (size_t k = begin; k < end; ++k) at[c + 1] += keep(k) ? 1 : 0;
+  });
+  for (size_t c = 1; c < at.size(); ++c) at[c] += at[c - 1];
+  std::vector<int> out(at.back());
+  ParallelForRange(parallel, n, kChunk, [&](int c, size_t begin, size_t end) {
+    size_t next = at[c];
+    for (size_t k = begin; k < end; ++k) {
+      if (keep(k)) out[next++] = value(k);
+    }
+  });
+  return out;
+}
+
+// The k in [0, n) where keep(k), ascending, found as above.
+template <typename Keep>
+std::vector<int> KeptInOrder(const Parallelism& parallel, size_t n, Keep keep) {
+  return KeptInOrder(parallel, n, keep,
+                     [](size_t k) { return static_cast<int>(k); });
+}
 
 }  // namespace memplan::base
 

@@ -337,6 +337,39 @@ struct PlaceSettings {
   Bytes give_up_above = 0;
 };
 
+// Stacks `spanning` (buffers live over the whole schedule) at the arena's
+// base, most aligned first, then largest; returns the stack's top.
+Offset StackBuffers(const Problem& problem, std::vector<int> spanning,
+                    Solution* solution) {
+  const auto& b = problem.buffers;
+  std::sort(spanning.begin(), spanning.end(), [&](int x, int y) {
+    if (b[x].alignment != b[y].alignment)
+      return b[x].alignment > b[y].alignment;
+    if (b[x].size != b[y].size) return b[x].size > b[y].size;
+    return x < y;
+  });
+  Offset top = 0;
+  for (int i : spanning) {
+    solution->offsets[i] = AlignUp(top, b[i].alignment);
+    top = solution->offsets[i] + b[i].size;
+  }
+  return top;
+}
+
+// StackSpanningBuffers for a problem without pinned buffers, finding the
+// spanning ones on the threads `parallel` gives (the same offsets).
+Offset StackSpanningBuffers(const Problem& problem,
+                            const base::Parallelism& parallel,
+                            Solution* solution) {
+  int64_t count = 0;
+  const std::vector<uint8_t> spans = SpanningBuffers(problem, parallel, &count);
+  if (count == 0) return 0;
+  return StackBuffers(problem,
+                      base::KeptInOrder(parallel, spans.size(),
+                                        [&](size_t i) { return spans[i]; }),
+                      solution);
+}
+
 absl::StatusOr<Solution> PlaceWindowed(
     const Problem& problem, const Sections& time, const TimeWindows& windows,
     const std::vector<int>& order, const PlaceSettings& settings, bool dense);
@@ -375,8 +408,9 @@ absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
   // The overlap total once (an O(n) pass): it says whether placed buffers
   // are read merged and, scanned, the least work the pass counts.
   const int64_t n = static_cast<int64_t>(problem.buffers.size());
-  const int64_t overlap_total =
-      settings.search == OverlapSearch::kAuto ? OverlapTotal(time) : 0;
+  const int64_t overlap_total = settings.search == OverlapSearch::kAuto
+                                    ? OverlapTotal(time, settings.parallel)
+                                    : 0;
   const bool dense = settings.search == OverlapSearch::kAuto
                          ? MostlyOverlapping(overlap_total, n)
                          : settings.search == OverlapSearch::kMerged;
@@ -519,19 +553,19 @@ absl::StatusOr<Solution> PlaceWindowed(
   const auto& b = problem.buffers;
   Solution solution;
   solution.offsets.assign(b.size(), -1);
-  const Offset base =
-      settings.capacity ? 0 : StackSpanningBuffers(problem, &solution);
-  std::vector<int> pinned;
-  for (int i = 0; i < static_cast<int>(b.size()); ++i) {
-    if (!b[i].fixed_offset.has_value()) continue;
-    solution.offsets[i] = *b[i].fixed_offset;
-    pinned.push_back(i);
-  }
-  std::vector<int> to_place;
-  to_place.reserve(order.size());
-  for (int i : order) {
-    if (solution.offsets[i] < 0) to_place.push_back(i);
-  }
+  // Each a pass over the buffers, in chunks on the threads.
+  const base::Parallelism& parallel = settings.parallel;
+  const std::vector<int> pinned = base::KeptInOrder(
+      parallel, b.size(),
+      [&](size_t i) { return b[i].fixed_offset.has_value(); });
+  const Offset base = settings.capacity || !pinned.empty()
+                          ? 0
+                          : StackSpanningBuffers(problem, parallel, &solution);
+  for (int i : pinned) solution.offsets[i] = *b[i].fixed_offset;
+  std::vector<int> to_place = base::KeptInOrder(
+      parallel, order.size(),
+      [&](size_t k) { return solution.offsets[order[k]] < 0; },
+      [&](size_t k) { return order[k]; });
   WindowedPass pass(time, windows, to_place, settings.parallel);
   std::vector<PlacementWindow> state(windows.count());
   std::atomic<bool> set_up{true};
@@ -628,18 +662,7 @@ Offset StackSpanningBuffers(const Problem& problem, Solution* solution) {
     if (b[i].fixed_offset.has_value()) return 0;
     if (SpansAll(b[i], span)) spanning.push_back(i);
   }
-  std::sort(spanning.begin(), spanning.end(), [&](int x, int y) {
-    if (b[x].alignment != b[y].alignment)
-      return b[x].alignment > b[y].alignment;
-    if (b[x].size != b[y].size) return b[x].size > b[y].size;
-    return x < y;
-  });
-  Offset top = 0;
-  for (int i : spanning) {
-    solution->offsets[i] = AlignUp(top, b[i].alignment);
-    top = solution->offsets[i] + b[i].size;
-  }
-  return top;
+  return StackBuffers(problem, std::move(spanning), solution);
 }
 
 std::vector<int64_t> CountConflicts(const Problem& problem) {

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "planner/testing/random_problems.h"
 #include "planner/verifier.h"
+#include "planner/windows.h"
 
 namespace memplan::planner {
 namespace {
@@ -313,6 +314,41 @@ TEST_P(GreedyPropertyTest, WindowedPlacementGivesThePlanOfTheDefinition) {
               << " per window " << per_window;
           ASSERT_EQ(got->arena_size, want.arena_size);
         }
+      }
+    }
+  }
+}
+
+// On a list of several chunks of 2^16 buffers, with pins and spanning
+// buffers spread over them, the windowed placement on threads gives the
+// plan of the one pass.
+TEST(GreedyTest, LargeWindowedPlacementWithPinsIsTheOnePass) {
+  base::WorkerPool pool(3, 64);
+  for (bool pins : {false, true}) {
+    Problem p = testing::RandomProblem(150000, 11, 64);
+    const auto span = ScheduleSpan(p);
+    for (int i = 0; i < 150000; i += 40000) {
+      p.buffers[i + 1].start = span.first;
+      p.buffers[i + 1].end = span.second;
+      if (pins) p.buffers[i].fixed_offset = 64 * (i + 1);
+    }
+    const std::vector<int> o = GreedyPlacementOrder(p, GreedyOrder::kSize);
+    absl::StatusOr<Solution> one = PlaceInOrder(
+        p, o, FitPolicy::kBestFit, nullptr, OverlapSearch::kAuto, 1 << 30, {});
+    ASSERT_TRUE(one.ok()) << one.status();
+    absl::StatusOr<Solution> windowed =
+        PlaceInOrder(p, o, FitPolicy::kBestFit, nullptr, OverlapSearch::kAuto,
+                     kBuffersPerWindow / 4, {&pool, 4});
+    ASSERT_TRUE(windowed.ok()) << windowed.status();
+    EXPECT_EQ(windowed->offsets, one->offsets) << "pins " << pins;
+    EXPECT_EQ(windowed->arena_size, one->arena_size);
+    if (!pins) {  // the spanning buffers stacked at the base
+      Bytes stack = 0;
+      for (int i = 1; i < 150000; i += 40000) {
+        stack += AlignUp(p.buffers[i].size, 64);
+      }
+      for (int i = 1; i < 150000; i += 40000) {
+        EXPECT_LT(one->offsets[i], stack) << "buffer " << i;
       }
     }
   }

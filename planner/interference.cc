@@ -76,7 +76,7 @@ absl::StatusOr<int64_t> PairsFromSections(const Problem& problem,
   int64_t spanning = 0;
   (void)SpanningBuffers(problem, parallel, &spanning);
   if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
-  const int64_t twice = OverlapTotal(time);  // each pair from both ends
+  const int64_t twice = OverlapTotal(time, parallel);  // pairs from both ends
   return twice / 2 - spanning * (n - spanning) - spanning * (spanning - 1) / 2;
 }
 

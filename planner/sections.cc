@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <numeric>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -213,39 +214,79 @@ absl::StatusOr<Sections> CompressTime(const Problem& problem,
 
 namespace {
 
-// Calls fn(i, count) with each buffer's OverlapCounts entry.
+// Buffers per part of the counting in parts, and parts at most.
+constexpr int kSmallestCountPart = 1 << 18;
+constexpr int kMaxCountParts = 4;
+
+// Calls fn(chunk, i, count) with each buffer's OverlapCounts entry, for the
+// buffers of each chunk of 2^16 in turn. With threads from `parallel` and
+// at least two parts' worth of buffers, the counts come from at most
+// kMaxCountParts parts of the buffers counted at once, and the chunks run on
+// the threads: the same entries.
 template <typename Fn>
-void ForEachOverlapCount(const Sections& sections, Fn fn) {
-  const size_t n = sections.first.size();
-  // started[x]: buffers whose first section is < x; ended[x]: last <= x.
-  std::vector<int64_t> started(sections.size() + 2, 0),
-      ended(sections.size() + 2, 0);
-  for (size_t i = 0; i < n; ++i) {
-    ++started[sections.first[i] + 1];
-    ++ended[sections.last[i]];
+void ForEachOverlapCount(const Sections& sections,
+                         const base::Parallelism& parallel, Fn fn) {
+  const int n = static_cast<int>(sections.first.size());
+  const int parts = parallel.helpers() == 0
+                        ? 1
+                        : std::clamp(n / kSmallestCountPart, 1, kMaxCountParts);
+  const int part = (n + parts - 1) / std::max(parts, 1);
+  // started[x]: buffers whose first section is < x; ended[x]: last <= x
+  // (fewer than 2^31: positions are ints).
+  // Allocated here, not on the workers (what they allocate can stay with
+  // their threads' heaps).
+  std::vector<std::vector<int>> started(
+      parts, std::vector<int>(sections.size() + 2, 0));
+  std::vector<std::vector<int>> ended = started;
+  base::ParallelFor(parallel, parts, [&](int p) {
+    for (int i = p * part; i < std::min(n, (p + 1) * part); ++i) {
+      ++started[p][sections.first[i] + 1];
+      ++ended[p][sections.last[i]];
+    }
+  });
+  std::vector<int>& start_count = started[0];
+  std::vector<int>& end_count = ended[0];
+  for (int p = 1; p < parts; ++p) {
+    for (size_t x = 0; x < start_count.size(); ++x) {
+      start_count[x] += started[p][x];
+      end_count[x] += ended[p][x];
+    }
   }
-  for (size_t x = 1; x < started.size(); ++x) {
-    started[x] += started[x - 1];
-    ended[x] += ended[x - 1];
+  for (size_t x = 1; x < start_count.size(); ++x) {
+    start_count[x] += start_count[x - 1];
+    end_count[x] += end_count[x - 1];
   }
-  for (size_t i = 0; i < n; ++i) {
-    fn(i, started[sections.last[i]] - ended[sections.first[i]] - 1);
-  }
+  base::ParallelForRange(parallel, static_cast<size_t>(n), size_t{1} << 16,
+                         [&](int chunk, size_t begin, size_t end) {
+                           for (size_t i = begin; i < end; ++i) {
+                             fn(chunk, i,
+                                int64_t{start_count[sections.last[i]]} -
+                                    end_count[sections.first[i]] - 1);
+                           }
+                         });
 }
 
 }  // namespace
 
 std::vector<int64_t> OverlapCounts(const Sections& sections) {
   std::vector<int64_t> counts(sections.first.size());
-  ForEachOverlapCount(sections,
-                      [&](size_t i, int64_t count) { counts[i] = count; });
+  ForEachOverlapCount(sections, {},
+                      [&](int, size_t i, int64_t count) { counts[i] = count; });
   return counts;
 }
 
 int64_t OverlapTotal(const Sections& sections) {
-  int64_t total = 0;
-  ForEachOverlapCount(sections, [&](size_t, int64_t count) { total += count; });
-  return total;
+  return OverlapTotal(sections, {});
+}
+
+int64_t OverlapTotal(const Sections& sections,
+                     const base::Parallelism& parallel) {
+  std::vector<int64_t> totals(
+      base::ChunkCount(sections.first.size(), size_t{1} << 16), 0);
+  ForEachOverlapCount(
+      sections, parallel,
+      [&](int chunk, size_t, int64_t count) { totals[chunk] += count; });
+  return std::accumulate(totals.begin(), totals.end(), int64_t{0});
 }
 
 bool MostlyOverlapping(const Sections& sections) {

@@ -116,6 +116,9 @@ std::vector<int64_t> OverlapCounts(const Sections& sections);
 // The sum of OverlapCounts: every overlapping pair, counted from both
 // ends. O(n + sections), without a vector per buffer.
 int64_t OverlapTotal(const Sections& sections);
+// The same counted on the threads `parallel` gives (the same total).
+int64_t OverlapTotal(const Sections& sections,
+                     const base::Parallelism& parallel);
 
 // Above this many overlapping buffers per buffer on average, placement and
 // coloring read merged ranges from a GapIndex instead of scanning the
@@ -161,9 +164,11 @@ std::vector<Bytes> SectionTotals(const Sections& sections, WeightFn weight,
   const int parts = std::clamp(n / kSmallestPart, 1, kMaxParts);
   if (parts == 1) return SectionTotals(sections, weight);
   const int part = (n + parts - 1) / parts;
-  std::vector<std::vector<Bytes>> diff(parts);
+  // Allocated here, not on the workers (what they allocate can stay with
+  // their threads' heaps).
+  std::vector<std::vector<Bytes>> diff(
+      parts, std::vector<Bytes>(sections.size() + 1, 0));
   base::ParallelFor(parallel, parts, [&](int p) {
-    diff[p].assign(sections.size() + 1, 0);
     for (int i = p * part; i < std::min(n, (p + 1) * part); ++i) {
       diff[p][sections.first[i]] += weight(i);
       diff[p][sections.last[i]] -= weight(i);

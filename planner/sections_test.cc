@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -241,6 +242,22 @@ TEST(SectionsTest, MaximaAreTheLargestLiveWeights) {
       for (int i : s.live[k]) want = std::max(want, weight(i));
       ASSERT_EQ(max[k], want) << "seed " << seed << " section " << k;
     }
+  }
+}
+
+// Counted in parts on the threads, the overlap total is the sum of every
+// buffer's overlap count.
+TEST(SectionsTest, OverlapTotalOnThreadsIsTheSumOfTheCounts) {
+  base::WorkerPool pool(3, 64);
+  for (const Problem& p : {testing::RandomProblem(600000, 8, 64),
+                           testing::DenseProblem(3000, 2)}) {
+    const Sections s = *CompressTime(p, nullptr);
+    const std::vector<int64_t> counts = OverlapCounts(s);
+    const int64_t sum =
+        std::accumulate(counts.begin(), counts.end(), int64_t{0});
+    ASSERT_GT(sum, 0);
+    EXPECT_EQ(OverlapTotal(s), sum);
+    EXPECT_EQ(OverlapTotal(s, base::Parallelism{&pool, 4}), sum);
   }
 }
 

@@ -89,16 +89,37 @@ absl::Status CheckBuffer(const Buffer& b,
   return absl::OkStatus();
 }
 
+// ValidateBuffers over buffers [begin, end), the sizes before them summing
+// to *total (which it advances).
+absl::Status ValidateRange(const Problem& problem, size_t begin, size_t end,
+                           const base::CancelToken* cancel, Bytes* total) {
+  for (size_t i = begin; i < end; ++i) {
+    if (base::CancelledAt(cancel, i)) return Cancelled();
+    const Buffer& b = problem.buffers[i];
+    // The name is only spelled out in a message (not 1M strings per plan).
+    const auto what = [&] { return Who(b, i); };
+    if (absl::Status s = CheckBuffer(b, what); !s.ok()) return s;
+    if (absl::Status s = AddToTotalSize(b.size, what, total); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Buffers pinned by fixed offsets are the user's plan: two that live at the
 // same time must not share a byte, and none may end past the capacity.
 // A sweep over time keeping the live pins ordered by offset: O(k log k).
 absl::Status CheckPins(const Problem& problem,
+                       const base::Parallelism& parallel,
                        const base::CancelToken* cancel) {
+  // The pinned buffers, found in chunks on the threads.
+  const std::vector<int> pinned = base::KeptInOrder(
+      parallel, problem.buffers.size(),
+      [&](size_t i) { return problem.buffers[i].fixed_offset.has_value(); });
+  if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
   std::vector<std::pair<Step, int>> events;  // (step, +1+i start, -1-i end)
-  for (int i = 0; i < static_cast<int>(problem.buffers.size()); ++i) {
-    if (base::CancelledAt(cancel, i)) return Cancelled();
+  for (int i : pinned) {
     const Buffer& b = problem.buffers[i];
-    if (!b.fixed_offset.has_value()) continue;
     if (problem.capacity.has_value() &&
         *b.fixed_offset + b.size > *problem.capacity) {
       return Invalid("buffer '", Clip(b.name), "' is pinned at ",
@@ -156,18 +177,58 @@ absl::Status ValidateBuffers(const Problem& problem) {
 absl::Status ValidateBuffers(const Problem& problem,
                              const base::CancelToken* cancel) {
   Bytes total = 0;
-  for (size_t i = 0; i < problem.buffers.size(); ++i) {
-    if (base::CancelledAt(cancel, i)) return Cancelled();
-    const Buffer& b = problem.buffers[i];
-    // The name is only spelled out in a message (not 1M strings per plan).
-    const auto what = [&] { return Who(b, i); };
-    if (absl::Status s = CheckBuffer(b, what); !s.ok()) return s;
-    if (absl::Status s = AddToTotalSize(b.size, what, &total); !s.ok()) {
-      return s;
+  return ValidateRange(problem, 0, problem.buffers.size(), cancel, &total);
+}
+
+namespace {
+
+// Lists are checked in chunks of this many buffers.
+constexpr size_t kCheckChunk = size_t{1} << 16;
+
+// ValidateBuffers on the threads `parallel` gives: each chunk checks its
+// buffers and sums their sizes at once; the first chunk with a bad buffer,
+// or whose sizes take the running sum past the limit, is checked again from
+// that sum, so the error is the one the pass in list order finds.
+absl::Status ValidateBuffers(const Problem& problem,
+                             const base::Parallelism& parallel,
+                             const base::CancelToken* cancel) {
+  const size_t n = problem.buffers.size();
+  const int chunks = base::ChunkCount(n, kCheckChunk);
+  if (parallel.helpers() == 0 || chunks < 2) {
+    return ValidateBuffers(problem, cancel);
+  }
+  std::vector<uint8_t> bad(chunks, 0);
+  std::vector<Bytes> sums(chunks, 0);  // past kMaxTotalBytes: too much
+  base::ParallelForRange(
+      parallel, n, kCheckChunk, [&](int c, size_t begin, size_t end) {
+        if (cancel != nullptr && cancel->Cancelled()) return;
+        for (size_t i = begin; i < end; ++i) {
+          const Buffer& b = problem.buffers[i];
+          if (!CheckBuffer(b, [] { return std::string(); }).ok()) {
+            bad[c] = 1;
+            return;
+          }
+          if (__builtin_add_overflow(sums[c], b.size, &sums[c]) ||
+              sums[c] > kMaxTotalBytes) {
+            sums[c] = kMaxTotalBytes + 1;
+            return;
+          }
+        }
+      });
+  if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
+  Bytes total = 0;
+  for (int c = 0; c < chunks; ++c) {
+    if (bad[c] || sums[c] > kMaxTotalBytes - total) {
+      const size_t begin = c * kCheckChunk;
+      return ValidateRange(problem, begin, std::min(n, begin + kCheckChunk),
+                           cancel, &total);
     }
+    total += sums[c];
   }
   return absl::OkStatus();
 }
+
+}  // namespace
 
 namespace {
 
@@ -321,8 +382,8 @@ absl::Status ValidateProblem(const Problem& problem,
     if (k == 0) {
       names = CheckNames(problem, parallel, cancel);
     } else {
-      buffers = ValidateBuffers(problem, cancel);
-      if (buffers.ok()) buffers = CheckPins(problem, cancel);
+      buffers = ValidateBuffers(problem, parallel, cancel);
+      if (buffers.ok()) buffers = CheckPins(problem, parallel, cancel);
     }
   });
   return names.ok() ? buffers : names;

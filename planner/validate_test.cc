@@ -163,6 +163,50 @@ TEST(ValidateProblemTest, LongListsNameTheFirstBadName) {
   EXPECT_EQ(check(p), "duplicate buffer id 'b0'");
 }
 
+// Checked in chunks on threads, a long list gets the error of the pass in
+// list order: the first bad buffer, or the buffer whose size takes the sum
+// past 2^62, whichever comes first; then the pins.
+TEST(ValidateProblemTest, LongListsNameTheFirstBadBuffer) {
+  constexpr int kLong = 200000;
+  Problem valid;
+  for (int i = 0; i < kLong; ++i) {
+    valid.buffers.push_back({"b" + std::to_string(i), i, i + 2, 8});
+  }
+  base::WorkerPool pool(3, 64);
+  const auto check = [&](const Problem& p) {
+    std::vector<std::string> answers;
+    for (base::WorkerPool* workers : {(base::WorkerPool*)nullptr, &pool}) {
+      answers.push_back(
+          std::string(ValidateProblem(p, {workers, 4}).message()));
+    }
+    EXPECT_EQ(answers[0], answers[1]);
+    return answers[0];
+  };
+  Problem p = valid;
+  p.buffers[190000].size = 0;
+  p.buffers[150000].end = p.buffers[150000].start;
+  EXPECT_THAT(check(p), HasSubstr("buffer 'b150000' has start 150000 >= end"));
+  constexpr Bytes kHuge = (Bytes{1} << 61) + (Bytes{1} << 60);
+  p = valid;
+  p.buffers[100000].size = kHuge;
+  p.buffers[170000].size = kHuge;  // the sum passes 2^62 here
+  p.buffers[170001].size = -1;
+  p.buffers[190000].size = 0;
+  EXPECT_THAT(check(p),
+              HasSubstr("sizes overflow 64 bits at buffer 'b170000'"));
+  p.buffers[169999].alignment = 3;
+  EXPECT_THAT(check(p), HasSubstr("buffer 'b169999' alignment 3"));
+  p = valid;
+  for (int i : {120000, 180000}) {
+    p.buffers[i].start = 5;
+    p.buffers[i].end = 10;
+    p.buffers[i].fixed_offset = 0;
+  }
+  EXPECT_EQ(check(p),
+            "buffers 'b120000' and 'b180000' are pinned to overlapping bytes "
+            "while both live");
+}
+
 // Names whose hashes collide (a hash of their length alone) are compared:
 // the bucketed check gives the one pass's answer.
 TEST(ValidateProblemTest, BucketedNameCheckComparesCollidingNames) {
