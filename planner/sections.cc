@@ -214,23 +214,17 @@ absl::StatusOr<Sections> CompressTime(const Problem& problem,
 
 namespace {
 
-// Buffers per part of the counting in parts, and parts at most.
-constexpr int kSmallestCountPart = 1 << 18;
-constexpr int kMaxCountParts = 4;
-
 // Calls fn(chunk, i, count) with each buffer's OverlapCounts entry, for the
 // buffers of each chunk of 2^16 in turn. With threads from `parallel` and
-// at least two parts' worth of buffers, the counts come from at most
-// kMaxCountParts parts of the buffers counted at once, and the chunks run on
+// at least two parts' worth of buffers, the counts come from
+// BufferParts parts of the buffers counted at once, and the chunks run on
 // the threads: the same entries.
 template <typename Fn>
 void ForEachOverlapCount(const Sections& sections,
                          const base::Parallelism& parallel, Fn fn) {
   const int n = static_cast<int>(sections.first.size());
-  const int parts = parallel.helpers() == 0
-                        ? 1
-                        : std::clamp(n / kSmallestCountPart, 1, kMaxCountParts);
-  const int part = (n + parts - 1) / std::max(parts, 1);
+  const int parts = parallel.helpers() == 0 ? 1 : BufferParts(n);
+  const int part = (n + parts - 1) / parts;
   // started[x]: buffers whose first section is < x; ended[x]: last <= x
   // (fewer than 2^31: positions are ints).
   // Allocated here, not on the workers (what they allocate can stay with

@@ -136,6 +136,11 @@ inline bool MostlyOverlapping(int64_t overlap_total, int64_t buffers) {
   return overlap_total > kDenseOverlaps * buffers;
 }
 
+// How many parts of the buffers a sweep over `n` buffers is cut into to
+// run on several threads: at least 2^18 buffers each, at most 4 (fixed by
+// n alone, so the result never depends on the threads).
+inline int BufferParts(int n) { return std::clamp(n / (1 << 18), 1, 4); }
+
 // Per section, the sum of weight(i) over the buffers live in it (i is a
 // position as in Sections::first). O(n + sections). REQUIRES the sums to
 // fit in 64 bits (they do for a validated problem: validate.h).
@@ -151,17 +156,14 @@ std::vector<Bytes> SectionTotals(const Sections& sections, WeightFn weight) {
   return total;
 }
 
-// The same in parts of the buffers (at least 2^18 buffers each, at most 4
-// parts: fixed by their number) on the threads `parallel` gives, the
-// parts' differences then added: the same totals, with at most 4 arrays of
-// sections at once.
+// The same in BufferParts parts of the buffers on the threads `parallel`
+// gives, the parts' differences then added: the same totals, with at most 4
+// arrays of sections at once.
 template <typename WeightFn>
 std::vector<Bytes> SectionTotals(const Sections& sections, WeightFn weight,
                                  const base::Parallelism& parallel) {
-  constexpr int kSmallestPart = 1 << 18;
-  constexpr int kMaxParts = 4;
   const int n = static_cast<int>(sections.first.size());
-  const int parts = std::clamp(n / kSmallestPart, 1, kMaxParts);
+  const int parts = BufferParts(n);
   if (parts == 1) return SectionTotals(sections, weight);
   const int part = (n + parts - 1) / parts;
   // Allocated here, not on the workers (what they allocate can stay with
@@ -235,17 +237,14 @@ std::vector<Bytes> SectionMaxima(const Sections& sections, WeightFn weight) {
                        static_cast<int>(sections.first.size()));
 }
 
-// The same in parts of the buffers (at least 2^18 buffers each, at most 4
-// parts: fixed by their number), on the threads `parallel` gives, the
-// parts' maxima then merged: the same maxima, with at most 4 arrays of
-// sections at once.
+// The same in BufferParts parts of the buffers on the threads `parallel`
+// gives, the parts' maxima then merged: the same maxima, with at most 4 arrays
+// of sections at once.
 template <typename WeightFn>
 std::vector<Bytes> SectionMaxima(const Sections& sections, WeightFn weight,
                                  const base::Parallelism& parallel) {
-  constexpr int kSmallestPart = 1 << 18;
-  constexpr int kMaxParts = 4;
   const int n = static_cast<int>(sections.first.size());
-  const int parts = std::clamp(n / kSmallestPart, 1, kMaxParts);
+  const int parts = BufferParts(n);
   if (parts == 1) return SectionMaxima(sections, weight);
   const int part = (n + parts - 1) / parts;
   std::vector<std::vector<Bytes>> maxima(parts);

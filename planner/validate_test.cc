@@ -132,77 +132,72 @@ TEST(ValidateProblemTest, LongNamesAreCut) {
   EXPECT_LT(s.message().size(), 300u);
 }
 
+constexpr int kLong = 200000;
+
+// A valid list of kLong buffers named b0, b1, ...
+Problem LongList() {
+  Problem p;
+  for (int i = 0; i < kLong; ++i) {
+    p.buffers.push_back({"b" + std::to_string(i), i, i + 2, 8});
+  }
+  return p;
+}
+
+// ValidateProblem's message for `p` alone and on workers, which must agree.
+std::string AnswerOnAnyThreads(const Problem& p) {
+  base::WorkerPool pool(3, 64);
+  std::vector<std::string> answers;
+  for (base::WorkerPool* workers : {(base::WorkerPool*)nullptr, &pool}) {
+    answers.push_back(std::string(ValidateProblem(p, {workers, 4}).message()));
+  }
+  EXPECT_EQ(answers[0], answers[1]);
+  return answers[0];
+}
+
 // Lists long enough to be checked in buckets (on workers or not) name
 // the first bad name in list order, as the one pass does.
 TEST(ValidateProblemTest, LongListsNameTheFirstBadName) {
-  constexpr int kLong = 200000;
-  Problem valid;
-  for (int i = 0; i < kLong; ++i) {
-    valid.buffers.push_back({"b" + std::to_string(i), i, i + 2, 8});
-  }
-  base::WorkerPool pool(3, 64);
-  const auto check = [&](const Problem& p) {
-    std::vector<std::string> answers;
-    for (base::WorkerPool* workers : {(base::WorkerPool*)nullptr, &pool}) {
-      answers.push_back(
-          std::string(ValidateProblem(p, {workers, 4}).message()));
-    }
-    EXPECT_EQ(answers[0], answers[1]);
-    return answers[0];
-  };
-  EXPECT_EQ(check(valid), "");
+  const Problem valid = LongList();
+  EXPECT_EQ(AnswerOnAnyThreads(valid), "");
   Problem p = valid;
   p.buffers[180000].name = "b3";
   p.buffers[150000].name = "b7";
   p.buffers[160000].name = "";
-  EXPECT_EQ(check(p), "duplicate buffer id 'b7'");
+  EXPECT_EQ(AnswerOnAnyThreads(p), "duplicate buffer id 'b7'");
   p.buffers[140000].name = "";
-  EXPECT_EQ(check(p), "buffer #140000 has no id");
+  EXPECT_EQ(AnswerOnAnyThreads(p), "buffer #140000 has no id");
   p = valid;
   p.buffers[kLong - 1].name = "b0";  // the last against the first
-  EXPECT_EQ(check(p), "duplicate buffer id 'b0'");
+  EXPECT_EQ(AnswerOnAnyThreads(p), "duplicate buffer id 'b0'");
 }
 
 // Checked in chunks on threads, a long list gets the error of the pass in
 // list order: the first bad buffer, or the buffer whose size takes the sum
 // past 2^62, whichever comes first; then the pins.
 TEST(ValidateProblemTest, LongListsNameTheFirstBadBuffer) {
-  constexpr int kLong = 200000;
-  Problem valid;
-  for (int i = 0; i < kLong; ++i) {
-    valid.buffers.push_back({"b" + std::to_string(i), i, i + 2, 8});
-  }
-  base::WorkerPool pool(3, 64);
-  const auto check = [&](const Problem& p) {
-    std::vector<std::string> answers;
-    for (base::WorkerPool* workers : {(base::WorkerPool*)nullptr, &pool}) {
-      answers.push_back(
-          std::string(ValidateProblem(p, {workers, 4}).message()));
-    }
-    EXPECT_EQ(answers[0], answers[1]);
-    return answers[0];
-  };
+  const Problem valid = LongList();
   Problem p = valid;
   p.buffers[190000].size = 0;
   p.buffers[150000].end = p.buffers[150000].start;
-  EXPECT_THAT(check(p), HasSubstr("buffer 'b150000' has start 150000 >= end"));
+  EXPECT_THAT(AnswerOnAnyThreads(p),
+              HasSubstr("buffer 'b150000' has start 150000 >= end"));
   constexpr Bytes kHuge = (Bytes{1} << 61) + (Bytes{1} << 60);
   p = valid;
   p.buffers[100000].size = kHuge;
   p.buffers[170000].size = kHuge;  // the sum passes 2^62 here
   p.buffers[170001].size = -1;
   p.buffers[190000].size = 0;
-  EXPECT_THAT(check(p),
+  EXPECT_THAT(AnswerOnAnyThreads(p),
               HasSubstr("sizes overflow 64 bits at buffer 'b170000'"));
   p.buffers[169999].alignment = 3;
-  EXPECT_THAT(check(p), HasSubstr("buffer 'b169999' alignment 3"));
+  EXPECT_THAT(AnswerOnAnyThreads(p), HasSubstr("buffer 'b169999' alignment 3"));
   p = valid;
   for (int i : {120000, 180000}) {
     p.buffers[i].start = 5;
     p.buffers[i].end = 10;
     p.buffers[i].fixed_offset = 0;
   }
-  EXPECT_EQ(check(p),
+  EXPECT_EQ(AnswerOnAnyThreads(p),
             "buffers 'b120000' and 'b180000' are pinned to overlapping bytes "
             "while both live");
 }
