@@ -20,6 +20,7 @@
 #include "planner/interference.h"
 #include "planner/liveness.h"
 #include "planner/memory_spaces.h"
+#include "planner/peak_window.h"
 #include "planner/portfolio.h"
 #include "planner/sections.h"
 #include "planner/skyline.h"
@@ -213,21 +214,14 @@ absl::Status PlaceOnSkyline(SkylineTies ties, const Sections* time,
 // aligned bound.
 constexpr Bytes kClimbAbovePerMille = 1000;
 
-// The default plan more than 0.1% above the aligned bound on a problem too
-// large for the search (over ExactOptions::max_buffers, up to
-// kMaxHillClimbBuffers; closer, each step's 0.05-0.1 s of placement would
-// buy at most that 0.1%: bert_base's trace is 0.001% above): best fit in
-// the two orders the default heuristics do not try (conflicts, breadth)
-// under `ctx` (the heuristics' work cap, the call's token), then a hill
-// climb (hill_climb.h) from the smaller of the two, ending at the bound:
-// all within kTightClimbWork (work_cap.h; past it nothing runs), or, with
-// `optimize`, kTightClimbMoves moves whatever the work. Work, not time:
-// the plan depends on the input only. Keeps a smaller plan; a cap or the
-// call's deadline reached leaves the plan it has. Adds its time to
-// "offsets" and "verify".
-absl::Status ClimbAboveBound(const SolveContext& ctx, base::WorkerPool* workers,
-                             const base::CancelToken* cancel, bool optimize,
-                             PlanResult* result) {
+// Best fit in the two orders the default heuristics do not try (conflicts,
+// breadth) under `ctx` (the heuristics' work cap, the call's token), then
+// `moves` moves of a hill climb (hill_climb.h) from the smaller of the two,
+// ending at the bound. Keeps a smaller plan; a cap or the call's deadline
+// reached leaves the plan it has. Adds its time to "offsets" and "verify".
+absl::Status ClimbFromSeeds(const SolveContext& ctx, base::WorkerPool* workers,
+                            const base::CancelToken* cancel, int64_t moves,
+                            PlanResult* result) {
   struct Seed {
     GreedyOrder order;
     const char* strategy;
@@ -237,13 +231,6 @@ absl::Status ClimbAboveBound(const SolveContext& ctx, base::WorkerPool* workers,
       {GreedyOrder::kBreadth, "best_fit_breadth"}};
   const Problem& problem = result->problem;
   const absl::Time start = absl::Now();
-  const int64_t moves =
-      optimize ? kTightClimbMoves
-               : TightClimbMoves(PlacementWork(problem), std::size(kSeeds));
-  if (moves == 0) {  // past kTightClimbWork: the plan stays
-    AddStageTime("offsets", absl::Now() - start, result);
-    return absl::OkStatus();
-  }
   std::vector<std::string> names;
   for (const Seed& seed : kSeeds) names.emplace_back(seed.strategy);
   absl::StatusOr<PortfolioResult> seeded =
@@ -278,6 +265,52 @@ absl::Status ClimbAboveBound(const SolveContext& ctx, base::WorkerPool* workers,
     Adopt(std::move(seeded->solution), std::move(seeded->strategy), result);
   }
   return absl::OkStatus();
+}
+
+// Whether the plan is more than 1/kClimbAbovePerMille above the aligned
+// bound.
+bool FarAboveBound(const PlanResult& result) {
+  const Bytes bound = AlignedLowerBound(result.problem);
+  return result.solution.arena_size - bound > bound / kClimbAbovePerMille;
+}
+
+// The default plan more than 0.1% above the aligned bound on a problem too
+// large for the search (over ExactOptions::max_buffers, up to
+// kMaxHillClimbBuffers; closer, each step's 0.05-0.1 s of placement would
+// buy at most that 0.1%: bert_base's trace is 0.001% above): best fit in
+// two more orders and a hill climb (ClimbFromSeeds), then, still above,
+// the peak window (peak_window.h), all within kTightClimbWork (work_cap.h:
+// the climb's moves as many as fit after its two orders, the peak window
+// one placement and its window's climb), or, with `optimize`,
+// kTightClimbMoves moves whatever the work (its portfolio ran the peak
+// window already). Work, not time: the plan depends on the input only.
+// Keeps a smaller plan; a cap or the call's deadline reached leaves the
+// plan it has. Adds its time to "offsets" and "verify".
+absl::Status ClimbAboveBound(const SolveContext& ctx, base::WorkerPool* workers,
+                             const base::CancelToken* cancel, bool optimize,
+                             PlanResult* result) {
+  constexpr int64_t kSeedOrders = 2;  // ClimbFromSeeds' orders
+  const int64_t placement = PlacementWork(result->problem);
+  const int64_t moves =
+      optimize ? kTightClimbMoves : TightClimbMoves(placement, kSeedOrders);
+  int64_t spent = 0;
+  if (moves > 0) {
+    absl::Status climbed = ClimbFromSeeds(ctx, workers, cancel, moves, result);
+    if (!climbed.ok()) return climbed;
+    spent = (kSeedOrders + moves) * placement;
+  }
+  if (optimize || !FarAboveBound(*result) ||
+      spent + PeakWindowWork(placement) > kTightClimbWork) {
+    return absl::OkStatus();
+  }
+  const absl::Time start = absl::Now();
+  absl::StatusOr<Solution> peak = PeakWindowOffsets(result->problem, cancel);
+  AddStageTime("offsets", absl::Now() - start, result);
+  if (!peak.ok()) {
+    return absl::IsDeadlineExceeded(peak.status()) ? absl::OkStatus()
+                                                   : peak.status();
+  }
+  return KeepIfSmaller(*std::move(peak), "peak_window", cancel, result);
 }
 
 // Graphs with more edges than this per buffer are not built: the coloring
@@ -430,10 +463,7 @@ absl::Status AssignOffsets(const PlanOptions& options,
   if (climbs && !MissedCapacity(options, *result) &&
       n > ExactOptions().max_buffers && n <= kMaxHillClimbBuffers &&
       result->strategy != kFallbackStrategy) {
-    const Bytes bound = AlignedLowerBound(result->problem);
-    if (result->solution.arena_size - bound <= bound / kClimbAbovePerMille) {
-      return absl::OkStatus();
-    }
+    if (!FarAboveBound(*result)) return absl::OkStatus();
     absl::Status status =
         ClimbAboveBound(needed, workers, cancel, options.optimize, result);
     result->time_limited =

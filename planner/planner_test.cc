@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "planner/interference.h"
 #include "planner/liveness.h"
+#include "planner/peak_window.h"
 #include "planner/portfolio.h"
 #include "planner/shared_objects.h"
 #include "planner/skyline.h"
@@ -387,17 +388,27 @@ TEST(PlannerTest, DefaultPlanClimbsOnTracesTooLargeForTheSearch) {
   }
   EXPECT_LT(cut_took, delay + absl::Milliseconds(500));
   // S_1 (28,526 buffers, 1.6% above): its placements are dense (86.5
-  // million units each), its two orders alone would pass the climb's work,
-  // so the default plan stays the heuristics'.
+  // million units each), its two orders alone would pass the climb's work;
+  // the peak window (one placement and its window's climb) fits, and ends
+  // at the bound. pangu's climb leaves too little work for it.
   EXPECT_EQ(TightClimbMoves(24'400'000, 2), 4);  // pangu's placements
   EXPECT_EQ(TightClimbMoves(86'500'000, 2), 0);  // S_1's
   EXPECT_EQ(TightClimbMoves(1, 2), kTightClimbMoves);
+  EXPECT_LE(PeakWindowWork(86'500'000), kTightClimbWork);
+  EXPECT_GT(6 * 24'400'000 + PeakWindowWork(24'400'000), kTightClimbWork);
   const Problem s1 = testing::ReadTrace(dir + "S_1.csv");
+  ASSERT_GT(QuickHeuristicsArena(s1), AlignedLowerBound(s1) * 1015 / 1000);
   absl::StatusOr<PlanResult> dense =
       PlanBuffers(s1, PlanOptions{}, nullptr, nullptr);
   ASSERT_TRUE(dense.ok()) << dense.status();
-  EXPECT_NE(dense->strategy, "hill_climb");
-  EXPECT_GT(dense->solution.arena_size, AlignedLowerBound(s1) * 1015 / 1000);
+  EXPECT_EQ(dense->strategy, "peak_window");
+  EXPECT_EQ(dense->solution.arena_size, AlignedLowerBound(s1));
+  EXPECT_TRUE(dense->proven_optimal);
+  EXPECT_TRUE(Verify(s1, dense->solution).ok());
+  absl::StatusOr<PlanResult> dense_pooled =
+      PlanBuffers(s1, PlanOptions{}, &pool, nullptr);
+  ASSERT_TRUE(dense_pooled.ok());
+  EXPECT_EQ(dense_pooled->solution.offsets, dense->solution.offsets);
   // bert_base (5,620 buffers): best fit by size ends 0.001% above the
   // bound, within the 0.1% under which the default plan does not climb.
   const Problem bert = testing::ReadTrace(dir + "bert_base.csv");

@@ -8,6 +8,7 @@
 #include "planner/exact/exact_solver.h"
 #include "planner/greedy.h"
 #include "planner/hill_climb.h"
+#include "planner/peak_window.h"
 #include "planner/skyline.h"
 #include "planner/sweep.h"
 
@@ -40,6 +41,9 @@ std::unique_ptr<OffsetStrategy> MakeHillClimb(const Entry&) {
 std::unique_ptr<OffsetStrategy> MakeSkyline(const Entry& e) {
   return std::make_unique<SkylineStrategy>(
       e.order == GreedyOrder::kArea ? SkylineTies::kArea : SkylineTies::kSize);
+}
+std::unique_ptr<OffsetStrategy> MakePeakWindow(const Entry&) {
+  return std::make_unique<PeakWindowStrategy>();
 }
 std::unique_ptr<OffsetStrategy> MakeSweep(const Entry&) {
   return std::make_unique<SweepStrategy>();
@@ -75,6 +79,8 @@ constexpr Entry kRegistry[] = {
     {"skyline_area", Role::kHeuristic, GreedyOrder::kArea, kBest, MakeSkyline},
     {"skyline_size", Role::kHeuristic, kSize, kBest, MakeSkyline},
     {"sweep_best_fit", Role::kHeuristic, kSize, kBest, MakeSweep},
+    {"peak_window", Role::kHeuristic, GreedyOrder::kConflicts, kBest,
+     MakePeakWindow},
     {"hill_climb", Role::kHeuristic, kSize, kBest, MakeHillClimb},
     {"exact", Role::kSearch, kSize, kBest, MakeExact},
 };

@@ -1,0 +1,130 @@
+#include "planner/peak_window.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "base/cancel.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "planner/greedy.h"
+#include "planner/strategy.h"
+#include "planner/testing/random_problems.h"
+#include "planner/testing/traces.h"
+#include "planner/verifier.h"
+
+namespace memplan::planner {
+namespace {
+
+using ::testing::ElementsAre;
+
+// Live bytes: 100k over [0, 10), +50k over [2, 8), +30k over [4, 6) (the
+// peak, 180k), +20k over [6, 7) (170k). Within 0.5% of the peak: [4, 6),
+// which a, b and c span. Within 10%: [4, 7), which a and b span and c and
+// d live in part of.
+TEST(PeakWindowTest, TheWindowRunsFromTheFirstToTheLastHotStep) {
+  const Problem p = testing::ProblemOf(
+      {{0, 10, 100'000}, {2, 8, 50'000}, {4, 6, 30'000}, {6, 7, 20'000}});
+  std::optional<PeakWindow> narrow = FindPeakWindow(p, 5);
+  ASSERT_TRUE(narrow.has_value());
+  EXPECT_EQ(narrow->begin, 4);
+  EXPECT_EQ(narrow->end, 6);
+  EXPECT_THAT(narrow->stacked, ElementsAre(0, 1, 2));
+  EXPECT_TRUE(narrow->inside.empty());
+  std::optional<PeakWindow> wide = FindPeakWindow(p, 100);
+  ASSERT_TRUE(wide.has_value());
+  EXPECT_EQ(wide->begin, 4);
+  EXPECT_EQ(wide->end, 7);
+  EXPECT_THAT(wide->stacked, ElementsAre(0, 1));
+  EXPECT_THAT(wide->inside, ElementsAre(2, 3));
+  EXPECT_FALSE(FindPeakWindow(Problem{}, 5).has_value());
+}
+
+// The buffers over the window are stacked by their first step, not by
+// index: the one pushed first is at the bottom.
+TEST(PeakWindowTest, BuffersOverTheWindowAreStackedByFirstStep) {
+  const Problem p =
+      testing::ProblemOf({{3, 9, 4'000}, {0, 9, 8'000}, {5, 7, 2'000}});
+  std::optional<PeakWindow> w = FindPeakWindow(p, 5);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_THAT(w->stacked, ElementsAre(1, 0, 2));
+  absl::StatusOr<Solution> s = PeakWindowOffsets(p, nullptr);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_THAT(s->offsets, ElementsAre(8'000, 0, 12'000));
+  EXPECT_EQ(s->arena_size, LowerBound(p));
+}
+
+// Valid plans, alignments kept, on random problems with and without
+// alignment; the same plan each time.
+TEST(PeakWindowTest, PlansAreValidAndRepeatable) {
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    const Problem p = testing::RandomProblem(300, seed, seed % 2 ? 1 : 64);
+    absl::StatusOr<Solution> s = PeakWindowOffsets(p, nullptr);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_TRUE(Verify(p, *s).ok()) << "seed " << seed;
+    EXPECT_GE(s->arena_size, LowerBound(p));
+    absl::StatusOr<Solution> again = PeakWindowOffsets(p, nullptr);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->offsets, s->offsets);
+  }
+}
+
+// Pinned buffers may lie anywhere: the plan is then best fit by conflicts,
+// the pins kept.
+TEST(PeakWindowTest, PinnedProblemsGetBestFitByConflicts) {
+  Problem p = testing::RandomProblem(200, 7);
+  p.buffers[3].fixed_offset = 1 << 20;
+  absl::StatusOr<Solution> s = PeakWindowOffsets(p, nullptr);
+  ASSERT_TRUE(s.ok()) << s.status();
+  absl::StatusOr<Solution> conflicts =
+      PlaceInOrder(p, GreedyPlacementOrder(p, GreedyOrder::kConflicts),
+                   FitPolicy::kBestFit, nullptr);
+  ASSERT_TRUE(conflicts.ok());
+  EXPECT_EQ(s->offsets, conflicts->offsets);
+  EXPECT_EQ(s->offsets[3], 1 << 20);
+}
+
+TEST(PeakWindowTest, CancelledBeforeItEnds) {
+  base::CancelToken token;
+  token.Cancel();
+  absl::StatusOr<Solution> s =
+      PeakWindowOffsets(testing::RandomProblem(500, 3), &token);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << s.status();
+}
+
+// The trace it was made for: S_1 (28,526 buffers) peaks in one stretch of
+// 52 steps; best fit ends 0.25% (by conflicts) to 1.6% (by size) above the
+// bound, the peak window at it.
+TEST(PeakWindowTest, ReachesTheBoundOnTheTraceS1) {
+  const Problem s1 = testing::ReadTrace(std::string(MEMPLAN_SOURCE_DIR) +
+                                        "/bench/data/traces/S_1.csv");
+  ASSERT_EQ(s1.buffers.size(), 28526u);
+  std::optional<PeakWindow> w = FindPeakWindow(s1, kPeakWindowPerMille);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->end - w->begin, 52);
+  EXPECT_EQ(w->inside.size(), 50u);
+  absl::StatusOr<Solution> s = PeakWindowOffsets(s1, nullptr);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(Verify(s1, *s).ok());
+  EXPECT_EQ(s->arena_size, LowerBound(s1));
+  absl::StatusOr<Solution> conflicts =
+      PlaceInOrder(s1, GreedyPlacementOrder(s1, GreedyOrder::kConflicts),
+                   FitPolicy::kBestFit, nullptr);
+  ASSERT_TRUE(conflicts.ok());
+  EXPECT_GT(conflicts->arena_size, LowerBound(s1) * 1002 / 1000);
+}
+
+TEST(PeakWindowTest, IsAStrategyByName) {
+  absl::StatusOr<std::unique_ptr<OffsetStrategy>> s =
+      MakeStrategy("peak_window");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->name(), "peak_window");
+  EXPECT_THAT(HeuristicNames(), ::testing::Contains("peak_window"));
+  EXPECT_THAT(QuickHeuristicNames(),
+              ::testing::Not(::testing::Contains("peak_window")));
+}
+
+}  // namespace
+}  // namespace memplan::planner
