@@ -1,9 +1,11 @@
 #include "planner/peak_window.h"
 
 #include <algorithm>
+#include <atomic>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "base/parallel.h"
 #include "planner/greedy.h"
 #include "planner/hill_climb.h"
 
@@ -59,6 +61,14 @@ absl::StatusOr<Solution> PlanWindow(const Problem& cut,
   return best;
 }
 
+// One side of the window: its buffers and the window's, pinned, as a
+// problem of their own; where each is in the whole problem; its plan.
+struct Side {
+  Problem problem;
+  std::vector<int> index;
+  absl::StatusOr<Solution> placed = Solution{};
+};
+
 }  // namespace
 
 std::optional<PeakWindow> FindPeakWindow(const Problem& problem,
@@ -107,7 +117,8 @@ std::optional<PeakWindow> FindPeakWindow(const Problem& problem,
 }
 
 absl::StatusOr<Solution> PeakWindowOffsets(const Problem& problem,
-                                           const base::CancelToken* cancel) {
+                                           const base::CancelToken* cancel,
+                                           const base::Parallelism& parallel) {
   const auto& b = problem.buffers;
   const bool pinned = std::any_of(b.begin(), b.end(), [](const Buffer& x) {
     return x.fixed_offset.has_value();
@@ -119,44 +130,78 @@ absl::StatusOr<Solution> PeakWindowOffsets(const Problem& problem,
                         GreedyPlacementOrder(problem, GreedyOrder::kConflicts),
                         FitPolicy::kBestFit, cancel);
   }
-  // The pinned copy: the window's buffers at their offsets.
-  Problem planned;
-  planned.buffers.reserve(b.size());
-  for (const Buffer& x : b) {
-    Buffer c;
-    c.start = x.start;
-    c.end = x.end;
-    c.size = x.size;
-    c.alignment = x.alignment;
-    planned.buffers.push_back(std::move(c));
-  }
+  // The window's buffers: the stack, then the window's own plan above it
+  // at the largest alignment of its buffers, so that each keeps its own.
+  Solution solution;
+  solution.offsets.assign(b.size(), -1);
   Offset top = 0;
   for (int i : window->stacked) {
-    const Offset at = AlignUp(top, b[i].alignment);
-    planned.buffers[i].fixed_offset = at;
-    top = at + b[i].size;
+    solution.offsets[i] = AlignUp(top, b[i].alignment);
+    top = solution.offsets[i] + b[i].size;
   }
   const Problem cut = WindowProblem(problem, *window);
   absl::StatusOr<Solution> inside =
       cut.buffers.empty() ? Solution{} : PlanWindow(cut, cancel);
   if (!inside.ok()) return inside.status();
-  // Above the stack at the largest alignment of the window's own buffers,
-  // so that each keeps its own.
   Bytes alignment = 1;
-  for (const Buffer& x : cut.buffers)
+  for (const Buffer& x : cut.buffers) {
     alignment = std::max(alignment, x.alignment);
+  }
   const Offset base = AlignUp(top, alignment);
   for (size_t k = 0; k < window->inside.size(); ++k) {
-    planned.buffers[window->inside[k]].fixed_offset = base + inside->offsets[k];
+    solution.offsets[window->inside[k]] = base + inside->offsets[k];
   }
-  return PlaceInOrder(planned,
-                      GreedyPlacementOrder(planned, GreedyOrder::kConflicts),
-                      FitPolicy::kBestFit, cancel);
+  // The other buffers, with best fit by conflicts around those pinned. The
+  // buffers before the window and those after it never live at once, so
+  // each side is placed apart, with the pins alone (the two at once on
+  // `parallel`): each buffer sees what it would in one pass over both
+  // (its conflicts, so its place in the order, are on its side), so the
+  // plan is that pass's. The sides are built here, on the calling thread.
+  Side sides[2];
+  for (int i = 0; i < static_cast<int>(b.size()); ++i) {
+    const bool in_window = solution.offsets[i] >= 0;
+    for (int k = 0; k < 2; ++k) {
+      const bool on_side =
+          k == 0 ? b[i].end <= window->begin : window->end <= b[i].start;
+      if (!in_window && !on_side) continue;
+      Buffer c;
+      c.start = b[i].start;
+      c.end = b[i].end;
+      c.size = b[i].size;
+      c.alignment = b[i].alignment;
+      if (in_window) c.fixed_offset = solution.offsets[i];
+      sides[k].problem.buffers.push_back(std::move(c));
+      sides[k].index.push_back(i);
+    }
+  }
+  std::atomic<int> next{0};
+  base::RunTogether(
+      {parallel.workers, std::min(parallel.max_threads, 2)}, [&](int) {
+        for (int k; (k = next.fetch_add(1)) < 2;) {
+          Side& side = sides[k];
+          side.placed = PlaceInOrder(
+              side.problem,
+              GreedyPlacementOrder(side.problem, GreedyOrder::kConflicts),
+              FitPolicy::kBestFit, cancel);
+        }
+      });
+  for (const Side& side : sides) {
+    if (!side.placed.ok()) return side.placed.status();
+    for (size_t k = 0; k < side.index.size(); ++k) {
+      solution.offsets[side.index[k]] = side.placed->offsets[k];
+    }
+  }
+  for (size_t i = 0; i < b.size(); ++i) {
+    solution.arena_size =
+        std::max(solution.arena_size, solution.offsets[i] + b[i].size);
+  }
+  return solution;
 }
 
 absl::StatusOr<Solution> PeakWindowStrategy::Solve(
     const Problem& problem, const SolveContext& ctx) const {
-  absl::StatusOr<Solution> s = PeakWindowOffsets(problem, ctx.cancel);
+  absl::StatusOr<Solution> s =
+      PeakWindowOffsets(problem, ctx.cancel, ctx.parallel);
   if (s.ok()) UpdateBest(ctx.best_arena, s->arena_size);
   return s;
 }

@@ -17,7 +17,8 @@
 //    lifetimes cut to the window: best fit in four orders, then a hill
 //    climb (hill_climb.h) within kHillClimbWork, placed above the stack.
 // 4. With those offsets pinned, every other buffer is placed with best fit
-//    by conflicts.
+//    by conflicts: those before the window apart from those after it (they
+//    never live at once), the two sides at once on two threads.
 //
 // On the trace S_1 of bench/data/traces (28,526 buffers) it reaches the
 // bound, where every greedy order and the hill climb end 0.12-1.6% above
@@ -28,8 +29,9 @@
 //   absl::StatusOr<planner::Solution> s =
 //       planner::PeakWindowOffsets(problem, cancel);
 //
-// Deterministic (work, not time, bounds the climb). Cost: two sorts, one
-// greedy placement of every buffer (PlacementWork) and the window's climb.
+// Deterministic (work, not time, bounds the climb; the same plan on any
+// number of threads). Cost: two sorts, one greedy placement of every
+// buffer (PlacementWork) and the window's climb.
 // Thread-safe.
 #ifndef MEMPLAN_PLANNER_PEAK_WINDOW_H_
 #define MEMPLAN_PLANNER_PEAK_WINDOW_H_
@@ -41,6 +43,7 @@
 
 #include "absl/status/statusor.h"
 #include "base/cancel.h"
+#include "base/parallel.h"
 #include "planner/hill_climb.h"
 #include "planner/problem.h"
 #include "planner/strategy.h"
@@ -79,9 +82,12 @@ struct PeakWindow {
 std::optional<PeakWindow> FindPeakWindow(const Problem& problem,
                                          int64_t per_mille);
 
-// The plan described above. DEADLINE_EXCEEDED when cancelled.
+// The plan described above, the buffers before and after the window
+// placed at once on the threads `parallel` gives (the same plan on any).
+// DEADLINE_EXCEEDED when cancelled.
 [[nodiscard]] absl::StatusOr<Solution> PeakWindowOffsets(
-    const Problem& problem, const base::CancelToken* cancel);
+    const Problem& problem, const base::CancelToken* cancel,
+    const base::Parallelism& parallel = {});
 
 class PeakWindowStrategy : public OffsetStrategy {
  public:

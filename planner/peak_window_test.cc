@@ -6,6 +6,8 @@
 
 #include "absl/status/status.h"
 #include "base/cancel.h"
+#include "base/parallel.h"
+#include "base/worker_pool.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/greedy.h"
@@ -114,6 +116,21 @@ TEST(PeakWindowTest, ReachesTheBoundOnTheTraceS1) {
                    FitPolicy::kBestFit, nullptr);
   ASSERT_TRUE(conflicts.ok());
   EXPECT_GT(conflicts->arena_size, LowerBound(s1) * 1002 / 1000);
+  // The two sides of the window placed at once: the same plan.
+  base::WorkerPool pool(2, 16);
+  absl::StatusOr<Solution> pooled = PeakWindowOffsets(s1, nullptr, {&pool, 4});
+  ASSERT_TRUE(pooled.ok()) << pooled.status();
+  EXPECT_EQ(pooled->offsets, s->offsets);
+  // And the plan of one pass over both sides around the window's pins.
+  Problem pinned = s1;
+  for (const std::vector<int>* in : {&w->stacked, &w->inside}) {
+    for (int i : *in) pinned.buffers[i].fixed_offset = s->offsets[i];
+  }
+  absl::StatusOr<Solution> one_pass = PlaceInOrder(
+      pinned, GreedyPlacementOrder(pinned, GreedyOrder::kConflicts),
+      FitPolicy::kBestFit, nullptr);
+  ASSERT_TRUE(one_pass.ok());
+  EXPECT_EQ(one_pass->offsets, s->offsets);
 }
 
 TEST(PeakWindowTest, IsAStrategyByName) {

@@ -282,8 +282,10 @@ bool FarAboveBound(const PlanResult& result) {
 // the peak window (peak_window.h), all within kTightClimbWork (work_cap.h:
 // the climb's moves as many as fit after its two orders, the peak window
 // one placement and its window's climb), or, with `optimize`,
-// kTightClimbMoves moves whatever the work (its portfolio ran the peak
-// window already). Work, not time: the plan depends on the input only.
+// kTightClimbMoves moves and the peak window whatever the work (its
+// portfolio runs the peak window too, but its time budget may cut it
+// first: on S_1 the default 1 s does). Work, not time: the plan depends
+// on the input only.
 // Keeps a smaller plan; a cap or the call's deadline reached leaves the
 // plan it has. Adds its time to "offsets" and "verify".
 absl::Status ClimbAboveBound(const SolveContext& ctx, base::WorkerPool* workers,
@@ -299,12 +301,13 @@ absl::Status ClimbAboveBound(const SolveContext& ctx, base::WorkerPool* workers,
     if (!climbed.ok()) return climbed;
     spent = (kSeedOrders + moves) * placement;
   }
-  if (optimize || !FarAboveBound(*result) ||
-      spent + PeakWindowWork(placement) > kTightClimbWork) {
+  if (!FarAboveBound(*result) ||
+      (!optimize && spent + PeakWindowWork(placement) > kTightClimbWork)) {
     return absl::OkStatus();
   }
   const absl::Time start = absl::Now();
-  absl::StatusOr<Solution> peak = PeakWindowOffsets(result->problem, cancel);
+  absl::StatusOr<Solution> peak =
+      PeakWindowOffsets(result->problem, cancel, {workers, 2});
   AddStageTime("offsets", absl::Now() - start, result);
   if (!peak.ok()) {
     return absl::IsDeadlineExceeded(peak.status()) ? absl::OkStatus()

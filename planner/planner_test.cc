@@ -409,6 +409,13 @@ TEST(PlannerTest, DefaultPlanClimbsOnTracesTooLargeForTheSearch) {
       PlanBuffers(s1, PlanOptions{}, &pool, nullptr);
   ASSERT_TRUE(dense_pooled.ok());
   EXPECT_EQ(dense_pooled->solution.offsets, dense->solution.offsets);
+  // --optimize, whose budget cuts its portfolio before its own peak window,
+  // runs the climb's 8 moves (1.0012), then the peak window: the bound.
+  absl::StatusOr<PlanResult> dense_optimized =
+      PlanBuffers(s1, optimize, nullptr, nullptr);
+  ASSERT_TRUE(dense_optimized.ok()) << dense_optimized.status();
+  EXPECT_EQ(dense_optimized->solution.arena_size, AlignedLowerBound(s1));
+  EXPECT_EQ(dense_optimized->strategy, "peak_window");
   // bert_base (5,620 buffers): best fit by size ends 0.001% above the
   // bound, within the 0.1% under which the default plan does not climb.
   const Problem bert = testing::ReadTrace(dir + "bert_base.csv");
