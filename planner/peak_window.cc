@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "base/parallel.h"
+#include "base/sort.h"
 #include "planner/greedy.h"
 #include "planner/hill_climb.h"
 
@@ -61,6 +63,11 @@ absl::StatusOr<Solution> PlanWindow(const Problem& cut,
   return best;
 }
 
+absl::Status Cancelled() {
+  return absl::DeadlineExceededError(
+      "cancelled while planning the peak window");
+}
+
 // One side of the window: its buffers and the window's, pinned, as a
 // problem of their own; where each is in the whole problem; its plan.
 struct Side {
@@ -72,7 +79,8 @@ struct Side {
 }  // namespace
 
 std::optional<PeakWindow> FindPeakWindow(const Problem& problem,
-                                         int64_t per_mille) {
+                                         int64_t per_mille,
+                                         const base::CancelToken* cancel) {
   const auto& b = problem.buffers;
   if (b.empty()) return std::nullopt;
   // Live bytes step by step: +size at each start, -size at each end.
@@ -82,7 +90,10 @@ std::optional<PeakWindow> FindPeakWindow(const Problem& problem,
     events.push_back({x.start, x.size});
     events.push_back({x.end, -x.size});
   }
-  std::sort(events.begin(), events.end());
+  if (!base::SortOrCancel(events.begin(), events.end(), std::less<>(),
+                          cancel)) {
+    return std::nullopt;
+  }
   // (step, live bytes from that step to the next event's step)
   std::vector<std::pair<Step, Bytes>> live;
   Bytes now = 0, peak = 0;
@@ -124,7 +135,8 @@ absl::StatusOr<Solution> PeakWindowOffsets(const Problem& problem,
     return x.fixed_offset.has_value();
   });
   std::optional<PeakWindow> window;
-  if (!pinned) window = FindPeakWindow(problem, kPeakWindowPerMille);
+  if (!pinned) window = FindPeakWindow(problem, kPeakWindowPerMille, cancel);
+  if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
   if (!window || window->inside.size() > kMaxPeakWindowBuffers) {
     return PlaceInOrder(problem,
                         GreedyPlacementOrder(problem, GreedyOrder::kConflicts),
@@ -174,6 +186,7 @@ absl::StatusOr<Solution> PeakWindowOffsets(const Problem& problem,
       sides[k].index.push_back(i);
     }
   }
+  if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
   std::atomic<int> next{0};
   base::RunTogether(
       {parallel.workers, std::min(parallel.max_threads, 2)}, [&](int) {

@@ -78,9 +78,11 @@ struct PeakWindow {
 };
 
 // The peak window of `problem` (steps within `per_mille` of the peak), or
-// nullopt for a problem without buffers. O(n log n).
-std::optional<PeakWindow> FindPeakWindow(const Problem& problem,
-                                         int64_t per_mille);
+// nullopt for a problem without buffers or once `cancel` (may be null)
+// fires during its sort. O(n log n).
+std::optional<PeakWindow> FindPeakWindow(
+    const Problem& problem, int64_t per_mille,
+    const base::CancelToken* cancel = nullptr);
 
 // The plan described above, the buffers before and after the window
 // placed at once on the threads `parallel` gives (the same plan on any).
