@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "base/parallel.h"
 #include "base/sort.h"
 #include "planner/greedy.h"
@@ -79,7 +80,7 @@ struct Side {
 }  // namespace
 
 std::optional<PeakWindow> FindPeakWindow(const Problem& problem,
-                                         int64_t per_mille,
+                                         PeakWindowVariant variant,
                                          const base::CancelToken* cancel) {
   const auto& b = problem.buffers;
   if (b.empty()) return std::nullopt;
@@ -105,7 +106,7 @@ std::optional<PeakWindow> FindPeakWindow(const Problem& problem,
     live.push_back({t, now});
     peak = std::max(peak, now);
   }
-  const Bytes threshold = peak - peak / 1000 * per_mille;
+  const Bytes threshold = peak - peak / 1000 * variant.per_mille;
   PeakWindow window;
   bool found = false;
   for (size_t k = 0; k + 1 < live.size(); ++k) {
@@ -122,25 +123,34 @@ std::optional<PeakWindow> FindPeakWindow(const Problem& problem,
       window.inside.push_back(i);
     }
   }
-  std::stable_sort(window.stacked.begin(), window.stacked.end(),
-                   [&b](int x, int y) { return b[x].start < b[y].start; });
+  if (variant.stack == StackBy::kFirstStep) {
+    std::stable_sort(window.stacked.begin(), window.stacked.end(),
+                     [&b](int x, int y) { return b[x].start < b[y].start; });
+  } else {
+    std::stable_sort(window.stacked.begin(), window.stacked.end(),
+                     [&b](int x, int y) { return b[x].end > b[y].end; });
+  }
   return window;
 }
 
 absl::StatusOr<Solution> PeakWindowOffsets(const Problem& problem,
+                                           PeakWindowVariant variant,
                                            const base::CancelToken* cancel,
-                                           const base::Parallelism& parallel) {
+                                           const base::Parallelism& parallel,
+                                           Bytes below) {
   const auto& b = problem.buffers;
-  const bool pinned = std::any_of(b.begin(), b.end(), [](const Buffer& x) {
-    return x.fixed_offset.has_value();
-  });
-  std::optional<PeakWindow> window;
-  if (!pinned) window = FindPeakWindow(problem, kPeakWindowPerMille, cancel);
+  if (std::any_of(b.begin(), b.end(),
+                  [](const Buffer& x) { return x.fixed_offset.has_value(); })) {
+    return absl::FailedPreconditionError(
+        "pinned buffers: the window's buffers cannot be stacked");
+  }
+  std::optional<PeakWindow> window = FindPeakWindow(problem, variant, cancel);
   if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
-  if (!window || window->inside.size() > kMaxPeakWindowBuffers) {
-    return PlaceInOrder(problem,
-                        GreedyPlacementOrder(problem, GreedyOrder::kConflicts),
-                        FitPolicy::kBestFit, cancel);
+  if (!window) return Solution{};  // no buffers
+  if (window->inside.size() > kMaxPeakWindowBuffers) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        window->inside.size(), " buffers live in part of the window (at most ",
+        kMaxPeakWindowBuffers, ")"));
   }
   // The window's buffers: the stack, then the window's own plan above it
   // at the largest alignment of its buffers, so that each keeps its own.
@@ -162,6 +172,16 @@ absl::StatusOr<Solution> PeakWindowOffsets(const Problem& problem,
   const Offset base = AlignUp(top, alignment);
   for (size_t k = 0; k < window->inside.size(); ++k) {
     solution.offsets[window->inside[k]] = base + inside->offsets[k];
+  }
+  if (below > 0) {
+    Offset window_top = top;
+    for (int i : window->inside) {
+      window_top = std::max(window_top, solution.offsets[i] + b[i].size);
+    }
+    if (window_top >= below) {
+      return absl::AbortedError(absl::StrCat(
+          "the window alone ends at ", window_top, ", not below ", below));
+    }
   }
   // The other buffers, with best fit by conflicts around those pinned. The
   // buffers before the window and those after it never live at once, so
@@ -192,10 +212,13 @@ absl::StatusOr<Solution> PeakWindowOffsets(const Problem& problem,
       {parallel.workers, std::min(parallel.max_threads, 2)}, [&](int) {
         for (int k; (k = next.fetch_add(1)) < 2;) {
           Side& side = sides[k];
-          side.placed = PlaceInOrder(
-              side.problem,
-              GreedyPlacementOrder(side.problem, GreedyOrder::kConflicts),
-              FitPolicy::kBestFit, cancel);
+          const std::vector<int> order =
+              GreedyPlacementOrder(side.problem, GreedyOrder::kConflicts);
+          side.placed = below > 0
+                            ? PlaceInOrderWithin(side.problem, order, below - 1,
+                                                 nullptr, cancel)
+                            : PlaceInOrder(side.problem, order,
+                                           FitPolicy::kBestFit, cancel);
         }
       });
   for (const Side& side : sides) {
@@ -211,12 +234,49 @@ absl::StatusOr<Solution> PeakWindowOffsets(const Problem& problem,
   return solution;
 }
 
+absl::StatusOr<PeakWindowPlan> PlanPeakWindow(const Problem& problem,
+                                              int variants, Bytes stop_at,
+                                              const base::CancelToken* cancel,
+                                              const base::Parallelism& parallel,
+                                              Bytes below) {
+  PeakWindowPlan plan;
+  for (const PeakWindowVariant& v : kPeakWindowVariants) {
+    if (plan.variants_run == variants) break;
+    ++plan.variants_run;
+    const Bytes limit =
+        plan.solution ? plan.solution->arena_size : below;  // 0: none
+    absl::StatusOr<Solution> s =
+        PeakWindowOffsets(problem, v, cancel, parallel, limit);
+    if (absl::IsFailedPrecondition(s.status()) || absl::IsAborted(s.status())) {
+      continue;
+    }
+    if (!s.ok()) return s.status();
+    if (!plan.solution || s->arena_size < plan.solution->arena_size) {
+      plan.solution = *std::move(s);
+    }
+    if (plan.solution->arena_size <= stop_at) break;
+  }
+  return plan;
+}
+
 absl::StatusOr<Solution> PeakWindowStrategy::Solve(
     const Problem& problem, const SolveContext& ctx) const {
-  absl::StatusOr<Solution> s =
-      PeakWindowOffsets(problem, ctx.cancel, ctx.parallel);
-  if (s.ok()) UpdateBest(ctx.best_arena, s->arena_size);
-  return s;
+  absl::StatusOr<PeakWindowPlan> p =
+      PlanPeakWindow(problem, kPeakWindowVariantCount,
+                     AlignedLowerBound(problem), ctx.cancel, ctx.parallel);
+  if (!p.ok()) return p.status();
+  Solution best;
+  if (p->solution) {
+    best = *std::move(p->solution);
+  } else {  // no variant applies
+    absl::StatusOr<Solution> s = PlaceInOrder(
+        problem, GreedyPlacementOrder(problem, GreedyOrder::kConflicts),
+        FitPolicy::kBestFit, ctx.cancel);
+    if (!s.ok()) return s.status();
+    best = *std::move(s);
+  }
+  UpdateBest(ctx.best_arena, best.arena_size);
+  return best;
 }
 
 }  // namespace memplan::planner

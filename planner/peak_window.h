@@ -7,36 +7,42 @@
 // plans the peak first:
 //
 // 1. The window: the steps from the first to the last one whose live bytes
-//    are within kPeakWindowPerMille per mille of the peak.
-// 2. The buffers live over the whole window are stacked from offset 0 in
-//    order of their first step (a stack, as a runtime's allocator would
-//    push them: before the window, those live at a step are the bottom of
-//    the stack, with no hole), each aligned.
+//    are within a few per mille of the peak.
+// 2. The buffers live over the whole window are stacked from offset 0,
+//    each aligned, as a runtime's allocator would push them: by first step
+//    (before the window, those live at a step are the bottom of the stack,
+//    without a hole) or by last step, the last to end at the bottom (after
+//    the window, the same).
 // 3. The buffers live in only part of the window (at most
 //    kMaxPeakWindowBuffers) form a small problem of their own, their
-//    lifetimes cut to the window: best fit in four orders, then a hill
-//    climb (hill_climb.h) within kHillClimbWork, placed above the stack.
+//    lifetimes cut to the window, planned by a hill climb (hill_climb.h)
+//    from four best-fit orders, placed above the stack.
 // 4. With those offsets pinned, every other buffer is placed with best fit
 //    by conflicts: those before the window apart from those after it (they
 //    never live at once), the two sides at once on two threads.
 //
-// On the trace S_1 of bench/data/traces (28,526 buffers) it reaches the
-// bound, where every greedy order and the hill climb end 0.12-1.6% above
-// it. Where it does not apply (pinned buffers, no buffer over the
-// window, too many buffers in part of it), or where it does worse, the
-// plan is best fit by conflicts: it is one heuristic among the others.
+// kPeakWindowVariants are the window widths and stack orders tried, in
+// order, until one reaches the bound. On the traces of bench/data/traces
+// S_1 (28,526 buffers) reaches its bound with the first (0.5%, by first
+// step), where every greedy order and the hill climb end 0.12-1.6% above
+// it, and pangu_2.6B (18,692) with the second (2%, by last step), where
+// best fit ends 0.76-36% above it. Where a variant does not apply (pinned
+// buffers, too many buffers in part of the window) it is skipped; with
+// none applying, the strategy's plan is best fit by conflicts.
 //
-//   absl::StatusOr<planner::Solution> s =
-//       planner::PeakWindowOffsets(problem, cancel);
+//   absl::StatusOr<planner::PeakWindowPlan> p =
+//       planner::PlanPeakWindow(problem, planner::kPeakWindowVariantCount,
+//                               stop_at, cancel);
 //
-// Deterministic (work, not time, bounds the climb; the same plan on any
-// number of threads). Cost: two sorts, one greedy placement of every
-// buffer (PlacementWork) and the window's climb.
+// Deterministic (work, not time, bounds the climbs; the same plan on any
+// number of threads). Cost of a variant: two sorts, one greedy placement of
+// every buffer (PlacementWork) and the window's climb (PeakWindowWork).
 // Thread-safe.
 #ifndef MEMPLAN_PLANNER_PEAK_WINDOW_H_
 #define MEMPLAN_PLANNER_PEAK_WINDOW_H_
 
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -50,13 +56,40 @@
 
 namespace memplan::planner {
 
-// Steps whose live bytes are at least the peak less this many per mille of
-// it are the window's: 0.5% takes in S_1's 50 buffers that start or end
-// near its peak (2% takes in 557, which the climb packs less tightly).
-inline constexpr int64_t kPeakWindowPerMille = 5;
-// Over this many buffers live in part of the window, the pass does not
-// plan the window (a climb over more buffers stops far from tight within
-// its work).
+// How the buffers over the window are stacked from offset 0.
+enum class StackBy {
+  kFirstStep,  // the first to start at the bottom (then by index)
+  kLastStep,   // the last to end at the bottom (then by index)
+};
+
+// A window width (steps whose live bytes are at least the peak less
+// `per_mille` of it) and a stack order.
+struct PeakWindowVariant {
+  int64_t per_mille;
+  StackBy stack;
+};
+
+// The variants tried, in order. 0.5% takes in S_1's 50 buffers that start
+// or end near its peak (2% takes in 557, which the climb packs less
+// tightly: 1.0011), and by first step it reaches S_1's bound; pangu's
+// window at 0.5% is one step, without a buffer in part of it, and no stack
+// order of it reaches the bound; at 2% (170 steps, 158 buffers), by last
+// step, it does. The other two are tried with --optimize.
+inline constexpr PeakWindowVariant kPeakWindowVariants[] = {
+    {5, StackBy::kFirstStep},
+    {20, StackBy::kLastStep},
+    {5, StackBy::kLastStep},
+    {20, StackBy::kFirstStep}};
+inline constexpr int kPeakWindowVariantCount =
+    static_cast<int>(std::size(kPeakWindowVariants));
+// The variants the default plan may try (planner.cc): each costs about a
+// placement of every buffer, and where none reaches the bound the climb
+// after them has that much less time (on 6,000 buffers of
+// MixedLongProblem, where nothing closes the gap, two take 0.18 s).
+inline constexpr int kDefaultPeakWindowVariants = 2;
+
+// Over this many buffers live in part of the window, a variant does not
+// apply (a climb over more buffers stops far from tight within its work).
 inline constexpr size_t kMaxPeakWindowBuffers = 1024;
 
 // The work the default plan (planner.cc) counts for this pass after its
@@ -73,23 +106,42 @@ inline int64_t PeakWindowWork(int64_t placement_work) {
 struct PeakWindow {
   Step begin = 0;            // its first step
   Step end = 0;              // one past its last step
-  std::vector<int> stacked;  // live over all of it, by first step, index
+  std::vector<int> stacked;  // live over all of it, in stack order
   std::vector<int> inside;   // live in part of it, by index
 };
 
-// The peak window of `problem` (steps within `per_mille` of the peak), or
-// nullopt for a problem without buffers or once `cancel` (may be null)
-// fires during its sort. O(n log n).
+// The window of `problem` under `variant`, or nullopt for a problem
+// without buffers or once `cancel` (may be null) fires during its sort.
+// O(n log n).
 std::optional<PeakWindow> FindPeakWindow(
-    const Problem& problem, int64_t per_mille,
+    const Problem& problem, PeakWindowVariant variant,
     const base::CancelToken* cancel = nullptr);
 
-// The plan described above, the buffers before and after the window
-// placed at once on the threads `parallel` gives (the same plan on any).
-// DEADLINE_EXCEEDED when cancelled.
+// The plan of one variant, the buffers before and after the window placed
+// at once on the threads `parallel` gives (the same plan on any).
+// FAILED_PRECONDITION where the variant does not apply (pinned buffers,
+// more than kMaxPeakWindowBuffers in part of the window); with `below` >
+// 0, ABORTED once the plan would reach `below` (the window's own plan, or
+// a buffer placed around it: a plan no smaller than one at hand is given
+// up as soon as that shows); DEADLINE_EXCEEDED when cancelled.
 [[nodiscard]] absl::StatusOr<Solution> PeakWindowOffsets(
-    const Problem& problem, const base::CancelToken* cancel,
-    const base::Parallelism& parallel = {});
+    const Problem& problem, PeakWindowVariant variant,
+    const base::CancelToken* cancel, const base::Parallelism& parallel = {},
+    Bytes below = 0);
+
+// The smallest plan of the first `variants` of kPeakWindowVariants (the
+// first of equals), ending after the first whose arena is at most
+// `stop_at`: each variant placed only while below `below` (> 0; 0: none)
+// and below the best plan of the variants before it. No plan when none
+// applies or gets below.
+struct PeakWindowPlan {
+  std::optional<Solution> solution;
+  int variants_run = 0;  // tried, applying or not
+};
+[[nodiscard]] absl::StatusOr<PeakWindowPlan> PlanPeakWindow(
+    const Problem& problem, int variants, Bytes stop_at,
+    const base::CancelToken* cancel, const base::Parallelism& parallel = {},
+    Bytes below = 0);
 
 class PeakWindowStrategy : public OffsetStrategy {
  public:

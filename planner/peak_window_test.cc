@@ -1,5 +1,6 @@
 #include "planner/peak_window.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,19 +29,21 @@ using ::testing::ElementsAre;
 TEST(PeakWindowTest, TheWindowRunsFromTheFirstToTheLastHotStep) {
   const Problem p = testing::ProblemOf(
       {{0, 10, 100'000}, {2, 8, 50'000}, {4, 6, 30'000}, {6, 7, 20'000}});
-  std::optional<PeakWindow> narrow = FindPeakWindow(p, 5);
+  std::optional<PeakWindow> narrow =
+      FindPeakWindow(p, {5, StackBy::kFirstStep});
   ASSERT_TRUE(narrow.has_value());
   EXPECT_EQ(narrow->begin, 4);
   EXPECT_EQ(narrow->end, 6);
   EXPECT_THAT(narrow->stacked, ElementsAre(0, 1, 2));
   EXPECT_TRUE(narrow->inside.empty());
-  std::optional<PeakWindow> wide = FindPeakWindow(p, 100);
+  std::optional<PeakWindow> wide =
+      FindPeakWindow(p, {100, StackBy::kFirstStep});
   ASSERT_TRUE(wide.has_value());
   EXPECT_EQ(wide->begin, 4);
   EXPECT_EQ(wide->end, 7);
   EXPECT_THAT(wide->stacked, ElementsAre(0, 1));
   EXPECT_THAT(wide->inside, ElementsAre(2, 3));
-  EXPECT_FALSE(FindPeakWindow(Problem{}, 5).has_value());
+  EXPECT_FALSE(FindPeakWindow(Problem{}, {5, StackBy::kFirstStep}).has_value());
 }
 
 // The buffers over the window are stacked by their first step, not by
@@ -48,13 +51,23 @@ TEST(PeakWindowTest, TheWindowRunsFromTheFirstToTheLastHotStep) {
 TEST(PeakWindowTest, BuffersOverTheWindowAreStackedByFirstStep) {
   const Problem p =
       testing::ProblemOf({{3, 9, 4'000}, {0, 9, 8'000}, {5, 7, 2'000}});
-  std::optional<PeakWindow> w = FindPeakWindow(p, 5);
+  std::optional<PeakWindow> w = FindPeakWindow(p, {5, StackBy::kFirstStep});
   ASSERT_TRUE(w.has_value());
   EXPECT_THAT(w->stacked, ElementsAre(1, 0, 2));
-  absl::StatusOr<Solution> s = PeakWindowOffsets(p, nullptr);
+  absl::StatusOr<Solution> s =
+      PeakWindowOffsets(p, kPeakWindowVariants[0], nullptr);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_THAT(s->offsets, ElementsAre(8'000, 0, 12'000));
-  EXPECT_EQ(s->arena_size, LowerBound(p));
+  EXPECT_EQ(s->arena_size, LowerBound(p));  // By last step: the last to end at
+                                            // the bottom (a and b end together:
+  // by index), then c.
+  std::optional<PeakWindow> by_end = FindPeakWindow(p, {5, StackBy::kLastStep});
+  ASSERT_TRUE(by_end.has_value());
+  EXPECT_THAT(by_end->stacked, ElementsAre(0, 1, 2));
+  absl::StatusOr<Solution> e =
+      PeakWindowOffsets(p, {5, StackBy::kLastStep}, nullptr);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_THAT(e->offsets, ElementsAre(0, 4'000, 12'000));
 }
 
 // Valid plans, alignments kept, on random problems with and without
@@ -62,36 +75,97 @@ TEST(PeakWindowTest, BuffersOverTheWindowAreStackedByFirstStep) {
 TEST(PeakWindowTest, PlansAreValidAndRepeatable) {
   for (uint32_t seed = 1; seed <= 20; ++seed) {
     const Problem p = testing::RandomProblem(300, seed, seed % 2 ? 1 : 64);
-    absl::StatusOr<Solution> s = PeakWindowOffsets(p, nullptr);
+    absl::StatusOr<Solution> s =
+        PeakWindowOffsets(p, kPeakWindowVariants[0], nullptr);
     ASSERT_TRUE(s.ok()) << s.status();
     EXPECT_TRUE(Verify(p, *s).ok()) << "seed " << seed;
     EXPECT_GE(s->arena_size, LowerBound(p));
-    absl::StatusOr<Solution> again = PeakWindowOffsets(p, nullptr);
+    absl::StatusOr<Solution> again =
+        PeakWindowOffsets(p, kPeakWindowVariants[0], nullptr);
     ASSERT_TRUE(again.ok());
     EXPECT_EQ(again->offsets, s->offsets);
   }
 }
 
-// Pinned buffers may lie anywhere: the plan is then best fit by conflicts,
-// the pins kept.
+// Pinned buffers may lie anywhere: no variant applies, and the plan is
+// best fit by conflicts, the pins kept.
 TEST(PeakWindowTest, PinnedProblemsGetBestFitByConflicts) {
   Problem p = testing::RandomProblem(200, 7);
   p.buffers[3].fixed_offset = 1 << 20;
-  absl::StatusOr<Solution> s = PeakWindowOffsets(p, nullptr);
+  EXPECT_EQ(
+      PeakWindowOffsets(p, kPeakWindowVariants[0], nullptr).status().code(),
+      absl::StatusCode::kFailedPrecondition);
+  absl::StatusOr<PeakWindowPlan> s =
+      PlanPeakWindow(p, kPeakWindowVariantCount, 0, nullptr);
   ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->variants_run, kPeakWindowVariantCount);
+  EXPECT_FALSE(s->solution.has_value());
+  absl::StatusOr<std::unique_ptr<OffsetStrategy>> strategy =
+      MakeStrategy("peak_window");
+  ASSERT_TRUE(strategy.ok());
+  absl::StatusOr<Solution> planned = (*strategy)->Solve(p, SolveContext{});
+  ASSERT_TRUE(planned.ok()) << planned.status();
   absl::StatusOr<Solution> conflicts =
       PlaceInOrder(p, GreedyPlacementOrder(p, GreedyOrder::kConflicts),
                    FitPolicy::kBestFit, nullptr);
   ASSERT_TRUE(conflicts.ok());
-  EXPECT_EQ(s->offsets, conflicts->offsets);
-  EXPECT_EQ(s->offsets[3], 1 << 20);
+  EXPECT_EQ(planned->offsets, conflicts->offsets);
+  EXPECT_EQ(planned->offsets[3], 1 << 20);
+}
+
+// The variants run in order, the smallest plan kept (the first of
+// equals), until one is at most `stop_at`.
+TEST(PeakWindowTest, VariantsRunUntilOneEndsAtTheTarget) {
+  const Problem p = testing::RandomProblem(400, 11);
+  std::vector<Solution> each;
+  for (const PeakWindowVariant& v : kPeakWindowVariants) {
+    absl::StatusOr<Solution> s = PeakWindowOffsets(p, v, nullptr);
+    ASSERT_TRUE(s.ok()) << s.status();
+    each.push_back(*std::move(s));
+  }
+  size_t best = 0;
+  for (size_t k = 1; k < each.size(); ++k) {
+    if (each[k].arena_size < each[best].arena_size) best = k;
+  }
+  absl::StatusOr<PeakWindowPlan> all =
+      PlanPeakWindow(p, kPeakWindowVariantCount, 0, nullptr);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->variants_run, kPeakWindowVariantCount);
+  ASSERT_TRUE(all->solution.has_value());
+  EXPECT_EQ(all->solution->offsets, each[best].offsets);
+  absl::StatusOr<PeakWindowPlan> two = PlanPeakWindow(p, 2, 0, nullptr);
+  ASSERT_TRUE(two.ok() && two->solution.has_value());
+  EXPECT_EQ(two->variants_run, 2);
+  EXPECT_EQ(two->solution->arena_size,
+            std::min(each[0].arena_size, each[1].arena_size));
+  // A target the first variant meets ends the run there.
+  absl::StatusOr<PeakWindowPlan> first =
+      PlanPeakWindow(p, kPeakWindowVariantCount, each[0].arena_size, nullptr);
+  ASSERT_TRUE(first.ok() && first->solution.has_value());
+  EXPECT_EQ(first->variants_run, 1);
+  EXPECT_EQ(first->solution->offsets, each[0].offsets);
+  // Below a plan at hand: a variant that would reach it is given up, and
+  // the best one is kept only when smaller.
+  EXPECT_EQ(PeakWindowOffsets(p, kPeakWindowVariants[best], nullptr, {},
+                              each[best].arena_size)
+                .status()
+                .code(),
+            absl::StatusCode::kAborted);
+  absl::StatusOr<Solution> under = PeakWindowOffsets(
+      p, kPeakWindowVariants[best], nullptr, {}, each[best].arena_size + 1);
+  ASSERT_TRUE(under.ok()) << under.status();
+  EXPECT_EQ(under->offsets, each[best].offsets);
+  absl::StatusOr<PeakWindowPlan> none = PlanPeakWindow(
+      p, kPeakWindowVariantCount, 0, nullptr, {}, each[best].arena_size);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->solution.has_value());
 }
 
 TEST(PeakWindowTest, CancelledBeforeItEnds) {
   base::CancelToken token;
   token.Cancel();
-  absl::StatusOr<Solution> s =
-      PeakWindowOffsets(testing::RandomProblem(500, 3), &token);
+  absl::StatusOr<Solution> s = PeakWindowOffsets(
+      testing::RandomProblem(500, 3), kPeakWindowVariants[0], &token);
   EXPECT_EQ(s.status().code(), absl::StatusCode::kDeadlineExceeded)
       << s.status();
 }
@@ -103,11 +177,12 @@ TEST(PeakWindowTest, ReachesTheBoundOnTheTraceS1) {
   const Problem s1 = testing::ReadTrace(std::string(MEMPLAN_SOURCE_DIR) +
                                         "/bench/data/traces/S_1.csv");
   ASSERT_EQ(s1.buffers.size(), 28526u);
-  std::optional<PeakWindow> w = FindPeakWindow(s1, kPeakWindowPerMille);
+  std::optional<PeakWindow> w = FindPeakWindow(s1, kPeakWindowVariants[0]);
   ASSERT_TRUE(w.has_value());
   EXPECT_EQ(w->end - w->begin, 52);
   EXPECT_EQ(w->inside.size(), 50u);
-  absl::StatusOr<Solution> s = PeakWindowOffsets(s1, nullptr);
+  absl::StatusOr<Solution> s =
+      PeakWindowOffsets(s1, kPeakWindowVariants[0], nullptr);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_TRUE(Verify(s1, *s).ok());
   EXPECT_EQ(s->arena_size, LowerBound(s1));
@@ -118,7 +193,8 @@ TEST(PeakWindowTest, ReachesTheBoundOnTheTraceS1) {
   EXPECT_GT(conflicts->arena_size, LowerBound(s1) * 1002 / 1000);
   // The two sides of the window placed at once: the same plan.
   base::WorkerPool pool(2, 16);
-  absl::StatusOr<Solution> pooled = PeakWindowOffsets(s1, nullptr, {&pool, 4});
+  absl::StatusOr<Solution> pooled =
+      PeakWindowOffsets(s1, kPeakWindowVariants[0], nullptr, {&pool, 4});
   ASSERT_TRUE(pooled.ok()) << pooled.status();
   EXPECT_EQ(pooled->offsets, s->offsets);
   // And the plan of one pass over both sides around the window's pins.
@@ -131,6 +207,28 @@ TEST(PeakWindowTest, ReachesTheBoundOnTheTraceS1) {
       FitPolicy::kBestFit, nullptr);
   ASSERT_TRUE(one_pass.ok());
   EXPECT_EQ(one_pass->offsets, s->offsets);
+}
+
+// pangu_2.6B peaks at one step; the second variant (2%, by last step:
+// after the peak its buffers end as a stack pops) reaches its bound, the
+// others do not.
+TEST(PeakWindowTest, ReachesTheBoundOnTheTracePangu) {
+  const Problem pangu = testing::ReadTrace(std::string(MEMPLAN_SOURCE_DIR) +
+                                           "/bench/data/traces/pangu_2.6B.csv");
+  ASSERT_EQ(pangu.buffers.size(), 18692u);
+  absl::StatusOr<PeakWindowPlan> p = PlanPeakWindow(
+      pangu, kPeakWindowVariantCount, AlignedLowerBound(pangu), nullptr);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->variants_run, 2);
+  ASSERT_TRUE(p->solution.has_value());
+  EXPECT_EQ(p->solution->arena_size, LowerBound(pangu));
+  EXPECT_TRUE(Verify(pangu, *p->solution).ok());
+  for (int k : {0, 2, 3}) {
+    absl::StatusOr<Solution> other =
+        PeakWindowOffsets(pangu, kPeakWindowVariants[k], nullptr);
+    ASSERT_TRUE(other.ok());
+    EXPECT_GT(other->arena_size, LowerBound(pangu) * 1030 / 1000) << k;
+  }
 }
 
 TEST(PeakWindowTest, IsAStrategyByName) {

@@ -277,15 +277,16 @@ bool FarAboveBound(const PlanResult& result) {
 // The default plan more than 0.1% above the aligned bound on a problem too
 // large for the search (over ExactOptions::max_buffers, up to
 // kMaxHillClimbBuffers; closer, each step's 0.05-0.1 s of placement would
-// buy at most that 0.1%: bert_base's trace is 0.001% above): best fit in
-// two more orders and a hill climb (ClimbFromSeeds), then, still above,
-// the peak window (peak_window.h), all within kTightClimbWork (work_cap.h:
-// the climb's moves as many as fit after its two orders, the peak window
-// one placement and its window's climb), or, with `optimize`,
-// kTightClimbMoves moves and the peak window whatever the work (its
-// portfolio runs the peak window too, but its time budget may cut it
-// first: on S_1 the default 1 s does). Work, not time: the plan depends
-// on the input only.
+// buy at most that 0.1%: bert_base's trace is 0.001% above): the peak
+// window's first kDefaultPeakWindowVariants variants (peak_window.h) until
+// one reaches the bound, then,
+// still above, best fit in two more orders and a hill climb
+// (ClimbFromSeeds), all within kTightClimbWork (work_cap.h): as many
+// variants as fit (PeakWindowWork each), then the climb's orders and as
+// many moves as fit in what they left; or, with `optimize`, every variant
+// and kTightClimbMoves moves whatever the work (its portfolio runs the
+// peak window too, but its time budget may cut it first: on S_1 the
+// default 1 s does). Work, not time: the plan depends on the input only.
 // Keeps a smaller plan; a cap or the call's deadline reached leaves the
 // plan it has. Adds its time to "offsets" and "verify".
 absl::Status ClimbAboveBound(const SolveContext& ctx, base::WorkerPool* workers,
@@ -293,27 +294,36 @@ absl::Status ClimbAboveBound(const SolveContext& ctx, base::WorkerPool* workers,
                              PlanResult* result) {
   constexpr int64_t kSeedOrders = 2;  // ClimbFromSeeds' orders
   const int64_t placement = PlacementWork(result->problem);
-  const int64_t moves =
-      optimize ? kTightClimbMoves : TightClimbMoves(placement, kSeedOrders);
+  const int64_t window_work = PeakWindowWork(placement);
+  const int variants =
+      optimize
+          ? kPeakWindowVariantCount
+          : static_cast<int>(std::min<int64_t>(kTightClimbWork / window_work,
+                                               kDefaultPeakWindowVariants));
   int64_t spent = 0;
-  if (moves > 0) {
-    absl::Status climbed = ClimbFromSeeds(ctx, workers, cancel, moves, result);
-    if (!climbed.ok()) return climbed;
-    spent = (kSeedOrders + moves) * placement;
+  if (variants > 0) {
+    const absl::Time start = absl::Now();
+    absl::StatusOr<PeakWindowPlan> peak = PlanPeakWindow(
+        result->problem, variants, AlignedLowerBound(result->problem), cancel,
+        {workers, 2}, result->solution.arena_size);
+    AddStageTime("offsets", absl::Now() - start, result);
+    if (!peak.ok()) {
+      return absl::IsDeadlineExceeded(peak.status()) ? absl::OkStatus()
+                                                     : peak.status();
+    }
+    spent = peak->variants_run * window_work;
+    if (peak->solution) {
+      absl::Status kept = KeepIfSmaller(*std::move(peak->solution),
+                                        "peak_window", cancel, result);
+      if (!kept.ok()) return kept;
+    }
   }
-  if (!FarAboveBound(*result) ||
-      (!optimize && spent + PeakWindowWork(placement) > kTightClimbWork)) {
-    return absl::OkStatus();
-  }
-  const absl::Time start = absl::Now();
-  absl::StatusOr<Solution> peak =
-      PeakWindowOffsets(result->problem, cancel, {workers, 2});
-  AddStageTime("offsets", absl::Now() - start, result);
-  if (!peak.ok()) {
-    return absl::IsDeadlineExceeded(peak.status()) ? absl::OkStatus()
-                                                   : peak.status();
-  }
-  return KeepIfSmaller(*std::move(peak), "peak_window", cancel, result);
+  if (!FarAboveBound(*result)) return absl::OkStatus();
+  const int64_t moves = optimize
+                            ? kTightClimbMoves
+                            : TightClimbMoves(placement, kSeedOrders, spent);
+  if (moves == 0) return absl::OkStatus();
+  return ClimbFromSeeds(ctx, workers, cancel, moves, result);
 }
 
 // Graphs with more edges than this per buffer are not built: the coloring

@@ -327,9 +327,8 @@ TEST(PlannerTest, DefaultPlanClimbsOnTracesTooLargeForTheSearch) {
   const std::string dir =
       std::string(MEMPLAN_SOURCE_DIR) + "/bench/data/traces/";
   // pangu_2.6B (18,692 buffers, over the search's 4,096): best and first
-  // fit by size end 0.76% above the bound; best fit by breadth, then the
-  // climb's moves (4 within its work), reach it. The same plan with and
-  // without workers.
+  // fit by size end 0.76% above the bound; the peak window's second variant
+  // reaches it. The same plan with and without workers.
   const Problem pangu = testing::ReadTrace(dir + "pangu_2.6B.csv");
   ASSERT_EQ(pangu.buffers.size(), 18692u);
   ASSERT_GT(QuickHeuristicsArena(pangu),
@@ -339,7 +338,7 @@ TEST(PlannerTest, DefaultPlanClimbsOnTracesTooLargeForTheSearch) {
       PlanBuffers(pangu, PlanOptions{}, nullptr, nullptr);
   ASSERT_TRUE(alone.ok()) << alone.status();
   EXPECT_EQ(alone->solution.arena_size, AlignedLowerBound(pangu));
-  EXPECT_EQ(alone->strategy, "hill_climb");
+  EXPECT_EQ(alone->strategy, "peak_window");
   EXPECT_TRUE(alone->proven_optimal);
   EXPECT_FALSE(alone->time_limited);
   EXPECT_TRUE(Verify(pangu, alone->solution).ok());
@@ -356,8 +355,8 @@ TEST(PlannerTest, DefaultPlanClimbsOnTracesTooLargeForTheSearch) {
       PlanBuffers(pangu, optimize, nullptr, nullptr);
   ASSERT_TRUE(optimized.ok()) << optimized.status();
   EXPECT_EQ(optimized->solution.arena_size, AlignedLowerBound(pangu));
-  // Cancelled at 60% of the quicker plan's time (in the two orders or the
-  // climb, which follow the heuristics' 25-30%), the call ends soon after.
+  // Cancelled at 60% of the quicker plan's time (in the peak window's
+  // variants, which follow the heuristics), the call ends soon after.
   const auto took = [](const PlanResult& r) {
     absl::Duration sum = absl::ZeroDuration();
     for (const StageTime& stage : r.stages) {
@@ -388,14 +387,17 @@ TEST(PlannerTest, DefaultPlanClimbsOnTracesTooLargeForTheSearch) {
   }
   EXPECT_LT(cut_took, delay + absl::Milliseconds(500));
   // S_1 (28,526 buffers, 1.6% above): its placements are dense (86.5
-  // million units each), its two orders alone would pass the climb's work;
-  // the peak window (one placement and its window's climb) fits, and ends
-  // at the bound. pangu's climb leaves too little work for it.
-  EXPECT_EQ(TightClimbMoves(24'400'000, 2), 4);  // pangu's placements
-  EXPECT_EQ(TightClimbMoves(86'500'000, 2), 0);  // S_1's
-  EXPECT_EQ(TightClimbMoves(1, 2), kTightClimbMoves);
+  // million units each): one variant of the peak window fits in the work,
+  // and ends at the bound. pangu's (24.4 million) the default's two fit,
+  // and would leave the climb its orders and 1 move had they missed.
   EXPECT_LE(PeakWindowWork(86'500'000), kTightClimbWork);
-  EXPECT_GT(6 * 24'400'000 + PeakWindowWork(24'400'000), kTightClimbWork);
+  EXPECT_GT(2 * PeakWindowWork(86'500'000), kTightClimbWork);
+  EXPECT_GE(kTightClimbWork / PeakWindowWork(24'400'000),
+            kDefaultPeakWindowVariants);
+  EXPECT_EQ(TightClimbMoves(24'400'000, 2), 4);
+  EXPECT_EQ(TightClimbMoves(24'400'000, 2, 2 * PeakWindowWork(24'400'000)), 1);
+  EXPECT_EQ(TightClimbMoves(86'500'000, 2), 0);
+  EXPECT_EQ(TightClimbMoves(1, 2), kTightClimbMoves);
   const Problem s1 = testing::ReadTrace(dir + "S_1.csv");
   ASSERT_GT(QuickHeuristicsArena(s1), AlignedLowerBound(s1) * 1015 / 1000);
   absl::StatusOr<PlanResult> dense =
@@ -407,7 +409,7 @@ TEST(PlannerTest, DefaultPlanClimbsOnTracesTooLargeForTheSearch) {
   EXPECT_TRUE(Verify(s1, dense->solution).ok());
   // (The same plan on any number of workers: TraceThreadsTest.)
   // --optimize, whose budget cuts its portfolio before its own peak window,
-  // runs the climb's 8 moves (1.0012), then the peak window: the bound.
+  // runs the peak window after it: the bound.
   absl::StatusOr<PlanResult> dense_optimized =
       PlanBuffers(s1, optimize, nullptr, nullptr);
   ASSERT_TRUE(dense_optimized.ok()) << dense_optimized.status();

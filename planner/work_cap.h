@@ -63,28 +63,31 @@ inline int64_t TightSearchNodes(int64_t n) {
 // buffers, 0.8 s: the reason it is not run on every size).
 inline int64_t SkylineWorkCap(int64_t n) { return 64 * n * CeilLog2(n); }
 
-// The default plan over 4096 buffers (planner.cc's ClimbAboveBound): two
-// more best-fit orders, then up to kTightClimbMoves hill-climb moves, each
+// The default plan over 4096 buffers (planner.cc's ClimbAboveBound): the
+// peak window's variants (peak_window.h's PeakWindowWork each), then two
+// more best-fit orders and up to kTightClimbMoves hill-climb moves, each
 // one best-fit placement of every buffer, all within kTightClimbWork
 // units of placement work, a placement counted as n plus the buffers'
 // conflicts (CountConflicts: each reads the placed buffers it overlaps).
 // 150 million units are about 0.25-0.45 s here (1.5-3 ns a unit), what
 // DESIGN.md's 0.5 s for a trace leaves after the first heuristics. On the
 // traces of bench/data/traces: pangu_2.6B (18,692 buffers, 24.4 million
-// units a placement) gets its two orders and 4 moves, and reaches its
-// bound within 2-4 moves from every seed of the move generator tried
-// (1-6); S_1 (28,526 buffers, 86.5 million a placement: about 0.13-0.19 s
-// each) gets none (its orders and 8 moves would take it 1.0158 -> 1.0012
-// in 0.5 s more; --optimize does).
+// units a placement) reaches its bound with the second variant (its climb,
+// before the peak window, reached it in 2-4 moves from the order by
+// breadth); S_1 (28,526 buffers, 86.5 million a placement: about
+// 0.13-0.19 s each) gets one variant, which reaches its bound (its orders
+// and 8 moves would take it 1.0158 -> 1.0012 in 0.5 s more).
 inline constexpr int64_t kTightClimbMoves = 8;
 inline constexpr int64_t kTightClimbWork = 150'000'000;
 
 // The moves the default plan's climb may make when one placement costs
-// `placement_work` units and `orders` placements come first: 0 when they
-// and one move would pass kTightClimbWork (the climb is then not begun).
-inline int64_t TightClimbMoves(int64_t placement_work, int64_t orders) {
-  const int64_t placements =
-      kTightClimbWork / std::max<int64_t>(placement_work, 1);
+// `placement_work` units, `orders` placements come first and `spent` units
+// went before (the peak window's variants): 0 when they and one move would
+// pass kTightClimbWork (the climb is then not begun).
+inline int64_t TightClimbMoves(int64_t placement_work, int64_t orders,
+                               int64_t spent = 0) {
+  const int64_t placements = std::max<int64_t>(kTightClimbWork - spent, 0) /
+                             std::max<int64_t>(placement_work, 1);
   return std::clamp<int64_t>(placements - orders, 0, kTightClimbMoves);
 }
 
