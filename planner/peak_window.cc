@@ -40,23 +40,34 @@ Problem WindowProblem(const Problem& problem, const PeakWindow& window) {
 
 // A tight plan of the window's own problem: a hill climb from each of
 // kWindowOrders (placed with best fit), each within a quarter of
-// kHillClimbWork, until one ends at the problem's bound; the smallest plan,
-// the first of equals. (On S_1's window only the climb from the order by
-// area reaches its bound: 69 moves; those from size and conflicts stop
-// 7% above it after 1,000.)
+// kHillClimbWork (its first placement included; at most kMaxWindowMoves
+// moves; none where one placement takes the quarter), until one ends at
+// the problem's bound; the smallest plan, the first of equals. (On S_1's
+// window only the climb from the order by area reaches its bound: 69
+// moves; those from size and conflicts stop 7% above it after 1,000.)
+constexpr int64_t kMaxWindowMoves = 1000;
 absl::StatusOr<Solution> PlanWindow(const Problem& cut,
                                     const base::CancelToken* cancel) {
   Solution best;
   bool have = false;
+  const int64_t share =
+      kHillClimbWork / static_cast<int64_t>(std::size(kWindowOrders));
   HillClimbOptions climb;
   climb.stop_at = AlignedLowerBound(cut);
-  climb.work = kHillClimbWork / std::size(kWindowOrders);
+  climb.iterations = std::min(
+      share / std::max<int64_t>(PlacementWork(cut), 1) - 1, kMaxWindowMoves);
   for (GreedyOrder o : kWindowOrders) {
-    absl::StatusOr<HillClimbResult> climbed =
-        HillClimb(cut, GreedyPlacementOrder(cut, o), climb, cancel);
-    if (!climbed.ok()) return climbed.status();
-    if (!have || climbed->solution.arena_size < best.arena_size) {
-      best = std::move(climbed->solution);
+    std::vector<int> order = GreedyPlacementOrder(cut, o);
+    absl::StatusOr<Solution> placed =
+        PlaceInOrder(cut, order, FitPolicy::kBestFit, cancel);
+    if (!placed.ok()) return placed.status();
+    Solution s = *std::move(placed);
+    if (climb.iterations > 0) {
+      s = HillClimb(cut, std::move(order), std::move(s), climb, cancel)
+              .solution;
+    }
+    if (!have || s.arena_size < best.arena_size) {
+      best = std::move(s);
       have = true;
     }
     if (best.arena_size <= climb.stop_at) break;
@@ -165,6 +176,8 @@ absl::StatusOr<Solution> PeakWindowOffsets(const Problem& problem,
   absl::StatusOr<Solution> inside =
       cut.buffers.empty() ? Solution{} : PlanWindow(cut, cancel);
   if (!inside.ok()) return inside.status();
+  // (A climb the token cut short must not pass for a window too high.)
+  if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
   Bytes alignment = 1;
   for (const Buffer& x : cut.buffers) {
     alignment = std::max(alignment, x.alignment);
@@ -231,6 +244,11 @@ absl::StatusOr<Solution> PeakWindowOffsets(const Problem& problem,
     solution.arena_size =
         std::max(solution.arena_size, solution.offsets[i] + b[i].size);
   }
+  // A side cut into time windows places every buffer, without giving up.
+  if (below > 0 && solution.arena_size >= below) {
+    return absl::AbortedError(absl::StrCat(
+        "the plan ends at ", solution.arena_size, ", not below ", below));
+  }
   return solution;
 }
 
@@ -247,7 +265,10 @@ absl::StatusOr<PeakWindowPlan> PlanPeakWindow(const Problem& problem,
         plan.solution ? plan.solution->arena_size : below;  // 0: none
     absl::StatusOr<Solution> s =
         PeakWindowOffsets(problem, v, cancel, parallel, limit);
-    if (absl::IsFailedPrecondition(s.status()) || absl::IsAborted(s.status())) {
+    if (absl::IsFailedPrecondition(s.status())) continue;
+    ++plan.variants_placed;
+    if (absl::IsAborted(s.status())) {
+      if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
       continue;
     }
     if (!s.ok()) return s.status();

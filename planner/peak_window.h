@@ -136,7 +136,8 @@ std::optional<PeakWindow> FindPeakWindow(
 // applies or gets below.
 struct PeakWindowPlan {
   std::optional<Solution> solution;
-  int variants_run = 0;  // tried, applying or not
+  int variants_run = 0;     // tried, applying or not
+  int variants_placed = 0;  // those that applied (placed, given up or not)
 };
 [[nodiscard]] absl::StatusOr<PeakWindowPlan> PlanPeakWindow(
     const Problem& problem, int variants, Bytes stop_at,

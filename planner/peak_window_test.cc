@@ -58,9 +58,9 @@ TEST(PeakWindowTest, BuffersOverTheWindowAreStackedByFirstStep) {
       PeakWindowOffsets(p, kPeakWindowVariants[0], nullptr);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_THAT(s->offsets, ElementsAre(8'000, 0, 12'000));
-  EXPECT_EQ(s->arena_size, LowerBound(p));  // By last step: the last to end at
-                                            // the bottom (a and b end together:
-  // by index), then c.
+  EXPECT_EQ(s->arena_size, LowerBound(p));
+  // By last step: the last to end at the bottom (a and b end together: by
+  // index), then c.
   std::optional<PeakWindow> by_end = FindPeakWindow(p, {5, StackBy::kLastStep});
   ASSERT_TRUE(by_end.has_value());
   EXPECT_THAT(by_end->stacked, ElementsAre(0, 1, 2));
@@ -99,6 +99,7 @@ TEST(PeakWindowTest, PinnedProblemsGetBestFitByConflicts) {
       PlanPeakWindow(p, kPeakWindowVariantCount, 0, nullptr);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->variants_run, kPeakWindowVariantCount);
+  EXPECT_EQ(s->variants_placed, 0);  // none applies: no work counted
   EXPECT_FALSE(s->solution.has_value());
   absl::StatusOr<std::unique_ptr<OffsetStrategy>> strategy =
       MakeStrategy("peak_window");

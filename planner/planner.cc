@@ -311,7 +311,7 @@ absl::Status ClimbAboveBound(const SolveContext& ctx, base::WorkerPool* workers,
       return absl::IsDeadlineExceeded(peak.status()) ? absl::OkStatus()
                                                      : peak.status();
     }
-    spent = peak->variants_run * window_work;
+    spent = peak->variants_placed * window_work;  // not those not applying
     if (peak->solution) {
       absl::Status kept = KeepIfSmaller(*std::move(peak->solution),
                                         "peak_window", cancel, result);
