@@ -21,18 +21,26 @@ constexpr GreedyOrder kWindowOrders[] = {
     GreedyOrder::kSize, GreedyOrder::kConflicts, GreedyOrder::kArea,
     GreedyOrder::kBreadth};
 
+// `b` without its name (placement does not read names: the copies of the
+// pass's own problems stay small).
+Buffer Unnamed(const Buffer& b) {
+  Buffer c;
+  c.start = b.start;
+  c.end = b.end;
+  c.size = b.size;
+  c.alignment = b.alignment;
+  return c;
+}
+
 // The buffers of `inside`, their lifetimes cut to [begin, end), as a
-// problem of their own (without names: placement does not read them).
+// problem of their own.
 Problem WindowProblem(const Problem& problem, const PeakWindow& window) {
   Problem cut;
   cut.buffers.reserve(window.inside.size());
   for (int i : window.inside) {
-    const Buffer& b = problem.buffers[i];
-    Buffer c;
-    c.start = std::max(b.start, window.begin);
-    c.end = std::min(b.end, window.end);
-    c.size = b.size;
-    c.alignment = b.alignment;
+    Buffer c = Unnamed(problem.buffers[i]);
+    c.start = std::max(c.start, window.begin);
+    c.end = std::min(c.end, window.end);
     cut.buffers.push_back(std::move(c));
   }
   return cut;
@@ -209,11 +217,7 @@ absl::StatusOr<Solution> PeakWindowOffsets(const Problem& problem,
       const bool on_side =
           k == 0 ? b[i].end <= window->begin : window->end <= b[i].start;
       if (!in_window && !on_side) continue;
-      Buffer c;
-      c.start = b[i].start;
-      c.end = b[i].end;
-      c.size = b[i].size;
-      c.alignment = b[i].alignment;
+      Buffer c = Unnamed(b[i]);
       if (in_window) c.fixed_offset = solution.offsets[i];
       sides[k].problem.buffers.push_back(std::move(c));
       sides[k].index.push_back(i);
