@@ -458,6 +458,17 @@ absl::StatusOr<planner::PlanResult> PlanCache::Through(
       return *std::move(shared);
     }
   }
+  if (flying) {
+    // An identical call may have kept its plan (in memory first) and landed
+    // between the lookup above and this take-off: look in memory once more
+    // before computing it again.
+    std::string served;
+    if (std::optional<planner::PlanResult> hit =
+            LookupMemory(key, effort, adopt, &found_effort, use, &served)) {
+      Land(flight_key, std::move(served), /*time_limited=*/false);
+      return *std::move(hit);
+    }
+  }
   *use = CacheUse::kMiss;
   misses_.fetch_add(1);
   listener_->Miss();
@@ -496,28 +507,37 @@ std::optional<planner::PlanResult> PlanCache::FromFlight(const Flight* flight,
   return plan;
 }
 
+std::optional<planner::PlanResult> PlanCache::LookupMemory(
+    const std::string& key, int64_t effort, const Adopt& adopt,
+    int64_t* found_effort, CacheUse* use, std::string* served) {
+  std::optional<std::string> entry = MemoryGet(key);
+  if (!entry.has_value()) return std::nullopt;
+  bool bad = false;
+  std::optional<planner::PlanResult> plan =
+      Serve("memory", key, *entry, effort, adopt, found_effort, &bad);
+  if (bad) MemoryDrop(key);
+  if (!plan.has_value()) return std::nullopt;
+  *use = CacheUse::kMemoryHit;
+  memory_hits_.fetch_add(1);
+  listener_->Hit("memory");
+  if (served != nullptr) *served = *std::move(entry);
+  return plan;
+}
+
 std::optional<planner::PlanResult> PlanCache::Lookup(const std::string& key,
                                                      int64_t effort,
                                                      const Adopt& adopt,
                                                      int64_t* found_effort,
                                                      CacheUse* use) {
-  bool bad = false;
-  if (std::optional<std::string> entry = MemoryGet(key)) {
-    std::optional<planner::PlanResult> plan =
-        Serve("memory", key, *entry, effort, adopt, found_effort, &bad);
-    if (bad) MemoryDrop(key);
-    if (plan.has_value()) {
-      *use = CacheUse::kMemoryHit;
-      memory_hits_.fetch_add(1);
-      listener_->Hit("memory");
-      return plan;
-    }
-    if (*found_effort >= 0) return std::nullopt;
+  if (std::optional<planner::PlanResult> plan =
+          LookupMemory(key, effort, adopt, found_effort, use, nullptr)) {
+    return plan;
   }
+  if (*found_effort >= 0) return std::nullopt;
   if (options_.store == nullptr) return std::nullopt;
   std::optional<std::string> entry = StoreGet(key);
   if (!entry.has_value()) return std::nullopt;
-  bad = false;
+  bool bad = false;
   std::optional<planner::PlanResult> plan = Serve(
       options_.store->name(), key, *entry, effort, adopt, found_effort, &bad);
   if (bad) {

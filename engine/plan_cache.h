@@ -222,6 +222,11 @@ class PlanCache {
                                             int64_t effort, const Adopt& adopt,
                                             int64_t* found_effort,
                                             CacheUse* use);
+  // Lookup's first tier alone; *served (when not null) gets the entry that
+  // served.
+  std::optional<planner::PlanResult> LookupMemory(
+      const std::string& key, int64_t effort, const Adopt& adopt,
+      int64_t* found_effort, CacheUse* use, std::string* served);
   // Decodes and adopts one entry; nullopt when it does not serve (an
   // effort that differs sets *found_effort; a bad entry is counted).
   std::optional<planner::PlanResult> Serve(absl::string_view tier,

@@ -533,7 +533,9 @@ TEST(PlanCacheTest, TimeLimitedPlansAreNotKept) {
   EXPECT_EQ(cache.stats().entries, 0);
 }
 
-// Identical requests at once: one computes, the others wait and hit.
+// Identical requests at once: one computes, the others wait and hit; a call
+// that arrives as the first lands (after its lookup missed, before its
+// take-off) hits memory too instead of computing again.
 TEST(PlanCacheTest, ConcurrentIdenticalRequestsComputeOnce) {
   PlanCache cache({});
   // Every heuristic ends above the bound here (skyline_area reaches it on
