@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -85,6 +88,57 @@ TEST(PeakWindowTest, PlansAreValidAndRepeatable) {
     ASSERT_TRUE(again.ok());
     EXPECT_EQ(again->offsets, s->offsets);
   }
+}
+
+// Buffers of mixed alignments (1 B to 4 KiB), in the stack, in the
+// window's own problem and around it: every variant's plan is valid, each
+// buffer at a multiple of its own alignment, and the same each time; a run
+// given up below a plan at hand keeps exactly what a whole run keeps that
+// is below it (the same variants placed).
+TEST(PeakWindowTest, MixedAlignmentsAreKeptByEveryVariant) {
+  constexpr Bytes kAlignments[] = {1, 4, 16, 64, 256, 4096};
+  int seeds_with_inside = 0;  // whose windows have a problem of their own
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    Problem p = testing::RandomProblem(600, seed);
+    std::mt19937_64 rng(seed);
+    for (Buffer& b : p.buffers) {
+      b.alignment = kAlignments[rng() % std::size(kAlignments)];
+    }
+    int with_inside = 0;
+    for (const PeakWindowVariant& v : kPeakWindowVariants) {
+      std::optional<PeakWindow> w = FindPeakWindow(p, v);
+      ASSERT_TRUE(w.has_value());
+      if (!w->inside.empty()) ++with_inside;
+      absl::StatusOr<Solution> s = PeakWindowOffsets(p, v, nullptr);
+      if (absl::IsFailedPrecondition(s.status())) continue;
+      ASSERT_TRUE(s.ok()) << s.status();
+      EXPECT_TRUE(Verify(p, *s).ok()) << "seed " << seed;
+      for (size_t i = 0; i < p.buffers.size(); ++i) {
+        ASSERT_EQ(s->offsets[i] % p.buffers[i].alignment, 0)
+            << "seed " << seed << " buffer " << i;
+      }
+      absl::StatusOr<Solution> again = PeakWindowOffsets(p, v, nullptr);
+      ASSERT_TRUE(again.ok());
+      EXPECT_EQ(again->offsets, s->offsets);
+    }
+    if (with_inside > 0) ++seeds_with_inside;
+    absl::StatusOr<PeakWindowPlan> whole =
+        PlanPeakWindow(p, kPeakWindowVariantCount, 0, nullptr);
+    ASSERT_TRUE(whole.ok() && whole->solution.has_value());
+    for (const Bytes below :
+         {whole->solution->arena_size, whole->solution->arena_size + 1,
+          whole->solution->arena_size + whole->solution->arena_size / 50}) {
+      absl::StatusOr<PeakWindowPlan> cut =
+          PlanPeakWindow(p, kPeakWindowVariantCount, 0, nullptr, {}, below);
+      ASSERT_TRUE(cut.ok());
+      EXPECT_EQ(cut->variants_placed, whole->variants_placed);
+      ASSERT_EQ(cut->solution.has_value(), whole->solution->arena_size < below);
+      if (cut->solution) {
+        EXPECT_EQ(cut->solution->offsets, whole->solution->offsets);
+      }
+    }
+  }
+  EXPECT_GE(seeds_with_inside, 4);
 }
 
 // Pinned buffers may lie anywhere: no variant applies, and the plan is
