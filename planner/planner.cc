@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "base/parallel.h"
 #include "planner/exact/exact_solver.h"
 #include "planner/greedy.h"
 #include "planner/hill_climb.h"
@@ -210,6 +211,12 @@ absl::Status PlaceOnSkyline(SkylineTies ties, const Sections* time,
                        result);
 }
 
+// From this many workers a request may use (Parallelism::helpers), the
+// default plan places the peak window beside the heuristics (AssignOffsets):
+// the heuristics (two placements at once), the shared objects and the
+// window's two sides then have a thread each.
+constexpr int kPeakWindowBesideFromHelpers = 4;
+
 // ClimbAboveBound runs on plans more than 1/kClimbAbovePerMille above the
 // aligned bound.
 constexpr Bytes kClimbAbovePerMille = 1000;
@@ -274,6 +281,15 @@ bool FarAboveBound(const PlanResult& result) {
   return result.solution.arena_size - bound > bound / kClimbAbovePerMille;
 }
 
+// The peak window variants ClimbAboveBound tries on a problem whose greedy
+// placement costs `placement` (PlacementWork): with `optimize` all of them,
+// else the first kDefaultPeakWindowVariants that fit in kTightClimbWork.
+int PeakWindowVariantsToTry(int64_t placement, bool optimize) {
+  if (optimize) return kPeakWindowVariantCount;
+  return static_cast<int>(std::min<int64_t>(
+      kTightClimbWork / PeakWindowWork(placement), kDefaultPeakWindowVariants));
+}
+
 // The default plan more than 0.1% above the aligned bound on a problem too
 // large for the search (over ExactOptions::max_buffers, up to
 // kMaxHillClimbBuffers; closer, each step's 0.05-0.1 s of placement would
@@ -289,29 +305,40 @@ bool FarAboveBound(const PlanResult& result) {
 // default 1 s does). Work, not time: the plan depends on the input only.
 // Keeps a smaller plan; a cap or the call's deadline reached leaves the
 // plan it has. Adds its time to "offsets" and "verify".
+//
+// `beside` (may be null): the peak window's variants already placed, whole
+// (PlanPeakWindow without `below`), beside the heuristics; they count and
+// keep what a run below the plan at hand would (the same plan).
 absl::Status ClimbAboveBound(const SolveContext& ctx, base::WorkerPool* workers,
                              const base::CancelToken* cancel, bool optimize,
+                             absl::StatusOr<PeakWindowPlan>* beside,
                              PlanResult* result) {
   constexpr int64_t kSeedOrders = 2;  // ClimbFromSeeds' orders
   const int64_t placement = PlacementWork(result->problem);
-  const int64_t window_work = PeakWindowWork(placement);
-  const int variants =
-      optimize
-          ? kPeakWindowVariantCount
-          : static_cast<int>(std::min<int64_t>(kTightClimbWork / window_work,
-                                               kDefaultPeakWindowVariants));
+  const int variants = PeakWindowVariantsToTry(placement, optimize);
   int64_t spent = 0;
   if (variants > 0) {
-    const absl::Time start = absl::Now();
-    absl::StatusOr<PeakWindowPlan> peak = PlanPeakWindow(
-        result->problem, variants, AlignedLowerBound(result->problem), cancel,
-        {workers, 2}, result->solution.arena_size);
-    AddStageTime("offsets", absl::Now() - start, result);
+    absl::StatusOr<PeakWindowPlan> peak;
+    if (beside != nullptr) {
+      peak = *std::move(beside);
+      // Given up below the plan at hand, as PlanPeakWindow's `below` would.
+      if (peak.ok() && peak->solution &&
+          peak->solution->arena_size >= result->solution.arena_size) {
+        peak->solution.reset();
+      }
+    } else {
+      const absl::Time start = absl::Now();
+      peak = PlanPeakWindow(result->problem, variants,
+                            AlignedLowerBound(result->problem), cancel,
+                            {workers, 2}, result->solution.arena_size);
+      AddStageTime("offsets", absl::Now() - start, result);
+    }
     if (!peak.ok()) {
       return absl::IsDeadlineExceeded(peak.status()) ? absl::OkStatus()
                                                      : peak.status();
     }
-    spent = peak->variants_placed * window_work;  // not those not applying
+    // Not those not applying.
+    spent = peak->variants_placed * PeakWindowWork(placement);
     if (peak->solution) {
       absl::Status kept = KeepIfSmaller(*std::move(peak->solution),
                                         "peak_window", cancel, result);
@@ -434,26 +461,6 @@ absl::Status AssignOffsets(const PlanOptions& options,
                               0,      time,  parallel};
   std::vector<const SolveContext*> contexts;
   for (bool o : choice->optional) contexts.push_back(o ? &optional : &needed);
-  const absl::Time start = absl::Now();
-  absl::StatusOr<PortfolioResult> won =
-      RunPortfolio(result->problem, choice->heuristics, contexts, workers,
-                   result->lower_bound);
-  if (!won.ok() && absl::IsResourceExhausted(won.status()) && cap > 0) {
-    // Every heuristic the request needs passed its work cap (a dense
-    // problem): the O(n log n) sweep gives the plan instead.
-    const SolveContext fallback{cancel, &best, nullptr, options.effort,
-                                0,      time,  parallel};
-    won = RunPortfolio(result->problem, {std::string(kFallbackStrategy)},
-                       fallback, workers);
-  }
-  const absl::Duration elapsed = absl::Now() - start;
-  if (!won.ok()) return won.status();
-  AddStageTime("offsets", elapsed - absl::Microseconds(won->verify_micros),
-               result);
-  AddStageTime("verify", absl::Microseconds(won->verify_micros), result);
-  result->solution = std::move(won->solution);
-  result->strategy = std::move(won->strategy);
-  result->proven_optimal = result->solution.arena_size == result->lower_bound;
   // Polled once the budgeted work has ended (a token, once cancelled, stays
   // so): a budget reached just after the work counts too, never the reverse.
   const auto budget_reached = [budget] {
@@ -462,23 +469,90 @@ absl::Status AssignOffsets(const PlanOptions& options,
   const bool optional_ran =
       std::find(choice->optional.begin(), choice->optional.end(), true) !=
       choice->optional.end();
-  // The call's own deadline can cut a heuristic the request needs that
-  // keeps its best plan so far (the hill climb asked for by name).
-  result->time_limited = (optional_ran && budget_reached()) ||
-                         (cancel != nullptr && cancel->Cancelled());
-  const int64_t n = static_cast<int64_t>(result->problem.buffers.size());
+  const Problem& problem = result->problem;
+  const int64_t n = static_cast<int64_t>(problem.buffers.size());
   // Over the search's size, the default plan climbs (bounded by moves);
   // so does --optimize, whose budget may have cut its own hill climb (it
   // must not end above the default plan).
   const bool climbs =
       choice->search == SearchWhen::kAboveBound ||
       (options.optimize && choice->search == SearchWhen::kAlways);
-  if (climbs && !MissedCapacity(options, *result) &&
-      n > ExactOptions().max_buffers && n <= kMaxHillClimbBuffers &&
+  const bool may_climb =
+      climbs && n > ExactOptions().max_buffers && n <= kMaxHillClimbBuffers;
+  // The heuristics' plan; then whether ClimbAboveBound follows.
+  const auto heuristics = [&]() -> absl::Status {
+    const absl::Time start = absl::Now();
+    absl::StatusOr<PortfolioResult> won = RunPortfolio(
+        problem, choice->heuristics, contexts, workers, result->lower_bound);
+    if (!won.ok() && absl::IsResourceExhausted(won.status()) && cap > 0) {
+      // Every heuristic the request needs passed its work cap (a dense
+      // problem): the O(n log n) sweep gives the plan instead.
+      const SolveContext fallback{cancel, &best, nullptr, options.effort,
+                                  0,      time,  parallel};
+      won = RunPortfolio(problem, {std::string(kFallbackStrategy)}, fallback,
+                         workers);
+    }
+    const absl::Duration elapsed = absl::Now() - start;
+    if (!won.ok()) return won.status();
+    AddStageTime("offsets", elapsed - absl::Microseconds(won->verify_micros),
+                 result);
+    AddStageTime("verify", absl::Microseconds(won->verify_micros), result);
+    result->solution = std::move(won->solution);
+    result->strategy = std::move(won->strategy);
+    result->proven_optimal = result->solution.arena_size == result->lower_bound;
+    // The call's own deadline can cut a heuristic the request needs that
+    // keeps its best plan so far (the hill climb asked for by name).
+    result->time_limited = (optional_ran && budget_reached()) ||
+                           (cancel != nullptr && cancel->Cancelled());
+    return absl::OkStatus();
+  };
+  const auto climb_follows = [&] {
+    return may_climb && !MissedCapacity(options, *result) &&
+           result->strategy != kFallbackStrategy && FarAboveBound(*result);
+  };
+  // With threads to spare (and no other call's task waiting), the default
+  // plan places the peak window's variants beside the heuristics on a
+  // worker (ClimbAboveBound's first step, whole), dropped as soon as the
+  // heuristics' plan shows no climb follows: the wall time of the two
+  // instead of their sum, and the same plan (a worker that never starts
+  // leaves the step to ClimbAboveBound; which threads ran it never changes
+  // what is kept).
+  const bool beside =
+      may_climb && !options.optimize &&
+      base::Parallelism{workers, options.max_threads}.helpers() >=
+          kPeakWindowBesideFromHelpers &&
+      workers->queue_depth() == 0;  // not while other calls' tasks wait
+  absl::Status planned;
+  std::optional<absl::StatusOr<PeakWindowPlan>> peak;  // placed beside
+  if (beside) {
+    const int variants = PeakWindowVariantsToTry(PlacementWork(problem),
+                                                 /*optimize=*/false);
+    base::CancelToken peak_cancel(cancel, absl::InfiniteFuture());
+    absl::Time heuristics_end;
+    base::RunTogether({workers, 2}, [&](int thread) {
+      if (thread == 0) {
+        planned = heuristics();
+        if (!planned.ok() || !climb_follows()) peak_cancel.Cancel();
+        heuristics_end = absl::Now();
+        return;
+      }
+      if (peak_cancel.Cancelled()) return;
+      peak = PlanPeakWindow(problem, variants, AlignedLowerBound(problem),
+                            &peak_cancel, {workers, 2});
+    });
+    if (peak.has_value() && planned.ok() && climb_follows()) {
+      AddStageTime("offsets", absl::Now() - heuristics_end, result);
+    }
+  } else {
+    planned = heuristics();
+  }
+  if (!planned.ok()) return planned;
+  if (may_climb && !MissedCapacity(options, *result) &&
       result->strategy != kFallbackStrategy) {
-    if (!FarAboveBound(*result)) return absl::OkStatus();
+    if (!climb_follows()) return absl::OkStatus();
     absl::Status status =
-        ClimbAboveBound(needed, workers, cancel, options.optimize, result);
+        ClimbAboveBound(needed, workers, cancel, options.optimize,
+                        peak.has_value() ? &*peak : nullptr, result);
     result->time_limited =
         result->time_limited || (cancel != nullptr && cancel->Cancelled());
     return status;

@@ -1,9 +1,15 @@
 // The same plan on any number of threads (issue 33): every stage that
 // splits its work over the workers cuts it by the input alone, so offsets,
 // shared objects and arena are byte for byte those of the caller alone.
+#include <ctime>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "base/cancel.h"
+#include "base/worker_pool.h"
 #include "gtest/gtest.h"
 #include "planner/planner.h"
 #include "planner/testing/random_problems.h"
@@ -95,6 +101,32 @@ TEST(ThreadsTest, OneThreadPerRequestPlansTheSame) {
       PlanBuffers(problem, alone, &workers, nullptr);
   ASSERT_TRUE(got.ok());
   ExpectSamePlan(*got, *want, "max_threads 1");
+}
+
+// A call whose deadline passes while the peak window is placed beside the
+// heuristics (S_1 on 8 workers: both run for about 0.15 s) ends without
+// leaving that work running: the process uses no CPU after it returns.
+TEST(ThreadsTest, ADeadlineStopsThePeakWindowPlacedBeside) {
+  const Problem trace = testing::ReadTrace(std::string(MEMPLAN_SOURCE_DIR) +
+                                           "/bench/data/traces/S_1.csv");
+  ASSERT_FALSE(trace.buffers.empty());
+  base::WorkerPool workers(8, 64);
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(60);
+  base::CancelToken cancel(deadline);
+  const absl::StatusOr<PlanResult> cut =
+      PlanBuffers(trace, PlanOptions(), &workers, &cancel);
+  EXPECT_EQ(cut.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << cut.status();
+  // The promise is 50 ms; generous for a loaded machine or the sanitizers.
+  EXPECT_LT(absl::Now() - deadline, absl::Milliseconds(500));
+  const auto process_cpu = [] {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return absl::Seconds(ts.tv_sec) + absl::Nanoseconds(ts.tv_nsec);
+  };
+  const absl::Duration before = process_cpu();
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_LT(process_cpu() - before, absl::Milliseconds(30));
 }
 
 }  // namespace
