@@ -2,39 +2,83 @@
 
 #include <algorithm>
 #include <iterator>
+#include <limits>
+#include <memory>
 
 namespace memplan::planner {
 
+namespace {
+
+using Large = absl::btree_set<TakenRange>;
+
+// Ranges are disjoint: by (offset, top) is by offset, and this key is
+// above every range starting at `offset` or below it.
+TakenRange Above(Offset offset) {
+  return {offset, std::numeric_limits<Offset>::max()};
+}
+
+// The first range of `ranges` (sorted) starting above `offset`.
+std::vector<TakenRange>::const_iterator FirstAbove(
+    const std::vector<TakenRange>& ranges, Offset offset) {
+  return std::upper_bound(ranges.begin(), ranges.end(), Above(offset));
+}
+Large::const_iterator FirstAbove(const Large& ranges, Offset offset) {
+  return ranges.upper_bound(Above(offset));
+}
+
+template <typename Ranges>
+bool CoversIn(const Ranges& ranges, TakenRange r) {
+  auto it = FirstAbove(ranges, r.offset);
+  if (it == ranges.begin()) return false;
+  return std::prev(it)->top >= r.top;
+}
+
+template <typename Ranges, typename DeadFn>
+TakenRange AddTo(Ranges* ranges, TakenRange r, DeadFn dead) {
+  const Ranges& in = *ranges;
+  auto first = FirstAbove(in, r.offset);
+  if (first != in.begin()) {
+    auto prev = std::prev(first);
+    if (prev->top >= r.offset || dead(prev->top, r.offset)) {
+      if (prev->top >= r.top) return *prev;
+      r.offset = prev->offset;
+      first = prev;
+    }
+  }
+  // Swallow every range starting at or below the top, then a dead gap.
+  auto last = first;
+  while (last != in.end() &&
+         (last->offset <= r.top || dead(r.top, last->offset))) {
+    r.top = std::max(r.top, last->top);
+    ++last;
+  }
+  ranges->insert(ranges->erase(first, last), r);
+  return r;
+}
+
+}  // namespace
+
 bool GapIndex::RangeSet::Covers(TakenRange r) const {
-  auto it = ranges_.upper_bound(r.offset);
-  if (it == ranges_.begin()) return false;
-  --it;
-  return it->second >= r.top;
+  return large_ ? CoversIn(*large_, r) : CoversIn(small_, r);
 }
 
 template <typename DeadFn>
 TakenRange GapIndex::RangeSet::Add(TakenRange r, DeadFn dead) {
-  auto it = ranges_.upper_bound(r.offset);
-  if (it != ranges_.begin()) {
-    auto prev = std::prev(it);
-    if (prev->second >= r.offset || dead(prev->second, r.offset)) {
-      if (prev->second >= r.top) return {prev->first, prev->second};
-      r.offset = prev->first;
-      it = prev;
-    }
+  if (large_) return AddTo(large_.get(), r, dead);
+  const TakenRange added = AddTo(&small_, r, dead);
+  if (small_.size() > kMaxSmall) {
+    large_ = std::make_unique<Large>(small_.begin(), small_.end());
+    small_ = std::vector<TakenRange>();
   }
-  // Swallow every range starting at or below the top, then a dead gap.
-  while (it != ranges_.end() &&
-         (it->first <= r.top || dead(r.top, it->first))) {
-    r.top = std::max(r.top, it->second);
-    it = ranges_.erase(it);
-  }
-  ranges_.emplace_hint(it, r.offset, r.top);
-  return r;
+  return added;
 }
 
 void GapIndex::RangeSet::AppendTo(std::vector<TakenRange>* out) const {
-  for (const auto& [offset, top] : ranges_) out->push_back({offset, top});
+  if (large_) {
+    out->insert(out->end(), large_->begin(), large_->end());
+  } else {
+    out->insert(out->end(), small_.begin(), small_.end());
+  }
 }
 
 GapIndex::GapIndex(int sections) {

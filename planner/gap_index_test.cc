@@ -71,6 +71,43 @@ TEST(GapIndexTest, TakenIsTheUnionDuringTheRange) {
   }
 }
 
+// Sets past a few hundred ranges (held in a tree, not a vector): many
+// small disjoint ranges over few sections, inserted in falling and random
+// order, then wide ones that swallow many; the same union throughout.
+TEST(GapIndexTest, LargeSetsGiveTheSameUnion) {
+  for (uint32_t seed = 0; seed < 6; ++seed) {
+    std::mt19937 rng(seed);
+    const int sections = 1 + static_cast<int>(rng() % 4);
+    GapIndex index(sections);
+    std::vector<Inserted> all;
+    size_t largest = 0;  // the longest union read
+    for (int op = 0; op < 3000; ++op) {
+      const int lo = static_cast<int>(rng() % sections);
+      const int hi = lo + 1 + static_cast<int>(rng() % (sections - lo));
+      if (op % 10 != 9) {
+        const Offset at = op < 1000 ? Offset{100} * (1000 - op)
+                                    : static_cast<Offset>(rng() % 200'000);
+        const Offset size = op < 2500 ? 1 + static_cast<Offset>(rng() % 40)
+                                      : 500 + static_cast<Offset>(rng() % 5000);
+        const TakenRange r{at, at + size};
+        index.Insert(lo, hi, r);
+        all.push_back({lo, hi, r});
+        continue;
+      }
+      const std::vector<TakenRange>& got = index.Taken(lo, hi);
+      const std::vector<TakenRange> want = UnionDuring(all, lo, hi);
+      ASSERT_EQ(got.size(), want.size()) << "seed " << seed << " op " << op;
+      for (size_t k = 0; k < got.size(); ++k) {
+        ASSERT_EQ(got[k].offset, want[k].offset);
+        ASSERT_EQ(got[k].top, want[k].top);
+      }
+      largest = std::max(largest, got.size());
+    }
+    // Past the vector's 256 ranges (the root's set holds the whole union).
+    EXPECT_GT(largest, 1000u) << "seed " << seed;
+  }
+}
+
 // With a smallest request, gaps it cannot use may be filled; the usable
 // gaps and the top stay exactly those of the union.
 TEST(GapIndexTest, OnlyUnusableGapsAreFilled) {
