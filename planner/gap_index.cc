@@ -138,39 +138,59 @@ const std::vector<TakenRange>& GapIndex::Taken(int lo, int hi) {
     runs_.push_back(taken_.size());
   }
   ranges_read_ += static_cast<int64_t>(taken_.size());
-  if (reading_.size() > 1) {
-    MergeRuns();
-    // Merge overlapping and touching ranges in place.
-    size_t kept = 0;
-    for (size_t i = 1; i < taken_.size(); ++i) {
-      if (taken_[i].offset <= taken_[kept].top) {
-        taken_[kept].top = std::max(taken_[kept].top, taken_[i].top);
-      } else {
-        taken_[++kept] = taken_[i];
-      }
-    }
-    taken_.resize(taken_.empty() ? 0 : kept + 1);
-  }
+  if (reading_.size() > 1) MergeRuns();
   return taken_;
 }
 
+namespace {
+
+// Appends `r` to the union ending at `out[-1]` (out > begin: joined with
+// it when they overlap or touch); returns the new end.
+TakenRange* Join(TakenRange* begin, TakenRange* out, const TakenRange& r) {
+  if (out != begin && r.offset <= out[-1].top) {
+    out[-1].top = std::max(out[-1].top, r.top);
+    return out;
+  }
+  *out = r;
+  return out + 1;
+}
+
+// The union of the sorted ranges [a, a_end) and [b, b_end), written from
+// `out`; returns its end. Reads each range once and writes only the union
+// (the ranges of one set often lie inside another's).
+TakenRange* UnionOf(const TakenRange* a, const TakenRange* a_end,
+                    const TakenRange* b, const TakenRange* b_end,
+                    TakenRange* out) {
+  TakenRange* const begin = out;
+  while (a != a_end && b != b_end) {
+    out = Join(begin, out, a->offset <= b->offset ? *a++ : *b++);
+  }
+  for (; a != a_end; ++a) out = Join(begin, out, *a);
+  for (; b != b_end; ++b) out = Join(begin, out, *b);
+  return out;
+}
+
+}  // namespace
+
 void GapIndex::MergeRuns() {
-  // Pairwise merges of the sorted runs, log(runs) passes through scratch_.
+  // Pairwise unions of the runs, log(runs) passes through scratch_; each
+  // pass writes only the unions, so the later ones move fewer ranges.
   while (runs_.size() > 1) {
     scratch_.resize(taken_.size());
-    std::vector<size_t> merged_runs;
+    merged_runs_.clear();
+    const TakenRange* const in = taken_.data();
+    TakenRange* out = scratch_.data();
     size_t lo = 0;
     for (size_t k = 0; k < runs_.size(); k += 2) {
       const size_t mid = runs_[k];
       const size_t hi = k + 1 < runs_.size() ? runs_[k + 1] : mid;
-      std::merge(taken_.begin() + lo, taken_.begin() + mid,
-                 taken_.begin() + mid, taken_.begin() + hi,
-                 scratch_.begin() + lo);
-      merged_runs.push_back(hi);
+      out = UnionOf(in + lo, in + mid, in + mid, in + hi, out);
+      merged_runs_.push_back(static_cast<size_t>(out - scratch_.data()));
       lo = hi;
     }
+    scratch_.resize(merged_runs_.back());
     taken_.swap(scratch_);
-    runs_.swap(merged_runs);
+    runs_.swap(merged_runs_);
   }
 }
 

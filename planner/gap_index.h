@@ -105,7 +105,8 @@ class GapIndex {
   void AddAt(int node, TakenRange r);
   // Adds the set at `slots[node]`, if any, to the sets a query reads.
   void Read(const std::vector<int>& slots, int node);
-  // Sorts taken_, made of sorted runs ending at runs_, by merging them.
+  // Makes taken_, sorted runs of disjoint ranges ending at runs_, their
+  // union: sorted, disjoint, no two touching.
   void MergeRuns();
 
   int leaves_ = 1;        // a power of two >= the number of sections
@@ -118,6 +119,7 @@ class GapIndex {
   std::vector<TakenRange> taken_;         // the answer of Taken
   std::vector<size_t> runs_;              // scratch: where each set ends
   std::vector<TakenRange> scratch_;       // scratch of MergeRuns
+  std::vector<size_t> merged_runs_;       // scratch of MergeRuns
   int64_t ranges_read_ = 0;               // see ranges_read()
 };
 
