@@ -229,12 +229,16 @@ absl::StatusOr<Solution> PeakWindowOffsets(const Problem& problem,
       {parallel.workers, std::min(parallel.max_threads, 2)}, [&](int) {
         for (int k; (k = next.fetch_add(1)) < 2;) {
           Side& side = sides[k];
-          const std::vector<int> order =
-              GreedyPlacementOrder(side.problem, GreedyOrder::kConflicts);
+          absl::StatusOr<std::vector<int>> order = GreedyPlacementOrder(
+              side.problem, GreedyOrder::kConflicts, cancel);
+          if (!order.ok()) {
+            side.placed = order.status();
+            continue;
+          }
           side.placed = below > 0
-                            ? PlaceInOrderWithin(side.problem, order, below - 1,
-                                                 nullptr, cancel)
-                            : PlaceInOrder(side.problem, order,
+                            ? PlaceInOrderWithin(side.problem, *order,
+                                                 below - 1, nullptr, cancel)
+                            : PlaceInOrder(side.problem, *order,
                                            FitPolicy::kBestFit, cancel);
         }
       });

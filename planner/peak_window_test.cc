@@ -122,19 +122,31 @@ TEST(PeakWindowTest, MixedAlignmentsAreKeptByEveryVariant) {
       EXPECT_EQ(again->offsets, s->offsets);
     }
     if (with_inside > 0) ++seeds_with_inside;
-    absl::StatusOr<PeakWindowPlan> whole =
-        PlanPeakWindow(p, kPeakWindowVariantCount, 0, nullptr);
-    ASSERT_TRUE(whole.ok() && whole->solution.has_value());
-    for (const Bytes below :
-         {whole->solution->arena_size, whole->solution->arena_size + 1,
-          whole->solution->arena_size + whole->solution->arena_size / 50}) {
-      absl::StatusOr<PeakWindowPlan> cut =
-          PlanPeakWindow(p, kPeakWindowVariantCount, 0, nullptr, {}, below);
-      ASSERT_TRUE(cut.ok());
-      EXPECT_EQ(cut->variants_placed, whole->variants_placed);
-      ASSERT_EQ(cut->solution.has_value(), whole->solution->arena_size < below);
-      if (cut->solution) {
-        EXPECT_EQ(cut->solution->offsets, whole->solution->offsets);
+    // No target, then a target the first applying variant meets (the run
+    // ends there); `below` always above the target, as the default plan
+    // has it.
+    absl::StatusOr<PeakWindowPlan> first = PlanPeakWindow(p, 1, 0, nullptr);
+    ASSERT_TRUE(first.ok());
+    const Bytes met = first->solution ? first->solution->arena_size : 0;
+    for (const Bytes stop_at : {Bytes{0}, met}) {
+      absl::StatusOr<PeakWindowPlan> whole =
+          PlanPeakWindow(p, kPeakWindowVariantCount, stop_at, nullptr);
+      ASSERT_TRUE(whole.ok() && whole->solution.has_value());
+      if (stop_at > 0) {
+        EXPECT_EQ(whole->variants_run, 1);
+      }
+      const Bytes arena = whole->solution->arena_size;
+      for (const Bytes below : {arena, arena + 1, arena + arena / 50}) {
+        if (below <= stop_at) continue;
+        absl::StatusOr<PeakWindowPlan> cut = PlanPeakWindow(
+            p, kPeakWindowVariantCount, stop_at, nullptr, {}, below);
+        ASSERT_TRUE(cut.ok());
+        EXPECT_EQ(cut->variants_run, whole->variants_run);
+        EXPECT_EQ(cut->variants_placed, whole->variants_placed);
+        ASSERT_EQ(cut->solution.has_value(), arena < below);
+        if (cut->solution) {
+          EXPECT_EQ(cut->solution->offsets, whole->solution->offsets);
+        }
       }
     }
   }

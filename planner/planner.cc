@@ -525,8 +525,6 @@ absl::Status AssignOffsets(const PlanOptions& options,
   absl::Status planned;
   std::optional<absl::StatusOr<PeakWindowPlan>> peak;  // placed beside
   if (beside) {
-    const int variants = PeakWindowVariantsToTry(PlacementWork(problem),
-                                                 /*optimize=*/false);
     base::CancelToken peak_cancel(cancel, absl::InfiniteFuture());
     absl::Time heuristics_end;
     base::RunTogether({workers, 2}, [&](int thread) {
@@ -537,12 +535,14 @@ absl::Status AssignOffsets(const PlanOptions& options,
         return;
       }
       if (peak_cancel.Cancelled()) return;
+      const int variants = PeakWindowVariantsToTry(PlacementWork(problem),
+                                                   /*optimize=*/false);
+      if (variants == 0) return;  // ClimbAboveBound runs none either
       peak = PlanPeakWindow(problem, variants, AlignedLowerBound(problem),
                             &peak_cancel, {workers, 2});
     });
-    if (peak.has_value() && planned.ok() && climb_follows()) {
-      AddStageTime("offsets", absl::Now() - heuristics_end, result);
-    }
+    // The wait for the worker (once dropped, until it sees its token).
+    AddStageTime("offsets", absl::Now() - heuristics_end, result);
   } else {
     planned = heuristics();
   }

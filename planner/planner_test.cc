@@ -1,10 +1,10 @@
 #include "planner/planner.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <random>
 #include <string>
-#include <thread>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/notification.h"
@@ -355,26 +355,32 @@ TEST(PlannerTest, DefaultPlanClimbsOnTracesTooLargeForTheSearch) {
       PlanBuffers(pangu, optimize, nullptr, nullptr);
   ASSERT_TRUE(optimized.ok()) << optimized.status();
   EXPECT_EQ(optimized->solution.arena_size, AlignedLowerBound(pangu));
-  // Cancelled at 60% of the quicker plan's time (in the peak window's
-  // variants, which follow the heuristics), the call ends soon after.
-  const auto took = [](const PlanResult& r) {
-    absl::Duration sum = absl::ZeroDuration();
-    for (const StageTime& stage : r.stages) {
-      sum += absl::Microseconds(stage.micros);
-    }
-    return sum;
-  };
-  base::CancelToken token;
-  const absl::Duration delay = std::min(took(*alone), took(*pooled)) * 0.6;
-  std::thread canceller([&token, delay] {
-    absl::SleepFor(delay);
-    token.Cancel();
+  // Cancelled at 60% of the plan's polls of its token (in the peak
+  // window's variants, which follow the heuristics), the call ends soon
+  // after. Polls, not time: the placements poll every so many units of
+  // work, so on one thread the cut lands at the same point on any machine
+  // and under any load (timed, a loaded sanitizer run once finished the
+  // plan first).
+  std::atomic<int64_t> polls{0};
+  base::CancelToken counting(nullptr, absl::InfiniteFuture(), [&polls] {
+    polls.fetch_add(1);
+    return false;
   });
-  const absl::Time start = absl::Now();
+  ASSERT_TRUE(PlanBuffers(pangu, PlanOptions{}, nullptr, &counting).ok());
+  const int64_t cut_at = polls.load() * 6 / 10;
+  ASSERT_GT(cut_at, 10);
+  std::atomic<int64_t> seen{0};
+  std::atomic<int64_t> cancelled_ns{0};
+  base::CancelToken token(nullptr, absl::InfiniteFuture(), [&] {
+    if (seen.fetch_add(1) + 1 < cut_at) return false;
+    int64_t unset = 0;
+    cancelled_ns.compare_exchange_strong(unset, absl::GetCurrentTimeNanos());
+    return true;
+  });
   absl::StatusOr<PlanResult> cut =
       PlanBuffers(pangu, PlanOptions{}, nullptr, &token);
-  const absl::Duration cut_took = absl::Now() - start;
-  canceller.join();
+  const int64_t returned_ns = absl::GetCurrentTimeNanos();
+  ASSERT_GT(cancelled_ns.load(), 0) << "the plan ended before its cut";
   // Cut by the call's deadline, it keeps the best plan it had verified
   // and says so (the server answers such a call DEADLINE_EXCEEDED).
   if (cut.ok()) {
@@ -385,7 +391,8 @@ TEST(PlannerTest, DefaultPlanClimbsOnTracesTooLargeForTheSearch) {
     EXPECT_EQ(cut.status().code(), absl::StatusCode::kDeadlineExceeded)
         << cut.status();
   }
-  EXPECT_LT(cut_took, delay + absl::Milliseconds(500));
+  EXPECT_LT(absl::Nanoseconds(returned_ns - cancelled_ns.load()),
+            absl::Milliseconds(500));
   // S_1 (28,526 buffers, 1.6% above): its placements are dense (86.5
   // million units each): one variant of the peak window fits in the work,
   // and ends at the bound. pangu's (24.4 million) the default's two fit,

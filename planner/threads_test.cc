@@ -115,8 +115,14 @@ TEST(ThreadsTest, ADeadlineStopsThePeakWindowPlacedBeside) {
   base::CancelToken cancel(deadline);
   const absl::StatusOr<PlanResult> cut =
       PlanBuffers(trace, PlanOptions(), &workers, &cancel);
-  EXPECT_EQ(cut.status().code(), absl::StatusCode::kDeadlineExceeded)
-      << cut.status();
+  // Cut in the heuristics: DEADLINE_EXCEEDED; in the window's step: the
+  // plan it had, saying so.
+  if (cut.ok()) {
+    EXPECT_TRUE(cut->time_limited);
+  } else {
+    EXPECT_EQ(cut.status().code(), absl::StatusCode::kDeadlineExceeded)
+        << cut.status();
+  }
   // The promise is 50 ms; generous for a loaded machine or the sanitizers.
   EXPECT_LT(absl::Now() - deadline, absl::Milliseconds(500));
   const auto process_cpu = [] {
