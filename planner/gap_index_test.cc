@@ -43,6 +43,23 @@ std::vector<TakenRange> GapsOf(const std::vector<TakenRange>& merged) {
   return gaps;
 }
 
+// Whether `got` and `want` hold the same ranges, in the same order.
+::testing::AssertionResult SameRanges(const std::vector<TakenRange>& got,
+                                      const std::vector<TakenRange>& want) {
+  if (got.size() != want.size()) {
+    return ::testing::AssertionFailure()
+           << got.size() << " ranges, want " << want.size();
+  }
+  for (size_t k = 0; k < got.size(); ++k) {
+    if (got[k].offset != want[k].offset || got[k].top != want[k].top) {
+      return ::testing::AssertionFailure()
+             << "range " << k << ": [" << got[k].offset << ", " << got[k].top
+             << "), want [" << want[k].offset << ", " << want[k].top << ")";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 TEST(GapIndexTest, TakenIsTheUnionDuringTheRange) {
   for (uint32_t seed = 0; seed < 300; ++seed) {
     std::mt19937 rng(seed);
@@ -61,11 +78,7 @@ TEST(GapIndexTest, TakenIsTheUnionDuringTheRange) {
       }
       const std::vector<TakenRange>& got = index.Taken(lo, hi);
       const std::vector<TakenRange> want = UnionDuring(all, lo, hi);
-      ASSERT_EQ(got.size(), want.size()) << "seed " << seed << " op " << op;
-      for (size_t k = 0; k < got.size(); ++k) {
-        ASSERT_EQ(got[k].offset, want[k].offset);
-        ASSERT_EQ(got[k].top, want[k].top);
-      }
+      ASSERT_TRUE(SameRanges(got, want)) << "seed " << seed << " op " << op;
     }
     EXPECT_LE(index.stored_ranges(), static_cast<int64_t>(all.size()) * 64);
   }
@@ -96,11 +109,7 @@ TEST(GapIndexTest, LargeSetsGiveTheSameUnion) {
       }
       const std::vector<TakenRange>& got = index.Taken(lo, hi);
       const std::vector<TakenRange> want = UnionDuring(all, lo, hi);
-      ASSERT_EQ(got.size(), want.size()) << "seed " << seed << " op " << op;
-      for (size_t k = 0; k < got.size(); ++k) {
-        ASSERT_EQ(got[k].offset, want[k].offset);
-        ASSERT_EQ(got[k].top, want[k].top);
-      }
+      ASSERT_TRUE(SameRanges(got, want)) << "seed " << seed << " op " << op;
       largest = std::max(largest, got.size());
     }
     // Past the vector's 256 ranges (the root's set holds the whole union).

@@ -295,10 +295,9 @@ int PeakWindowVariantsToTry(int64_t placement, bool optimize) {
 // kMaxHillClimbBuffers; closer, each step's 0.05-0.1 s of placement would
 // buy at most that 0.1%: bert_base's trace is 0.001% above): the peak
 // window's first kDefaultPeakWindowVariants variants (peak_window.h) until
-// one reaches the bound, then,
-// still above, best fit in two more orders and a hill climb
-// (ClimbFromSeeds), all within kTightClimbWork (work_cap.h): as many
-// variants as fit (PeakWindowWork each), then the climb's orders and as
+// one reaches the bound, then, still above, best fit in two more orders
+// and a hill climb (ClimbFromSeeds), all within kTightClimbWork (work_cap.h):
+// as many variants as fit (PeakWindowWork each), then the climb's orders and as
 // many moves as fit in what they left; or, with `optimize`, every variant
 // and kTightClimbMoves moves whatever the work (its portfolio runs the
 // peak window too, but its time budget may cut it first: on S_1 the
@@ -506,9 +505,13 @@ absl::Status AssignOffsets(const PlanOptions& options,
                            (cancel != nullptr && cancel->Cancelled());
     return absl::OkStatus();
   };
-  const auto climb_follows = [&] {
+  // Whether ClimbAboveBound applies to the heuristics' plan, and runs.
+  const auto climb_applies = [&] {
     return may_climb && !MissedCapacity(options, *result) &&
-           result->strategy != kFallbackStrategy && FarAboveBound(*result);
+           result->strategy != kFallbackStrategy;
+  };
+  const auto climb_follows = [&] {
+    return climb_applies() && FarAboveBound(*result);
   };
   // With threads to spare (and no other call's task waiting), the default
   // plan places the peak window's variants beside the heuristics on a
@@ -547,9 +550,8 @@ absl::Status AssignOffsets(const PlanOptions& options,
     planned = heuristics();
   }
   if (!planned.ok()) return planned;
-  if (may_climb && !MissedCapacity(options, *result) &&
-      result->strategy != kFallbackStrategy) {
-    if (!climb_follows()) return absl::OkStatus();
+  if (climb_applies()) {
+    if (!FarAboveBound(*result)) return absl::OkStatus();
     absl::Status status =
         ClimbAboveBound(needed, workers, cancel, options.optimize,
                         peak.has_value() ? &*peak : nullptr, result);
