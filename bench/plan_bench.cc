@@ -8,6 +8,11 @@
 //                                    bench/data/traces (or FILEs)
 //                                    planned by default: buffers, lower
 //                                    bound, arena ratio, median of 3 runs
+//   plan_bench peak [--threads=T] [FILE...]  the peak window's default
+//                                    variants alone on T threads in all, as
+//                                    the default plan places them beside
+//                                    the heuristics (no limit; median of
+//                                    --runs=R, default 3)
 //   plan_bench dense [--threads=T] [--generator=NAME] [N...]  long-lifetime
 //                                    generators (LongDenseProblem,
 //                                    StaggeredProblem, MixedLongProblem, or
@@ -46,6 +51,7 @@
 #include "formats/format.h"
 #include "formats/minimalloc_csv.h"
 #include "formats/request_json.h"
+#include "planner/peak_window.h"
 #include "planner/planner.h"
 #include "planner/strategy.h"
 #include "planner/testing/random_problems.h"
@@ -314,6 +320,55 @@ int Traces(std::vector<std::string> files, int threads) {
   return 0;
 }
 
+// The peak window's default variants placed alone, as the default plan
+// places them beside the heuristics (no plan to stay below, ending at the
+// aligned bound), on `threads` threads in all (1: the caller alone); median
+// of `runs`.
+int PeakWindows(std::vector<std::string> files, int threads, int runs) {
+  if (files.empty()) {
+    files = CsvFilesIn(std::string(MEMPLAN_SOURCE_DIR) + "/bench/data/traces");
+  }
+  std::unique_ptr<base::WorkerPool> pool =
+      MakeWorkers(std::max(threads - 1, 0));
+  std::printf(
+      "| trace | threads | variants run | arena / lower bound | median "
+      "seconds (%d runs) | median CPU seconds |\n|---|---|---|---|---|---|\n",
+      runs);
+  for (const std::string& file : files) {
+    absl::StatusOr<PlanInput> input = ReadPlanInput(file);
+    if (!input.ok() || !input->buffers.has_value()) {
+      std::fprintf(stderr, "%s: not a buffer list\n", file.c_str());
+      return 1;
+    }
+    const planner::Problem& problem = *input->buffers;
+    std::vector<double> seconds, cpu_seconds;
+    absl::StatusOr<planner::PeakWindowPlan> plan;
+    for (int run = 0; run < runs; ++run) {
+      const absl::Time start = absl::Now();
+      const double cpu_start = CpuSeconds();
+      plan = planner::PlanPeakWindow(
+          problem, planner::kDefaultPeakWindowVariants,
+          planner::AlignedLowerBound(problem), nullptr, {pool.get(), threads});
+      seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
+      cpu_seconds.push_back(CpuSeconds() - cpu_start);
+      if (!plan.ok()) {
+        std::fprintf(stderr, "%s\n", plan.status().ToString().c_str());
+        return 1;
+      }
+    }
+    const double ratio = plan->solution
+                             ? static_cast<double>(plan->solution->arena_size) /
+                                   planner::LowerBound(problem)
+                             : 0;
+    std::printf("| %s | %d | %d | %.4f | %.3f | %.3f |\n",
+                file.substr(file.rfind('/') + 1).c_str(), threads,
+                plan->variants_run, ratio, memplan::bench::Median(seconds),
+                memplan::bench::Median(cpu_seconds));
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 // The long-lifetime generators planned by default, median of 3 runs.
 using Generator = planner::Problem (*)(int, uint32_t, planner::Bytes);
 constexpr std::pair<const char*, Generator> kDenseGenerators[] = {
@@ -481,6 +536,9 @@ int main(int argc, char** argv) {
     return memplan::Scale(sizes, threads, runs);
   }
   if (mode == "traces") return memplan::Traces(args, threads);
+  if (mode == "peak") {
+    return memplan::PeakWindows(args, std::max(threads, 1), runs);
+  }
   if (mode == "dense") return memplan::Dense(sizes, threads, generator);
   if (mode == "csv" && sizes.size() == 1) {
     return memplan::WriteCsv(generator, sizes[0]);
@@ -492,6 +550,7 @@ int main(int argc, char** argv) {
                "usage: plan_bench quality FILE...\n"
                "       plan_bench scale [--threads=T] [--runs=R] [N...]\n"
                "       plan_bench traces [--threads=T] [FILE...]\n"
+               "       plan_bench peak [--threads=T] [--runs=R] [FILE...]\n"
                "       plan_bench dense [--threads=T] [--generator=NAME] "
                "[N...]\n"
                "       plan_bench random [INSTANCES]\n"

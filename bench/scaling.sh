@@ -3,7 +3,8 @@
 # 1,000,000 random buffers through the whole pipeline on 0 (one core, no
 # workers), 1, 2, 4, 8 and 16 workers, median of 3 runs each, one process
 # per worker count (so each peak RSS is its own); every trace of a folder on
-# 16 workers; and the Plan RPC against an empty RPC with 2 and 16 workers.
+# 16 workers; the peak window's variants alone on 1, 2 and 4 threads; and
+# the Plan RPC against an empty RPC with 2 and 16 workers.
 # Prints Markdown. About 2-3 minutes on 16 cores.
 #
 #   bench/scaling.sh DIR [TRACES_DIR]
@@ -63,6 +64,14 @@ echo
 echo '```'
 run plan_bench traces --threads=16 "$traces"/*.csv
 run plan_bench traces --threads=0 "$traces"/*.csv
+echo '```'
+echo
+echo "The peak window's default variants alone, as placed beside the heuristics (plan_bench peak), on 1, 2 and 4 threads:"
+echo
+echo '```'
+for t in 1 2 4; do
+  run plan_bench peak --threads=$t "$traces"/S_1.csv "$traces"/pangu_2.6B.csv
+done
 echo '```'
 echo
 echo "Plan RPC against an empty RPC (rps_bench, 193-tensor graph, auto, 2 client threads per worker):"

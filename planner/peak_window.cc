@@ -1,12 +1,15 @@
 #include "planner/peak_window.h"
 
 #include <algorithm>
-#include <atomic>
+#include <deque>
 #include <functional>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "base/parallel.h"
 #include "base/sort.h"
 #include "planner/greedy.h"
@@ -152,11 +155,41 @@ std::optional<PeakWindow> FindPeakWindow(const Problem& problem,
   return window;
 }
 
-absl::StatusOr<Solution> PeakWindowOffsets(const Problem& problem,
-                                           PeakWindowVariant variant,
-                                           const base::CancelToken* cancel,
-                                           const base::Parallelism& parallel,
-                                           Bytes below) {
+namespace {
+
+// One variant's plan in three steps, so that its two sides can be placed on
+// two threads, and other variants meanwhile: Begin (the window stacked and
+// planned, the sides' problems built), PlaceSide for each side (on any
+// thread, the two at once), End (the whole plan).
+class VariantPlan {
+ public:
+  // FAILED_PRECONDITION where the variant does not apply (pinned buffers,
+  // more than kMaxPeakWindowBuffers in part of the window); ABORTED when
+  // the window alone reaches `below` (> 0); DEADLINE_EXCEEDED once `cancel`
+  // (may be null) fires. OK: the sides are to be placed, if has_sides().
+  absl::Status Begin(const Problem& problem, PeakWindowVariant variant,
+                     const base::CancelToken* cancel, Bytes below);
+  // False for a problem without buffers: its plan is empty.
+  bool has_sides() const { return has_sides_; }
+  // The buffers on side k (0: before the window, 1: after it).
+  size_t side_size(int k) const { return sides_[k].problem.buffers.size(); }
+  // Places side k with best fit by conflicts around the window's buffers.
+  void PlaceSide(int k, const base::CancelToken* cancel);
+  // The whole plan once both sides are placed (their status if one
+  // failed); ABORTED when it reaches `below`.
+  absl::StatusOr<Solution> End(const Problem& problem);
+
+ private:
+  Bytes below_ = 0;
+  bool has_sides_ = false;
+  Solution solution_;  // the window's buffers placed, -1 for the others
+  Side sides_[2];
+};
+
+absl::Status VariantPlan::Begin(const Problem& problem,
+                                PeakWindowVariant variant,
+                                const base::CancelToken* cancel, Bytes below) {
+  below_ = below;
   const auto& b = problem.buffers;
   if (std::any_of(b.begin(), b.end(),
                   [](const Buffer& x) { return x.fixed_offset.has_value(); })) {
@@ -165,7 +198,7 @@ absl::StatusOr<Solution> PeakWindowOffsets(const Problem& problem,
   }
   std::optional<PeakWindow> window = FindPeakWindow(problem, variant, cancel);
   if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
-  if (!window) return Solution{};  // no buffers
+  if (!window) return absl::OkStatus();  // no buffers
   if (window->inside.size() > kMaxPeakWindowBuffers) {
     return absl::FailedPreconditionError(absl::StrCat(
         window->inside.size(), " buffers live in part of the window (at most ",
@@ -173,12 +206,11 @@ absl::StatusOr<Solution> PeakWindowOffsets(const Problem& problem,
   }
   // The window's buffers: the stack, then the window's own plan above it
   // at the largest alignment of its buffers, so that each keeps its own.
-  Solution solution;
-  solution.offsets.assign(b.size(), -1);
+  solution_.offsets.assign(b.size(), -1);
   Offset top = 0;
   for (int i : window->stacked) {
-    solution.offsets[i] = AlignUp(top, b[i].alignment);
-    top = solution.offsets[i] + b[i].size;
+    solution_.offsets[i] = AlignUp(top, b[i].alignment);
+    top = solution_.offsets[i] + b[i].size;
   }
   const Problem cut = WindowProblem(problem, *window);
   absl::StatusOr<Solution> inside =
@@ -192,12 +224,12 @@ absl::StatusOr<Solution> PeakWindowOffsets(const Problem& problem,
   }
   const Offset base = AlignUp(top, alignment);
   for (size_t k = 0; k < window->inside.size(); ++k) {
-    solution.offsets[window->inside[k]] = base + inside->offsets[k];
+    solution_.offsets[window->inside[k]] = base + inside->offsets[k];
   }
   if (below > 0) {
     Offset window_top = top;
     for (int i : window->inside) {
-      window_top = std::max(window_top, solution.offsets[i] + b[i].size);
+      window_top = std::max(window_top, solution_.offsets[i] + b[i].size);
     }
     if (window_top >= below) {
       return absl::AbortedError(absl::StrCat(
@@ -206,43 +238,45 @@ absl::StatusOr<Solution> PeakWindowOffsets(const Problem& problem,
   }
   // The other buffers, with best fit by conflicts around those pinned. The
   // buffers before the window and those after it never live at once, so
-  // each side is placed apart, with the pins alone (the two at once on
-  // `parallel`): each buffer sees what it would in one pass over both
-  // (its conflicts, so its place in the order, are on its side), so the
-  // plan is that pass's. The sides are built here, on the calling thread.
-  Side sides[2];
+  // each side is placed apart, with the pins alone: each buffer sees what
+  // it would in one pass over both (its conflicts, so its place in the
+  // order, are on its side), so the plan is that pass's.
   for (int i = 0; i < static_cast<int>(b.size()); ++i) {
-    const bool in_window = solution.offsets[i] >= 0;
+    const bool in_window = solution_.offsets[i] >= 0;
     for (int k = 0; k < 2; ++k) {
       const bool on_side =
           k == 0 ? b[i].end <= window->begin : window->end <= b[i].start;
       if (!in_window && !on_side) continue;
       Buffer c = Unnamed(b[i]);
-      if (in_window) c.fixed_offset = solution.offsets[i];
-      sides[k].problem.buffers.push_back(std::move(c));
-      sides[k].index.push_back(i);
+      if (in_window) c.fixed_offset = solution_.offsets[i];
+      sides_[k].problem.buffers.push_back(std::move(c));
+      sides_[k].index.push_back(i);
     }
   }
   if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
-  std::atomic<int> next{0};
-  base::RunTogether(
-      {parallel.workers, std::min(parallel.max_threads, 2)}, [&](int) {
-        for (int k; (k = next.fetch_add(1)) < 2;) {
-          Side& side = sides[k];
-          absl::StatusOr<std::vector<int>> order = GreedyPlacementOrder(
-              side.problem, GreedyOrder::kConflicts, cancel);
-          if (!order.ok()) {
-            side.placed = order.status();
-            continue;
-          }
-          side.placed = below > 0
-                            ? PlaceInOrderWithin(side.problem, *order,
-                                                 below - 1, nullptr, cancel)
-                            : PlaceInOrder(side.problem, *order,
-                                           FitPolicy::kBestFit, cancel);
-        }
-      });
-  for (const Side& side : sides) {
+  has_sides_ = true;
+  return absl::OkStatus();
+}
+
+void VariantPlan::PlaceSide(int k, const base::CancelToken* cancel) {
+  Side& side = sides_[k];
+  absl::StatusOr<std::vector<int>> order =
+      GreedyPlacementOrder(side.problem, GreedyOrder::kConflicts, cancel);
+  if (!order.ok()) {
+    side.placed = order.status();
+    return;
+  }
+  side.placed = below_ > 0 ? PlaceInOrderWithin(side.problem, *order,
+                                                below_ - 1, nullptr, cancel)
+                           : PlaceInOrder(side.problem, *order,
+                                          FitPolicy::kBestFit, cancel);
+}
+
+absl::StatusOr<Solution> VariantPlan::End(const Problem& problem) {
+  if (!has_sides_) return Solution{};
+  const auto& b = problem.buffers;
+  Solution solution = std::move(solution_);
+  for (const Side& side : sides_) {
     if (!side.placed.ok()) return side.placed.status();
     for (size_t k = 0; k < side.index.size(); ++k) {
       solution.offsets[side.index[k]] = side.placed->offsets[k];
@@ -253,11 +287,162 @@ absl::StatusOr<Solution> PeakWindowOffsets(const Problem& problem,
         std::max(solution.arena_size, solution.offsets[i] + b[i].size);
   }
   // A side cut into time windows places every buffer, without giving up.
-  if (below > 0 && solution.arena_size >= below) {
+  if (below_ > 0 && solution.arena_size >= below_) {
     return absl::AbortedError(absl::StrCat(
-        "the plan ends at ", solution.arena_size, ", not below ", below));
+        "the plan ends at ", solution.arena_size, ", not below ", below_));
   }
   return solution;
+}
+
+// Variants placed at once on the threads a Parallelism gives, each with the
+// plan it gets when the variants are placed one after another on one
+// thread (PlanPeakWindow's order), whatever the threads. The pieces are
+// taken lowest variant first: a variant's window, then its sides, the
+// larger first; a thread whose next piece would be a later variant's waits
+// while an earlier one is still planning its window (its sides come
+// first). So on two threads the first variant's sides are placed at once,
+// and the second variant is placed while the first's larger side is.
+//
+// Each variant is placed below `below` (> 0; 0: none) and below the
+// smallest plan of the variants before it that have ended, a limit no
+// tighter than one after another gives: a plan it lets through is not
+// below an earlier one, so not kept either way. A variant ending at or
+// below `stop_at` cancels those after it (one after another, they would
+// not run).
+class VariantRuns {
+ public:
+  VariantRuns(const Problem& problem, absl::Span<const PeakWindowVariant> tried,
+              Bytes stop_at, Bytes below, const base::CancelToken* cancel)
+      : problem_(problem),
+        stop_at_(stop_at),
+        below_(below),
+        stop_after_(static_cast<int>(tried.size()) - 1) {
+    for (const PeakWindowVariant& v : tried) variants_.emplace_back(v, cancel);
+  }
+
+  void Run(const base::Parallelism& parallel) {
+    base::RunTogether(parallel, [&](int thread) { Work(parallel, thread); });
+  }
+
+  // The last variant needed: the first ending at or below `stop_at`, else
+  // the last. Valid after Run.
+  int stop_after() const { return stop_after_; }
+  // Variant v's plan or status (v <= stop_after()), moved out.
+  absl::StatusOr<Solution> Take(int v) {
+    return std::move(variants_[v].result);
+  }
+
+ private:
+  enum class State { kWaiting, kBeginning, kSides, kEnded };
+  struct Variant {
+    Variant(PeakWindowVariant v, const base::CancelToken* parent)
+        : variant(v), cancel(parent, absl::InfiniteFuture()) {}
+    const PeakWindowVariant variant;
+    base::CancelToken cancel;  // the caller's, or cancelled when not needed
+    State state = State::kWaiting;
+    int sides_taken = 0;
+    int sides_placed = 0;
+    int first_side = 0;  // the larger
+    VariantPlan plan;
+    absl::StatusOr<Solution> result = Solution{};
+  };
+
+  // Takes pieces until none is left for this thread.
+  void Work(const base::Parallelism& parallel, int thread) {
+    mu_.Lock();
+    for (;;) {
+      if (base::ShouldYield(parallel, thread)) break;
+      int v = 0;
+      for (; v <= stop_after_; ++v) {
+        const Variant& x = variants_[v];
+        if (x.state == State::kWaiting || x.state == State::kBeginning ||
+            (x.state == State::kSides && x.sides_taken < 2)) {
+          break;
+        }
+      }
+      if (v > stop_after_) break;  // every piece taken
+      Variant& x = variants_[v];
+      if (x.state == State::kBeginning) {  // its sides come first
+        changed_.Wait(&mu_);
+        continue;
+      }
+      if (x.state == State::kWaiting) {
+        x.state = State::kBeginning;
+        const Bytes limit = LimitFor(v);
+        mu_.Unlock();
+        const absl::Status begun =
+            x.plan.Begin(problem_, x.variant, &x.cancel, limit);
+        mu_.Lock();
+        if (!begun.ok() || !x.plan.has_sides()) {
+          Ended(v, begun.ok() ? absl::StatusOr<Solution>(Solution{}) : begun);
+        } else {
+          x.state = State::kSides;
+          x.first_side = x.plan.side_size(1) > x.plan.side_size(0) ? 1 : 0;
+        }
+        changed_.SignalAll();
+        continue;
+      }
+      const int side = x.sides_taken++ == 0 ? x.first_side : 1 - x.first_side;
+      mu_.Unlock();
+      x.plan.PlaceSide(side, &x.cancel);
+      mu_.Lock();
+      if (++x.sides_placed < 2) continue;
+      mu_.Unlock();
+      absl::StatusOr<Solution> whole = x.plan.End(problem_);
+      mu_.Lock();
+      Ended(v, std::move(whole));
+      changed_.SignalAll();
+    }
+    mu_.Unlock();
+  }
+
+  // The limit variant v is placed below: `below` or the smallest plan of
+  // the variants before it that have ended.
+  Bytes LimitFor(int v) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    Bytes limit = below_;
+    for (int u = 0; u < v; ++u) {
+      const Variant& x = variants_[u];
+      if (x.state == State::kEnded && x.result.ok() &&
+          (limit == 0 || x.result->arena_size < limit)) {
+        limit = x.result->arena_size;
+      }
+    }
+    return limit;
+  }
+
+  void Ended(int v, absl::StatusOr<Solution> result)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    Variant& x = variants_[v];
+    x.state = State::kEnded;
+    x.result = std::move(result);
+    if (x.result.ok() && x.result->arena_size <= stop_at_ && v < stop_after_) {
+      stop_after_ = v;
+      for (size_t w = v + 1; w < variants_.size(); ++w) {
+        variants_[w].cancel.Cancel();
+      }
+    }
+  }
+
+  const Problem& problem_;
+  const Bytes stop_at_;
+  const Bytes below_;
+  std::deque<Variant> variants_;  // (a CancelToken does not move)
+  absl::Mutex mu_;
+  absl::CondVar changed_;
+  int stop_after_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+absl::StatusOr<Solution> PeakWindowOffsets(const Problem& problem,
+                                           PeakWindowVariant variant,
+                                           const base::CancelToken* cancel,
+                                           const base::Parallelism& parallel,
+                                           Bytes below) {
+  VariantRuns runs(problem, absl::MakeConstSpan(&variant, 1), /*stop_at=*/0,
+                   below, cancel);
+  runs.Run({parallel.workers, std::min(parallel.max_threads, 2)});
+  return runs.Take(0);
 }
 
 absl::StatusOr<PeakWindowPlan> PlanPeakWindow(const Problem& problem,
@@ -266,13 +451,14 @@ absl::StatusOr<PeakWindowPlan> PlanPeakWindow(const Problem& problem,
                                               const base::Parallelism& parallel,
                                               Bytes below) {
   PeakWindowPlan plan;
-  for (const PeakWindowVariant& v : kPeakWindowVariants) {
-    if (plan.variants_run == variants) break;
+  const int count = std::clamp(variants, 0, kPeakWindowVariantCount);
+  if (count == 0) return plan;
+  VariantRuns runs(problem, absl::MakeConstSpan(kPeakWindowVariants, count),
+                   stop_at, below, cancel);
+  runs.Run(parallel);
+  for (int v = 0; v <= runs.stop_after(); ++v) {
     ++plan.variants_run;
-    const Bytes limit =
-        plan.solution ? plan.solution->arena_size : below;  // 0: none
-    absl::StatusOr<Solution> s =
-        PeakWindowOffsets(problem, v, cancel, parallel, limit);
+    absl::StatusOr<Solution> s = runs.Take(v);
     if (absl::IsFailedPrecondition(s.status())) continue;
     ++plan.variants_placed;
     if (absl::IsAborted(s.status())) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "base/cancel.h"
 #include "base/parallel.h"
 #include "base/worker_pool.h"
@@ -228,6 +229,51 @@ TEST(PeakWindowTest, VariantsRunUntilOneEndsAtTheTarget) {
   EXPECT_FALSE(none->solution.has_value());
 }
 
+// Variants placed at once on several threads (pieces of the earliest
+// first, later ones cancelled once one meets the target) give what one
+// thread gives: the same plan, the same variants counted, with or without
+// a target and a plan to stay below.
+TEST(PeakWindowTest, VariantsAtOnceGiveTheOneThreadPlan) {
+  base::WorkerPool pool(4, 16);
+  for (uint32_t seed : {11u, 12u, 13u}) {
+    const Problem p = testing::RandomProblem(400, seed);
+    absl::StatusOr<Solution> first =
+        PeakWindowOffsets(p, kPeakWindowVariants[0], nullptr);
+    ASSERT_TRUE(first.ok()) << first.status();
+    const Bytes a = first->arena_size;
+    for (Bytes stop_at : {Bytes{0}, a, AlignedLowerBound(p)}) {
+      for (Bytes below : {Bytes{0}, a, a + 1}) {
+        absl::StatusOr<PeakWindowPlan> one = PlanPeakWindow(
+            p, kPeakWindowVariantCount, stop_at, nullptr, {}, below);
+        ASSERT_TRUE(one.ok()) << one.status();
+        for (int threads : {2, 3, 5}) {
+          absl::StatusOr<PeakWindowPlan> many =
+              PlanPeakWindow(p, kPeakWindowVariantCount, stop_at, nullptr,
+                             {&pool, threads}, below);
+          ASSERT_TRUE(many.ok()) << many.status();
+          const std::string where =
+              absl::StrCat("seed ", seed, " stop_at ", stop_at, " below ",
+                           below, " threads ", threads);
+          EXPECT_EQ(many->variants_run, one->variants_run) << where;
+          EXPECT_EQ(many->variants_placed, one->variants_placed) << where;
+          ASSERT_EQ(many->solution.has_value(), one->solution.has_value())
+              << where;
+          if (one->solution) {
+            EXPECT_EQ(many->solution->offsets, one->solution->offsets) << where;
+          }
+        }
+      }
+    }
+  }
+  base::CancelToken token;
+  token.Cancel();
+  EXPECT_EQ(PlanPeakWindow(testing::RandomProblem(400, 11),
+                           kPeakWindowVariantCount, 0, &token, {&pool, 4})
+                .status()
+                .code(),
+            absl::StatusCode::kDeadlineExceeded);
+}
+
 TEST(PeakWindowTest, CancelledBeforeItEnds) {
   base::CancelToken token;
   token.Cancel();
@@ -290,6 +336,18 @@ TEST(PeakWindowTest, ReachesTheBoundOnTheTracePangu) {
   ASSERT_TRUE(p->solution.has_value());
   EXPECT_EQ(p->solution->arena_size, LowerBound(pangu));
   EXPECT_TRUE(Verify(pangu, *p->solution).ok());
+  // The two variants at once (the second placed while the first's larger
+  // side is), and the later two cancelled: the same plan.
+  base::WorkerPool pool(3, 16);
+  for (int threads : {2, 4}) {
+    absl::StatusOr<PeakWindowPlan> pooled =
+        PlanPeakWindow(pangu, kPeakWindowVariantCount, AlignedLowerBound(pangu),
+                       nullptr, {&pool, threads});
+    ASSERT_TRUE(pooled.ok()) << pooled.status();
+    EXPECT_EQ(pooled->variants_run, 2);
+    ASSERT_TRUE(pooled->solution.has_value());
+    EXPECT_EQ(pooled->solution->offsets, p->solution->offsets);
+  }
   for (int k : {0, 2, 3}) {
     absl::StatusOr<Solution> other =
         PeakWindowOffsets(pangu, kPeakWindowVariants[k], nullptr);
