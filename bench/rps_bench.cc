@@ -1,7 +1,8 @@
 // rps_bench: requests per second of the Plan RPC for a ~200-tensor graph
 // against an empty RPC (the health check) on the same in-process server over
 // loopback, in the same run. DESIGN's budget: Plan sustains >= 40% of the
-// empty RPC's rate.
+// empty RPC's rate. Each round also times an echo service answering the
+// same request with the same response, prepared: the transport's ceiling.
 //   rps_bench [seconds per round=2] [client threads=4] [rounds=3]
 //             [strategy=auto] [workers=2] [cache=off|memory]
 // With cache=memory the service has the in-process plan cache that
@@ -17,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -55,6 +57,26 @@ v1::PlanRequest Graph200() {
   for (const auto& o : g.outputs) out->add_outputs(o);
   return r;
 }
+
+// The transport's share alone: a MemoryPlanner whose Plan answers a
+// prepared response (the real plan of the benchmark's request) without
+// planning: gRPC and protobuf reading and writing the same messages.
+class EchoPlanner final : public v1::MemoryPlanner::Service {
+ public:
+  explicit EchoPlanner(v1::PlanResponse response)
+      : response_(std::move(response)) {}
+  grpc::Status Plan(grpc::ServerContext*, const v1::PlanRequest* request,
+                    v1::PlanResponse* response) override {
+    if (request->graph().tensors_size() == 0) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no tensors");
+    }
+    *response = response_;
+    return grpc::Status::OK;
+  }
+
+ private:
+  const v1::PlanResponse response_;
+};
 
 // Calls `call` from `threads` threads for `seconds`; returns calls/second.
 template <typename Call>
@@ -111,11 +133,12 @@ int Run(double seconds, int threads, int rounds, const std::string& strategy,
       "%.1f s per round; plan cache %s\n",
       request.graph().tensors_size(), request.graph().ops_size(),
       strategy.c_str(), threads, seconds, cache ? "in memory" : "off");
+  v1::PlanResponse planned;
   {
     // The plan itself: whether the default heuristics end at the bound
     // (else the default plan also searches, within its node cap).
     grpc::ClientContext context;
-    v1::PlanResponse resp;
+    v1::PlanResponse& resp = planned;
     if (!planner_stub->Plan(&context, request, &resp).ok()) {
       std::fprintf(stderr, "the first Plan call failed\n");
       return 1;
@@ -127,7 +150,21 @@ int Run(double seconds, int threads, int rounds, const std::string& strategy,
         static_cast<long long>(resp.lower_bound_bytes()),
         resp.strategy().c_str(), request.ByteSizeLong(), resp.ByteSizeLong());
   }
-  std::vector<double> ratios;
+  // The same messages through the echo service (its own server, with the
+  // same interceptors), on the same client channel settings.
+  EchoPlanner echo(planned);
+  grpc::ServerBuilder echo_builder;
+  int echo_port = 0;
+  echo_builder.AddListeningPort("127.0.0.1:0",
+                                grpc::InsecureServerCredentials(), &echo_port);
+  echo_builder.RegisterService(&echo);
+  echo_builder.experimental().SetInterceptorCreators(
+      metrics.InterceptorFactories());
+  std::unique_ptr<grpc::Server> echo_server = echo_builder.BuildAndStart();
+  auto echo_stub = v1::MemoryPlanner::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(echo_port),
+                          grpc::InsecureChannelCredentials()));
+  std::vector<double> ratios, floors;
   for (int round = 0; round < rounds; ++round) {
     const double empty = Rate(threads, seconds, [&] {
       grpc::ClientContext context;
@@ -140,13 +177,26 @@ int Run(double seconds, int threads, int rounds, const std::string& strategy,
       v1::PlanResponse resp;
       return planner_stub->Plan(&context, request, &resp).ok();
     });
+    const double floor = Rate(threads, seconds, [&] {
+      grpc::ClientContext context;
+      v1::PlanResponse resp;
+      return echo_stub->Plan(&context, request, &resp).ok();
+    });
     ratios.push_back(plan / empty);
-    std::printf("round %d: health %.0f rps, plan %.0f rps, ratio %.2f\n",
-                round + 1, empty, plan, plan / empty);
+    floors.push_back(floor / empty);
+    std::printf(
+        "round %d: health %.0f rps, plan %.0f rps, ratio %.2f; echo %.0f rps, "
+        "ratio %.2f\n",
+        round + 1, empty, plan, plan / empty, floor, floor / empty);
   }
   std::sort(ratios.begin(), ratios.end());
+  std::sort(floors.begin(), floors.end());
+  std::printf(
+      "median ratio echo (the same messages, no planning) / empty RPC: %.2f\n",
+      floors[floors.size() / 2]);
   std::printf("median ratio plan / empty RPC: %.2f (budget >= 0.40)\n",
               ratios[ratios.size() / 2]);
+  echo_server->Shutdown();
   server->Shutdown();
   return 0;
 }
@@ -158,7 +208,9 @@ constexpr const char* kUsage =
     "                 [strategy=auto] [workers=2] [cache=off|memory]\n"
     "       rps_bench --dump FILE   the graph's PlanRequest as JSON\n"
     "Plan RPCs per second on a 193-tensor graph against an empty RPC\n"
-    "(health Check), same in-process server over loopback, same run.\n";
+    "(health Check), same in-process server over loopback, same run; and\n"
+    "the same messages through a service that answers a prepared plan\n"
+    "(echo: what gRPC and protobuf alone allow).\n";
 
 }  // namespace memplan
 
