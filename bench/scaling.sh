@@ -79,6 +79,6 @@ echo
 echo '```'
 for w in 2 16; do
   echo "workers $w:"
-  run rps_bench 2 $((2 * w)) 3 auto "$w" | tail -1
+  run rps_bench 2 $((2 * w)) 3 auto "$w" | tail -2
 done
 echo '```'
