@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "base/parallel.h"
 #include "base/sort.h"
@@ -276,7 +277,8 @@ absl::StatusOr<Solution> VariantPlan::End(const Problem& problem) {
   if (!has_sides_) return Solution{};
   const auto& b = problem.buffers;
   Solution solution = std::move(solution_);
-  for (const Side& side : sides_) {
+  Side sides[2] = {std::move(sides_[0]), std::move(sides_[1])};  // freed here
+  for (const Side& side : sides) {
     if (!side.placed.ok()) return side.placed.status();
     for (size_t k = 0; k < side.index.size(); ++k) {
       solution.offsets[side.index[k]] = side.placed->offsets[k];
@@ -300,8 +302,10 @@ absl::StatusOr<Solution> VariantPlan::End(const Problem& problem) {
 // taken lowest variant first: a variant's window, then its sides, the
 // larger first; a thread whose next piece would be a later variant's waits
 // while an earlier one is still planning its window (its sides come
-// first). So on two threads the first variant's sides are placed at once,
-// and the second variant is placed while the first's larger side is.
+// first). A piece of a variant while an earlier one has not ended (so
+// possibly wasted) is taken only with three threads or more: then the
+// first variant's sides are placed at once and the second variant while
+// they are; on two, the variants one after another, each's sides at once.
 //
 // Each variant is placed below `below` (> 0; 0: none) and below the
 // smallest plan of the variants before it that have ended, a limit no
@@ -320,13 +324,26 @@ class VariantRuns {
     for (const PeakWindowVariant& v : tried) variants_.emplace_back(v, cancel);
   }
 
+  // The first variant's window is planned on the calling thread before
+  // any helper is asked for (one would only wait for it): then the pieces
+  // left on the threads `parallel` gives.
   void Run(const base::Parallelism& parallel) {
-    base::RunTogether(parallel, [&](int thread) { Work(parallel, thread); });
+    mu_.Lock();
+    Step(parallel, 0);
+    mu_.Unlock();
+    base::RunTogether(parallel, [&](int thread) {
+      mu_.Lock();
+      while (Step(parallel, thread)) {
+      }
+      mu_.Unlock();
+    });
   }
 
   // The last variant needed: the first ending at or below `stop_at`, else
   // the last. Valid after Run.
-  int stop_after() const { return stop_after_; }
+  int stop_after() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return stop_after_;  // (RunTogether has joined every thread)
+  }
   // Variant v's plan or status (v <= stop_after()), moved out.
   absl::StatusOr<Solution> Take(int v) {
     return std::move(variants_[v].result);
@@ -347,53 +364,63 @@ class VariantRuns {
     absl::StatusOr<Solution> result = Solution{};
   };
 
-  // Takes pieces until none is left for this thread.
-  void Work(const base::Parallelism& parallel, int thread) {
-    mu_.Lock();
-    for (;;) {
-      if (base::ShouldYield(parallel, thread)) break;
-      int v = 0;
-      for (; v <= stop_after_; ++v) {
-        const Variant& x = variants_[v];
-        if (x.state == State::kWaiting || x.state == State::kBeginning ||
-            (x.state == State::kSides && x.sides_taken < 2)) {
-          break;
-        }
+  // Takes the next piece for `thread` and does it, or waits a moment for
+  // one; false when none is left for it (or a helper should yield to other
+  // calls' tasks waiting in the pool).
+  bool Step(const base::Parallelism& parallel, int thread)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (base::ShouldYield(parallel, thread)) return false;
+    int v = 0;
+    for (; v <= stop_after_; ++v) {
+      const Variant& x = variants_[v];
+      if (x.state == State::kWaiting || x.state == State::kBeginning ||
+          (x.state == State::kSides && x.sides_taken < 2)) {
+        break;
       }
-      if (v > stop_after_) break;  // every piece taken
-      Variant& x = variants_[v];
-      if (x.state == State::kBeginning) {  // its sides come first
-        changed_.Wait(&mu_);
-        continue;
-      }
-      if (x.state == State::kWaiting) {
-        x.state = State::kBeginning;
-        const Bytes limit = LimitFor(v);
-        mu_.Unlock();
-        const absl::Status begun =
-            x.plan.Begin(problem_, x.variant, &x.cancel, limit);
-        mu_.Lock();
-        if (!begun.ok() || !x.plan.has_sides()) {
-          Ended(v, begun.ok() ? absl::StatusOr<Solution>(Solution{}) : begun);
-        } else {
-          x.state = State::kSides;
-          x.first_side = x.plan.side_size(1) > x.plan.side_size(0) ? 1 : 0;
-        }
-        changed_.SignalAll();
-        continue;
-      }
-      const int side = x.sides_taken++ == 0 ? x.first_side : 1 - x.first_side;
-      mu_.Unlock();
-      x.plan.PlaceSide(side, &x.cancel);
-      mu_.Lock();
-      if (++x.sides_placed < 2) continue;
-      mu_.Unlock();
-      absl::StatusOr<Solution> whole = x.plan.End(problem_);
-      mu_.Lock();
-      Ended(v, std::move(whole));
-      changed_.SignalAll();
     }
+    if (v > stop_after_) return false;  // every piece taken
+    Variant& x = variants_[v];
+    // A variant before it not ended yet: this piece may be wasted (that
+    // one may reach `stop_at`). Taken only with a third thread: two
+    // memory-bound placements at once slow each other (on 2 vCPUs the first
+    // variant's side took a third longer beside a second variant's).
+    const bool speculative =
+        std::any_of(variants_.begin(), variants_.begin() + v,
+                    [](const Variant& u) { return u.state != State::kEnded; });
+    if (x.state == State::kBeginning ||
+        (speculative && parallel.helpers() < 2)) {
+      // Its sides, or the earlier variant's end, come first. (A helper
+      // asks again whether to yield.)
+      changed_.WaitWithTimeout(&mu_, absl::Milliseconds(2));
+      return true;
+    }
+    if (x.state == State::kWaiting) {
+      x.state = State::kBeginning;
+      const Bytes limit = LimitFor(v);
+      mu_.Unlock();
+      const absl::Status begun =
+          x.plan.Begin(problem_, x.variant, &x.cancel, limit);
+      mu_.Lock();
+      if (!begun.ok() || !x.plan.has_sides()) {
+        Ended(v, begun.ok() ? absl::StatusOr<Solution>(Solution{}) : begun);
+      } else {
+        x.state = State::kSides;
+        x.first_side = x.plan.side_size(1) > x.plan.side_size(0) ? 1 : 0;
+      }
+      changed_.SignalAll();
+      return true;
+    }
+    const int side = x.sides_taken++ == 0 ? x.first_side : 1 - x.first_side;
     mu_.Unlock();
+    x.plan.PlaceSide(side, &x.cancel);
+    mu_.Lock();
+    if (++x.sides_placed < 2) return true;
+    mu_.Unlock();
+    absl::StatusOr<Solution> whole = x.plan.End(problem_);
+    mu_.Lock();
+    Ended(v, std::move(whole));
+    changed_.SignalAll();
+    return true;
   }
 
   // The limit variant v is placed below: `below` or the smallest plan of
@@ -451,7 +478,9 @@ absl::StatusOr<PeakWindowPlan> PlanPeakWindow(const Problem& problem,
                                               const base::Parallelism& parallel,
                                               Bytes below) {
   PeakWindowPlan plan;
-  const int count = std::clamp(variants, 0, kPeakWindowVariantCount);
+  // (Fewer than none: all of them, as the loop one after another ran.)
+  const int count = variants < 0 ? kPeakWindowVariantCount
+                                 : std::min(variants, kPeakWindowVariantCount);
   if (count == 0) return plan;
   VariantRuns runs(problem, absl::MakeConstSpan(kPeakWindowVariants, count),
                    stop_at, below, cancel);

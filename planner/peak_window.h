@@ -19,8 +19,8 @@
 //    from four best-fit orders, placed above the stack.
 // 4. With those offsets pinned, every other buffer is placed with best fit
 //    by conflicts: those before the window apart from those after it (they
-//    never live at once), the two sides at once on two threads, and with
-//    threads to spare the next variant beside (PlanPeakWindow).
+//    never live at once), the two sides at once on two threads, and on a
+//    third the next variant beside them (PlanPeakWindow).
 //
 // kPeakWindowVariants are the window widths and stack orders tried, in
 // order, until one reaches the bound. On the traces of bench/data/traces
@@ -134,11 +134,11 @@ std::optional<PeakWindow> FindPeakWindow(
 // first of equals), ending after the first whose arena is at most
 // `stop_at`: each variant placed only while below `below` (> 0; 0: none)
 // and below the best plan of the variants before it. No plan when none
-// applies or gets below. On the threads `parallel` gives, the variants
-// are placed at once, pieces of the earliest first (its window, then its
-// two sides; a later variant while the earlier one's larger side is
-// placed), those after one meeting `stop_at` cancelled: the plan and the
-// counts of one thread, whatever the threads.
+// applies or gets below. On the threads `parallel` gives, each variant's
+// two sides are placed at once, and with three threads or more the
+// variants too (pieces of the earliest first; those after one meeting
+// `stop_at` cancelled): the plan and the counts of one thread, whatever
+// the threads.
 struct PeakWindowPlan {
   std::optional<Solution> solution;
   int variants_run = 0;     // tried, applying or not

@@ -1,6 +1,7 @@
 #include "planner/peak_window.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <iterator>
 #include <optional>
@@ -10,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "base/cancel.h"
 #include "base/parallel.h"
 #include "base/worker_pool.h"
@@ -274,6 +276,36 @@ TEST(PeakWindowTest, VariantsAtOnceGiveTheOneThreadPlan) {
             absl::StatusCode::kDeadlineExceeded);
 }
 
+// A call cancelled while its variants run on several threads returns (no
+// thread left waiting) with DEADLINE_EXCEEDED, or, cancelled after its
+// last poll, with the plan it gets uncancelled. The token fires at its
+// k-th poll (work, not time: the same points on any machine).
+TEST(PeakWindowTest, VariantsAtOnceStopWhenCancelledMidway) {
+  base::WorkerPool pool(3, 16);
+  const Problem p = testing::RandomProblem(2000, 5);
+  absl::StatusOr<PeakWindowPlan> whole =
+      PlanPeakWindow(p, kPeakWindowVariantCount, 0, nullptr);
+  ASSERT_TRUE(whole.ok() && whole->solution.has_value()) << whole.status();
+  int cancelled = 0;
+  for (int64_t k : {1, 3, 10, 30, 100, 300, 1000, 3000, 10000, 100000}) {
+    std::atomic<int64_t> polls{0};
+    base::CancelToken token(nullptr, absl::InfiniteFuture(),
+                            [&polls, k] { return ++polls >= k; });
+    absl::StatusOr<PeakWindowPlan> run =
+        PlanPeakWindow(p, kPeakWindowVariantCount, 0, &token, {&pool, 4});
+    if (run.ok()) {
+      ASSERT_TRUE(run->solution.has_value()) << k;
+      EXPECT_EQ(run->solution->offsets, whole->solution->offsets) << k;
+    } else {
+      EXPECT_EQ(run.status().code(), absl::StatusCode::kDeadlineExceeded)
+          << k << ": " << run.status();
+      ++cancelled;
+    }
+  }
+  EXPECT_GE(cancelled, 3);   // the early points cut the run
+  EXPECT_LT(cancelled, 10);  // and the last ones come after its end
+}
+
 TEST(PeakWindowTest, CancelledBeforeItEnds) {
   base::CancelToken token;
   token.Cancel();
@@ -345,6 +377,7 @@ TEST(PeakWindowTest, ReachesTheBoundOnTheTracePangu) {
                        nullptr, {&pool, threads});
     ASSERT_TRUE(pooled.ok()) << pooled.status();
     EXPECT_EQ(pooled->variants_run, 2);
+    EXPECT_EQ(pooled->variants_placed, p->variants_placed);
     ASSERT_TRUE(pooled->solution.has_value());
     EXPECT_EQ(pooled->solution->offsets, p->solution->offsets);
   }

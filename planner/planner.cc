@@ -541,8 +541,10 @@ absl::Status AssignOffsets(const PlanOptions& options,
       const int variants = PeakWindowVariantsToTry(PlacementWork(problem),
                                                    /*optimize=*/false);
       if (variants == 0) return;  // ClimbAboveBound runs none either
+      // Three threads: the first variant's two sides at once and the next
+      // variant beside them (peak_window.h).
       peak = PlanPeakWindow(problem, variants, AlignedLowerBound(problem),
-                            &peak_cancel, {workers, 2});
+                            &peak_cancel, {workers, 3});
     });
     // The wait for the worker (once dropped, until it sees its token).
     AddStageTime("offsets", absl::Now() - heuristics_end, result);
