@@ -82,7 +82,9 @@ class GapIndex {
     // either side (see `dead`); returns the range it became part of.
     template <typename DeadFn>
     TakenRange Add(TakenRange r, DeadFn dead);
-    void AppendTo(std::vector<TakenRange>* out) const;
+    // Its ranges in order, in place (a tree's copied into `copy` first).
+    std::pair<const TakenRange*, const TakenRange*> Ranges(
+        std::vector<TakenRange>* copy) const;
 
    private:
     // Past this many ranges a set moves from the vector to the tree (an
@@ -115,12 +117,13 @@ class GapIndex {
   std::vector<RangeSet> sets_;
   Bytes min_size_ = 1;       // every later request is at least this large
   Bytes min_alignment_ = 1;  // and at least this aligned
-  std::vector<const RangeSet*> reading_;  // scratch of Taken
-  std::vector<TakenRange> taken_;         // the answer of Taken
-  std::vector<size_t> runs_;              // scratch: where each set ends
-  std::vector<TakenRange> scratch_;       // scratch of MergeRuns
-  std::vector<size_t> merged_runs_;       // scratch of MergeRuns
-  int64_t ranges_read_ = 0;               // see ranges_read()
+  std::vector<const RangeSet*> reading_;   // scratch of Taken
+  std::vector<TakenRange> taken_;          // the answer of Taken
+  std::vector<size_t> runs_;               // scratch: where each set ends
+  std::vector<TakenRange> scratch_;        // scratch of MergeRuns
+  std::vector<size_t> merged_runs_;        // scratch of MergeRuns
+  std::vector<TakenRange> large_copy_[2];  // scratch: tree sets read
+  int64_t ranges_read_ = 0;                // see ranges_read()
 };
 
 }  // namespace memplan::planner
