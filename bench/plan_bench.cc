@@ -291,12 +291,15 @@ std::vector<std::string> CsvFilesIn(const std::string& dir) {
   return files;
 }
 
+// The traces of bench/data/traces.
+std::vector<std::string> TraceFiles() {
+  return CsvFilesIn(std::string(MEMPLAN_SOURCE_DIR) + "/bench/data/traces");
+}
+
 // Every trace planned by default ("auto": best and first fit by size),
 // median of 3 runs, on `threads` workers (0: one core).
 int Traces(std::vector<std::string> files, int threads) {
-  if (files.empty()) {
-    files = CsvFilesIn(std::string(MEMPLAN_SOURCE_DIR) + "/bench/data/traces");
-  }
+  if (files.empty()) files = TraceFiles();
   std::unique_ptr<base::WorkerPool> pool = MakeWorkers(threads);
   std::printf(
       "| trace | buffers | lower bound | arena / lower bound | median seconds "
@@ -325,9 +328,7 @@ int Traces(std::vector<std::string> files, int threads) {
 // aligned bound), on `threads` threads in all (1: the caller alone); median
 // of `runs`.
 int PeakWindows(std::vector<std::string> files, int threads, int runs) {
-  if (files.empty()) {
-    files = CsvFilesIn(std::string(MEMPLAN_SOURCE_DIR) + "/bench/data/traces");
-  }
+  if (files.empty()) files = TraceFiles();
   std::unique_ptr<base::WorkerPool> pool =
       MakeWorkers(std::max(threads - 1, 0));
   std::printf(

@@ -78,6 +78,24 @@ class EchoPlanner final : public v1::MemoryPlanner::Service {
   const v1::PlanResponse response_;
 };
 
+// A server of `service` on 127.0.0.1 (port 0) with the metrics'
+// interceptors, as memplan-server has them, and a channel to it.
+std::unique_ptr<grpc::Server> StartServer(
+    grpc::Service* service, server::Metrics* metrics,
+    std::shared_ptr<grpc::Channel>* channel) {
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                           &port);
+  builder.RegisterService(service);
+  builder.experimental().SetInterceptorCreators(
+      metrics->InterceptorFactories());
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  *channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                 grpc::InsecureChannelCredentials());
+  return server;
+}
+
 // Calls `call` from `threads` threads for `seconds`; returns calls/second.
 template <typename Call>
 double Rate(int threads, double seconds, Call call) {
@@ -115,15 +133,9 @@ int Run(double seconds, int threads, int rounds, const std::string& strategy,
   if (cache) options.plan_cache = &plan_cache;
   server::PlannerService service(options, &pool, &shutdown, &metrics);
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                           &port);
-  builder.RegisterService(&service);
-  builder.experimental().SetInterceptorCreators(metrics.InterceptorFactories());
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                                     grpc::InsecureChannelCredentials());
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<grpc::Server> server =
+      StartServer(&service, &metrics, &channel);
   auto planner_stub = v1::MemoryPlanner::NewStub(channel);
   auto health_stub = grpc::health::v1::Health::NewStub(channel);
   v1::PlanRequest request = Graph200();
@@ -153,17 +165,10 @@ int Run(double seconds, int threads, int rounds, const std::string& strategy,
   // The same messages through the echo service (its own server, with the
   // same interceptors), on the same client channel settings.
   EchoPlanner echo(planned);
-  grpc::ServerBuilder echo_builder;
-  int echo_port = 0;
-  echo_builder.AddListeningPort("127.0.0.1:0",
-                                grpc::InsecureServerCredentials(), &echo_port);
-  echo_builder.RegisterService(&echo);
-  echo_builder.experimental().SetInterceptorCreators(
-      metrics.InterceptorFactories());
-  std::unique_ptr<grpc::Server> echo_server = echo_builder.BuildAndStart();
-  auto echo_stub = v1::MemoryPlanner::NewStub(
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(echo_port),
-                          grpc::InsecureChannelCredentials()));
+  std::shared_ptr<grpc::Channel> echo_channel;
+  std::unique_ptr<grpc::Server> echo_server =
+      StartServer(&echo, &metrics, &echo_channel);
+  auto echo_stub = v1::MemoryPlanner::NewStub(echo_channel);
   std::vector<double> ratios, floors;
   for (int round = 0; round < rounds; ++round) {
     const double empty = Rate(threads, seconds, [&] {

@@ -73,13 +73,11 @@ TakenRange GapIndex::RangeSet::Add(TakenRange r, DeadFn dead) {
   return added;
 }
 
-std::pair<const TakenRange*, const TakenRange*> GapIndex::RangeSet::Ranges(
+absl::Span<const TakenRange> GapIndex::RangeSet::Ranges(
     std::vector<TakenRange>* copy) const {
-  if (large_) {
-    copy->assign(large_->begin(), large_->end());
-    return {copy->data(), copy->data() + copy->size()};
-  }
-  return {small_.data(), small_.data() + small_.size()};
+  if (!large_) return small_;
+  copy->assign(large_->begin(), large_->end());
+  return *copy;
 }
 
 GapIndex::GapIndex(int sections) {
@@ -172,15 +170,12 @@ const std::vector<TakenRange>& GapIndex::Taken(int lo, int hi) {
   taken_.resize(total);
   TakenRange* out = taken_.data();
   for (size_t k = 0; k < reading_.size(); k += 2) {
-    const std::pair<const TakenRange*, const TakenRange*> a =
-        reading_[k]->Ranges(&large_copy_[0]);
-    if (k + 1 == reading_.size()) {
-      out = std::copy(a.first, a.second, out);
-    } else {
-      const std::pair<const TakenRange*, const TakenRange*> b =
-          reading_[k + 1]->Ranges(&large_copy_[1]);
-      out = UnionOf(a.first, a.second, b.first, b.second, out);
-    }
+    const absl::Span<const TakenRange> a = reading_[k]->Ranges(&large_copy_[0]);
+    const absl::Span<const TakenRange> b =
+        k + 1 < reading_.size() ? reading_[k + 1]->Ranges(&large_copy_[1])
+                                : absl::Span<const TakenRange>();
+    out = UnionOf(a.data(), a.data() + a.size(), b.data(), b.data() + b.size(),
+                  out);
     runs_.push_back(static_cast<size_t>(out - taken_.data()));
   }
   taken_.resize(runs_.empty() ? 0 : runs_.back());

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "absl/container/btree_set.h"
+#include "absl/types/span.h"
 #include "planner/gap.h"
 #include "planner/problem.h"
 
@@ -83,8 +84,7 @@ class GapIndex {
     template <typename DeadFn>
     TakenRange Add(TakenRange r, DeadFn dead);
     // Its ranges in order, in place (a tree's copied into `copy` first).
-    std::pair<const TakenRange*, const TakenRange*> Ranges(
-        std::vector<TakenRange>* copy) const;
+    absl::Span<const TakenRange> Ranges(std::vector<TakenRange>* copy) const;
 
    private:
     // Past this many ranges a set moves from the vector to the tree (an

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -34,6 +35,23 @@ std::vector<TakenRange> UnionDuring(const std::vector<Inserted>& all, int lo,
   return merged;
 }
 
+// Random sections [lo, hi) within [0, sections).
+std::pair<int, int> RandomSections(std::mt19937& rng, int sections) {
+  const int lo = static_cast<int>(rng() % sections);
+  return {lo, lo + 1 + static_cast<int>(rng() % (sections - lo))};
+}
+
+// A GapIndex and, beside it, every range inserted (for UnionDuring).
+struct IndexAndInserts {
+  explicit IndexAndInserts(int sections) : index(sections) {}
+  void Insert(int lo, int hi, TakenRange r) {
+    index.Insert(lo, hi, r);
+    all.push_back({lo, hi, r});
+  }
+  GapIndex index;
+  std::vector<Inserted> all;
+};
+
 // The gaps between consecutive merged ranges.
 std::vector<TakenRange> GapsOf(const std::vector<TakenRange>& merged) {
   std::vector<TakenRange> gaps;
@@ -64,23 +82,18 @@ TEST(GapIndexTest, TakenIsTheUnionDuringTheRange) {
   for (uint32_t seed = 0; seed < 300; ++seed) {
     std::mt19937 rng(seed);
     const int sections = 1 + static_cast<int>(rng() % 40);
-    GapIndex index(sections);
-    std::vector<Inserted> all;
+    IndexAndInserts x(sections);
     for (int op = 0; op < 200; ++op) {
-      const int lo = static_cast<int>(rng() % sections);
-      const int hi = lo + 1 + static_cast<int>(rng() % (sections - lo));
+      const auto [lo, hi] = RandomSections(rng, sections);
       if (rng() % 2) {
         const Offset at = static_cast<Offset>(rng() % 2000);
-        const TakenRange r{at, at + 1 + static_cast<Offset>(rng() % 100)};
-        index.Insert(lo, hi, r);
-        all.push_back({lo, hi, r});
+        x.Insert(lo, hi, {at, at + 1 + static_cast<Offset>(rng() % 100)});
         continue;
       }
-      const std::vector<TakenRange>& got = index.Taken(lo, hi);
-      const std::vector<TakenRange> want = UnionDuring(all, lo, hi);
-      ASSERT_TRUE(SameRanges(got, want)) << "seed " << seed << " op " << op;
+      ASSERT_TRUE(SameRanges(x.index.Taken(lo, hi), UnionDuring(x.all, lo, hi)))
+          << "seed " << seed << " op " << op;
     }
-    EXPECT_LE(index.stored_ranges(), static_cast<int64_t>(all.size()) * 64);
+    EXPECT_LE(x.index.stored_ranges(), static_cast<int64_t>(x.all.size()) * 64);
   }
 }
 
@@ -91,24 +104,20 @@ TEST(GapIndexTest, LargeSetsGiveTheSameUnion) {
   for (uint32_t seed = 0; seed < 6; ++seed) {
     std::mt19937 rng(seed);
     const int sections = 1 + static_cast<int>(rng() % 4);
-    GapIndex index(sections);
-    std::vector<Inserted> all;
+    IndexAndInserts x(sections);
     size_t largest = 0;  // the longest union read
     for (int op = 0; op < 3000; ++op) {
-      const int lo = static_cast<int>(rng() % sections);
-      const int hi = lo + 1 + static_cast<int>(rng() % (sections - lo));
+      const auto [lo, hi] = RandomSections(rng, sections);
       if (op % 10 != 9) {
         const Offset at = op < 1000 ? Offset{100} * (1000 - op)
                                     : static_cast<Offset>(rng() % 200'000);
         const Offset size = op < 2500 ? 1 + static_cast<Offset>(rng() % 40)
                                       : 500 + static_cast<Offset>(rng() % 5000);
-        const TakenRange r{at, at + size};
-        index.Insert(lo, hi, r);
-        all.push_back({lo, hi, r});
+        x.Insert(lo, hi, {at, at + size});
         continue;
       }
-      const std::vector<TakenRange>& got = index.Taken(lo, hi);
-      const std::vector<TakenRange> want = UnionDuring(all, lo, hi);
+      const std::vector<TakenRange>& got = x.index.Taken(lo, hi);
+      const std::vector<TakenRange> want = UnionDuring(x.all, lo, hi);
       ASSERT_TRUE(SameRanges(got, want)) << "seed " << seed << " op " << op;
       largest = std::max(largest, got.size());
     }
@@ -125,24 +134,20 @@ TEST(GapIndexTest, OnlyUnusableGapsAreFilled) {
     const int sections = 1 + static_cast<int>(rng() % 40);
     const Bytes min_size = 1 + static_cast<Bytes>(rng() % 40);
     const Bytes min_align = Bytes{1} << (rng() % 6);
-    GapIndex index(sections);
-    index.SetSmallestRequest(min_size, min_align);
+    IndexAndInserts x(sections);
+    x.index.SetSmallestRequest(min_size, min_align);
     const auto usable = [&](const TakenRange& gap) {
       return AlignUp(gap.offset, min_align) + min_size <= gap.top;
     };
-    std::vector<Inserted> all;
     for (int op = 0; op < 200; ++op) {
-      const int lo = static_cast<int>(rng() % sections);
-      const int hi = lo + 1 + static_cast<int>(rng() % (sections - lo));
+      const auto [lo, hi] = RandomSections(rng, sections);
       if (rng() % 2) {
         const Offset at = static_cast<Offset>(rng() % 3000);
-        const TakenRange r{at, at + 1 + static_cast<Offset>(rng() % 60)};
-        index.Insert(lo, hi, r);
-        all.push_back({lo, hi, r});
+        x.Insert(lo, hi, {at, at + 1 + static_cast<Offset>(rng() % 60)});
         continue;
       }
-      const std::vector<TakenRange> got = index.Taken(lo, hi);
-      const std::vector<TakenRange> want = UnionDuring(all, lo, hi);
+      const std::vector<TakenRange> got = x.index.Taken(lo, hi);
+      const std::vector<TakenRange> want = UnionDuring(x.all, lo, hi);
       if (want.empty()) {
         ASSERT_TRUE(got.empty());
         continue;

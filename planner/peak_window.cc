@@ -359,7 +359,6 @@ class VariantRuns {
     State state = State::kWaiting;
     int sides_taken = 0;
     int sides_placed = 0;
-    int first_side = 0;  // the larger
     VariantPlan plan;
     absl::StatusOr<Solution> result = Solution{};
   };
@@ -405,12 +404,12 @@ class VariantRuns {
         Ended(v, begun.ok() ? absl::StatusOr<Solution>(Solution{}) : begun);
       } else {
         x.state = State::kSides;
-        x.first_side = x.plan.side_size(1) > x.plan.side_size(0) ? 1 : 0;
       }
       changed_.SignalAll();
       return true;
     }
-    const int side = x.sides_taken++ == 0 ? x.first_side : 1 - x.first_side;
+    const int larger = x.plan.side_size(1) > x.plan.side_size(0) ? 1 : 0;
+    const int side = x.sides_taken++ == 0 ? larger : 1 - larger;
     mu_.Unlock();
     x.plan.PlaceSide(side, &x.cancel);
     mu_.Lock();
