@@ -335,6 +335,10 @@ struct PlaceSettings {
   // > 0: ABORTED once a buffer would end above it (one pass, not cut into
   // windows; a windowed pass places every buffer).
   Bytes give_up_above = 0;
+  // Told the top so far as it grows (one pass; a windowed pass tells
+  // nothing, so it never gives up for the race).
+  HeuristicRace* race = nullptr;
+  int race_slot = 0;
 };
 
 // Stacks `spanning` (buffers live over the whole schedule) at the arena's
@@ -442,6 +446,16 @@ absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
     placed.Insert(time.first[i], time.last[i],
                   {solution.offsets[i], solution.offsets[i] + buffers[i].size});
   }
+  // The top of the buffers placed so far, for the race.
+  Offset top = base;
+  if (settings.race != nullptr) {
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      if (solution.offsets[i] >= 0) {
+        top = std::max(top, solution.offsets[i] + buffers[i].size);
+      }
+    }
+    settings.race->Reached(settings.race_slot, top);
+  }
   base::WorkMeter meter(cancel, settings.work_cap);
   const std::vector<Request> requests =
       Requests(problem, time, order, solution.offsets);
@@ -462,6 +476,10 @@ absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
     }
     solution.offsets[r.index] = offset;
     placed.Insert(r.lo, r.hi, {offset, offset + r.size});
+    if (settings.race != nullptr && offset + r.size > top) {
+      top = offset + r.size;
+      settings.race->Reached(settings.race_slot, top);
+    }
   }
   SetArena(problem, &solution);
   return solution;
@@ -760,11 +778,27 @@ absl::StatusOr<Solution> GreedyStrategy::Solve(const Problem& problem,
   absl::StatusOr<std::vector<int>> order =
       OrderOf(problem, **time, order_, ctx.cancel, ctx.parallel);
   if (!order.ok()) return order.status();
-  absl::StatusOr<Solution> s =
-      Place(problem, **time, *order,
-            {fit_, std::nullopt, ctx.cancel, OverlapSearch::kAuto, ctx.work_cap,
-             ctx.parallel});
-  if (s.ok()) UpdateBest(ctx.best_arena, s->arena_size);
+  // In a race, polled as part of the call's token.
+  HeuristicRace* const race = ctx.race;
+  const int slot = ctx.race_slot;
+  std::optional<base::CancelToken> raced;
+  if (race != nullptr) {
+    raced.emplace(ctx.cancel, absl::InfiniteFuture(),
+                  [race, slot] { return race->GiveUp(slot); });
+  }
+  PlaceSettings settings{fit_,
+                         std::nullopt,
+                         raced ? &*raced : ctx.cancel,
+                         OverlapSearch::kAuto,
+                         ctx.work_cap,
+                         ctx.parallel};
+  settings.race = race;
+  settings.race_slot = slot;
+  absl::StatusOr<Solution> s = Place(problem, **time, *order, settings);
+  if (s.ok()) {
+    UpdateBest(ctx.best_arena, s->arena_size);
+    if (race != nullptr) race->Finished(slot, s->arena_size);
+  }
   return s;
 }
 

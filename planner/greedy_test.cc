@@ -91,6 +91,71 @@ TEST(GreedyTest, CancelledPlacementStops) {
   EXPECT_EQ(s.status().code(), absl::StatusCode::kDeadlineExceeded);
 }
 
+TEST(GreedyTest, RaceGivesUpOnlyWhenSettledAnotherFinishedAndItsTopIsFar) {
+  HeuristicRace race(3, /*far_above=*/1000);
+  race.Reached(0, 2000);
+  race.Reached(1, 500);
+  EXPECT_FALSE(race.GiveUp(0));  // nothing settled, nothing finished
+  race.Settle();
+  EXPECT_FALSE(race.GiveUp(0));  // no other plan yet: the fallback may win
+  race.Finished(2, 1000);        // at far_above: not far, the race goes on
+  EXPECT_FALSE(race.GiveUp(0));
+  race.Finished(2, 1001);
+  EXPECT_TRUE(race.GiveUp(0));
+  EXPECT_FALSE(race.GiveUp(1));  // its top may still end near the bound
+  race.Reached(1, 1001);
+  EXPECT_TRUE(race.GiveUp(1));
+  EXPECT_FALSE(race.GiveUp(2));  // only another's plan counts
+}
+
+TEST(GreedyTest, RacedHeuristicReportsItsPlanAndGivesUpWhenItCannotMatter) {
+  const Problem p = testing::RandomProblem(5000, 3, 8);
+  const GreedyStrategy best_fit(GreedyOrder::kSize, FitPolicy::kBestFit);
+  absl::StatusOr<Solution> alone = best_fit.Solve(p, SolveContext{});
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  {
+    // Unsettled: runs to its end with the same plan, and tells its arena.
+    HeuristicRace race(2, alone->arena_size - 1);
+    race.Finished(1, alone->arena_size);
+    SolveContext ctx;
+    ctx.race = &race;
+    ctx.race_slot = 0;
+    absl::StatusOr<Solution> raced = best_fit.Solve(p, ctx);
+    ASSERT_TRUE(raced.ok()) << raced.status();
+    EXPECT_EQ(raced->offsets, alone->offsets);
+    race.Settle();
+    EXPECT_TRUE(race.GiveUp(0));   // its top reached its arena
+    EXPECT_FALSE(race.GiveUp(1));  // slot 1 told no top yet
+    race.Reached(1, alone->arena_size);
+    EXPECT_TRUE(race.GiveUp(1));  // slot 0 finished far above
+  }
+  {
+    // Settled, another finished far above, and every buffer ends far
+    // above (far_above 0): given up at the first poll.
+    HeuristicRace race(2, 0);
+    race.Finished(1, alone->arena_size);
+    race.Settle();
+    SolveContext ctx;
+    ctx.race = &race;
+    ctx.race_slot = 0;
+    EXPECT_EQ(best_fit.Solve(p, ctx).status().code(),
+              absl::StatusCode::kDeadlineExceeded);
+  }
+  {
+    // The same, but the plan may end near the bound (far_above at its
+    // arena): it never gives up.
+    HeuristicRace race(2, alone->arena_size);
+    race.Finished(1, alone->arena_size + 1);
+    race.Settle();
+    SolveContext ctx;
+    ctx.race = &race;
+    ctx.race_slot = 0;
+    absl::StatusOr<Solution> raced = best_fit.Solve(p, ctx);
+    ASSERT_TRUE(raced.ok()) << raced.status();
+    EXPECT_EQ(raced->offsets, alone->offsets);
+  }
+}
+
 TEST(GreedyTest, PlacementWithinALimitGivesUpOnlyAboveIt) {
   for (uint32_t seed = 0; seed < 40; ++seed) {
     const Problem p = testing::RandomProblem(50 + seed * 20, seed, 8);

@@ -436,11 +436,14 @@ class SharedObjectsStage {
 // the exact search when worth it. The heuristics a request needs run under
 // `cancel`; the optional ones and the search under `budget` (PlanOptions::
 // time_budget from the start of planning, within `cancel`).
+// `others_waiting`: other calls' tasks wait for the workers (sampled before
+// this call queued its own).
 absl::Status AssignOffsets(const PlanOptions& options,
                            base::WorkerPool* workers,
                            const base::CancelToken* cancel,
                            const base::CancelToken* budget,
-                           const Sections* time, PlanResult* result) {
+                           const Sections* time, bool others_waiting,
+                           PlanResult* result) {
   absl::StatusOr<StrategyChoice> choice =
       ResolveStrategy(options.strategy, options.optimize);
   if (!choice.ok()) return choice.status();
@@ -478,11 +481,20 @@ absl::Status AssignOffsets(const PlanOptions& options,
       (options.optimize && choice->search == SearchWhen::kAlways);
   const bool may_climb =
       climbs && n > ExactOptions().max_buffers && n <= kMaxHillClimbBuffers;
-  // The heuristics' plan; then whether ClimbAboveBound follows.
-  const auto heuristics = [&]() -> absl::Status {
+  // The heuristics' plan, racing the window placed beside them (below)
+  // when `raced` is given.
+  const auto heuristics =
+      [&](const std::vector<const SolveContext*>* raced) -> absl::Status {
     const absl::Time start = absl::Now();
     absl::StatusOr<PortfolioResult> won = RunPortfolio(
-        problem, choice->heuristics, contexts, workers, result->lower_bound);
+        problem, choice->heuristics, raced != nullptr ? *raced : contexts,
+        workers, result->lower_bound);
+    if (!won.ok() && absl::IsInternal(won.status()) && raced != nullptr) {
+      // A plan failed verification (a bug somewhere) after others gave up
+      // the race: all of them run to their end.
+      won = RunPortfolio(problem, choice->heuristics, contexts, workers,
+                         result->lower_bound);
+    }
     if (!won.ok() && absl::IsResourceExhausted(won.status()) && cap > 0) {
       // Every heuristic the request needs passed its work cap (a dense
       // problem): the O(n log n) sweep gives the plan instead.
@@ -524,15 +536,32 @@ absl::Status AssignOffsets(const PlanOptions& options,
       may_climb && !options.optimize &&
       base::Parallelism{workers, options.max_threads}.helpers() >=
           kPeakWindowBesideFromHelpers &&
-      workers->queue_depth() == 0;  // not while other calls' tasks wait
+      !others_waiting;  // not while other calls' tasks wait
   absl::Status planned;
   std::optional<absl::StatusOr<PeakWindowPlan>> peak;  // placed beside
   if (beside) {
+    // A heuristic whose plan ends far above the bound loses to a window
+    // settled below that (ClimbAboveBound keeps the smaller plan and stops
+    // there): once the window is, such heuristics give up as soon as one
+    // has a plan (HeuristicRace). Not with a capacity, which the plan
+    // given up on might have met.
+    const Bytes bound = AlignedLowerBound(problem);
+    const Bytes far_above = bound + bound / kClimbAbovePerMille;
+    HeuristicRace race(static_cast<int>(contexts.size()), far_above);
+    std::vector<SolveContext> raced(contexts.size());
+    std::vector<const SolveContext*> raced_contexts;
+    for (size_t i = 0; i < contexts.size(); ++i) {
+      raced[i] = *contexts[i];
+      raced[i].race = &race;
+      raced[i].race_slot = static_cast<int>(i);
+      raced_contexts.push_back(&raced[i]);
+    }
+    const bool racing = !options.capacity.has_value();
     base::CancelToken peak_cancel(cancel, absl::InfiniteFuture());
     absl::Time heuristics_end;
     base::RunTogether({workers, 2}, [&](int thread) {
       if (thread == 0) {
-        planned = heuristics();
+        planned = heuristics(racing ? &raced_contexts : nullptr);
         if (!planned.ok() || !climb_follows()) peak_cancel.Cancel();
         heuristics_end = absl::Now();
         return;
@@ -543,13 +572,17 @@ absl::Status AssignOffsets(const PlanOptions& options,
       if (variants == 0) return;  // ClimbAboveBound runs none either
       // Three threads: the first variant's two sides at once and the next
       // variant beside them (peak_window.h).
-      peak = PlanPeakWindow(problem, variants, AlignedLowerBound(problem),
-                            &peak_cancel, {workers, 3});
+      peak =
+          PlanPeakWindow(problem, variants, bound, &peak_cancel, {workers, 3});
+      if (peak->ok() && (*peak)->solution &&
+          (*peak)->solution->arena_size <= far_above) {
+        race.Settle();
+      }
     });
     // The wait for the worker (once dropped, until it sees its token).
     AddStageTime("offsets", absl::Now() - heuristics_end, result);
   } else {
-    planned = heuristics();
+    planned = heuristics(nullptr);
   }
   if (!planned.ok()) return planned;
   if (climb_applies()) {
@@ -752,7 +785,9 @@ absl::StatusOr<MemorySpacePlan> PlanShare(
   sub.problem = SubProblem(problem, share->buffers);
   sub.lower_bound = PaddedLowerBound(sub.problem);
   plan.lower_bound = sub.lower_bound;
-  if (auto s = AssignOffsets(options, workers, cancel, budget, nullptr, &sub);
+  const bool others_waiting = workers != nullptr && workers->queue_depth() > 0;
+  if (auto s = AssignOffsets(options, workers, cancel, budget, nullptr,
+                             others_waiting, &sub);
       !s.ok()) {
     return s;
   }
@@ -852,12 +887,15 @@ absl::Status PlanProblem(const PlanOptions& options, base::WorkerPool* workers,
     result->proven_optimal = true;
     return absl::OkStatus();
   }
+  // Before this call's own task below joins the queue.
+  const bool others_waiting = workers != nullptr && workers->queue_depth() > 0;
   SharedObjectsStage objects_stage(options, workers, &*time, cancel, result);
   // The offsets below never read result->shared_objects: the two stages are
   // independent, and on large problems they run at the same time.
   absl::Status offsets =
       options.memory_spaces.empty()
-          ? AssignOffsets(options, workers, cancel, budget, &*time, result)
+          ? AssignOffsets(options, workers, cancel, budget, &*time,
+                          others_waiting, result)
           : AssignMemorySpaces(options, workers, cancel, budget, result);
   if (absl::Status s = objects_stage.Wait(); !s.ok()) return s;
   if (!offsets.ok()) return offsets;

@@ -28,6 +28,58 @@
 
 namespace memplan::planner {
 
+// Heuristics whose plans may stop mattering before they end: the default
+// plan's first heuristics beside the peak window (planner.cc). A plan
+// "far" above the bound (arena > far_above) is one the plan beside them
+// replaces once it is settled below that; a heuristic then gives up when
+// its placement's top so far is already far above (its arena can only be
+// larger) and another has finished far above (so the portfolio still has
+// a plan, not the fallback's). Which plan wins never changes: only the
+// time spent on plans that lose. Greedy heuristics report to it; others
+// never give up. Thread-safe.
+class HeuristicRace {
+ public:
+  // `heuristics` slots, one per heuristic of the portfolio.
+  HeuristicRace(int heuristics, Bytes far_above)
+      : far_above_(far_above), top_(heuristics), finished_(heuristics) {
+    for (auto& t : top_) t.store(0, std::memory_order_relaxed);
+    for (auto& f : finished_) f.store(false, std::memory_order_relaxed);
+  }
+  HeuristicRace(const HeuristicRace&) = delete;
+  HeuristicRace& operator=(const HeuristicRace&) = delete;
+
+  // The heuristic of `slot` has placed buffers up to `top` (never lower
+  // than what it reported before).
+  void Reached(int slot, Bytes top) {
+    top_[slot].store(top, std::memory_order_relaxed);
+  }
+  // The heuristic of `slot` ended with a plan of `arena` bytes.
+  void Finished(int slot, Bytes arena) {
+    if (arena > far_above_) finished_[slot].store(true);
+  }
+  // The plan beside them ended at or below far_above.
+  void Settle() { settled_.store(true); }
+  // Whether the heuristic of `slot` (still running) should give up.
+  bool GiveUp(int slot) const {
+    if (!settled_.load() ||
+        top_[slot].load(std::memory_order_relaxed) <= far_above_) {
+      return false;
+    }
+    for (size_t other = 0; other < finished_.size(); ++other) {
+      if (static_cast<int>(other) != slot && finished_[other].load()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  const Bytes far_above_;
+  std::vector<std::atomic<Bytes>> top_;      // per slot: top so far
+  std::vector<std::atomic<bool>> finished_;  // per slot: ended far above
+  std::atomic<bool> settled_{false};
+};
+
 // What a strategy may read while it runs. All pointers may be null.
 struct SolveContext {
   // Polled in every long loop; a cancelled strategy returns
@@ -54,6 +106,10 @@ struct SolveContext {
   // Workers a strategy may split its own work over (greedy placement by
   // time windows): the plan never depends on them. Default: none.
   base::Parallelism parallel;
+  // Where a greedy heuristic reports its progress, as slot `race_slot`, and
+  // learns to give up (DEADLINE_EXCEEDED) when its plan cannot matter.
+  HeuristicRace* race = nullptr;
+  int race_slot = 0;
 };
 
 // Lowers `best` to `value` if `value` is smaller (atomic fetch-min).
