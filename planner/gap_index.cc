@@ -148,7 +148,7 @@ TakenRange* UnionOf(const TakenRange* a, const TakenRange* a_end,
 
 }  // namespace
 
-const std::vector<TakenRange>& GapIndex::Taken(int lo, int hi) {
+bool GapIndex::Gather(int lo, int hi) {
   reading_.clear();
   for (int l = lo + leaves_, r = hi + leaves_; l < r; l /= 2, r /= 2) {
     if (l & 1) Read(sub_, l++);
@@ -160,13 +160,26 @@ const std::vector<TakenRange>& GapIndex::Taken(int lo, int hi) {
     Read(own_, a);
     if (b != a) Read(own_, b);
   }
+  bool tree = false;
+  for (const RangeSet* set : reading_) {
+    ranges_read_ += static_cast<int64_t>(set->size());
+    tree = tree || set->tree();
+  }
+  return tree;
+}
+
+const std::vector<TakenRange>& GapIndex::Taken(int lo, int hi) {
+  Gather(lo, hi);
+  return Union();
+}
+
+const std::vector<TakenRange>& GapIndex::Union() {
   // The first pass of the pairwise unions reads the sets where they are
   // (a copy of every range first cost a twentieth of a placement).
   taken_.clear();
   runs_.clear();
   size_t total = 0;
   for (const RangeSet* set : reading_) total += set->size();
-  ranges_read_ += static_cast<int64_t>(total);
   taken_.resize(total);
   TakenRange* out = taken_.data();
   for (size_t k = 0; k < reading_.size(); k += 2) {
@@ -181,6 +194,42 @@ const std::vector<TakenRange>& GapIndex::Taken(int lo, int hi) {
   taken_.resize(runs_.empty() ? 0 : runs_.back());
   if (runs_.size() > 1) MergeRuns();
   return taken_;
+}
+
+Offset GapIndex::FirstFit(int lo, int hi, Bytes size, Bytes alignment,
+                          Offset base) {
+  // Passes over the sets before the union is merged whole instead (each
+  // pass but the last moves the cursor; a few suffice almost always).
+  constexpr int kMaxPasses = 8;
+  const auto whole = [&] {
+    return FindGap(Union(), size, alignment, FitPolicy::kFirstFit, base);
+  };
+  if (Gather(lo, hi)) return whole();  // a tree set: rare, merged whole
+  unread_.clear();
+  for (const RangeSet* set : reading_) unread_.push_back(set->Ranges(nullptr));
+  // The least cursor (from `base`) that no range starting below its
+  // candidate's end reaches above: FindGap's answer (its cursor, at the
+  // gap it returns, is the least such point). Every range read starts
+  // below the end of a candidate at or below the answer, so its top is at
+  // most the answer's cursor: the sets are read only up to there.
+  Offset cursor = base;
+  Offset end = AlignUp(cursor, alignment) + size;
+  for (int pass = 0;; ++pass) {
+    if (pass == kMaxPasses) return whole();
+    bool moved = false;
+    for (absl::Span<const TakenRange>& ranges : unread_) {
+      size_t k = 0;
+      for (; k < ranges.size() && ranges[k].offset < end; ++k) {
+        if (ranges[k].top > cursor) {
+          cursor = ranges[k].top;
+          end = AlignUp(cursor, alignment) + size;
+          moved = true;
+        }
+      }
+      ranges.remove_prefix(k);
+    }
+    if (!moved) return AlignUp(cursor, alignment);
+  }
 }
 
 void GapIndex::MergeRuns() {

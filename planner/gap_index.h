@@ -66,6 +66,13 @@ class GapIndex {
   // Valid until the next call. REQUIRES lo < hi.
   const std::vector<TakenRange>& Taken(int lo, int hi);
 
+  // Where first fit puts a request of `size` (> 0) bytes at `alignment`
+  // above `base` during sections [lo, hi): FindGap(Taken(lo, hi), size,
+  // alignment, FitPolicy::kFirstFit, base), and the same ranges_read(),
+  // but each set is read only up to the gap found (on S_1's trace first
+  // fit stops within the first 3% of the union).
+  Offset FirstFit(int lo, int hi, Bytes size, Bytes alignment, Offset base);
+
   // Ranges held in all sets (memory use, for tests and benchmarks).
   int64_t stored_ranges() const;
   // Ranges read by all queries so far, before merging (their work).
@@ -77,6 +84,8 @@ class GapIndex {
    public:
     bool empty() const { return size() == 0; }
     size_t size() const { return large_ ? large_->size() : small_.size(); }
+    // Whether its ranges are in a tree (Ranges() then copies them).
+    bool tree() const { return large_ != nullptr; }
     // True when [offset, top) lies inside one range.
     bool Covers(TakenRange r) const;
     // Adds `r`, merging it with touching ranges and filling a dead gap on
@@ -107,6 +116,11 @@ class GapIndex {
   void AddAt(int node, TakenRange r);
   // Adds the set at `slots[node]`, if any, to the sets a query reads.
   void Read(const std::vector<int>& slots, int node);
+  // Makes reading_ the sets a query of [lo, hi) reads; adds their sizes to
+  // ranges_read_ and returns whether one of them is a tree.
+  bool Gather(int lo, int hi);
+  // The union of the sets in reading_, into taken_.
+  const std::vector<TakenRange>& Union();
   // Makes taken_, sorted runs of disjoint ranges ending at runs_, their
   // union: sorted, disjoint, no two touching.
   void MergeRuns();
@@ -123,7 +137,9 @@ class GapIndex {
   std::vector<TakenRange> scratch_;        // scratch of MergeRuns
   std::vector<size_t> merged_runs_;        // scratch of MergeRuns
   std::vector<TakenRange> large_copy_[2];  // scratch: tree sets read
-  int64_t ranges_read_ = 0;                // see ranges_read()
+  // Scratch of FirstFit: per set read, the ranges not yet passed.
+  std::vector<absl::Span<const TakenRange>> unread_;
+  int64_t ranges_read_ = 0;  // see ranges_read()
 };
 
 }  // namespace memplan::planner

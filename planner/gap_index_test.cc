@@ -172,6 +172,64 @@ TEST(GapIndexTest, OnlyUnusableGapsAreFilled) {
   }
 }
 
+// FirstFit reads the sets only up to the gap it finds: the same offset
+// as first fit among the whole union, and the same work counted. Small
+// sets (vectors) and, from op 1000 on in the few-section cases, sets held
+// in trees; requests at and above the smallest, on random bases.
+TEST(GapIndexTest, FirstFitIsFirstFitAmongTheUnion) {
+  for (uint32_t seed = 0; seed < 400; ++seed) {
+    std::mt19937 rng(seed);
+    const bool few = seed % 4 == 0;  // few sections, long sets
+    const int sections = few ? 1 + static_cast<int>(rng() % 3)
+                             : 1 + static_cast<int>(rng() % 64);
+    const Bytes min_size = 1 + static_cast<Bytes>(rng() % 8);
+    const Bytes min_align = Bytes{1} << (rng() % 4);
+    GapIndex index(sections);
+    index.SetSmallestRequest(min_size, min_align);
+    const int ops = few ? 1500 : 300;
+    for (int op = 0; op < ops; ++op) {
+      const auto [lo, hi] = RandomSections(rng, sections);
+      if (rng() % 3 != 0) {
+        const Offset at = static_cast<Offset>(rng() % (few ? 60'000 : 3000));
+        index.Insert(lo, hi, {at, at + 1 + static_cast<Offset>(rng() % 60)});
+        continue;
+      }
+      const Bytes size = min_size + static_cast<Bytes>(rng() % 50);
+      const Bytes alignment = min_align << (rng() % 3);
+      const Offset base = static_cast<Offset>(rng() % 200);
+      const int64_t before = index.ranges_read();
+      const Offset want = FindGap(index.Taken(lo, hi), size, alignment,
+                                  FitPolicy::kFirstFit, base);
+      const int64_t taken_read = index.ranges_read() - before;
+      const Offset got = index.FirstFit(lo, hi, size, alignment, base);
+      ASSERT_EQ(got, want) << "seed " << seed << " op " << op;
+      ASSERT_EQ(index.ranges_read() - before, 2 * taken_read);
+    }
+  }
+}
+
+// A chain of ranges alternating between the two sets a query reads (a
+// leaf's subtree set, the root's own set), each overlapping the next: the
+// cursor climbs one range a set per pass, past FirstFit's passes, so the
+// union is merged whole; the answer stays first fit's.
+TEST(GapIndexTest, FirstFitAlongAChainAcrossSets) {
+  GapIndex index(2);
+  for (int i = 1; i <= 40; ++i) {
+    const Offset at = 10 * i;
+    index.Insert(0, i % 2 == 1 ? 2 : 1, {at, at + 15});
+  }
+  for (Offset base : {0, 10, 11, 200, 500}) {
+    for (Bytes size : {1, 5, 6, 100}) {
+      const Offset want =
+          FindGap(index.Taken(0, 1), size, 1, FitPolicy::kFirstFit, base);
+      EXPECT_EQ(index.FirstFit(0, 1, size, 1, base), want)
+          << "base " << base << " size " << size;
+    }
+  }
+  EXPECT_EQ(index.FirstFit(0, 1, 1, 1, 10), 415);  // above the whole chain
+  EXPECT_EQ(index.FirstFit(0, 1, 10, 1, 0), 0);    // below it
+}
+
 // Ranges stacked on one another over one lifetime collapse into one: the
 // work of a query does not grow with the buffers under it.
 TEST(GapIndexTest, StackedRangesCostOneRange) {

@@ -252,6 +252,19 @@ class PlacedBuffers {
     }
   }
 
+  // Where `fit` puts a request of `size` at `alignment` above `base` during
+  // sections [lo, hi) (FindGap among Taken's ranges), and the work it took.
+  Offset Find(int lo, int hi, Bytes size, Bytes alignment, FitPolicy fit,
+              Offset base, int64_t* work) {
+    if (gaps_ && fit == FitPolicy::kFirstFit && size > 0) {
+      const int64_t read = gaps_->ranges_read();
+      const Offset at = gaps_->FirstFit(lo, hi, size, alignment, base);
+      *work = gaps_->ranges_read() - read;
+      return at;
+    }
+    return FindGap(Taken(lo, hi, work), size, alignment, fit, base);
+  }
+
   // The ranges taken during sections [lo, hi), sorted by offset, and the
   // work it took.
   const std::vector<TakenRange>& Taken(int lo, int hi, int64_t* work) {
@@ -464,10 +477,10 @@ absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
   for (const Request& r : requests) {
     placed.SetSmallestRequest(r.min_size, r.min_align);
     int64_t work = 0;
-    const std::vector<TakenRange>& taken = placed.Taken(r.lo, r.hi, &work);
+    const Offset offset =
+        placed.Find(r.lo, r.hi, r.size, r.alignment, fit, base, &work);
     if (meter.Stop(kBufferWork + work, ++done, total))
       return meter.StopStatus("greedy placement");
-    const Offset offset = FindGap(taken, r.size, r.alignment, fit, base);
     if (capacity && offset + r.size > *capacity) continue;  // left out
     if (settings.give_up_above > 0 &&
         offset + r.size > settings.give_up_above) {
@@ -608,11 +621,8 @@ absl::StatusOr<Solution> PlaceWindowed(
     }
     return settings.cancel == nullptr || !settings.cancel->Cancelled();
   };
-  // Where request r goes among `taken`; -1: it is left out (capacity).
-  const auto find = [&](const Request& r,
-                        const std::vector<TakenRange>& taken) -> Offset {
-    const Offset offset =
-        FindGap(taken, r.size, r.alignment, settings.fit, base);
+  // Request r at `offset`; -1: it is left out (capacity).
+  const auto keep = [&](const Request& r, Offset offset) -> Offset {
     if (settings.capacity && offset + r.size > *settings.capacity) return -1;
     solution.offsets[r.index] = offset;
     return offset;
@@ -624,10 +634,10 @@ absl::StatusOr<Solution> PlaceWindowed(
         const Request& r = s.requests[s.cursor++];
         s.placed->SetSmallestRequest(r.min_size, r.min_align);
         int64_t work = 0;
-        const std::vector<TakenRange>& taken =
-            s.placed->Taken(r.lo, r.hi, &work);
+        const Offset found = s.placed->Find(r.lo, r.hi, r.size, r.alignment,
+                                            settings.fit, base, &work);
         if (!charge(s, kBufferWork + work)) return false;
-        const Offset offset = find(r, taken);
+        const Offset offset = keep(r, found);
         if (offset >= 0)
           s.placed->Insert(r.lo, r.hi, {offset, offset + r.size});
         return true;
@@ -648,7 +658,10 @@ absl::StatusOr<Solution> PlaceWindowed(
         }
         SortByOffset(&first.taken, &first.scratch);
         if (!charge(first, kBufferWork + work)) return false;
-        const Offset offset = find(first.requests[first.cursor], first.taken);
+        const Request& crossing = first.requests[first.cursor];
+        const Offset offset =
+            keep(crossing, FindGap(first.taken, crossing.size,
+                                   crossing.alignment, settings.fit, base));
         for (int w = wa; w <= wb; ++w) {
           PlacementWindow& s = state[w];
           const Request& r = s.requests[s.cursor++];

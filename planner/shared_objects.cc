@@ -139,8 +139,7 @@ class ObjectFinder {
       });
     }
     const int64_t read = merged_->ranges_read();
-    const std::vector<TakenRange>& taken = merged_->Taken(r.lo, r.hi);
-    const Offset object = FindGap(taken, 1, 1, FitPolicy::kFirstFit, 0);
+    const Offset object = merged_->FirstFit(r.lo, r.hi, 1, 1, 0);
     const int64_t work = kMergedReadCost * (merged_->ranges_read() - read);
     // A scan would visit the colored neighbours: about this many (the
     // colored share of its overlapping buffers).
