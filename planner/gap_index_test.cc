@@ -208,17 +208,19 @@ TEST(GapIndexTest, FirstFitIsFirstFitAmongTheUnion) {
   }
 }
 
-// A chain of ranges alternating between the two sets a query reads (a
-// leaf's subtree set, the root's own set), each overlapping the next: the
-// cursor climbs one range a set per pass, past FirstFit's passes, so the
-// union is merged whole; the answer stays first fit's.
+// A chain of ranges, each overlapping the next, spread over the eight sets
+// a query of section 0 reads (the leaf's subtree set, then the own sets of
+// its ancestors up to the root) in the opposite order: each pass over the
+// sets moves the cursor one range, past FirstFit's budget, so the union is
+// merged whole; the answer stays first fit's.
 TEST(GapIndexTest, FirstFitAlongAChainAcrossSets) {
-  GapIndex index(2);
-  for (int i = 1; i <= 40; ++i) {
+  GapIndex index(128);
+  for (int i = 1; i <= 80; ++i) {
+    const int level = 7 - (i - 1) % 8;  // 7: the root's [0, 128)
     const Offset at = 10 * i;
-    index.Insert(0, i % 2 == 1 ? 2 : 1, {at, at + 15});
+    index.Insert(0, 1 << level, {at, at + 15});
   }
-  for (Offset base : {0, 10, 11, 200, 500}) {
+  for (Offset base : {0, 10, 11, 200, 900}) {
     for (Bytes size : {1, 5, 6, 100}) {
       const Offset want =
           FindGap(index.Taken(0, 1), size, 1, FitPolicy::kFirstFit, base);
@@ -226,7 +228,7 @@ TEST(GapIndexTest, FirstFitAlongAChainAcrossSets) {
           << "base " << base << " size " << size;
     }
   }
-  EXPECT_EQ(index.FirstFit(0, 1, 1, 1, 10), 415);  // above the whole chain
+  EXPECT_EQ(index.FirstFit(0, 1, 1, 1, 10), 815);  // above the whole chain
   EXPECT_EQ(index.FirstFit(0, 1, 10, 1, 0), 0);    // below it
 }
 
