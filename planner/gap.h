@@ -16,6 +16,7 @@
 #include <limits>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "planner/problem.h"
 
 namespace memplan::planner {
@@ -40,7 +41,7 @@ struct TakenRange {
 // the highest top so far to the next range's offset; its size, for best
 // fit, is measured from that top (before alignment), ties to the lowest.
 // When no gap holds the buffer it goes above everything. O(taken).
-inline Offset FindGap(const std::vector<TakenRange>& taken, Bytes size,
+inline Offset FindGap(absl::Span<const TakenRange> taken, Bytes size,
                       Bytes alignment, FitPolicy fit, Offset base) {
   Offset best = -1;
   Bytes best_gap = std::numeric_limits<Bytes>::max();

@@ -131,6 +131,13 @@ TakenRange* Join(TakenRange* begin, TakenRange* out, const TakenRange& r) {
   return out + 1;
 }
 
+// Makes `v` hold at least `n` ranges, never fewer than it had: the answer
+// buffers are written before they are read, so they are not cleared (a
+// resize to each query's size value-initialized its ranges every time).
+void GrowTo(std::vector<TakenRange>* v, size_t n) {
+  if (v->size() < n) v->resize(std::max(n, 2 * v->size()));
+}
+
 // The union of the sorted ranges [a, a_end) and [b, b_end), written from
 // `out`; returns its end. Reads each range once and writes only the union
 // (the ranges of one set often lie inside another's).
@@ -168,19 +175,18 @@ bool GapIndex::Gather(int lo, int hi) {
   return tree;
 }
 
-const std::vector<TakenRange>& GapIndex::Taken(int lo, int hi) {
+absl::Span<const TakenRange> GapIndex::Taken(int lo, int hi) {
   Gather(lo, hi);
   return Union();
 }
 
-const std::vector<TakenRange>& GapIndex::Union() {
+absl::Span<const TakenRange> GapIndex::Union() {
   // The first pass of the pairwise unions reads the sets where they are
   // (a copy of every range first cost a twentieth of a placement).
-  taken_.clear();
   runs_.clear();
   size_t total = 0;
   for (const RangeSet* set : reading_) total += set->size();
-  taken_.resize(total);
+  GrowTo(&taken_, total);
   TakenRange* out = taken_.data();
   for (size_t k = 0; k < reading_.size(); k += 2) {
     const absl::Span<const TakenRange> a = reading_[k]->Ranges(&large_copy_[0]);
@@ -191,9 +197,9 @@ const std::vector<TakenRange>& GapIndex::Union() {
                   out);
     runs_.push_back(static_cast<size_t>(out - taken_.data()));
   }
-  taken_.resize(runs_.empty() ? 0 : runs_.back());
-  if (runs_.size() > 1) MergeRuns();
-  return taken_;
+  if (runs_.empty()) return {};
+  const size_t length = runs_.size() > 1 ? MergeRuns() : runs_.back();
+  return absl::Span<const TakenRange>(taken_.data(), length);
 }
 
 Offset GapIndex::FirstFit(int lo, int hi, Bytes size, Bytes alignment,
@@ -247,11 +253,11 @@ Offset GapIndex::FirstFit(int lo, int hi, Bytes size, Bytes alignment,
   }
 }
 
-void GapIndex::MergeRuns() {
+size_t GapIndex::MergeRuns() {
   // Pairwise unions of the runs, log(runs) passes through scratch_; each
   // pass writes only the unions, so the later ones move fewer ranges.
   while (runs_.size() > 1) {
-    scratch_.resize(taken_.size());
+    GrowTo(&scratch_, runs_.back());
     merged_runs_.clear();
     const TakenRange* const in = taken_.data();
     TakenRange* out = scratch_.data();
@@ -263,10 +269,10 @@ void GapIndex::MergeRuns() {
       merged_runs_.push_back(static_cast<size_t>(out - scratch_.data()));
       lo = hi;
     }
-    scratch_.resize(merged_runs_.back());
     taken_.swap(scratch_);
     runs_.swap(merged_runs_);
   }
+  return runs_.back();
 }
 
 int64_t GapIndex::stored_ranges() const {

@@ -22,7 +22,7 @@
 //
 //   planner::GapIndex index(time.size());
 //   index.Insert(lo, hi, {offset, offset + size});
-//   const std::vector<TakenRange>& taken = index.Taken(lo2, hi2);
+//   absl::Span<const TakenRange> taken = index.Taken(lo2, hi2);
 //   Offset at = planner::FindGap(taken, size2, alignment2, fit, base);
 //
 // Cost: O(log^2 T) amortized per insertion; a query O(log T) plus the
@@ -64,7 +64,7 @@ class GapIndex {
   // sorted by offset; gaps between them are those usable by a request at
   // least as large as the smallest request (and possibly some narrower).
   // Valid until the next call. REQUIRES lo < hi.
-  const std::vector<TakenRange>& Taken(int lo, int hi);
+  absl::Span<const TakenRange> Taken(int lo, int hi);
 
   // Where first fit puts a request of `size` (> 0) bytes at `alignment`
   // above `base` during sections [lo, hi): FindGap(Taken(lo, hi), size,
@@ -119,11 +119,12 @@ class GapIndex {
   // Makes reading_ the sets a query of [lo, hi) reads; adds their sizes to
   // ranges_read_ and returns whether one of them is a tree.
   bool Gather(int lo, int hi);
-  // The union of the sets in reading_, into taken_.
-  const std::vector<TakenRange>& Union();
-  // Makes taken_, sorted runs of disjoint ranges ending at runs_, their
-  // union: sorted, disjoint, no two touching.
-  void MergeRuns();
+  // The union of the sets in reading_, in taken_.
+  absl::Span<const TakenRange> Union();
+  // Makes taken_'s first runs_.back() ranges, sorted runs of disjoint
+  // ranges ending at runs_, their union: sorted, disjoint, no two
+  // touching; returns its length.
+  size_t MergeRuns();
 
   int leaves_ = 1;        // a power of two >= the number of sections
   std::vector<int> own_;  // per node: index in sets_ of its own set, or -1
@@ -131,8 +132,10 @@ class GapIndex {
   std::vector<RangeSet> sets_;
   Bytes min_size_ = 1;       // every later request is at least this large
   Bytes min_alignment_ = 1;  // and at least this aligned
-  std::vector<const RangeSet*> reading_;   // scratch of Taken
-  std::vector<TakenRange> taken_;          // the answer of Taken
+  std::vector<const RangeSet*> reading_;  // scratch of Taken
+  // The answer of Taken, at its front. It and scratch_ only grow: their
+  // ranges are written before they are read, never cleared.
+  std::vector<TakenRange> taken_;
   std::vector<size_t> runs_;               // scratch: where each set ends
   std::vector<TakenRange> scratch_;        // scratch of MergeRuns
   std::vector<size_t> merged_runs_;        // scratch of MergeRuns

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "base/sort.h"
 #include "planner/gap_index.h"
 #include "planner/sections.h"
@@ -266,11 +267,11 @@ class PlacedBuffers {
   }
 
   // The ranges taken during sections [lo, hi), sorted by offset, and the
-  // work it took.
-  const std::vector<TakenRange>& Taken(int lo, int hi, int64_t* work) {
+  // work it took. Valid until the next call.
+  absl::Span<const TakenRange> Taken(int lo, int hi, int64_t* work) {
     if (gaps_) {
       const int64_t read = gaps_->ranges_read();
-      const std::vector<TakenRange>& taken = gaps_->Taken(lo, hi);
+      const absl::Span<const TakenRange> taken = gaps_->Taken(lo, hi);
       *work = gaps_->ranges_read() - read;
       return taken;
     }
@@ -651,7 +652,7 @@ absl::StatusOr<Solution> PlaceWindowed(
           const Request& r = s.requests[s.cursor];
           s.placed->SetSmallestRequest(r.min_size, r.min_align);
           int64_t read = 0;
-          const std::vector<TakenRange>& taken =
+          const absl::Span<const TakenRange> taken =
               s.placed->Taken(r.lo, r.hi, &read);
           work += read;  // every window's reads count
           first.taken.insert(first.taken.end(), taken.begin(), taken.end());
