@@ -26,21 +26,19 @@ Large::const_iterator FirstAbove(const Large& ranges, Offset offset) {
   return ranges.upper_bound(Above(offset));
 }
 
-template <typename Ranges>
-bool CoversIn(const Ranges& ranges, TakenRange r) {
-  auto it = FirstAbove(ranges, r.offset);
-  if (it == ranges.begin()) return false;
-  return std::prev(it)->top >= r.top;
-}
-
+// Adds r to `ranges` (see RangeSet::Add); sets *covered when one range
+// already held it whole (nothing changed then).
 template <typename Ranges, typename DeadFn>
-TakenRange AddTo(Ranges* ranges, TakenRange r, DeadFn dead) {
+TakenRange AddTo(Ranges* ranges, TakenRange r, DeadFn dead, bool* covered) {
   const Ranges& in = *ranges;
   auto first = FirstAbove(in, r.offset);
   if (first != in.begin()) {
     auto prev = std::prev(first);
     if (prev->top >= r.offset || dead(prev->top, r.offset)) {
-      if (prev->top >= r.top) return *prev;
+      if (prev->top >= r.top) {
+        *covered = true;
+        return *prev;
+      }
       r.offset = prev->offset;
       first = prev;
     }
@@ -58,14 +56,11 @@ TakenRange AddTo(Ranges* ranges, TakenRange r, DeadFn dead) {
 
 }  // namespace
 
-bool GapIndex::RangeSet::Covers(TakenRange r) const {
-  return large_ ? CoversIn(*large_, r) : CoversIn(small_, r);
-}
-
 template <typename DeadFn>
-TakenRange GapIndex::RangeSet::Add(TakenRange r, DeadFn dead) {
-  if (large_) return AddTo(large_.get(), r, dead);
-  const TakenRange added = AddTo(&small_, r, dead);
+TakenRange GapIndex::RangeSet::Add(TakenRange r, DeadFn dead, bool* covered) {
+  *covered = false;
+  if (large_) return AddTo(large_.get(), r, dead, covered);
+  const TakenRange added = AddTo(&small_, r, dead, covered);
   if (small_.size() > kMaxSmall) {
     large_ = std::make_unique<Large>(small_.begin(), small_.end());
     small_ = std::vector<TakenRange>();
@@ -97,11 +92,13 @@ GapIndex::RangeSet& GapIndex::SetAt(std::vector<int>* slots, int node) {
 
 void GapIndex::AddAt(int node, TakenRange r) {
   const auto dead = [this](Offset from, Offset to) { return Dead(from, to); };
-  r = SetAt(&own_, node).Add(r, dead);
+  bool covered = false;
+  r = SetAt(&own_, node).Add(r, dead, &covered);
   // Subtree sets grow toward the root: once one covers r, all above do.
   for (int v = node; v >= 1; v /= 2) {
-    if (sub_[v] >= 0 && sets_[sub_[v]].Covers(r)) break;
-    r = SetAt(&sub_, v).Add(r, dead);
+    const TakenRange grown = SetAt(&sub_, v).Add(r, dead, &covered);
+    if (covered) break;
+    r = grown;
   }
 }
 

@@ -86,12 +86,12 @@ class GapIndex {
     size_t size() const { return large_ ? large_->size() : small_.size(); }
     // Whether its ranges are in a tree (Ranges() then copies them).
     bool tree() const { return large_ != nullptr; }
-    // True when [offset, top) lies inside one range.
-    bool Covers(TakenRange r) const;
     // Adds `r`, merging it with touching ranges and filling a dead gap on
-    // either side (see `dead`); returns the range it became part of.
+    // either side (see `dead`); returns the range it became part of. Sets
+    // *covered to whether one range already held it whole (the set is
+    // then unchanged).
     template <typename DeadFn>
-    TakenRange Add(TakenRange r, DeadFn dead);
+    TakenRange Add(TakenRange r, DeadFn dead, bool* covered);
     // Its ranges in order, in place (a tree's copied into `copy` first).
     absl::Span<const TakenRange> Ranges(std::vector<TakenRange>* copy) const;
 
