@@ -454,22 +454,17 @@ absl::StatusOr<Solution> Place(const Problem& problem, const Sections& time,
   solution.offsets.assign(buffers.size(), -1);
   const Offset base = capacity ? 0 : StackSpanningBuffers(problem, &solution);
   PlacedBuffers placed(time, dense);
+  // The top of the buffers placed so far (the stack, then the pinned
+  // ones), for the race.
+  Offset top = base;
   for (int i = 0; i < static_cast<int>(buffers.size()); ++i) {
     if (!buffers[i].fixed_offset.has_value()) continue;
     solution.offsets[i] = *buffers[i].fixed_offset;
     placed.Insert(time.first[i], time.last[i],
                   {solution.offsets[i], solution.offsets[i] + buffers[i].size});
+    top = std::max(top, solution.offsets[i] + buffers[i].size);
   }
-  // The top of the buffers placed so far, for the race.
-  Offset top = base;
-  if (settings.race != nullptr) {
-    for (size_t i = 0; i < buffers.size(); ++i) {
-      if (solution.offsets[i] >= 0) {
-        top = std::max(top, solution.offsets[i] + buffers[i].size);
-      }
-    }
-    settings.race->Reached(settings.race_slot, top);
-  }
+  if (settings.race != nullptr) settings.race->Reached(settings.race_slot, top);
   base::WorkMeter meter(cancel, settings.work_cap);
   const std::vector<Request> requests =
       Requests(problem, time, order, solution.offsets);

@@ -108,6 +108,15 @@ TEST(GreedyTest, RaceGivesUpOnlyWhenSettledAnotherFinishedAndItsTopIsFar) {
   EXPECT_FALSE(race.GiveUp(2));  // only another's plan counts
 }
 
+// `strategy`'s plan of `p` as slot 0 of `race`.
+absl::StatusOr<Solution> SolveRaced(const GreedyStrategy& strategy,
+                                    const Problem& p, HeuristicRace* race) {
+  SolveContext ctx;
+  ctx.race = race;
+  ctx.race_slot = 0;
+  return strategy.Solve(p, ctx);
+}
+
 TEST(GreedyTest, RacedHeuristicReportsItsPlanAndGivesUpWhenItCannotMatter) {
   const Problem p = testing::RandomProblem(5000, 3, 8);
   const GreedyStrategy best_fit(GreedyOrder::kSize, FitPolicy::kBestFit);
@@ -117,10 +126,7 @@ TEST(GreedyTest, RacedHeuristicReportsItsPlanAndGivesUpWhenItCannotMatter) {
     // Unsettled: runs to its end with the same plan, and tells its arena.
     HeuristicRace race(2, alone->arena_size - 1);
     race.Finished(1, alone->arena_size);
-    SolveContext ctx;
-    ctx.race = &race;
-    ctx.race_slot = 0;
-    absl::StatusOr<Solution> raced = best_fit.Solve(p, ctx);
+    absl::StatusOr<Solution> raced = SolveRaced(best_fit, p, &race);
     ASSERT_TRUE(raced.ok()) << raced.status();
     EXPECT_EQ(raced->offsets, alone->offsets);
     race.Settle();
@@ -135,10 +141,7 @@ TEST(GreedyTest, RacedHeuristicReportsItsPlanAndGivesUpWhenItCannotMatter) {
     HeuristicRace race(2, 0);
     race.Finished(1, alone->arena_size);
     race.Settle();
-    SolveContext ctx;
-    ctx.race = &race;
-    ctx.race_slot = 0;
-    EXPECT_EQ(best_fit.Solve(p, ctx).status().code(),
+    EXPECT_EQ(SolveRaced(best_fit, p, &race).status().code(),
               absl::StatusCode::kDeadlineExceeded);
   }
   {
@@ -147,10 +150,7 @@ TEST(GreedyTest, RacedHeuristicReportsItsPlanAndGivesUpWhenItCannotMatter) {
     HeuristicRace race(2, alone->arena_size);
     race.Finished(1, alone->arena_size + 1);
     race.Settle();
-    SolveContext ctx;
-    ctx.race = &race;
-    ctx.race_slot = 0;
-    absl::StatusOr<Solution> raced = best_fit.Solve(p, ctx);
+    absl::StatusOr<Solution> raced = SolveRaced(best_fit, p, &race);
     ASSERT_TRUE(raced.ok()) << raced.status();
     EXPECT_EQ(raced->offsets, alone->offsets);
   }

@@ -432,6 +432,11 @@ class SharedObjectsStage {
   absl::Notification done_;
 };
 
+// Whether tasks wait in `workers` (may be null) for a thread.
+bool TasksWaiting(const base::WorkerPool* workers) {
+  return workers != nullptr && workers->queue_depth() > 0;
+}
+
 // Offset assignment and verification: the portfolio of heuristics, then
 // the exact search when worth it. The heuristics a request needs run under
 // `cancel`; the optional ones and the search under `budget` (PlanOptions::
@@ -785,9 +790,8 @@ absl::StatusOr<MemorySpacePlan> PlanShare(
   sub.problem = SubProblem(problem, share->buffers);
   sub.lower_bound = PaddedLowerBound(sub.problem);
   plan.lower_bound = sub.lower_bound;
-  const bool others_waiting = workers != nullptr && workers->queue_depth() > 0;
   if (auto s = AssignOffsets(options, workers, cancel, budget, nullptr,
-                             others_waiting, &sub);
+                             TasksWaiting(workers), &sub);
       !s.ok()) {
     return s;
   }
@@ -888,7 +892,7 @@ absl::Status PlanProblem(const PlanOptions& options, base::WorkerPool* workers,
     return absl::OkStatus();
   }
   // Before this call's own task below joins the queue.
-  const bool others_waiting = workers != nullptr && workers->queue_depth() > 0;
+  const bool others_waiting = TasksWaiting(workers);
   SharedObjectsStage objects_stage(options, workers, &*time, cancel, result);
   // The offsets below never read result->shared_objects: the two stages are
   // independent, and on large problems they run at the same time.
