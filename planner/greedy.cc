@@ -804,10 +804,7 @@ absl::StatusOr<Solution> GreedyStrategy::Solve(const Problem& problem,
   settings.race = race;
   settings.race_slot = slot;
   absl::StatusOr<Solution> s = Place(problem, **time, *order, settings);
-  if (s.ok()) {
-    UpdateBest(ctx.best_arena, s->arena_size);
-    if (race != nullptr) race->Finished(slot, s->arena_size);
-  }
+  if (s.ok()) UpdateBest(ctx.best_arena, s->arena_size);
   return s;
 }
 

@@ -7,6 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "planner/portfolio.h"
 #include "planner/testing/random_problems.h"
 #include "planner/verifier.h"
 #include "planner/windows.h"
@@ -91,21 +92,19 @@ TEST(GreedyTest, CancelledPlacementStops) {
   EXPECT_EQ(s.status().code(), absl::StatusCode::kDeadlineExceeded);
 }
 
-TEST(GreedyTest, RaceGivesUpOnlyWhenSettledAnotherFinishedAndItsTopIsFar) {
-  HeuristicRace race(3, /*far_above=*/1000);
+TEST(GreedyTest, RaceGivesUpOnlyWhenSettledAndItsTopIsFar) {
+  HeuristicRace race(2, /*far_above=*/1000);
   race.Reached(0, 2000);
-  race.Reached(1, 500);
-  EXPECT_FALSE(race.GiveUp(0));  // nothing settled, nothing finished
+  race.Reached(1, 1000);
+  EXPECT_FALSE(race.GiveUp(0));  // nothing settled: its plan may be kept
+  EXPECT_FALSE(race.gave_up());
   race.Settle();
-  EXPECT_FALSE(race.GiveUp(0));  // no other plan yet: the fallback may win
-  race.Finished(2, 1000);        // at far_above: not far, the race goes on
-  EXPECT_FALSE(race.GiveUp(0));
-  race.Finished(2, 1001);
+  EXPECT_FALSE(race.GiveUp(1));  // at far_above: it may still end there
+  EXPECT_FALSE(race.gave_up());
   EXPECT_TRUE(race.GiveUp(0));
-  EXPECT_FALSE(race.GiveUp(1));  // its top may still end near the bound
+  EXPECT_TRUE(race.gave_up());
   race.Reached(1, 1001);
   EXPECT_TRUE(race.GiveUp(1));
-  EXPECT_FALSE(race.GiveUp(2));  // only another's plan counts
 }
 
 // `strategy`'s plan of `p` as slot 0 of `race`.
@@ -117,42 +116,72 @@ absl::StatusOr<Solution> SolveRaced(const GreedyStrategy& strategy,
   return strategy.Solve(p, ctx);
 }
 
-TEST(GreedyTest, RacedHeuristicReportsItsPlanAndGivesUpWhenItCannotMatter) {
+TEST(GreedyTest, RacedHeuristicReportsItsTopAndGivesUpWhenItCannotMatter) {
   const Problem p = testing::RandomProblem(5000, 3, 8);
   const GreedyStrategy best_fit(GreedyOrder::kSize, FitPolicy::kBestFit);
   absl::StatusOr<Solution> alone = best_fit.Solve(p, SolveContext{});
   ASSERT_TRUE(alone.ok()) << alone.status();
   {
-    // Unsettled: runs to its end with the same plan, and tells its arena.
-    HeuristicRace race(2, alone->arena_size - 1);
-    race.Finished(1, alone->arena_size);
+    // Unsettled: runs to its end with the same plan, and tells its top.
+    HeuristicRace race(1, alone->arena_size - 1);
     absl::StatusOr<Solution> raced = SolveRaced(best_fit, p, &race);
     ASSERT_TRUE(raced.ok()) << raced.status();
     EXPECT_EQ(raced->offsets, alone->offsets);
+    EXPECT_FALSE(race.gave_up());
     race.Settle();
-    EXPECT_TRUE(race.GiveUp(0));   // its top reached its arena
-    EXPECT_FALSE(race.GiveUp(1));  // slot 1 told no top yet
-    race.Reached(1, alone->arena_size);
-    EXPECT_TRUE(race.GiveUp(1));  // slot 0 finished far above
+    EXPECT_TRUE(race.GiveUp(0));  // its top reached its arena
   }
   {
-    // Settled, another finished far above, and every buffer ends far
-    // above (far_above 0): given up at the first poll.
-    HeuristicRace race(2, 0);
-    race.Finished(1, alone->arena_size);
+    // Settled, and every buffer ends far above (far_above 0): given up at
+    // the first poll, and the race says so.
+    HeuristicRace race(1, 0);
     race.Settle();
     EXPECT_EQ(SolveRaced(best_fit, p, &race).status().code(),
               absl::StatusCode::kDeadlineExceeded);
+    EXPECT_TRUE(race.gave_up());
   }
   {
-    // The same, but the plan may end near the bound (far_above at its
+    // Settled, but the plan may end near the bound (far_above at its
     // arena): it never gives up.
-    HeuristicRace race(2, alone->arena_size);
-    race.Finished(1, alone->arena_size + 1);
+    HeuristicRace race(1, alone->arena_size);
     race.Settle();
     absl::StatusOr<Solution> raced = SolveRaced(best_fit, p, &race);
     ASSERT_TRUE(raced.ok()) << raced.status();
     EXPECT_EQ(raced->offsets, alone->offsets);
+    EXPECT_FALSE(race.gave_up());
+  }
+}
+
+// What AssignOffsets (planner.cc) reads when it races the heuristics: a
+// portfolio whose every member gave up has no plan, and the race says one
+// gave up, so the window's plan is taken; unsettled, the same plan as
+// without a race.
+TEST(GreedyTest, PortfolioOfRacedHeuristicsHasNoPlanOnceAllGaveUp) {
+  const Problem p = testing::RandomProblem(5000, 3, 8);
+  const std::vector<std::string> names = {"best_fit_size", "first_fit_size"};
+  const absl::StatusOr<PortfolioResult> alone =
+      RunPortfolio(p, names, SolveContext{}, nullptr);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  for (bool settled : {false, true}) {
+    HeuristicRace race(2, /*far_above=*/0);
+    if (settled) race.Settle();
+    std::vector<SolveContext> raced(2);
+    std::vector<const SolveContext*> contexts;
+    for (int slot = 0; slot < 2; ++slot) {
+      raced[slot].race = &race;
+      raced[slot].race_slot = slot;
+      contexts.push_back(&raced[slot]);
+    }
+    const absl::StatusOr<PortfolioResult> got =
+        RunPortfolio(p, names, contexts, nullptr);
+    EXPECT_EQ(race.gave_up(), settled);
+    if (settled) {
+      EXPECT_EQ(got.status().code(), absl::StatusCode::kDeadlineExceeded);
+    } else {
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(got->solution.offsets, alone->solution.offsets);
+      EXPECT_EQ(got->strategy, alone->strategy);
+    }
   }
 }
 

@@ -352,6 +352,31 @@ absl::Status ClimbAboveBound(const SolveContext& ctx, base::WorkerPool* workers,
   return ClimbFromSeeds(ctx, workers, cancel, moves, result);
 }
 
+// The plan of the peak window placed beside the heuristics, settled at or
+// below ClimbAboveBound's line (HeuristicRace), when every heuristic ended
+// without a plan and one gave up the race: verified and taken, as
+// ClimbAboveBound would have taken it over that heuristic's plan far above
+// (after which no climb follows). INTERNAL when the verifier rejects it.
+absl::Status AdoptSettledWindow(
+    std::optional<absl::StatusOr<PeakWindowPlan>> peak,
+    const base::CancelToken* cancel, PlanResult* result) {
+  if (!peak.has_value() || !peak->ok() || !(*peak)->solution.has_value()) {
+    return absl::InternalError("the race was settled without a window plan");
+  }
+  Solution plan = *std::move((*peak)->solution);
+  const absl::Time start = absl::Now();
+  absl::Status verified = Verify(result->problem, plan, cancel);
+  AddStageTime("verify", absl::Now() - start, result);
+  if (absl::IsDeadlineExceeded(verified)) return verified;
+  if (!verified.ok()) {
+    return absl::InternalError(
+        absl::StrCat("the peak_window strategy produced an invalid plan: ",
+                     verified.message()));
+  }
+  Adopt(std::move(plan), "peak_window", result);
+  return absl::OkStatus();
+}
+
 // Graphs with more edges than this per buffer are not built: the coloring
 // from a time index gives the same objects without them (bert_base's
 // trace, 5,620 buffers: 41 ms for the graph, then 5 ms of coloring,
@@ -500,6 +525,13 @@ absl::Status AssignOffsets(const PlanOptions& options,
       won = RunPortfolio(problem, choice->heuristics, contexts, workers,
                          result->lower_bound);
     }
+    if (!won.ok() && raced != nullptr && (*raced)[0]->race->gave_up() &&
+        !(cancel != nullptr && cancel->Cancelled())) {
+      // No plan, and one heuristic gave up the race: its plan would have
+      // ended far above, and the plan beside replaces it (below).
+      AddStageTime("offsets", absl::Now() - start, result);
+      return absl::AbortedError("every heuristic gave up the race");
+    }
     if (!won.ok() && absl::IsResourceExhausted(won.status()) && cap > 0) {
       // Every heuristic the request needs passed its work cap (a dense
       // problem): the O(n log n) sweep gives the plan instead.
@@ -547,9 +579,9 @@ absl::Status AssignOffsets(const PlanOptions& options,
   if (beside) {
     // A heuristic whose plan ends far above the bound loses to a window
     // settled below that (ClimbAboveBound keeps the smaller plan and stops
-    // there): once the window is, such heuristics give up as soon as one
-    // has a plan (HeuristicRace). Not with a capacity, which the plan
-    // given up on might have met.
+    // there): once the window is, such heuristics give up (HeuristicRace);
+    // when none is left with a plan, the window's is the plan. Not with a
+    // capacity, which the plan given up on might have met.
     const Bytes bound = AlignedLowerBound(problem);
     const Bytes far_above = bound + bound / kClimbAbovePerMille;
     HeuristicRace race(static_cast<int>(contexts.size()), far_above);
@@ -586,6 +618,12 @@ absl::Status AssignOffsets(const PlanOptions& options,
     });
     // The wait for the worker (once dropped, until it sees its token).
     AddStageTime("offsets", absl::Now() - heuristics_end, result);
+    if (absl::IsAborted(planned) && race.gave_up()) {
+      planned = AdoptSettledWindow(std::move(peak), cancel, result);
+      peak.reset();  // taken
+      result->time_limited = (optional_ran && budget_reached()) ||
+                             (cancel != nullptr && cancel->Cancelled());
+    }
   } else {
     planned = heuristics(nullptr);
   }

@@ -33,17 +33,17 @@ namespace memplan::planner {
 // "far" above the bound (arena > far_above) is one the plan beside them
 // replaces once it is settled below that; a heuristic then gives up when
 // its placement's top so far is already far above (its arena can only be
-// larger) and another has finished far above (so the portfolio still has
-// a plan, not the fallback's). Which plan wins never changes: only the
-// time spent on plans that lose. Greedy heuristics report to it; others
-// never give up. Thread-safe.
+// larger). When every heuristic ends without a plan and one of them gave
+// up, the plan beside them is the plan (the one-thread path would have had
+// that heuristic's plan far above, and replaced it). Which plan wins never
+// changes: only the time spent on plans that lose. Greedy heuristics report
+// to it; others never give up. Thread-safe.
 class HeuristicRace {
  public:
   // `heuristics` slots, one per heuristic of the portfolio.
   HeuristicRace(int heuristics, Bytes far_above)
-      : far_above_(far_above), top_(heuristics), finished_(heuristics) {
+      : far_above_(far_above), top_(heuristics) {
     for (auto& t : top_) t.store(0, std::memory_order_relaxed);
-    for (auto& f : finished_) f.store(false, std::memory_order_relaxed);
   }
   HeuristicRace(const HeuristicRace&) = delete;
   HeuristicRace& operator=(const HeuristicRace&) = delete;
@@ -53,31 +53,27 @@ class HeuristicRace {
   void Reached(int slot, Bytes top) {
     top_[slot].store(top, std::memory_order_relaxed);
   }
-  // The heuristic of `slot` ended with a plan of `arena` bytes.
-  void Finished(int slot, Bytes arena) {
-    if (arena > far_above_) finished_[slot].store(true);
-  }
   // The plan beside them ended at or below far_above.
   void Settle() { settled_.store(true); }
-  // Whether the heuristic of `slot` (still running) should give up.
-  bool GiveUp(int slot) const {
+  // Whether the heuristic of `slot` (still running) should give up; once
+  // it is told so, gave_up() is true.
+  bool GiveUp(int slot) {
     if (!settled_.load() ||
         top_[slot].load(std::memory_order_relaxed) <= far_above_) {
       return false;
     }
-    for (size_t other = 0; other < finished_.size(); ++other) {
-      if (static_cast<int>(other) != slot && finished_[other].load()) {
-        return true;
-      }
-    }
-    return false;
+    gave_up_.store(true);
+    return true;
   }
+  // Whether a heuristic was told to give up: its plan would have ended far
+  // above.
+  bool gave_up() const { return gave_up_.load(); }
 
  private:
   const Bytes far_above_;
-  std::vector<std::atomic<Bytes>> top_;      // per slot: top so far
-  std::vector<std::atomic<bool>> finished_;  // per slot: ended far above
+  std::vector<std::atomic<Bytes>> top_;  // per slot: top so far
   std::atomic<bool> settled_{false};
+  std::atomic<bool> gave_up_{false};
 };
 
 // What a strategy may read while it runs. All pointers may be null.
