@@ -10,19 +10,15 @@ extern "C" void __sanitizer_purge_allocator();
 
 namespace memplan::base {
 
-bool KeepFreedMemory() {
+bool KeepFreedMemory(int arenas) {
   if (kSanitizerAllocator) return false;
   // mallopt returns 1 on success. M_MMAP_MAX 0: large blocks come from the
-  // heap too; M_TRIM_THRESHOLD -1: the heap never shrinks (mallopt(3)).
+  // heap too; M_TRIM_THRESHOLD -1: the heap never shrinks; M_ARENA_MAX: the
+  // threads take turns over that many arenas (mallopt(3)).
   const bool no_mmap = mallopt(M_MMAP_MAX, 0) == 1;
   const bool no_trim = mallopt(M_TRIM_THRESHOLD, -1) == 1;
-  // M_ARENA_MAX 1: the workers allocate from the one heap too, so what a
-  // stage freed on one thread is reused by the next on another (with an
-  // arena per thread, each would keep its own peak: the 1M-buffer plan's
-  // peak RSS grew a third on 16 workers). The pipeline's threads allocate
-  // little once a stage is set up, so sharing one lock costs little.
-  const bool one_arena = mallopt(M_ARENA_MAX, 1) == 1;
-  return no_mmap && no_trim && one_arena;
+  const bool shared = mallopt(M_ARENA_MAX, arenas < 1 ? 1 : arenas) == 1;
+  return no_mmap && no_trim && shared;
 }
 
 void ReturnFreedMemory() {

@@ -42,13 +42,23 @@ inline constexpr bool kSanitizerAllocator = true;
 inline constexpr bool kSanitizerAllocator = false;
 #endif
 
+// The malloc arenas KeepFreedMemory shares among all threads. With one,
+// memory a worker freed is reused by every other thread (each thread's own
+// arena, glibc's default, keeps its own peak: the 1M-buffer plan's peak RSS
+// grew a third on 16 workers), but every allocation takes its one lock: the
+// trace plans allocate about 700,000 times (S_1), on up to seven threads at
+// once (both heuristics, the peak window's sides and climbs, the shared
+// objects), and two of the window's climbs at once took 2.4x as long as one
+// alone (BENCHMARKS.md, "One large plan on many cores"). Two: the 1M plan's
+// peak RSS +5-18% on 2 and 16 workers, the traces as fast as with an arena
+// per thread on this machine kind's 2 vCPUs.
+inline constexpr int kKeptMemoryArenas = 2;
+
 // Turns off mmap for large allocations and the heap's trimming, and has
-// every thread allocate from one arena (memory a worker freed is then
-// reused by the others, instead of each thread's arena keeping its own
-// peak). False when the malloc in use does not take the settings: under a
-// sanitizer with an allocator of its own (address, thread, memory), or if
-// glibc refuses.
-bool KeepFreedMemory();
+// the threads share `arenas` (>= 1) malloc arenas. False when the malloc
+// in use does not take the settings: under a sanitizer with an allocator of
+// its own (address, thread, memory), or if glibc refuses.
+bool KeepFreedMemory(int arenas = kKeptMemoryArenas);
 
 // Gives the free memory of every malloc arena back to the system
 // (malloc_trim(0): the heap's free top is released and free pages inside

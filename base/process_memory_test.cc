@@ -1,13 +1,19 @@
 #include "base/process_memory.h"
 
+#include <malloc.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/synchronization/barrier.h"
 #include "gtest/gtest.h"
 
 namespace memplan::base {
@@ -56,6 +62,50 @@ TEST(KeepFreedMemoryTest, FreedBlocksAreReusedWithoutFaults) {
   const int64_t second = FaultsToFill64MiB();
   EXPECT_GT(first, 1000);
   EXPECT_LT(second, 100) << "first block: " << first << " faults";
+}
+
+// The malloc arenas in use, as malloc_info(3) lists them (<heap nr=...>).
+int Arenas() {
+  char* text = nullptr;
+  size_t length = 0;
+  FILE* out = open_memstream(&text, &length);
+  if (out == nullptr) return -1;
+  malloc_info(0, out);
+  std::fclose(out);
+  const std::string xml(text, length);
+  std::free(text);
+  int count = 0;
+  for (size_t at = xml.find("<heap nr="); at != std::string::npos;
+       at = xml.find("<heap nr=", at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
+TEST(KeepFreedMemoryTest, ThreadsShareTheArenasAskedFor) {
+  if (kSanitizerAllocator) {
+    EXPECT_FALSE(KeepFreedMemory(2));
+    return;
+  }
+  ASSERT_TRUE(KeepFreedMemory(2));
+  // Eight threads allocating at once, each holding its block until all
+  // have one: with glibc's default limit (eight per core) each would get
+  // an arena of its own.
+  constexpr int kThreads = 8;
+  absl::Barrier* all_hold = new absl::Barrier(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([all_hold] {
+      std::unique_ptr<char[]> block(new char[4096]);
+      volatile char* bytes = block.get();
+      bytes[0] = 1;
+      if (all_hold->Block()) delete all_hold;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const int arenas = Arenas();
+  EXPECT_GE(arenas, 1);
+  EXPECT_LE(arenas, 2);
 }
 
 TEST(KeepFreedMemoryTest, ReturnFreedMemoryGivesKeptMemoryBack) {

@@ -30,7 +30,8 @@
 //                                    worst arena / lower bound
 // Every mode but quality takes --keep_freed_memory=0|1: 0 runs
 // glibc's malloc as it comes; 1, the default, keeps freed memory for reuse
-// as `memplan plan` does (engine/process_memory.h).
+// as `memplan plan` does (base/process_memory.h), over
+// --malloc_arenas=A arenas (default base::kKeptMemoryArenas).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -510,6 +511,7 @@ int main(int argc, char** argv) {
   int threads = 0;
   std::string generator;  // dense: only this generator
   bool keep_freed_memory = true;
+  int arenas = memplan::base::kKeptMemoryArenas;
   int runs = 3;  // scale: runs per size
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -518,6 +520,12 @@ int main(int argc, char** argv) {
     } else if (arg == "--keep_freed_memory=0" ||
                arg == "--keep_freed_memory=1") {
       keep_freed_memory = arg.back() == '1';
+    } else if (arg.rfind("--malloc_arenas=", 0) == 0) {
+      arenas = std::atoi(arg.c_str() + 16);
+      if (arenas < 1) {
+        std::fprintf(stderr, "plan_bench: --malloc_arenas must be >= 1\n");
+        return 64;
+      }
     } else if (arg.rfind("--threads=", 0) == 0) {
       threads = std::atoi(arg.c_str() + 10);
     } else if (arg.rfind("--generator=", 0) == 0) {
@@ -529,7 +537,7 @@ int main(int argc, char** argv) {
       args.push_back(arg);
     }
   }
-  if (keep_freed_memory) memplan::base::KeepFreedMemory();
+  if (keep_freed_memory) memplan::base::KeepFreedMemory(arenas);
   std::vector<int> sizes;
   for (const std::string& a : args) sizes.push_back(std::atoi(a.c_str()));
   if (mode == "scale") {
@@ -559,6 +567,7 @@ int main(int argc, char** argv) {
                "generator's or RandomProblem's problem as CSV)\n"
                "all but quality: --keep_freed_memory=0 runs "
                "glibc's malloc as it\ncomes (default 1: freed memory kept, "
-               "as `memplan plan` runs)\n");
+               "as `memplan plan` runs), --malloc_arenas=A\nthe arenas "
+               "kept memory is shared over (default 2)\n");
   return 64;
 }
