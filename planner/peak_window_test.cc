@@ -342,6 +342,15 @@ TEST(PeakWindowTest, ReachesTheBoundOnTheTraceS1) {
       PeakWindowOffsets(s1, kPeakWindowVariants[0], nullptr, {&pool, 4});
   ASSERT_TRUE(pooled.ok()) << pooled.status();
   EXPECT_EQ(pooled->offsets, s->offsets);
+  // The window's climbs at once too (three threads or more; only the
+  // third order's reaches the window's bound, the fourth's is cancelled):
+  // the same plan.
+  base::WorkerPool four(4, 16);
+  absl::StatusOr<PeakWindowPlan> climbs_at_once =
+      PlanPeakWindow(s1, 1, AlignedLowerBound(s1), nullptr, {&four, 4});
+  ASSERT_TRUE(climbs_at_once.ok()) << climbs_at_once.status();
+  ASSERT_TRUE(climbs_at_once->solution.has_value());
+  EXPECT_EQ(climbs_at_once->solution->offsets, s->offsets);
   // And the plan of one pass over both sides around the window's pins.
   Problem pinned = s1;
   for (const std::vector<int>* in : {&w->stacked, &w->inside}) {
