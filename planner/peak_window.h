@@ -16,7 +16,8 @@
 // 3. The buffers live in only part of the window (at most
 //    kMaxPeakWindowBuffers) form a small problem of their own, their
 //    lifetimes cut to the window, planned by a hill climb (hill_climb.h)
-//    from four best-fit orders, placed above the stack.
+//    from four best-fit orders (at once with three threads or more, the
+//    plan picked as one thread would), placed above the stack.
 // 4. With those offsets pinned, every other buffer is placed with best fit
 //    by conflicts: those before the window apart from those after it (they
 //    never live at once), the two sides at once on two threads, and on a
