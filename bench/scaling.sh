@@ -3,8 +3,9 @@
 # 1,000,000 random buffers through the whole pipeline on 0 (one core, no
 # workers), 1, 2, 4, 8 and 16 workers, median of 3 runs each, one process
 # per worker count (so each peak RSS is its own); every trace of a folder on
-# 16 workers; the peak window's variants alone on 1, 2 and 3 threads; and
-# the Plan RPC against an empty RPC with 2 and 16 workers.
+# 16 workers (and both again with one and four malloc arenas); the peak
+# window's variants alone on 1, 2 and 3 threads; and the Plan RPC against
+# an empty RPC with 2 and 16 workers.
 # Prints Markdown. About 2-3 minutes on 16 cores.
 #
 #   bench/scaling.sh DIR [TRACES_DIR]
@@ -64,6 +65,16 @@ echo
 echo '```'
 run plan_bench traces --threads=16 "$traces"/*.csv
 run plan_bench traces --threads=0 "$traces"/*.csv
+echo '```'
+echo
+echo "The same on 16 workers with one and four malloc arenas (the default is two, base/process_memory.h):"
+echo
+echo '```'
+for a in 1 4; do
+  echo "arenas $a:"
+  run plan_bench scale --runs=3 --threads=16 --malloc_arenas=$a 1000000 | tail -1
+  run plan_bench traces --threads=16 --malloc_arenas=$a "$traces"/*.csv | tail -n +3
+done
 echo '```'
 echo
 echo "The peak window's default variants alone, as placed beside the heuristics (plan_bench peak), on 1, 2 and 3 threads:"
