@@ -126,20 +126,17 @@ void Adopt(Solution plan, std::string strategy, PlanResult* result) {
                            result->solution.arena_size == result->lower_bound;
 }
 
-// Keeps `plan`, `strategy`'s, in place of the result's when smaller and
-// the verifier passes it under `cancel` (Adopt); a call that ended before the
-// verifier did keeps the verified plan it has. INTERNAL when the verifier
-// rejects it. Adds the verifier's time to "verify".
-absl::Status KeepIfSmaller(Solution plan, std::string strategy,
-                           const base::CancelToken* cancel,
-                           PlanResult* result) {
-  if (plan.arena_size >= result->solution.arena_size) {
-    return absl::OkStatus();
-  }
+// Verifies `plan`, `strategy`'s, under `cancel` and takes it (Adopt).
+// INTERNAL when the verifier rejects it; DEADLINE_EXCEEDED, the result
+// unchanged, when the call ended first. Adds the verifier's time to
+// "verify".
+absl::Status VerifyAndAdopt(Solution plan, std::string strategy,
+                            const base::CancelToken* cancel,
+                            PlanResult* result) {
   const absl::Time start = absl::Now();
   absl::Status verified = Verify(result->problem, plan, cancel);
   AddStageTime("verify", absl::Now() - start, result);
-  if (absl::IsDeadlineExceeded(verified)) return absl::OkStatus();
+  if (absl::IsDeadlineExceeded(verified)) return verified;
   if (!verified.ok()) {
     return absl::InternalError(absl::StrCat("the ", strategy,
                                             " strategy produced an invalid "
@@ -148,6 +145,20 @@ absl::Status KeepIfSmaller(Solution plan, std::string strategy,
   }
   Adopt(std::move(plan), std::move(strategy), result);
   return absl::OkStatus();
+}
+
+// Keeps `plan`, `strategy`'s, in place of the result's when smaller and
+// the verifier passes it (VerifyAndAdopt); a call that ended before the
+// verifier did keeps the verified plan it has.
+absl::Status KeepIfSmaller(Solution plan, std::string strategy,
+                           const base::CancelToken* cancel,
+                           PlanResult* result) {
+  if (plan.arena_size >= result->solution.arena_size) {
+    return absl::OkStatus();
+  }
+  absl::Status kept =
+      VerifyAndAdopt(std::move(plan), std::move(strategy), cancel, result);
+  return absl::IsDeadlineExceeded(kept) ? absl::OkStatus() : kept;
 }
 
 // Runs the exact solver seeded with the heuristics' plan, until `budget`
@@ -354,27 +365,17 @@ absl::Status ClimbAboveBound(const SolveContext& ctx, base::WorkerPool* workers,
 
 // The plan of the peak window placed beside the heuristics, settled at or
 // below ClimbAboveBound's line (HeuristicRace), when every heuristic ended
-// without a plan and one gave up the race: verified and taken, as
-// ClimbAboveBound would have taken it over that heuristic's plan far above
-// (after which no climb follows). INTERNAL when the verifier rejects it.
+// without a plan and one gave up the race: verified and taken
+// (VerifyAndAdopt), as ClimbAboveBound would have taken it over that
+// heuristic's plan far above (after which no climb follows).
 absl::Status AdoptSettledWindow(
     std::optional<absl::StatusOr<PeakWindowPlan>> peak,
     const base::CancelToken* cancel, PlanResult* result) {
   if (!peak.has_value() || !peak->ok() || !(*peak)->solution.has_value()) {
     return absl::InternalError("the race was settled without a window plan");
   }
-  Solution plan = *std::move((*peak)->solution);
-  const absl::Time start = absl::Now();
-  absl::Status verified = Verify(result->problem, plan, cancel);
-  AddStageTime("verify", absl::Now() - start, result);
-  if (absl::IsDeadlineExceeded(verified)) return verified;
-  if (!verified.ok()) {
-    return absl::InternalError(
-        absl::StrCat("the peak_window strategy produced an invalid plan: ",
-                     verified.message()));
-  }
-  Adopt(std::move(plan), "peak_window", result);
-  return absl::OkStatus();
+  return VerifyAndAdopt(*std::move((*peak)->solution), "peak_window", cancel,
+                        result);
 }
 
 // Graphs with more edges than this per buffer are not built: the coloring
