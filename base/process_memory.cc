@@ -1,6 +1,12 @@
 #include "base/process_memory.h"
 
 #include <malloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 
 // A sanitizer's allocator takes no glibc settings but can be purged (the
 // sanitizers' common allocator interface; GCC ships no header for it).
@@ -19,6 +25,33 @@ bool KeepFreedMemory(int arenas) {
   const bool no_trim = mallopt(M_TRIM_THRESHOLD, -1) == 1;
   const bool shared = mallopt(M_ARENA_MAX, arenas < 1 ? 1 : arenas) == 1;
   return no_mmap && no_trim && shared;
+}
+
+bool KeepFreedMemoryOnHugePages(size_t bytes, int arenas) {
+  if (!KeepFreedMemory(arenas)) return false;
+  // Half the machine's memory at most: a larger request for address space
+  // alone may be refused by the kernel's overcommit heuristic.
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) {
+    bytes = std::min(
+        bytes, static_cast<size_t>(pages) * static_cast<size_t>(page) / 2);
+  }
+  constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+  if (bytes < 2 * kHugePage) return false;
+  // With the settings above the block comes from the heap (no mmap) and,
+  // freed, stays its free top (no trim): the arena hands the range out
+  // again, on the pages asked for here. Only the block's header and the
+  // top's are written; the rest is never touched.
+  void* block = std::malloc(bytes);
+  if (block == nullptr) return false;
+  const uintptr_t at = reinterpret_cast<uintptr_t>(block);
+  const uintptr_t begin = (at + kHugePage - 1) & ~(kHugePage - 1);
+  const uintptr_t end = (at + bytes) & ~(kHugePage - 1);
+  const bool asked =
+      madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE) == 0;
+  std::free(block);
+  return asked;
 }
 
 void ReturnFreedMemory() {

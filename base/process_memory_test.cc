@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -128,6 +129,56 @@ TEST(KeepFreedMemoryTest, ReturnFreedMemoryGivesKeptMemoryBack) {
   ReturnFreedMemory();
   EXPECT_LT(ResidentBytes(), kept - (int64_t{48} << 20))
       << "resident after the blocks were freed: " << kept;
+}
+
+// The VmFlags line of the mapping holding `address` in /proc/self/smaps
+// ("" when none holds it).
+std::string VmFlagsAt(const void* address) {
+  const uintptr_t at = reinterpret_cast<uintptr_t>(address);
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    uintptr_t begin = 0, end = 0;
+    char dash = 0;
+    std::istringstream header(line);
+    // A mapping's first line: "begin-end perms ..." in hex.
+    if (header >> std::hex >> begin >> dash >> end && dash == '-') {
+      inside = begin <= at && at < end;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+bool KernelHasTransparentHugePages() {
+  return std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").good();
+}
+
+TEST(KeepFreedMemoryOnHugePagesTest, LaterLargeBlocksLieOnHugePageMemory) {
+  if (kSanitizerAllocator) {
+    EXPECT_FALSE(KeepFreedMemoryOnHugePages());  // no glibc heap to ask on
+    return;
+  }
+  if (!KernelHasTransparentHugePages()) {
+    EXPECT_FALSE(KeepFreedMemoryOnHugePages());  // madvise refuses
+    return;
+  }
+  // Before: a block from the heap as it grows lies on ordinary memory.
+  ASSERT_TRUE(KeepFreedMemory());
+  std::unique_ptr<char[]> before(new char[size_t{8} << 20]);
+  EXPECT_EQ(VmFlagsAt(before.get() + (size_t{4} << 20)).find(" hg"),
+            std::string::npos);
+  ASSERT_TRUE(KeepFreedMemoryOnHugePages(size_t{256} << 20));
+  // After: blocks the heap hands out next lie where the kernel was asked
+  // for huge pages ("hg" in the mapping's VmFlags, proc(5)), also once
+  // freed and handed out again.
+  for (int round = 0; round < 2; ++round) {
+    std::unique_ptr<char[]> after(new char[size_t{64} << 20]);
+    const std::string flags = VmFlagsAt(after.get() + (size_t{32} << 20));
+    EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+  }
 }
 
 }  // namespace

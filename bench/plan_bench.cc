@@ -31,7 +31,9 @@
 // Every mode but quality takes --keep_freed_memory=0|1: 0 runs
 // glibc's malloc as it comes; 1, the default, keeps freed memory for reuse
 // as `memplan plan` does (base/process_memory.h), over
-// --malloc_arenas=A arenas (default base::kKeptMemoryArenas).
+// --malloc_arenas=A arenas (default base::kKeptMemoryArenas), and with
+// --huge_pages=1, the default, the heap on transparent huge pages as
+// `memplan plan` asks for them (0: 4 KiB pages).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -511,6 +513,7 @@ int main(int argc, char** argv) {
   int threads = 0;
   std::string generator;  // dense: only this generator
   bool keep_freed_memory = true;
+  bool huge_pages = true;
   int arenas = memplan::base::kKeptMemoryArenas;
   int runs = 3;  // scale: runs per size
   for (int i = 2; i < argc; ++i) {
@@ -520,6 +523,8 @@ int main(int argc, char** argv) {
     } else if (arg == "--keep_freed_memory=0" ||
                arg == "--keep_freed_memory=1") {
       keep_freed_memory = arg.back() == '1';
+    } else if (arg == "--huge_pages=0" || arg == "--huge_pages=1") {
+      huge_pages = arg.back() == '1';
     } else if (arg.rfind("--malloc_arenas=", 0) == 0) {
       arenas = std::atoi(arg.c_str() + 16);
       if (arenas < 1) {
@@ -537,7 +542,12 @@ int main(int argc, char** argv) {
       args.push_back(arg);
     }
   }
-  if (keep_freed_memory) memplan::base::KeepFreedMemory(arenas);
+  if (keep_freed_memory && huge_pages) {
+    memplan::base::KeepFreedMemoryOnHugePages(memplan::base::kHugePageHeapBytes,
+                                              arenas);
+  } else if (keep_freed_memory) {
+    memplan::base::KeepFreedMemory(arenas);
+  }
   std::vector<int> sizes;
   for (const std::string& a : args) sizes.push_back(std::atoi(a.c_str()));
   if (mode == "scale") {
@@ -568,6 +578,8 @@ int main(int argc, char** argv) {
                "all but quality: --keep_freed_memory=0 runs "
                "glibc's malloc as it\ncomes (default 1: freed memory kept, "
                "as `memplan plan` runs), --malloc_arenas=A\nthe arenas "
-               "kept memory is shared over (default 2)\n");
+               "kept memory is shared over (default 2), --huge_pages=0 "
+               "keeps\nit on 4 KiB pages (default 1: huge pages asked "
+               "for, as `memplan plan` does)\n");
   return 64;
 }
