@@ -3,7 +3,8 @@
 # 1,000,000 random buffers through the whole pipeline on 0 (one core, no
 # workers), 1, 2, 4, 8 and 16 workers, median of 3 runs each, one process
 # per worker count (so each peak RSS is its own); every trace of a folder on
-# 16 workers (and both again with one and four malloc arenas); the peak
+# 16 workers (and both again with one and four malloc arenas, and the 1M
+# plan on 4 KiB pages on one core, 2 and 16 workers); the peak
 # window's variants alone on 1, 2 and 3 threads; and the Plan RPC against
 # an empty RPC with 2 and 16 workers.
 # Prints Markdown. About 2-3 minutes on 16 cores.
@@ -74,6 +75,14 @@ for a in 1 4; do
   echo "arenas $a:"
   run plan_bench scale --runs=3 --threads=16 --malloc_arenas=$a 1000000 | tail -1
   run plan_bench traces --threads=16 --malloc_arenas=$a "$traces"/*.csv | tail -n +3
+done
+echo '```'
+echo
+echo "The 1M plan with the kept heap on 4 KiB pages (--huge_pages=0; the default asks for transparent huge pages as memplan plan does, $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo 'no THP')):"
+echo
+echo '```'
+for t in 0 2 16; do
+  run plan_bench scale --runs=3 --threads=$t --huge_pages=0 1000000 | tail -1
 done
 echo '```'
 echo
