@@ -11,6 +11,7 @@
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/time/clock.h"
 #include "planner/verifier.h"
+#include "planner/windows.h"
 
 namespace memplan::planner {
 namespace {
@@ -84,31 +85,50 @@ absl::StatusOr<PortfolioResult> RunPortfolio(
   // The first strategy (in list order) whose plan reached lower_bound.
   std::atomic<int> first_at_bound{std::numeric_limits<int>::max()};
   std::atomic<int> skipped{0};
-  for (size_t i = 0; i < strategies.size(); ++i) {
-    auto task = [&, i] {
-      const int at = static_cast<int>(i);
-      if (first_at_bound.load(std::memory_order_acquire) < at) {
-        results[i] = absl::CancelledError(
-            "skipped: a strategy listed before it reached the lower bound");
-        skipped.fetch_add(1);
-        done.DecrementCount();
-        return;
-      }
-      absl::StatusOr<std::unique_ptr<OffsetStrategy>> strategy =
-          MakeStrategy(strategies[i]);
-      results[i] = strategy.ok() ? (*strategy)->Solve(problem, *contexts[i])
-                                 : strategy.status();
-      if (lower_bound > 0 && results[i].ok() &&
-          results[i]->arena_size <= lower_bound) {
-        int seen = first_at_bound.load(std::memory_order_relaxed);
-        while (at < seen && !first_at_bound.compare_exchange_weak(
-                                seen, at, std::memory_order_acq_rel)) {
-        }
-      }
+  const auto run = [&](size_t i) {
+    const int at = static_cast<int>(i);
+    if (first_at_bound.load(std::memory_order_acquire) < at) {
+      results[i] = absl::CancelledError(
+          "skipped: a strategy listed before it reached the lower bound");
+      skipped.fetch_add(1);
       done.DecrementCount();
-    };
-    if (pool == nullptr || !pool->TrySchedule(task)) task();
+      return;
+    }
+    absl::StatusOr<std::unique_ptr<OffsetStrategy>> strategy =
+        MakeStrategy(strategies[i]);
+    results[i] = strategy.ok() ? (*strategy)->Solve(problem, *contexts[i])
+                               : strategy.status();
+    if (lower_bound > 0 && results[i].ok() &&
+        results[i]->arena_size <= lower_bound) {
+      int seen = first_at_bound.load(std::memory_order_relaxed);
+      while (at < seen && !first_at_bound.compare_exchange_weak(
+                              seen, at, std::memory_order_acq_rel)) {
+      }
+    }
+    done.DecrementCount();
+  };
+  // On lists cut into time windows (those whose stages split over the
+  // workers), the calling thread runs the first strategy itself and the
+  // others go to the workers: it would only wait otherwise, and its large
+  // arrays then come from its own malloc arena, whose freed memory the
+  // next stages reuse (a worker's arena hands whole freed heaps back, to be
+  // faulted in again: the order of a million buffers took 100-160 ms
+  // instead of 25 in half the runs on 2 workers). Smaller lists stay on
+  // the workers: with the caller taking one, the traces planned 10-20%
+  // slower on 4 workers of this machine kind (BENCHMARKS.md, session 10).
+  // What the pool cannot take runs on the caller in list order, as all
+  // run without a pool (a strategy at the bound skips those after it).
+  const bool caller_first =
+      pool != nullptr &&
+      problem.buffers.size() >= 2 * static_cast<size_t>(kBuffersPerWindow);
+  std::vector<size_t> here;
+  if (caller_first && !strategies.empty()) here.push_back(0);
+  for (size_t i = caller_first ? 1 : 0; i < strategies.size(); ++i) {
+    if (pool == nullptr || !pool->TrySchedule([&run, i] { run(i); })) {
+      here.push_back(i);
+    }
   }
+  for (size_t i : here) run(i);
   done.Wait();
   // The first strategy is always one the request needs: its token is the
   // call's.
