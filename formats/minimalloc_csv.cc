@@ -1,5 +1,6 @@
 #include "formats/minimalloc_csv.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 
@@ -47,10 +48,35 @@ absl::StatusOr<Columns> ReadHeader(const std::vector<absl::string_view>& cells,
   return columns;
 }
 
+// Where each value of a row is: cell indices of the header's columns, -1
+// for an optional column the file lacks. Looked up once, not per row.
+struct RowLayout {
+  int id = -1;
+  // lower, upper, size, alignment, offset (kValueNames' order).
+  int values[5] = {-1, -1, -1, -1, -1};
+};
+constexpr const char* kValueNames[5] = {"lower", "upper", "size", "alignment",
+                                        "offset"};
+
+RowLayout LayoutOf(const Columns& columns) {
+  RowLayout layout;
+  layout.id = columns.at("id");
+  for (int k = 0; k < 5; ++k) {
+    auto it = columns.find(kValueNames[k]);
+    if (it != columns.end()) layout.values[k] = it->second;
+  }
+  return layout;
+}
+
+// "NAME:LINE", for messages: built only when a row is refused.
+std::string Where(absl::string_view name, int line_number) {
+  return absl::StrCat(name, ":", line_number);
+}
+
 // One integer cell; the message names the row's buffer and the column.
 absl::StatusOr<int64_t> ReadInt(absl::string_view cell, absl::string_view id,
                                 absl::string_view column,
-                                absl::string_view where) {
+                                absl::string_view name, int line_number) {
   const absl::string_view text = absl::StripAsciiWhitespace(cell);
   int64_t v = 0;
   const bool parsed = absl::SimpleAtoi(text, &v);
@@ -58,42 +84,39 @@ absl::StatusOr<int64_t> ReadInt(absl::string_view cell, absl::string_view id,
   const bool digits = !text.empty() && text.find_first_not_of("-+0123456789") ==
                                            absl::string_view::npos;
   return absl::InvalidArgumentError(absl::StrCat(
-      where, ": buffer '", id.substr(0, 64), "': ", column, " '",
-      text.substr(0, 32), "' ",
+      Where(name, line_number), ": buffer '", id.substr(0, 64), "': ", column,
+      " '", text.substr(0, 32), "' ",
       parsed || digits ? "is out of range (at most 2^62 in magnitude)"
                        : "is not an integer"));
 }
 
 // One data row into a buffer (and its offset, when the file has them).
 absl::Status ReadRow(const std::vector<absl::string_view>& cells,
-                     const Columns& columns, absl::string_view where,
-                     MinimallocCsv* csv) {
+                     const RowLayout& layout, absl::string_view name,
+                     int line_number, MinimallocCsv* csv) {
   planner::Buffer b;
-  b.name = std::string(absl::StripAsciiWhitespace(cells[columns.at("id")]));
+  b.name = std::string(absl::StripAsciiWhitespace(cells[layout.id]));
   // A text file is UTF-8, as JSON is: an id that is not could not travel
   // to a server either (protobuf refuses it in a request).
   if (!base::IsUtf8(b.name)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": id '", base::SafeText(b.name.substr(0, 64)),
-                     "' is not UTF-8 text"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        Where(name, line_number), ": id '",
+        base::SafeText(b.name.substr(0, 64)), "' is not UTF-8 text"));
   }
-  b.alignment = 1;  // MiniMalloc's default
-  int64_t offset = 0;
-  for (const char* field : {"lower", "upper", "size", "alignment", "offset"}) {
-    auto it = columns.find(field);
-    if (it == columns.end()) continue;
-    absl::StatusOr<int64_t> v =
-        ReadInt(cells[it->second], b.name, field, where);
+  int64_t values[5] = {0, 0, 0, 1, 0};  // alignment 1: MiniMalloc's default
+  for (int k = 0; k < 5; ++k) {
+    if (layout.values[k] < 0) continue;
+    absl::StatusOr<int64_t> v = ReadInt(cells[layout.values[k]], b.name,
+                                        kValueNames[k], name, line_number);
     if (!v.ok()) return v.status();
-    const absl::string_view f = field;
-    if (f == "lower") b.start = *v;
-    if (f == "upper") b.end = *v;
-    if (f == "size") b.size = *v;
-    if (f == "alignment") b.alignment = *v;
-    if (f == "offset") offset = *v;
+    values[k] = *v;
   }
+  b.start = values[0];
+  b.end = values[1];
+  b.size = values[2];
+  b.alignment = values[3];
   csv->problem.buffers.push_back(std::move(b));
-  if (csv->offsets.has_value()) csv->offsets->push_back(offset);
+  if (csv->offsets.has_value()) csv->offsets->push_back(values[4]);
   return absl::OkStatus();
 }
 
@@ -102,28 +125,44 @@ absl::Status ReadRow(const std::vector<absl::string_view>& cells,
 absl::StatusOr<MinimallocCsv> ReadMinimallocCsv(absl::string_view text,
                                                 absl::string_view name) {
   MinimallocCsv csv;
-  std::optional<Columns> columns;
+  std::optional<RowLayout> layout;
+  size_t columns = 0;
+  // Room for a buffer per line, but never for more buffers than a file of
+  // this size holds (a row is at least "a,0,1,1\n"): blank lines cost
+  // nothing.
+  constexpr size_t kShortestRow = 8;
+  csv.problem.buffers.reserve(
+      std::min(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')),
+               text.size() / kShortestRow) +
+      1);
+  std::vector<absl::string_view> cells;  // reused row after row
   int line_number = 0;
   for (absl::string_view raw : absl::StrSplit(text, '\n')) {
     ++line_number;
     const absl::string_view line = absl::StripAsciiWhitespace(raw);
     if (line.empty()) continue;
-    const std::string where = absl::StrCat(name, ":", line_number);
-    std::vector<absl::string_view> cells = absl::StrSplit(line, ',');
-    if (!columns.has_value()) {
-      absl::StatusOr<Columns> header = ReadHeader(cells, where);
+    cells.clear();
+    for (absl::string_view cell : absl::StrSplit(line, ',')) {
+      cells.push_back(cell);
+    }
+    if (!layout.has_value()) {
+      absl::StatusOr<Columns> header =
+          ReadHeader(cells, Where(name, line_number));
       if (!header.ok()) return header.status();
-      columns = *std::move(header);
-      csv.has_alignment = columns->contains("alignment");
-      if (columns->contains("offset")) csv.offsets.emplace();
+      columns = header->size();
+      layout = LayoutOf(*header);
+      csv.has_alignment = layout->values[3] >= 0;
+      if (layout->values[4] >= 0) csv.offsets.emplace();
       continue;
     }
-    if (cells.size() != columns->size()) {
+    if (cells.size() != columns) {
       return absl::InvalidArgumentError(
-          absl::StrCat(where, ": expected ", columns->size(), " fields, found ",
-                       cells.size()));
+          absl::StrCat(Where(name, line_number), ": expected ", columns,
+                       " fields, found ", cells.size()));
     }
-    if (auto s = ReadRow(cells, *columns, where, &csv); !s.ok()) return s;
+    if (auto s = ReadRow(cells, *layout, name, line_number, &csv); !s.ok()) {
+      return s;
+    }
   }
   if (csv.problem.buffers.empty()) {
     return absl::InvalidArgumentError(
