@@ -221,7 +221,9 @@ int PrintPlan(const Input& input, const Planned& planned) {
     std::fprintf(stderr, "memplan: warning: %s\n", w.c_str());
   }
   if (format == "json") {
-    std::cout << formats::ToJson(planned.response);
+    // A large plan's assignments printed on every core.
+    std::cout << formats::ToJson(planned.response,
+                                 {&Workers(), Workers().threads() + 1});
   } else if (format == "csv") {
     planner::Solution solution;
     for (const v1::Assignment& a : planned.response.assignments()) {

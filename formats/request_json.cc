@@ -145,7 +145,8 @@ void AppendIndented(absl::string_view json, absl::string_view indent,
 
 }  // namespace
 
-std::string ToJson(const google::protobuf::Message& message) {
+std::string ToJson(const google::protobuf::Message& message,
+                   const base::Parallelism& parallel) {
   // With every field shown, protobuf's printer first builds a tree of the
   // whole message (about 15 us and a kilobyte per element of a repeated
   // field: 1.2 s for a plan of 62,000 buffers). Long repeated message fields
@@ -181,12 +182,26 @@ std::string ToJson(const google::protobuf::Message& message) {
     if (at == std::string::npos) return PrintWhole(message) + "\n";
     json.append(outline, done, at - done);
     absl::StrAppend(&json, "\n \"", field->name(), "\": [\n");
+    // Chunks of elements printed at once (a million assignments: 14 s on
+    // one thread), then joined in order.
     const int size = reflection->FieldSize(message, field);
-    for (int k = 0; k < size; ++k) {
-      std::string element =
-          PrintWhole(reflection->GetRepeatedMessage(message, field, k));
-      if (k + 1 < size) element += ",";
-      AppendIndented(element, "  ", &json);
+    constexpr int kChunk = 1024;
+    std::vector<std::string> chunks(base::ChunkCount(size, kChunk));
+    base::ParallelForRange(
+        parallel, size, kChunk, [&](int c, size_t begin, size_t end) {
+          for (size_t k = begin; k < end; ++k) {
+            std::string element = PrintWhole(reflection->GetRepeatedMessage(
+                message, field, static_cast<int>(k)));
+            if (k + 1 < static_cast<size_t>(size)) element += ",";
+            AppendIndented(element, "  ", &chunks[c]);
+          }
+        });
+    size_t length = json.size() + 2;
+    for (const std::string& chunk : chunks) length += chunk.size();
+    json.reserve(length + outline.size() - done);
+    for (std::string& chunk : chunks) {
+      json += chunk;
+      std::string().swap(chunk);  // freed as it is copied
     }
     json += " ]";
     done = at + empty.size();

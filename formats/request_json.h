@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "base/parallel.h"
 #include "google/protobuf/message.h"
 #include "memplan/v1/memplan.pb.h"
 
@@ -29,7 +30,11 @@ inline constexpr int kMaxJsonDepth = 64;
 
 // `message` as indented protobuf JSON with the proto field names, every
 // field (defaults too), and map entries in key order; ends with a newline.
-std::string ToJson(const google::protobuf::Message& message);
+// The elements of long repeated fields of the top level (a large plan's
+// assignments) are printed in chunks on the threads `parallel` gives:
+// the same bytes on any thread count.
+std::string ToJson(const google::protobuf::Message& message,
+                   const base::Parallelism& parallel = {});
 
 }  // namespace memplan::formats
 
