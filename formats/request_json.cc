@@ -117,6 +117,8 @@ std::string PrintWhole(const google::protobuf::Message& message) {
     coded.SetSerializationDeterministic(true);
     message.SerializeToCodedStream(&coded);
   }
+  // Shared by the threads ToJson prints on: a TypeResolver is thread-safe
+  // (google/protobuf/util/type_resolver.h).
   static auto* resolver =
       google::protobuf::util::NewTypeResolverForDescriptorPool(
           "type.googleapis.com",
