@@ -77,6 +77,21 @@ TEST(RequestJsonTest, ToJsonIsStableWithSortedMapsAndEveryField) {
   EXPECT_EQ(json.back(), '\n');
 }
 
+// `message` as protobuf's own printer writes it whole, with ToJson's
+// options, and the final newline ToJson adds.
+std::string ProtobufsOwnJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string whole;
+  EXPECT_TRUE(
+      google::protobuf::util::MessageToJsonString(message, &whole, options)
+          .ok());
+  if (whole.empty() || whole.back() != '\n') whole += "\n";
+  return whole;
+}
+
 TEST(RequestJsonTest, LongListsPrintAsProtobufPrintsTheWholeMessage) {
   // Lists longer than 64 are printed element by element and spliced in:
   // the bytes must be protobuf's own for the whole message.
@@ -92,15 +107,7 @@ TEST(RequestJsonTest, LongListsPrintAsProtobufPrintsTheWholeMessage) {
   response.add_memory_pools();  // short: printed with the rest
   (*response.mutable_stage_micros())["offsets"] = 7;
   response.add_warnings("assignments: []");
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
-  std::string whole;
-  ASSERT_TRUE(
-      google::protobuf::util::MessageToJsonString(response, &whole, options)
-          .ok());
-  if (whole.back() != '\n') whole += "\n";
+  const std::string whole = ProtobufsOwnJson(response);
   const std::string json = ToJson(response);
   EXPECT_EQ(json, whole);
   EXPECT_THAT(json, HasSubstr("\"name\": \"t\\\"199\\n\""));
@@ -117,15 +124,7 @@ TEST(RequestJsonTest, LongListsPrintTheSameBytesOnThreads) {
     a->set_size(64 + i);
   }
   response.add_warnings("after the list");
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
-  std::string whole;
-  ASSERT_TRUE(
-      google::protobuf::util::MessageToJsonString(response, &whole, options)
-          .ok());
-  if (whole.back() != '\n') whole += "\n";
+  const std::string whole = ProtobufsOwnJson(response);
   base::WorkerPool workers(3, 16);
   for (int threads : {1, 2, 4}) {
     const std::string json = ToJson(response, {&workers, threads});
