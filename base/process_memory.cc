@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 
 // A sanitizer's allocator takes no glibc settings but can be purged (the
 // sanitizers' common allocator interface; GCC ships no header for it).
@@ -24,7 +25,14 @@ bool KeepFreedMemory(int arenas) {
   const bool no_mmap = mallopt(M_MMAP_MAX, 0) == 1;
   const bool no_trim = mallopt(M_TRIM_THRESHOLD, -1) == 1;
   const bool shared = mallopt(M_ARENA_MAX, arenas < 1 ? 1 : arenas) == 1;
-  return no_mmap && no_trim && shared;
+  // The workers' arena grows its heap in one step, not page by page.
+  return no_mmap && no_trim && shared && GrowHeapsInLargeSteps();
+}
+
+bool GrowHeapsInLargeSteps(size_t bytes) {
+  if (kSanitizerAllocator) return false;
+  const size_t cap = static_cast<size_t>(std::numeric_limits<int>::max());
+  return mallopt(M_TOP_PAD, static_cast<int>(std::min(bytes, cap))) == 1;
 }
 
 bool KeepFreedMemoryOnHugePages(size_t bytes, int arenas) {

@@ -56,8 +56,9 @@ inline constexpr bool kSanitizerAllocator = false;
 // per thread on this machine kind's 2 vCPUs.
 inline constexpr int kKeptMemoryArenas = 2;
 
-// Turns off mmap for large allocations and the heap's trimming, and has
-// the threads share `arenas` (>= 1) malloc arenas. False when the malloc
+// Turns off mmap for large allocations and the heap's trimming, has the
+// threads share `arenas` (>= 1) malloc arenas, and grows heaps in large
+// steps (GrowHeapsInLargeSteps, below). False when the malloc
 // in use does not take the settings: under a sanitizer with an allocator of
 // its own (address, thread, memory), or if glibc refuses.
 bool KeepFreedMemory(int arenas = kKeptMemoryArenas);
@@ -81,6 +82,24 @@ inline constexpr size_t kHugePageHeapBytes = size_t{1} << 30;
 // /sys/kernel/mm/transparent_hugepage/enabled: no huge page).
 bool KeepFreedMemoryOnHugePages(size_t bytes = kHugePageHeapBytes,
                                 int arenas = kKeptMemoryArenas);
+
+// The step GrowHeapsInLargeSteps has malloc's heaps grow by by default:
+// 64 MiB, the whole of a secondary arena's heap (glibc's HEAP_MAX_SIZE on
+// 64-bit), so that such a heap is writable from its creation on.
+inline constexpr size_t kHeapGrowthBytes = size_t{64} << 20;
+
+// Has malloc extend its heaps `bytes` at a time (M_TOP_PAD) instead of by
+// what each allocation needs. Every thread but the first allocates from a
+// secondary arena, whose heap glibc otherwise makes writable one page at a
+// time: an mprotect call per 4 KiB, about 38,000 calls for one 1M-buffer
+// Plan call on a server thread, and no transparent huge page can form
+// there (glibc.malloc.hugetlb=1 then madvises a range that is not yet
+// writable). Address space only: nothing is resident until used. What a
+// heap's top keeps after a large call is at most `bytes`, until the next
+// ReturnFreedMemory(). Also fixes malloc's mmap threshold at its default
+// (glibc turns off its adjustment once a setting is made). False under a
+// sanitizer's allocator or if glibc refuses.
+bool GrowHeapsInLargeSteps(size_t bytes = kHeapGrowthBytes);
 
 // Gives the free memory of every malloc arena back to the system
 // (malloc_trim(0): the heap's free top is released and free pages inside

@@ -184,5 +184,43 @@ TEST(KeepFreedMemoryOnHugePagesTest, LaterLargeBlocksLieOnHugePageMemory) {
   }
 }
 
+// The size of the mapping holding `address` in /proc/self/maps, if it is
+// readable and writable (0 otherwise, or when none holds it).
+size_t WritableMappingBytesAt(const void* address) {
+  const uintptr_t at = reinterpret_cast<uintptr_t>(address);
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    uintptr_t begin = 0, end = 0;
+    char dash = 0;
+    std::string perms;
+    std::istringstream fields(line);
+    if (fields >> std::hex >> begin >> dash >> end >> perms && dash == '-' &&
+        begin <= at && at < end) {
+      return perms.rfind("rw", 0) == 0 ? end - begin : 0;
+    }
+  }
+  return 0;
+}
+
+TEST(GrowHeapsInLargeStepsTest, ANewThreadsHeapIsWritableWhole) {
+  if (kSanitizerAllocator) {
+    EXPECT_FALSE(GrowHeapsInLargeSteps());  // no glibc heap to grow
+    return;
+  }
+  ASSERT_TRUE(GrowHeapsInLargeSteps());
+  // The first thread after main gets an arena of its own, on a heap glibc
+  // maps for it. Grown in large steps, the heap is writable whole from its
+  // first block on; by default only the first 132 KiB or so are, and each
+  // later page takes an mprotect call of its own.
+  size_t writable = 0;
+  std::thread([&writable] {
+    std::unique_ptr<char[]> block(new char[1024]);
+    writable = WritableMappingBytesAt(block.get());
+  }).join();
+  EXPECT_GE(writable, kHeapGrowthBytes / 2)
+      << "the new thread's heap is writable over " << writable << " bytes";
+}
+
 }  // namespace
 }  // namespace memplan::base
