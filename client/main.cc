@@ -171,7 +171,9 @@ absl::StatusOr<Planned> PlanRequest(const v1::PlanRequest& request) {
   absl::StatusOr<engine::PlanOutcome> outcome =
       engine::Plan(request, engine::Limits{}, &Workers(), &cancel);
   if (!outcome.ok()) return outcome.status();
-  planned.response = engine::ToResponse(std::move(*outcome));  // the files
+  // The files move; a long assignment list is filled on the workers.
+  engine::ToResponse(std::move(*outcome), nullptr, &Workers(),
+                     &planned.response);
   planned.result = std::move(outcome->result);
   return planned;
 }

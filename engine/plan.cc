@@ -229,49 +229,59 @@ absl::StatusOr<PlanOutcome> Plan(const v1::PlanRequest& request,
 
 namespace {
 
-// The response for `outcome` with `files` (its own, or a copy) moved in.
-v1::PlanResponse Response(const PlanOutcome& outcome,
-                          std::vector<EmittedFile>* files,
-                          const base::CancelToken* cancel) {
-  v1::PlanResponse response = api::ToProto(outcome.result, outcome.options,
-                                           {outcome.no_timings, cancel});
+// The response for `outcome` with `files` (its own, or a copy) moved in,
+// into `response`.
+void Response(const PlanOutcome& outcome, std::vector<EmittedFile>* files,
+              const base::CancelToken* cancel,
+              const base::Parallelism& parallel, v1::PlanResponse* response) {
+  api::ToProto(outcome.result, outcome.options,
+               {outcome.no_timings, cancel, parallel}, response);
   for (const std::string& w : outcome.warnings) {
-    response.add_warnings(base::SafeText(w));  // they may quote raw names
+    response->add_warnings(base::SafeText(w));  // they may quote raw names
   }
   for (EmittedFile& f : *files) {
-    v1::EmittedFile* out = response.add_files();
+    v1::EmittedFile* out = response->add_files();
     out->set_format(f.format);
     out->set_data(std::move(f.data));
   }
   if (outcome.model.has_value() &&
       outcome.model->format == formats::Format::kTflite) {
     const int64_t a = planner::kTflmAlignment;
-    response.set_runtime_arena_bytes(
+    response->set_runtime_arena_bytes(
         (outcome.result.solution.arena_size + a - 1) / a * a);
   }
   // Like stage_micros, left out with no_timings: the same request then
   // always gives the same bytes, from the cache or not.
-  response.set_cached(!outcome.no_timings &&
-                      (outcome.cache == CacheUse::kMemoryHit ||
-                       outcome.cache == CacheUse::kStoreHit));
+  response->set_cached(!outcome.no_timings &&
+                       (outcome.cache == CacheUse::kMemoryHit ||
+                        outcome.cache == CacheUse::kStoreHit));
   if (outcome.tflm_arena_bytes.has_value()) {
-    response.mutable_baseline()->set_strategy("tflm_greedy");
-    response.mutable_baseline()->set_arena_size_bytes(
+    response->mutable_baseline()->set_strategy("tflm_greedy");
+    response->mutable_baseline()->set_arena_size_bytes(
         *outcome.tflm_arena_bytes);
   }
-  return response;
 }
 
 }  // namespace
 
 v1::PlanResponse ToResponse(const PlanOutcome& outcome) {
   std::vector<EmittedFile> files = outcome.files;
-  return Response(outcome, &files, nullptr);
+  v1::PlanResponse response;
+  Response(outcome, &files, nullptr, {}, &response);
+  return response;
 }
 
 v1::PlanResponse ToResponse(PlanOutcome&& outcome,
                             const base::CancelToken* cancel) {
-  return Response(outcome, &outcome.files, cancel);
+  v1::PlanResponse response;
+  Response(outcome, &outcome.files, cancel, {}, &response);
+  return response;
+}
+
+void ToResponse(PlanOutcome&& outcome, const base::CancelToken* cancel,
+                base::WorkerPool* workers, v1::PlanResponse* response) {
+  Response(outcome, &outcome.files, cancel,
+           {workers, outcome.options.max_threads}, response);
 }
 
 absl::StatusOr<v1::PlanResponse> PlanToResponse(const v1::PlanRequest& request,

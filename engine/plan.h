@@ -96,6 +96,11 @@ v1::PlanResponse ToResponse(const PlanOutcome& outcome);
 // call that has ended, whose response is dropped.
 v1::PlanResponse ToResponse(PlanOutcome&& outcome,
                             const base::CancelToken* cancel = nullptr);
+// The same into `response` (empty; on a protobuf arena or not), a long
+// assignment list filled on up to the request's max_threads of `workers`
+// (may be null; api::ResponseOptions::parallel).
+void ToResponse(PlanOutcome&& outcome, const base::CancelToken* cancel,
+                base::WorkerPool* workers, v1::PlanResponse* response);
 
 // Plan then ToResponse: what the Plan RPC answers.
 [[nodiscard]] absl::StatusOr<v1::PlanResponse> PlanToResponse(

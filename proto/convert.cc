@@ -1,6 +1,7 @@
 #include "proto/convert.h"
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 #include <utility>
 #include <vector>
@@ -226,44 +227,78 @@ void BuffersToProto(const planner::Problem& problem,
 
 namespace {
 
+// The assignment for placed tensor `t` of `result`.
+void FillAssignment(const planner::PlanResult& result, size_t t,
+                    v1::Assignment* a) {
+  const planner::TensorPlacement& p = result.tensors[t];
+  a->set_name(p.name);
+  a->set_offset(result.OffsetOf(t));
+  a->set_size(p.size);
+  if (!result.shared_objects.object_of.empty()) {
+    a->set_pool_id(result.shared_objects.object_of[p.buffer]);
+  }
+  a->set_first_step(p.start);
+  a->set_last_step(p.end - 1);
+  a->set_end_step(p.end);
+  a->set_persistent(p.kind != planner::TensorKind::kActivation &&
+                    p.kind != planner::TensorKind::kScratch);
+  // Empty strings are left unset (the same bytes on the wire): each set one
+  // costs a string of its own, a third of a large response's memory.
+  if (!p.in_place_of.empty()) a->set_in_place_of(p.in_place_of);
+  a->set_kind(std::string(planner::TensorKindName(p.kind)));
+  if (!result.memory_space_of.empty()) {
+    const std::string& space =
+        result.memory_spaces[result.memory_space_of[p.buffer]].name;
+    if (!space.empty()) a->set_memory_pool(space);
+  }
+}
+
 // One assignment per planned tensor and one UnplannedTensor per other, in
-// request order.
-// False, the list unfinished, once `cancel` (may be null) fires.
+// request order. The assignments are made on the calling thread and filled
+// in chunks on the threads `parallel` gives. False, the list unfinished,
+// once `cancel` (may be null) fires.
 bool AddTensors(const planner::PlanResult& result,
-                const base::CancelToken* cancel, v1::PlanResponse* response) {
-  response->mutable_assignments()->Reserve(
-      static_cast<int>(result.tensors.size()));
-  for (size_t t = 0; t < result.tensors.size(); ++t) {
+                const base::CancelToken* cancel,
+                const base::Parallelism& parallel, v1::PlanResponse* response) {
+  const size_t n = result.tensors.size();
+  // Where each chunk's first assignment goes.
+  std::vector<int> first(base::ChunkCount(n, kAssignmentChunk) + 1, 0);
+  for (size_t t = 0; t < n; ++t) {
     if (base::CancelledAt(cancel, t)) return false;
     const planner::TensorPlacement& p = result.tensors[t];
-    const std::string kind(planner::TensorKindName(p.kind));
-    if (p.buffer < 0) {
-      v1::UnplannedTensor* u = response->add_unplanned();
-      u->set_name(p.name);
-      u->set_size(p.size);
-      u->set_kind(kind);
+    if (p.buffer >= 0) {
+      ++first[t / kAssignmentChunk + 1];
       continue;
     }
-    v1::Assignment* a = response->add_assignments();
-    a->set_name(p.name);
-    a->set_offset(result.OffsetOf(t));
-    a->set_size(p.size);
-    if (!result.shared_objects.object_of.empty()) {
-      a->set_pool_id(result.shared_objects.object_of[p.buffer]);
-    }
-    a->set_first_step(p.start);
-    a->set_last_step(p.end - 1);
-    a->set_end_step(p.end);
-    a->set_persistent(p.kind != planner::TensorKind::kActivation &&
-                      p.kind != planner::TensorKind::kScratch);
-    a->set_in_place_of(p.in_place_of);
-    a->set_kind(kind);
-    if (!result.memory_space_of.empty()) {
-      a->set_memory_pool(
-          result.memory_spaces[result.memory_space_of[p.buffer]].name);
-    }
+    v1::UnplannedTensor* u = response->add_unplanned();
+    u->set_name(p.name);
+    u->set_size(p.size);
+    u->set_kind(std::string(planner::TensorKindName(p.kind)));
   }
-  return true;
+  for (size_t c = 1; c < first.size(); ++c) first[c] += first[c - 1];
+  google::protobuf::RepeatedPtrField<v1::Assignment>* list =
+      response->mutable_assignments();
+  list->Reserve(first.back());
+  for (int i = 0; i < first.back(); ++i) {
+    if (base::CancelledAt(cancel, static_cast<size_t>(i))) return false;
+    list->Add();
+  }
+  std::atomic<bool> ended{false};
+  base::ParallelForRange(parallel, n, kAssignmentChunk,
+                         [&](int c, size_t begin, size_t end) {
+                           if (ended.load(std::memory_order_relaxed) ||
+                               (cancel != nullptr && cancel->Cancelled())) {
+                             ended = true;
+                             return;
+                           }
+                           int next = first[c];
+                           for (size_t t = begin; t < end; ++t) {
+                             if (result.tensors[t].buffer >= 0) {
+                               FillAssignment(result, t, list->Mutable(next++));
+                             }
+                           }
+                         });
+  return !ended.load();
 }
 
 // One entry per memory space ("memory pool" on the wire).
@@ -301,31 +336,39 @@ v1::PlanResponse ToProto(const planner::PlanResult& result,
                          const planner::PlanOptions& options,
                          const ResponseOptions& response_options) {
   v1::PlanResponse response;
-  response.set_schema_version(kSchemaVersion);
-  response.set_arena_size_bytes(result.solution.arena_size);
-  response.set_lower_bound_bytes(result.lower_bound);
-  response.set_unaligned_lower_bound_bytes(result.unaligned_lower_bound);
-  response.set_naive_bytes(result.naive_bytes);
-  response.set_weights_bytes(result.weights_bytes);
-  response.set_strategy(result.strategy);
-  response.set_proven_optimal(result.proven_optimal);
-  response.set_time_limited(result.time_limited);
-  response.set_efficiency(
+  ToProto(result, options, response_options, &response);
+  return response;
+}
+
+void ToProto(const planner::PlanResult& result,
+             const planner::PlanOptions& options,
+             const ResponseOptions& response_options,
+             v1::PlanResponse* response) {
+  response->set_schema_version(kSchemaVersion);
+  response->set_arena_size_bytes(result.solution.arena_size);
+  response->set_lower_bound_bytes(result.lower_bound);
+  response->set_unaligned_lower_bound_bytes(result.unaligned_lower_bound);
+  response->set_naive_bytes(result.naive_bytes);
+  response->set_weights_bytes(result.weights_bytes);
+  response->set_strategy(result.strategy);
+  response->set_proven_optimal(result.proven_optimal);
+  response->set_time_limited(result.time_limited);
+  response->set_efficiency(
       result.lower_bound > 0
           ? static_cast<double>(result.solution.arena_size) / result.lower_bound
           : 1.0);
-  *response.mutable_options() = OptionsToProto(options);
-  if (!AddTensors(result, response_options.cancel, &response)) {
-    return response;  // unfinished: the call has ended
+  *response->mutable_options() = OptionsToProto(options);
+  if (!AddTensors(result, response_options.cancel, response_options.parallel,
+                  response)) {
+    return;  // unfinished: the call has ended
   }
-  AddMemorySpaces(result, &response);
-  AddSharedObjects(result, &response);
+  AddMemorySpaces(result, response);
+  AddSharedObjects(result, response);
   if (!response_options.no_timings) {
     for (const planner::StageTime& s : result.stages) {
-      (*response.mutable_stage_micros())[s.stage] += s.micros;
+      (*response->mutable_stage_micros())[s.stage] += s.micros;
     }
   }
-  return response;
 }
 
 namespace {

@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "base/alignment.h"
 #include "base/cancel.h"
+#include "base/parallel.h"
 #include "google/protobuf/repeated_field.h"
 #include "memplan/v1/memplan.pb.h"
 #include "planner/graph.h"
@@ -65,19 +66,32 @@ planner::Problem BuffersFromProto(
 void BuffersToProto(const planner::Problem& problem,
                     google::protobuf::RepeatedPtrField<v1::Buffer>* buffers);
 
-// What ToProto leaves out.
+// What ToProto leaves out, and how it works.
 struct ResponseOptions {
   bool no_timings = false;  // no stage_micros (byte-identical responses)
   // Polled every few thousand tensors: once it fires the response is left
   // unfinished, for a caller that then drops it (a call that has ended).
   const base::CancelToken* cancel = nullptr;
+  // The threads that fill a long assignment list, in chunks of
+  // kAssignmentChunk tensors (a million assignments: about 90 ms on one
+  // thread with warm memory, several times that on fresh pages). The
+  // response is the same on any count.
+  base::Parallelism parallel;
 };
+
+// The tensors one chunk of ToProto's assignment list holds.
+inline constexpr size_t kAssignmentChunk = 16384;
 
 // The response for a plan made with `options`: one assignment per planned
 // tensor and one UnplannedTensor per other tensor, both in request order.
 v1::PlanResponse ToProto(const planner::PlanResult& result,
                          const planner::PlanOptions& options,
                          const ResponseOptions& response_options);
+// The same into `response` (empty; on a protobuf arena or not).
+void ToProto(const planner::PlanResult& result,
+             const planner::PlanOptions& options,
+             const ResponseOptions& response_options,
+             v1::PlanResponse* response);
 
 // The planner's view of a response, for reports and pictures of a plan made
 // by a server: one planned buffer per assignment (each with its own

@@ -1,12 +1,15 @@
 #include "proto/convert.h"
 
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "base/cancel.h"
+#include "base/worker_pool.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/planner.h"
+#include "planner/testing/random_problems.h"
 
 namespace memplan::api {
 namespace {
@@ -152,6 +155,64 @@ TEST(ConvertTest, ResponseRoundTripsForReports) {
   EXPECT_EQ(back.tensors[3].buffer, -1);
   EXPECT_EQ(planner::FormatReport(back).substr(0, 40),
             planner::FormatReport(*r).substr(0, 40));
+}
+
+TEST(ConvertTest, LongAssignmentListsAreTheSameOnThreads) {
+  // 50,000 planned buffers (four chunks of the assignment list), with a
+  // weight the plan leaves out every 7,000 tensors and a tensor written in
+  // place of the one before every 5,000.
+  constexpr int kBuffers = 50000;
+  planner::PlanOptions options;
+  absl::StatusOr<planner::PlanResult> r = planner::PlanBuffers(
+      planner::testing::RandomProblem(kBuffers, 3), options, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<planner::TensorPlacement> tensors;
+  std::vector<size_t> planned;  // where each planned tensor lies in `tensors`
+  for (size_t t = 0; t < r->tensors.size(); ++t) {
+    if (t % 7000 == 0) {
+      planner::TensorPlacement w;
+      w.name = "w" + std::to_string(t);
+      w.kind = planner::TensorKind::kWeight;
+      w.size = 8;
+      tensors.push_back(w);
+    }
+    planner::TensorPlacement p = r->tensors[t];
+    if (t % 5000 == 1) p.in_place_of = r->tensors[t - 1].name;
+    planned.push_back(tensors.size());
+    tensors.push_back(p);
+  }
+  r->tensors = tensors;
+  ResponseOptions alone;
+  alone.no_timings = true;
+  const v1::PlanResponse one = ToProto(*r, options, alone);
+  ASSERT_EQ(one.assignments_size(), kBuffers);
+  ASSERT_EQ(one.unplanned_size(), 8);
+  EXPECT_EQ(one.unplanned(1).name(), "w7000");
+  for (int i = 0; i < kBuffers; ++i) {
+    const v1::Assignment& a = one.assignments(i);
+    const planner::TensorPlacement& p = tensors[planned[i]];
+    ASSERT_EQ(a.name(), p.name) << i;
+    ASSERT_EQ(a.offset(), r->OffsetOf(planned[i])) << i;
+    ASSERT_EQ(a.in_place_of(), p.in_place_of) << i;
+  }
+  EXPECT_EQ(one.assignments(5001).in_place_of(), one.assignments(5000).name());
+  // On four threads, also into a message on a protobuf arena: the same
+  // bytes (compared as a bool: a failed EXPECT_EQ would print megabytes).
+  base::WorkerPool workers(3, 16);
+  ResponseOptions threads = alone;
+  threads.parallel = {&workers, 4};
+  const std::string bytes = one.SerializeAsString();
+  EXPECT_TRUE(ToProto(*r, options, threads).SerializeAsString() == bytes);
+  google::protobuf::Arena arena;
+  auto* on_arena =
+      google::protobuf::Arena::CreateMessage<v1::PlanResponse>(&arena);
+  ToProto(*r, options, threads, on_arena);
+  EXPECT_TRUE(on_arena->SerializeAsString() == bytes);
+  // A call that ended: the list is left unfinished, on any thread count.
+  base::CancelToken ended;
+  ended.Cancel();
+  threads.cancel = &ended;
+  EXPECT_LT(ToProto(*r, options, threads).assignments_size(), kBuffers);
 }
 
 TEST(ConvertTest, ClipCutsLongNames) {

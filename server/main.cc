@@ -34,7 +34,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "base/process_memory.h"
 #include "base/worker_pool.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
@@ -424,10 +423,6 @@ bool PrintHelpIfAsked(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Before any thread: every gRPC thread allocates from a secondary malloc
-  // arena, whose heaps otherwise grow a page (and an mprotect call) at a
-  // time under a large request (base/process_memory.h).
-  memplan::base::GrowHeapsInLargeSteps();
   ConfigureUsage();
   if (PrintHelpIfAsked(argc, argv)) return 0;
   absl::ParseCommandLine(argc, argv);

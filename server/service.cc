@@ -81,13 +81,15 @@ void PlannerService::AddParsedMethod(
     const char* name,
     grpc::Status (PlannerService::*run)(grpc::ServerContext*, const Request&,
                                         Response*)) {
-  using In = ParsedRequest<Request>;
+  using In = ArenaMessage<Request>;
+  using Out = ArenaMessage<Response>;
   AddMethod(new grpc::internal::RpcServiceMethod(
       name, grpc::internal::RpcMethod::NORMAL_RPC,
-      new grpc::internal::RpcMethodHandler<PlannerService, In, Response>(
+      new grpc::internal::RpcMethodHandler<PlannerService, In, Out>(
           [run](PlannerService* service, grpc::ServerContext* context,
-                const In* request, Response* response) {
-            return (service->*run)(context, request->message(), response);
+                const In* request, Out* response) {
+            return (service->*run)(context, request->message(),
+                                   response->mutable_message());
           },
           this)));
 }
@@ -190,7 +192,7 @@ grpc::Status PlannerService::RunPlan(grpc::ServerContext* context,
     };
     if (cancel.Cancelled()) return ended();
     metrics_->PlanDone(outcome->result);
-    *response = engine::ToResponse(*std::move(outcome), &cancel);
+    engine::ToResponse(*std::move(outcome), &cancel, workers_, response);
     if (cancel.Cancelled()) return ended();
     return grpc::Status::OK;
   });
