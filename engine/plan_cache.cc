@@ -409,7 +409,8 @@ absl::StatusOr<planner::PlanResult> PlanCache::PlanGraph(
     return compute();
   }
   const Adopt adopt = [&](planner::PlanChoices choices) {
-    return planner::AdoptGraphPlan(graph, options, std::move(choices), cancel);
+    return planner::AdoptGraphPlan(graph, options, std::move(choices), cancel,
+                                   workers);
   };
   return Through(*key, options, cancel, adopt, compute, use);
 }
@@ -424,7 +425,7 @@ absl::StatusOr<planner::PlanResult> PlanCache::PlanBuffers(
   }
   const Adopt adopt = [&](planner::PlanChoices choices) {
     return planner::AdoptBuffersPlan(problem, options, std::move(choices),
-                                     cancel);
+                                     cancel, workers);
   };
   const Compute compute = [&] {
     return planner::PlanBuffers(std::move(problem), options, workers, cancel);

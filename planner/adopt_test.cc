@@ -114,6 +114,36 @@ TEST(AdoptTest, BufferChoicesGiveTheSamePlan) {
   }
 }
 
+// A list large enough for the workers (the stages' parallel size): on
+// three of them the adopted plan is the same, and a plan two of whose
+// buffers overlap is still refused.
+TEST(AdoptTest, LargeListsAreCheckedOnTheWorkers) {
+  const Problem problem = testing::RandomProblem(40000, 5, 64);
+  PlanOptions options;
+  options.strategy = "best_fit_size";
+  base::WorkerPool workers(3, 16);
+  absl::StatusOr<PlanResult> planned =
+      PlanBuffers(problem, options, &workers, nullptr);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  absl::StatusOr<PlanResult> adopted = AdoptBuffersPlan(
+      problem, options, ChoicesOf(*planned), nullptr, &workers);
+  ASSERT_TRUE(adopted.ok()) << adopted.status();
+  ExpectSamePlan(*planned, *adopted);
+  // Two buffers live together, one moved onto the other.
+  const auto live_together = [&](size_t x, size_t y) {
+    return problem.buffers[x].start < problem.buffers[y].end &&
+           problem.buffers[y].start < problem.buffers[x].end;
+  };
+  size_t a = 0, b = 1;
+  while (b + 1 < problem.buffers.size() && !live_together(a, b)) ++b;
+  ASSERT_TRUE(live_together(a, b));
+  PlanChoices bad = ChoicesOf(*planned);
+  bad.solution.offsets[b] = bad.solution.offsets[a];
+  absl::StatusOr<PlanResult> refused =
+      AdoptBuffersPlan(problem, options, std::move(bad), nullptr, &workers);
+  EXPECT_TRUE(absl::IsDataLoss(refused.status())) << refused.status();
+}
+
 // A renamed copy of the graph (same structure, other names) takes the same
 // choices and reports its own names.
 TEST(AdoptTest, RenamedGraphKeepsItsNames) {

@@ -1172,11 +1172,14 @@ absl::Status CheckSpaces(const PlanOptions& options, PlanResult* result) {
 // request, and proves them as planning does.
 absl::Status AdoptChoices(const PlanOptions& options, PlanChoices choices,
                           const std::vector<InPlaceTensor>& aliases,
-                          const base::CancelToken* cancel, PlanResult* result) {
+                          const base::CancelToken* cancel,
+                          const base::Parallelism& parallel,
+                          PlanResult* result) {
   const absl::Time start = absl::Now();
-  absl::StatusOr<Sections> time = CompressTime(result->problem, cancel);
+  absl::StatusOr<Sections> time =
+      CompressTime(result->problem, cancel, parallel);
   if (!time.ok()) return time.status();
-  SetBounds(*time, result);
+  SetBounds(*time, result, parallel);
   AddStageTime("prepare", absl::Now() - start, result);
   const size_t n = result->problem.buffers.size();
   if (choices.solution.offsets.size() != n) {
@@ -1211,7 +1214,7 @@ absl::Status AdoptChoices(const PlanOptions& options, PlanChoices choices,
   // split the arena; otherwise tensors and buffers are one to one.
   if (s.ok()) {
     s = aliases.empty() && result->memory_spaces.empty()
-            ? Verify(result->problem, result->solution, cancel, *time, {})
+            ? Verify(result->problem, result->solution, cancel, *time, parallel)
             : VerifyTensors(aliases, cancel, result);
   }
   AddStageTime("verify", absl::Now() - verify, result);
@@ -1231,7 +1234,8 @@ PlanChoices ChoicesOf(const PlanResult& result) {
 absl::StatusOr<PlanResult> AdoptGraphPlan(const Graph& graph,
                                           const PlanOptions& options,
                                           PlanChoices choices,
-                                          const base::CancelToken* cancel) {
+                                          const base::CancelToken* cancel,
+                                          base::WorkerPool* workers) {
   if (absl::Status s = CheckStrategyName(options.strategy); !s.ok()) return s;
   PlanResult result;
   std::vector<InPlaceTensor> aliases;
@@ -1239,8 +1243,10 @@ absl::StatusOr<PlanResult> AdoptGraphPlan(const Graph& graph,
       !s.ok()) {
     return s;
   }
-  if (absl::Status s =
-          AdoptChoices(options, std::move(choices), aliases, cancel, &result);
+  const base::Parallelism parallel =
+      ParallelismOf(options, workers, result.problem.buffers.size());
+  if (absl::Status s = AdoptChoices(options, std::move(choices), aliases,
+                                    cancel, parallel, &result);
       !s.ok()) {
     return s;
   }
@@ -1250,17 +1256,20 @@ absl::StatusOr<PlanResult> AdoptGraphPlan(const Graph& graph,
 absl::StatusOr<PlanResult> AdoptBuffersPlan(Problem problem,
                                             const PlanOptions& options,
                                             PlanChoices choices,
-                                            const base::CancelToken* cancel) {
+                                            const base::CancelToken* cancel,
+                                            base::WorkerPool* workers) {
   if (absl::Status s = CheckStrategyName(options.strategy); !s.ok()) return s;
   PlanResult result;
+  const base::Parallelism parallel =
+      ParallelismOf(options, workers, problem.buffers.size());
   if (absl::Status s =
-          ListBuffers(std::move(problem), options, cancel, &result);
+          ListBuffers(std::move(problem), options, cancel, &result, parallel);
       !s.ok()) {
     return s;
   }
   if (absl::Status s = ListTensors(cancel, &result); !s.ok()) return s;
-  if (absl::Status s =
-          AdoptChoices(options, std::move(choices), {}, cancel, &result);
+  if (absl::Status s = AdoptChoices(options, std::move(choices), {}, cancel,
+                                    parallel, &result);
       !s.ok()) {
     return s;
   }

@@ -220,15 +220,17 @@ PlanChoices ChoicesOf(const PlanResult& result);
 // runs, and the result is not time_limited. proven_optimal is taken as
 // recorded (a search's proof is not repeated). INVALID_ARGUMENT as
 // PlanGraph for a malformed graph; DATA_LOSS naming the first fault when the
-// choices do not fit it; DEADLINE_EXCEEDED when cancelled.
+// choices do not fit it; DEADLINE_EXCEEDED when cancelled. On large
+// problems the checks run on up to options.max_threads of `workers` (may
+// be null), as planning's do; the result is the same on any count.
 [[nodiscard]] absl::StatusOr<PlanResult> AdoptGraphPlan(
     const Graph& graph, const PlanOptions& options, PlanChoices choices,
-    const base::CancelToken* cancel);
+    const base::CancelToken* cancel, base::WorkerPool* workers = nullptr);
 
 // The same for a buffer list (validated as PlanBuffers validates it).
 [[nodiscard]] absl::StatusOr<PlanResult> AdoptBuffersPlan(
     Problem problem, const PlanOptions& options, PlanChoices choices,
-    const base::CancelToken* cancel);
+    const base::CancelToken* cancel, base::WorkerPool* workers = nullptr);
 
 // A text report: arena, lower bound, efficiency, saving against naive, the
 // shared objects, and for small plans an ASCII picture (steps across, memory
