@@ -243,7 +243,7 @@ void FillAssignment(const planner::PlanResult& result, size_t t,
   a->set_persistent(p.kind != planner::TensorKind::kActivation &&
                     p.kind != planner::TensorKind::kScratch);
   // Empty strings are left unset (the same bytes on the wire): each set one
-  // costs a string of its own, a third of a large response's memory.
+  // costs a string object of its own, on the heap or the arena.
   if (!p.in_place_of.empty()) a->set_in_place_of(p.in_place_of);
   a->set_kind(std::string(planner::TensorKindName(p.kind)));
   if (!result.memory_space_of.empty()) {
