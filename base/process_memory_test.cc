@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -133,18 +134,35 @@ TEST(KeepFreedMemoryTest, ReturnFreedMemoryGivesKeptMemoryBack) {
 
 // The VmFlags line of the mapping holding `address` in /proc/self/smaps
 // ("" when none holds it).
+// A mapping's first line in /proc/self/maps or smaps: "begin-end perms
+// ..." (addresses in hex); nullopt for any other line.
+struct Mapping {
+  uintptr_t begin = 0;
+  uintptr_t end = 0;
+  std::string perms;
+  bool Holds(const void* address) const {
+    const uintptr_t at = reinterpret_cast<uintptr_t>(address);
+    return begin <= at && at < end;
+  }
+};
+std::optional<Mapping> MappingOf(const std::string& line) {
+  Mapping m;
+  char dash = 0;
+  std::istringstream header(line);
+  if (header >> std::hex >> m.begin >> dash >> m.end >> m.perms &&
+      dash == '-') {
+    return m;
+  }
+  return std::nullopt;
+}
+
 std::string VmFlagsAt(const void* address) {
-  const uintptr_t at = reinterpret_cast<uintptr_t>(address);
   std::ifstream smaps("/proc/self/smaps");
   std::string line;
   bool inside = false;
   while (std::getline(smaps, line)) {
-    uintptr_t begin = 0, end = 0;
-    char dash = 0;
-    std::istringstream header(line);
-    // A mapping's first line: "begin-end perms ..." in hex.
-    if (header >> std::hex >> begin >> dash >> end && dash == '-') {
-      inside = begin <= at && at < end;
+    if (std::optional<Mapping> m = MappingOf(line)) {
+      inside = m->Holds(address);
     } else if (inside && line.rfind("VmFlags:", 0) == 0) {
       return line;
     }
@@ -187,17 +205,12 @@ TEST(KeepFreedMemoryOnHugePagesTest, LaterLargeBlocksLieOnHugePageMemory) {
 // The size of the mapping holding `address` in /proc/self/maps, if it is
 // readable and writable (0 otherwise, or when none holds it).
 size_t WritableMappingBytesAt(const void* address) {
-  const uintptr_t at = reinterpret_cast<uintptr_t>(address);
   std::ifstream maps("/proc/self/maps");
   std::string line;
   while (std::getline(maps, line)) {
-    uintptr_t begin = 0, end = 0;
-    char dash = 0;
-    std::string perms;
-    std::istringstream fields(line);
-    if (fields >> std::hex >> begin >> dash >> end >> perms && dash == '-' &&
-        begin <= at && at < end) {
-      return perms.rfind("rw", 0) == 0 ? end - begin : 0;
+    std::optional<Mapping> m = MappingOf(line);
+    if (m && m->Holds(address)) {
+      return m->perms.rfind("rw", 0) == 0 ? m->end - m->begin : 0;
     }
   }
   return 0;
