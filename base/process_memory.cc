@@ -9,6 +9,12 @@
 #include <cstdlib>
 #include <limits>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
+
 // A sanitizer's allocator takes no glibc settings but can be purged (the
 // sanitizers' common allocator interface; GCC ships no header for it).
 #ifdef MEMPLAN_SANITIZER_ALLOCATOR
@@ -16,6 +22,34 @@ extern "C" void __sanitizer_purge_allocator();
 #endif
 
 namespace memplan::base {
+namespace {
+
+// Changes of M_TOP_PAD: the step GrowHeapsInLargeSteps set (0 if none),
+// and 0 while a heap top is given back.
+absl::Mutex pad_mu;
+size_t heap_step ABSL_GUARDED_BY(pad_mu) = 0;
+
+// A free of at least 64 KiB (glibc's FASTBIN_CONSOLIDATION_THRESHOLD) has
+// glibc trim the top of the freeing thread's heap down to M_TOP_PAD; under
+// 128 KiB (the mmap threshold once a setting is made), the block comes from
+// a heap, not from mmap.
+constexpr size_t kTrimmingFree = size_t{96} << 10;
+
+void TrimmingFree() {
+  // volatile: the compiler may not drop the pair.
+  void* volatile block = std::malloc(kTrimmingFree);
+  std::free(block);
+}
+
+// Runs `trim` with M_TOP_PAD 0, then sets the step back.
+void WithoutTopPad(absl::FunctionRef<void()> trim) {
+  absl::MutexLock lock(&pad_mu);
+  if (heap_step > 0) mallopt(M_TOP_PAD, 0);
+  trim();
+  if (heap_step > 0) mallopt(M_TOP_PAD, static_cast<int>(heap_step));
+}
+
+}  // namespace
 
 bool KeepFreedMemory(int arenas) {
   if (kSanitizerAllocator) return false;
@@ -29,10 +63,28 @@ bool KeepFreedMemory(int arenas) {
   return no_mmap && no_trim && shared && GrowHeapsInLargeSteps();
 }
 
+bool MallocAsksForHugePages() {
+  if (kSanitizerAllocator) return false;
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (tunables == nullptr) return false;
+  // name=value pairs separated by ':'; the last setting of a name counts.
+  bool asks = false;
+  for (absl::string_view pair : absl::StrSplit(tunables, ':')) {
+    if (absl::ConsumePrefix(&pair, "glibc.malloc.hugetlb=")) {
+      asks = pair == "1" || pair == "2";
+    }
+  }
+  return asks;
+}
+
 bool GrowHeapsInLargeSteps(size_t bytes) {
   if (kSanitizerAllocator) return false;
   const size_t cap = static_cast<size_t>(std::numeric_limits<int>::max());
-  return mallopt(M_TOP_PAD, static_cast<int>(std::min(bytes, cap))) == 1;
+  bytes = std::min(bytes, cap);
+  absl::MutexLock lock(&pad_mu);
+  if (mallopt(M_TOP_PAD, static_cast<int>(bytes)) != 1) return false;
+  heap_step = bytes;
+  return true;
 }
 
 bool KeepFreedMemoryOnHugePages(size_t bytes, int arenas) {
@@ -68,6 +120,22 @@ void ReturnFreedMemory() {
 #else
   malloc_trim(0);
 #endif
+}
+
+void ReturnFreedMemory(
+    absl::FunctionRef<void(const std::function<void()>&)> on_each_thread) {
+  if (kSanitizerAllocator) {
+    ReturnFreedMemory();
+    return;
+  }
+  WithoutTopPad([&] {
+    on_each_thread(TrimmingFree);
+    ReturnFreedMemory();
+  });
+}
+
+void ReturnThreadHeapTop() {
+  if (!kSanitizerAllocator) WithoutTopPad(TrimmingFree);
 }
 
 }  // namespace memplan::base

@@ -24,6 +24,9 @@
 #define MEMPLAN_BASE_PROCESS_MEMORY_H_
 
 #include <cstddef>
+#include <functional>
+
+#include "absl/functional/function_ref.h"
 
 namespace memplan::base {
 
@@ -88,6 +91,12 @@ bool KeepFreedMemoryOnHugePages(size_t bytes = kHugePageHeapBytes,
 // 64-bit), so that such a heap is writable from its creation on.
 inline constexpr size_t kHeapGrowthBytes = size_t{64} << 20;
 
+// Whether glibc's malloc asks the kernel for transparent huge pages: the
+// tunable glibc.malloc.hugetlb is 1 or 2 in GLIBC_TUNABLES (the container
+// image sets 1), as glibc read it at startup. False under a sanitizer's
+// allocator.
+bool MallocAsksForHugePages();
+
 // Has malloc extend its heaps `bytes` at a time (M_TOP_PAD) instead of by
 // what each allocation needs. Every thread but the first allocates from a
 // secondary arena, whose heap glibc otherwise makes writable one page at a
@@ -99,19 +108,46 @@ inline constexpr size_t kHeapGrowthBytes = size_t{64} << 20;
 // adjustment once a setting is made). False under a sanitizer's allocator
 // or if glibc refuses.
 //
-// Not for a server: each secondary arena then keeps up to `bytes` of its
-// heap's top resident after a large call, which ReturnFreedMemory() does
-// not reach (malloc_trim trims only the main arena's top): a server idle
-// after one 400,000-buffer call held 95 MB more than before it.
+// Each secondary arena then keeps up to `bytes` of its heap's top resident
+// after a large call, which ReturnFreedMemory() does not reach (malloc_trim
+// trims only the main arena's top): a server gives it back with
+// ReturnFreedMemory(on_each_thread) on the threads that did the work.
 bool GrowHeapsInLargeSteps(size_t bytes = kHeapGrowthBytes);
 
 // Gives the free memory of every malloc arena back to the system
-// (malloc_trim(0): the heap's free top is released and free pages inside
-// are discarded), whether or not KeepFreedMemory() was called; under a
-// sanitizer, its allocator's free memory (__sanitizer_purge_allocator; what
-// sits in ASan's quarantine stays). Thread-safe; costs a walk over the free
-// blocks, microseconds for a small heap.
+// (malloc_trim(0): the main heap's free top is released and free pages
+// inside every heap are discarded), whether or not KeepFreedMemory() was
+// called; under a sanitizer, its allocator's free memory
+// (__sanitizer_purge_allocator; what sits in ASan's quarantine stays).
+// Thread-safe; costs a walk over the free blocks, microseconds for a small
+// heap.
 void ReturnFreedMemory();
+
+// ReturnFreedMemory(), and first the free tops of the heaps of the threads
+// `on_each_thread` reaches, down to nothing: glibc shrinks a secondary
+// arena's heap only on a large free from that arena, keeping M_TOP_PAD
+// (GrowHeapsInLargeSteps) and anything under its trim threshold (128 KiB
+// once a setting is made; up to 64 MiB under glibc's sliding default).
+// `on_each_thread` must run the function it is given once on each of those
+// threads and return after, e.g.
+//
+//   base::ReturnFreedMemory([&](const std::function<void()>& f) {
+//     workers.RunOnEachThread(f);
+//   });
+//
+// M_TOP_PAD is 0 meanwhile (a call that starts then may grow its heaps in
+// smaller steps while this runs); thread-safe with the functions here, not
+// with other callers of mallopt.
+void ReturnFreedMemory(
+    absl::FunctionRef<void(const std::function<void()>&)> on_each_thread);
+
+// Gives back the free top of the calling thread's heap (down to nothing,
+// M_TOP_PAD 0 meanwhile), as ReturnFreedMemory(on_each_thread) does on
+// each of its threads: for a thread that is not a worker, once a large
+// task it ran has freed what it allocated. Thread-safe; a malloc, a free
+// and two mallopt calls, plus giving the pages back. Nothing under a
+// sanitizer's allocator.
+void ReturnThreadHeapTop();
 
 }  // namespace memplan::base
 

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "absl/synchronization/barrier.h"
+#include "base/worker_pool.h"
 #include "gtest/gtest.h"
 
 namespace memplan::base {
@@ -233,6 +235,93 @@ TEST(GrowHeapsInLargeStepsTest, ANewThreadsHeapIsWritableWhole) {
   }).join();
   EXPECT_GE(writable, kHeapGrowthBytes / 2)
       << "the new thread's heap is writable over " << writable << " bytes";
+}
+
+// Writes and frees `bytes` in 4 KiB blocks on the calling thread: with
+// heaps grown in large steps, its heap keeps them as its free top.
+void FillAndFree(size_t bytes) {
+  std::vector<std::unique_ptr<char[]>> blocks;
+  for (size_t i = 0; i < bytes / 4096; ++i) {
+    blocks.emplace_back(new char[4096]);
+    volatile char* block = blocks.back().get();
+    block[0] = 1;
+  }
+}
+
+TEST(ReturnFreedMemoryTest, TheWorkersHeapTopsGoBack) {
+  WorkerPool pool(2, 8);
+  const auto on_each_worker = [&pool](const std::function<void()>& task) {
+    pool.RunOnEachThread(task);
+  };
+  if (kSanitizerAllocator) {
+    ReturnFreedMemory(on_each_worker);  // must be harmless; nothing to measure
+    return;
+  }
+  ASSERT_TRUE(GrowHeapsInLargeSteps());
+  const int64_t before = ResidentBytes();
+  // Each worker writes and frees 24 MiB: its heap keeps them (M_TOP_PAD),
+  // and malloc_trim does not reach a worker's heap top.
+  pool.RunOnEachThread([] { FillAndFree(size_t{24} << 20); });
+  ReturnFreedMemory();
+  const int64_t kept = ResidentBytes() - before;
+  EXPECT_GT(kept, int64_t{32} << 20) << "the workers' heaps kept nothing";
+  ReturnFreedMemory(on_each_worker);
+  EXPECT_LT(ResidentBytes() - before, int64_t{8} << 20)
+      << "kept before: " << kept;
+  // The heaps grow in large steps again afterwards.
+  size_t writable = 0;
+  pool.RunOnEachThread([&writable] {
+    FillAndFree(size_t{1} << 20);
+    std::unique_ptr<char[]> block(new char[1024]);
+    writable = WritableMappingBytesAt(block.get());
+  });
+  EXPECT_GE(writable, kHeapGrowthBytes / 2);
+}
+
+TEST(ReturnThreadHeapTopTest, TheCallingThreadsHeapTopGoesBack) {
+  if (kSanitizerAllocator) {
+    ReturnThreadHeapTop();  // must be harmless
+    return;
+  }
+  ASSERT_TRUE(GrowHeapsInLargeSteps());
+  const int64_t before = ResidentBytes();
+  int64_t kept = 0;
+  int64_t after = 0;
+  std::thread([&] {
+    FillAndFree(size_t{48} << 20);
+    kept = ResidentBytes() - before;
+    ReturnThreadHeapTop();
+    after = ResidentBytes() - before;
+  }).join();
+  EXPECT_GT(kept, int64_t{32} << 20) << "the thread's heap kept nothing";
+  EXPECT_LT(after, int64_t{8} << 20) << "kept before: " << kept;
+}
+
+TEST(MallocAsksForHugePagesTest, ReadsGlibcsTunable) {
+  const char* before = std::getenv("GLIBC_TUNABLES");
+  const std::string saved = before == nullptr ? "" : before;
+  const auto asks = [](const char* tunables) {
+    if (tunables == nullptr) {
+      unsetenv("GLIBC_TUNABLES");
+    } else {
+      setenv("GLIBC_TUNABLES", tunables, /*overwrite=*/1);
+    }
+    return MallocAsksForHugePages();
+  };
+  const bool glibc = !kSanitizerAllocator;
+  EXPECT_EQ(asks("glibc.malloc.hugetlb=1"), glibc);
+  EXPECT_EQ(asks("glibc.malloc.top_pad=0:glibc.malloc.hugetlb=2"), glibc);
+  EXPECT_FALSE(asks("glibc.malloc.hugetlb=0"));
+  EXPECT_FALSE(asks("glibc.malloc.hugetlb=1:glibc.malloc.hugetlb=0"));
+  EXPECT_FALSE(asks("glibc.malloc.hugetlb=10"));
+  EXPECT_FALSE(asks("xglibc.malloc.hugetlb=1"));
+  EXPECT_FALSE(asks(""));
+  EXPECT_FALSE(asks(nullptr));
+  if (before == nullptr) {
+    unsetenv("GLIBC_TUNABLES");
+  } else {
+    setenv("GLIBC_TUNABLES", saved.c_str(), /*overwrite=*/1);
+  }
 }
 
 }  // namespace

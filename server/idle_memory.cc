@@ -1,11 +1,16 @@
 #include "server/idle_memory.h"
 
+#include <utility>
+
 #include "base/process_memory.h"
 
 namespace memplan::server {
 
-IdleMemoryReturner::IdleMemoryReturner(absl::Duration quiet)
-    : quiet_(quiet), thread_([this] { Run(); }) {}
+IdleMemoryReturner::IdleMemoryReturner(absl::Duration quiet,
+                                       OnEachWorker on_each_worker)
+    : quiet_(quiet),
+      on_each_worker_(std::move(on_each_worker)),
+      thread_([this] { Run(); }) {}
 
 IdleMemoryReturner::~IdleMemoryReturner() {
   {
@@ -48,7 +53,11 @@ void IdleMemoryReturner::Run() {
     }
     --pending_;
     mu_.Unlock();
-    base::ReturnFreedMemory();
+    if (on_each_worker_ != nullptr) {
+      base::ReturnFreedMemory(on_each_worker_);
+    } else {
+      base::ReturnFreedMemory();
+    }
     mu_.Lock();
     ++returns_;
   }

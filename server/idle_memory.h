@@ -5,10 +5,11 @@
 // shrinks only from its top, so a server that planned a million buffers
 // once held about 900 MB resident while idle, and more after the next big
 // call. When the last call in progress ends, and no call starts for `quiet`,
-// one thread calls base::ReturnFreedMemory() (malloc_trim), and once more
-// after ten times `quiet` for what gRPC freed later (a large response is
-// freed once a slow reader has taken it): idle, the process goes back to
-// tens of megabytes. Under steady load nothing is returned and nothing is
+// one thread calls base::ReturnFreedMemory() (malloc_trim, and each
+// worker's heap top, which malloc_trim does not reach), and once more after
+// ten times `quiet` for what gRPC freed later (a large response is freed
+// once a slow reader has taken it): idle, the process goes back to tens of
+// megabytes. Under steady load nothing is returned and nothing is
 // lost: freed memory is reused by the next calls.
 //
 //   IdleMemoryReturner returner(absl::Milliseconds(500));
@@ -20,6 +21,7 @@
 #define MEMPLAN_SERVER_IDLE_MEMORY_H_
 
 #include <cstdint>
+#include <functional>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -30,7 +32,12 @@ namespace memplan::server {
 
 class IdleMemoryReturner {
  public:
-  explicit IdleMemoryReturner(absl::Duration quiet);
+  // `on_each_worker` (optional) runs the function it is given once on each
+  // thread that plans (base::WorkerPool::RunOnEachThread): their heaps'
+  // free tops go back too (base::ReturnFreedMemory).
+  using OnEachWorker = std::function<void(const std::function<void()>&)>;
+  explicit IdleMemoryReturner(absl::Duration quiet,
+                              OnEachWorker on_each_worker = nullptr);
   ~IdleMemoryReturner();
   IdleMemoryReturner(const IdleMemoryReturner&) = delete;
   IdleMemoryReturner& operator=(const IdleMemoryReturner&) = delete;
@@ -50,6 +57,7 @@ class IdleMemoryReturner {
   }
 
   const absl::Duration quiet_;
+  const OnEachWorker on_each_worker_;
   mutable absl::Mutex mu_;
   // Returns still due in this idle period (2, 1, 0), counted from
   // `idle_since_`: at `quiet_` and at 10 x `quiet_`.

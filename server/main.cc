@@ -18,6 +18,7 @@
 #include <csignal>
 #include <cstdio>
 #include <ctime>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -34,6 +35,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/process_memory.h"
 #include "base/worker_pool.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
@@ -75,9 +77,10 @@ ABSL_FLAG(double, max_benchmark_seconds, 30,
           "wall time limit of one Benchmark call");
 ABSL_FLAG(bool, return_memory_when_idle, true,
           "0.5 s after the last call in progress ends, and again 5 s after, "
-          "give the memory calls freed back to the system (malloc_trim); "
-          "false: glibc keeps what it keeps (a worker thread's arena shrinks "
-          "only from its top)");
+          "give the memory calls freed back to the system (malloc_trim, "
+          "and each worker's heap top); false: glibc keeps what it keeps (a "
+          "worker thread's arena shrinks only from its top), and heaps grow "
+          "in glibc's steps even where malloc uses huge pages");
 ABSL_FLAG(double, grace_seconds, 5,
           "on SIGTERM/SIGINT, the time from the signal to the exit (0 on a "
           "clean stop): the drain, then calls in progress may finish until "
@@ -308,9 +311,21 @@ int Run() {
                  std::string(metrics.status().message()).c_str());
     return 1;
   }
-  std::optional<IdleMemoryReturner> idle_memory;
+  base::WorkerPool workers(threads, options.max_in_flight * 8);
+  std::optional<IdleMemoryReturner> idle_memory;  // after workers: uses them
   if (absl::GetFlag(FLAGS_return_memory_when_idle)) {
-    idle_memory.emplace(kIdleBeforeReturn);
+    // Where malloc asks for huge pages (the container image), heaps grow
+    // 64 MiB at a time, so that a large call's memory lies on 2 MiB pages
+    // (grown page by page, a heap gets none): a 1M-buffer call 10-20%
+    // faster. The heaps' tops go back once a large call's response is
+    // freed (its thread's, ArenaMessage) and once idle (the workers').
+    // Without huge pages the steps only cost: each call faults the pages
+    // it reuses again.
+    if (base::MallocAsksForHugePages()) base::GrowHeapsInLargeSteps();
+    idle_memory.emplace(kIdleBeforeReturn,
+                        [&workers](const std::function<void()>& task) {
+                          workers.RunOnEachThread(task);
+                        });
   }
   HealthService health;  // outlives the server, which ends its calls
   absl::StatusOr<PlanCacheParts> cache = MakePlanCache(metrics->get(), &health);
@@ -320,7 +335,6 @@ int Run() {
     return 1;
   }
   options.plan_cache = cache->cache.get();
-  base::WorkerPool workers(threads, options.max_in_flight * 8);
   base::CancelToken shutdown;
   PlannerService service(options, &workers, &shutdown, metrics->get(),
                          idle_memory ? &*idle_memory : nullptr);

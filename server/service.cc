@@ -80,14 +80,20 @@ template <typename Request, typename Response>
 void PlannerService::AddParsedMethod(
     const char* name,
     grpc::Status (PlannerService::*run)(grpc::ServerContext*, const Request&,
-                                        Response*)) {
+                                        Response*),
+    size_t large_request) {
   using In = ArenaMessage<Request>;
   using Out = ArenaMessage<Response>;
   AddMethod(new grpc::internal::RpcServiceMethod(
       name, grpc::internal::RpcMethod::NORMAL_RPC,
       new grpc::internal::RpcMethodHandler<PlannerService, In, Out>(
-          [run](PlannerService* service, grpc::ServerContext* context,
-                const In* request, Out* response) {
+          [run, large_request](PlannerService* service,
+                               grpc::ServerContext* context, const In* request,
+                               Out* response) {
+            // The response is the call's last memory to go (gRPC frees the
+            // request first, the response once sent).
+            response->set_return_heap_top(request->arena_bytes() >=
+                                          large_request);
             return (service->*run)(context, request->message(),
                                    response->mutable_message());
           },
@@ -103,9 +109,13 @@ PlannerService::PlannerService(const ServiceOptions& options,
       shutdown_(shutdown),
       metrics_(metrics),
       memory_(memory) {
-  AddParsedMethod("/memplan.v1.MemoryPlanner/Plan", &PlannerService::RunPlan);
+  // A Plan request of 1 MiB: some 20,000 buffers or tensors, tens of
+  // milliseconds of planning, next to which giving a heap back costs
+  // little. A Benchmark call replays allocators at any size: always.
+  AddParsedMethod("/memplan.v1.MemoryPlanner/Plan", &PlannerService::RunPlan,
+                  size_t{1} << 20);
   AddParsedMethod("/memplan.v1.MemoryPlanner/Benchmark",
-                  &PlannerService::RunBenchmark);
+                  &PlannerService::RunBenchmark, 0);
 }
 
 bool PlannerService::Admit() {

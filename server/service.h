@@ -11,10 +11,12 @@
 #define MEMPLAN_SERVER_SERVICE_H_
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 
 #include "base/cancel.h"
+#include "base/process_memory.h"
 #include "base/worker_pool.h"
 #include "engine/benchmark.h"
 #include "engine/plan.h"
@@ -52,15 +54,31 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 // parse as the request INVALID_ARGUMENT saying so (gRPC's own protobuf
 // traits answer INTERNAL with no message, which the alert rules count as
 // a server fault).
+//
+// A large call's memory goes back to the system once its response is
+// freed: the server grows malloc's heaps 64 MiB at a time
+// (base::GrowHeapsInLargeSteps), and each heap then keeps that much of its
+// top for the next call; the gRPC thread that ran a large call has no other
+// moment to give its heap back (the workers' heaps go back once the server
+// is idle, server/idle_memory.h).
 template <typename Message>
 class ArenaMessage {
  public:
   ArenaMessage() = default;
+  // Frees the message; then, if set_return_heap_top(true) was called, gives
+  // the calling thread's free heap top back (base::ReturnThreadHeapTop).
+  ~ArenaMessage() {
+    arena_.Reset();
+    if (return_heap_top_) base::ReturnThreadHeapTop();
+  }
   ArenaMessage(const ArenaMessage&) = delete;
   ArenaMessage& operator=(const ArenaMessage&) = delete;
 
   const Message& message() const { return *message_; }
   Message* mutable_message() { return message_; }
+  // The bytes the message's arena holds.
+  size_t arena_bytes() const { return arena_.SpaceAllocated(); }
+  void set_return_heap_top(bool on) { return_heap_top_ = on; }
 
  private:
   static google::protobuf::ArenaOptions Blocks() {
@@ -76,6 +94,7 @@ class ArenaMessage {
   google::protobuf::Arena arena_{Blocks()};
   Message* const message_ =
       google::protobuf::Arena::CreateMessage<Message>(&arena_);
+  bool return_heap_top_ = false;
 };
 
 // memplan.v1.MemoryPlanner, served as plain sync unary methods (one batch
@@ -112,11 +131,15 @@ class PlannerService final : public grpc::Service {
   // Plan"), as the generated Service would, but reading its request as a
   // ArenaMessage (bytes that do not parse are INVALID_ARGUMENT) and building
   // its response on another.
+  // A call whose request's arena holds at least `large_request` bytes gives
+  // its thread's heap top back once its response is freed
+  // (ArenaMessage::set_return_heap_top).
   template <typename Request, typename Response>
   void AddParsedMethod(const char* name,
                        grpc::Status (PlannerService::*run)(grpc::ServerContext*,
                                                            const Request&,
-                                                           Response*));
+                                                           Response*),
+                       size_t large_request);
   // Takes a slot for one request (false when all are taken) and returns it.
   bool Admit();
   void Leave();

@@ -257,29 +257,68 @@ TEST_F(ReliabilityTest, MemoryIsGivenBackWhenABenchmarkEnds) {
             (int64_t{64} << 20) + (kAddressSanitizer ? touched / 8 : 0));
 }
 
-TEST_F(ReliabilityTest, MemoryIsGivenBackOnceTheServerIsIdle) {
+// Plans 400,000 buffers through `channel` and expects the server `pid` to
+// hold less than 64 MB more than before once idle for a while.
+void ExpectMemoryGivenBackOnceIdle(
+    pid_t pid, const std::shared_ptr<grpc::Channel>& channel) {
   // 400,000 buffers: a plan whose stages hold a few hundred MB; glibc alone
   // kept most of it resident after the call (worker arenas shrink only from
   // the top).
   v1::PlanRequest big = testing::LargeBufferList(400000);
-  const int64_t baseline = testing::ProcessRssBytes(server_->pid());
+  const int64_t baseline = testing::ProcessRssBytes(pid);
   v1::PlanResponse response;
-  ASSERT_TRUE(Plan(big, &response, /*deadline_ms=*/120000).ok());
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(120));
+  const grpc::Status s =
+      v1::MemoryPlanner::NewStub(channel)->Plan(&context, big, &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
   big.Clear();
   // Idle for half a second, the server gives what its calls freed back. A
   // sanitized server frees large blocks at once (no quarantine here) and
   // keeps the shadow of what it touched, which no purge returns: there,
   // the check is only that being idle costs nothing more.
-  const int64_t held = testing::ProcessRssBytes(server_->pid()) - baseline;
+  const int64_t held = testing::ProcessRssBytes(pid) - baseline;
   const int64_t bound =
       kAddressSanitizer ? held + (int64_t{16} << 20) : int64_t{64} << 20;
   const auto until = Clock::now() + std::chrono::seconds(10);
   int64_t grown = held;
   while (grown >= bound && Clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    grown = testing::ProcessRssBytes(server_->pid()) - baseline;
+    grown = testing::ProcessRssBytes(pid) - baseline;
   }
   EXPECT_LT(grown, bound) << "right after the call: " << held;
+}
+
+TEST_F(ReliabilityTest, MemoryIsGivenBackOnceTheServerIsIdle) {
+  ExpectMemoryGivenBackOnceIdle(server_->pid(), *channel_);
+}
+
+// As the container image runs it (GLIBC_TUNABLES=glibc.malloc.hugetlb=1):
+// the server then grows malloc's heaps 64 MiB at a time, each of which
+// would keep that much after a large call, and gives the heaps' tops back
+// itself (the call's thread once its response is freed, the workers once
+// idle).
+TEST(ReliabilityOnHugePagesTest, MemoryIsGivenBackOnceTheServerIsIdle) {
+  const char* before = std::getenv("GLIBC_TUNABLES");
+  const std::string saved = before == nullptr ? "" : before;
+  setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1", /*overwrite=*/1);
+  testing::ServerProcess server(MEMPLAN_SERVER_PATH,
+                                {"--address=127.0.0.1:0", "--worker_threads=2",
+                                 "--cache=off", "--metrics_address="});
+  if (before == nullptr) {
+    unsetenv("GLIBC_TUNABLES");
+  } else {
+    setenv("GLIBC_TUNABLES", saved.c_str(), /*overwrite=*/1);
+  }
+  ASSERT_GT(server.port(), 0) << server.first_line();
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  const std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
+      server.address(), grpc::InsecureChannelCredentials(), args);
+  ExpectMemoryGivenBackOnceIdle(server.pid(), channel);
+  const int status = server.Stop(SIGTERM, 20);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 TEST_F(ReliabilityTest, ConcurrentBenchmarksEachGetTheirOwnArena) {
