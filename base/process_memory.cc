@@ -128,10 +128,11 @@ void ReturnFreedMemory(
     ReturnFreedMemory();
     return;
   }
-  WithoutTopPad([&] {
-    on_each_thread(TrimmingFree);
-    ReturnFreedMemory();
-  });
+  // M_TOP_PAD goes to 0 on each thread in turn, not for the whole round: a
+  // worker busy with a call's task runs this only after it, and meanwhile
+  // other threads' calls keep their step.
+  on_each_thread(ReturnThreadHeapTop);
+  ReturnFreedMemory();
 }
 
 void ReturnThreadHeapTop() {

@@ -135,9 +135,9 @@ void ReturnFreedMemory();
 //     workers.RunOnEachThread(f);
 //   });
 //
-// M_TOP_PAD is 0 meanwhile (a call that starts then may grow its heaps in
-// smaller steps while this runs); thread-safe with the functions here, not
-// with other callers of mallopt.
+// M_TOP_PAD is 0 while each thread's top goes back (a call running then
+// may grow a heap in a smaller step); thread-safe with the functions here,
+// not with other callers of mallopt.
 void ReturnFreedMemory(
     absl::FunctionRef<void(const std::function<void()>&)> on_each_thread);
 

@@ -56,11 +56,11 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 // a server fault).
 //
 // A large call's memory goes back to the system once its response is
-// freed: the server grows malloc's heaps 64 MiB at a time
-// (base::GrowHeapsInLargeSteps), and each heap then keeps that much of its
-// top for the next call; the gRPC thread that ran a large call has no other
-// moment to give its heap back (the workers' heaps go back once the server
-// is idle, server/idle_memory.h).
+// freed: where malloc uses huge pages the server grows malloc's heaps 64
+// MiB at a time (base::GrowHeapsInLargeSteps, server/main.cc), and each
+// heap then keeps that much of its top for the next call; the gRPC thread
+// that ran a large call has no other moment to give its heap back (the
+// workers' heaps go back once the server is idle, server/idle_memory.h).
 template <typename Message>
 class ArenaMessage {
  public:
