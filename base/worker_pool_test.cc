@@ -33,8 +33,14 @@ TEST(WorkerPoolTest, RunOnEachThreadRunsOnceOnEveryThread) {
 
 TEST(WorkerPoolTest, RunOnEachThreadWaitsForABusyThread) {
   WorkerPool pool(2, 8);
+  absl::Notification started;
   absl::Notification release;
-  ASSERT_TRUE(pool.TrySchedule([&release] { release.WaitForNotification(); }));
+  ASSERT_TRUE(pool.TrySchedule([&started, &release] {
+    started.Notify();
+    release.WaitForNotification();
+  }));
+  // (A round posted before a thread took the task would run first.)
+  started.WaitForNotification();
   std::atomic<int> runs{0};
   absl::Notification returned;
   std::thread caller([&] {
