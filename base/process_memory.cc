@@ -41,14 +41,6 @@ void TrimmingFree() {
   std::free(block);
 }
 
-// Runs `trim` with M_TOP_PAD 0, then sets the step back.
-void WithoutTopPad(absl::FunctionRef<void()> trim) {
-  absl::MutexLock lock(&pad_mu);
-  if (heap_step > 0) mallopt(M_TOP_PAD, 0);
-  trim();
-  if (heap_step > 0) mallopt(M_TOP_PAD, static_cast<int>(heap_step));
-}
-
 }  // namespace
 
 bool KeepFreedMemory(int arenas) {
@@ -124,10 +116,6 @@ void ReturnFreedMemory() {
 
 void ReturnFreedMemory(
     absl::FunctionRef<void(const std::function<void()>&)> on_each_thread) {
-  if (kSanitizerAllocator) {
-    ReturnFreedMemory();
-    return;
-  }
   // M_TOP_PAD goes to 0 on each thread in turn, not for the whole round: a
   // worker busy with a call's task runs this only after it, and meanwhile
   // other threads' calls keep their step.
@@ -136,7 +124,11 @@ void ReturnFreedMemory(
 }
 
 void ReturnThreadHeapTop() {
-  if (!kSanitizerAllocator) WithoutTopPad(TrimmingFree);
+  if (kSanitizerAllocator) return;
+  absl::MutexLock lock(&pad_mu);
+  if (heap_step > 0) mallopt(M_TOP_PAD, 0);
+  TrimmingFree();
+  if (heap_step > 0) mallopt(M_TOP_PAD, static_cast<int>(heap_step));
 }
 
 }  // namespace memplan::base

@@ -203,9 +203,11 @@ grpc::Status PlannerService::RunPlan(grpc::ServerContext* context,
     if (cancel.Cancelled()) return ended();
     metrics_->PlanDone(outcome->result);
     // On this thread alone: filled on the workers, the assignments' blocks
-    // came from the workers' malloc arenas, whose tops malloc_trim does not
-    // reach; an idle server then kept over 64 MB after a 400,000-buffer
-    // call in 3 runs of 10 under load (1 of 10 on this thread).
+    // come from the workers' heaps, which without huge pages (no heap
+    // steps, glibc's sliding trim threshold) keep them past the idle
+    // return (an idle server held over 64 MB after a 400,000-buffer call
+    // in 3 runs of 10 under load); with the steps it gained about 6%
+    // (BENCHMARKS.md, session 12).
     engine::ToResponse(*std::move(outcome), &cancel, nullptr, response);
     if (cancel.Cancelled()) return ended();
     return grpc::Status::OK;
