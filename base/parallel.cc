@@ -1,10 +1,18 @@
 #include "base/parallel.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
+#include <fstream>
 #include <memory>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 
 namespace memplan::base {
@@ -20,13 +28,105 @@ struct Team {
   // The caller's function: called only while !closed (the caller is then
   // still inside RunTogether).
   const absl::FunctionRef<void(int)>* work = nullptr;
+  // The free helper places of the outermost call (call_slots): read only
+  // while !closed, when the outermost call is still running.
+  std::atomic<int>* slots = nullptr;
 };
+
+// The free helper places of the outermost RunTogether whose work this
+// thread is doing, or null outside one. A nested RunTogether (a split
+// inside a split) recruits only into these places, so that the threads of
+// one call never exceed its outermost Parallelism, however deep the
+// splits go: more threads than cores only queue for them.
+thread_local std::atomic<int>* call_slots = nullptr;
+
+// Takes one free place, if there is one.
+bool TakeSlot(std::atomic<int>* slots) {
+  int free = slots->load(std::memory_order_relaxed);
+  while (free > 0) {
+    if (slots->compare_exchange_weak(free, free - 1,
+                                     std::memory_order_acq_rel)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Runs `work(thread)` with call_slots set to `slots`.
+void WorkIn(std::atomic<int>* slots, const absl::FunctionRef<void(int)>& work,
+            int thread) {
+  std::atomic<int>* const outer = std::exchange(call_slots, slots);
+  work(thread);
+  call_slots = outer;
+}
 
 // Helper tasks queued in any pool and not started yet: a worker leaves
 // for other work, not for another helper.
 std::atomic<int> queued_helpers{0};
 
+// A small file's text, at most `limit` bytes; empty where it cannot be read.
+std::string ReadSmallFile(const std::string& path, size_t limit = 4096) {
+  std::ifstream in(path);
+  std::string text(limit, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(limit));
+  text.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  return text;
+}
+
+// The CPUs of the calling thread's affinity mask; 0 where it cannot be read.
+int AffinityCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
+  return CPU_COUNT(&set);
+}
+
 }  // namespace
+
+namespace internal {
+
+int CoresOfCpuMax(absl::string_view cpu_max) {
+  const std::vector<absl::string_view> fields = absl::StrSplit(
+      absl::StripAsciiWhitespace(cpu_max), ' ', absl::SkipEmpty());
+  int64_t quota = 0, period = 0;
+  if (fields.size() != 2 || !absl::SimpleAtoi(fields[0], &quota) ||
+      !absl::SimpleAtoi(fields[1], &period) || quota <= 0 || period <= 0) {
+    return 0;  // "max PERIOD" (no limit) or not a quota
+  }
+  const int64_t cores = quota / period + (quota % period != 0 ? 1 : 0);
+  return static_cast<int>(std::min<int64_t>(cores, 1 << 20));
+}
+
+int CgroupQuotaCores(const std::string& root, absl::string_view self_cgroup) {
+  for (absl::string_view line : absl::StrSplit(self_cgroup, '\n')) {
+    if (!absl::ConsumePrefix(&line, "0::")) continue;  // v1 hierarchies
+    if (line.empty() || line[0] != '/') return 0;
+    int fewest = 0;
+    // The group, then each group above it up to the root: at most one
+    // level per '/' of the path.
+    absl::string_view path = absl::StripTrailingAsciiWhitespace(line);
+    while (true) {
+      const int cores =
+          CoresOfCpuMax(ReadSmallFile(root + std::string(path) + "/cpu.max"));
+      if (cores > 0 && (fewest == 0 || cores < fewest)) fewest = cores;
+      if (path.empty() || path == "/") break;
+      path = path.substr(0, path.rfind('/'));
+    }
+    return fewest;
+  }
+  return 0;
+}
+
+}  // namespace internal
+
+int UsableCores() {
+  static const int quota = internal::CgroupQuotaCores(
+      "/sys/fs/cgroup", ReadSmallFile("/proc/self/cgroup"));
+  int cores = AffinityCores();
+  if (cores <= 0) cores = 1;
+  if (quota > 0) cores = std::min(cores, quota);
+  return cores;
+}
 
 int Parallelism::helpers() const {
   if (workers == nullptr || max_threads <= 1) return 0;
@@ -46,18 +146,30 @@ void RunTogether(const Parallelism& parallel,
     work(0);
     return;
   }
+  // The outermost call's places, or this call's own.
+  std::atomic<int> own{helpers};
+  std::atomic<int>* const slots = call_slots != nullptr ? call_slots : &own;
+  const int recruits =
+      std::min(helpers, slots->load(std::memory_order_relaxed));
+  if (recruits <= 0) {  // every place of the call is working
+    WorkIn(slots, work, 0);
+    return;
+  }
   auto team = std::make_shared<Team>();
   team->work = &work;
-  for (int h = 1; h <= helpers; ++h) {
+  team->slots = slots;
+  for (int h = 1; h <= recruits; ++h) {
     queued_helpers.fetch_add(1, std::memory_order_relaxed);
     const bool queued = parallel.workers->TrySchedule([team, h] {
       queued_helpers.fetch_sub(1, std::memory_order_relaxed);
       {
         absl::MutexLock lock(&team->mu);
-        if (team->closed) return;
+        // A place taken only while the call runs: it then still exists.
+        if (team->closed || !TakeSlot(team->slots)) return;
         ++team->active;
       }
-      (*team->work)(h);
+      WorkIn(team->slots, *team->work, h);
+      team->slots->fetch_add(1, std::memory_order_acq_rel);
       absl::MutexLock lock(&team->mu);
       --team->active;
     });
@@ -66,7 +178,7 @@ void RunTogether(const Parallelism& parallel,
       break;
     }
   }
-  work(0);
+  WorkIn(slots, work, 0);
   absl::MutexLock lock(&team->mu);
   team->closed = true;
   team->mu.Await(absl::Condition(

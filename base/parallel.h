@@ -2,7 +2,8 @@
 // works too, and workers only join in: a worker task that cannot be queued
 // (the pool is full), or that starts after the work is done, costs nothing,
 // so these never deadlock, also when called from a worker thread. At most
-// Parallelism::max_threads threads work on one call at once, and a worker
+// Parallelism::max_threads threads work on one call at once, nested calls
+// included (they share the outermost call's threads), and a worker
 // leaves between chunks once other tasks (not such workers) wait in the
 // pool's queue, so one large request cannot keep the workers from the
 // small ones.
@@ -17,9 +18,11 @@
 #define MEMPLAN_BASE_PARALLEL_H_
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
+#include "absl/strings/string_view.h"
 #include "base/worker_pool.h"
 
 namespace memplan::base {
@@ -37,12 +40,39 @@ struct Parallelism {
   int helpers() const;
 };
 
+// The cores this process may run on at once: the CPUs in the calling
+// thread's affinity mask (`taskset`, a container's cpuset), fewer where the
+// CPU quota of its cgroup or of one above it allows less (cgroup v2
+// `cpu.max`: a quota of 1.5 CPUs is 2 cores). At least 1. The mask is read
+// on each call (one system call); the quota once per process. More threads
+// than this on one call only queue for the cores: each split of the work
+// then waits for a thread the kernel has set aside.
+int UsableCores();
+
+namespace internal {
+
+// The cores a cgroup v2 `cpu.max` text allows ("QUOTA PERIOD", in
+// microseconds: QUOTA / PERIOD rounded up, at least 1), or 0 where it sets
+// no limit ("max ...") or is not such text.
+int CoresOfCpuMax(absl::string_view cpu_max);
+
+// The fewest cores a `cpu.max` allows along the cgroup v2 path that
+// `self_cgroup` (the text of /proc/self/cgroup, its "0::PATH" line) names
+// and the groups above it, read under `root` (/sys/fs/cgroup); 0 where
+// none sets a limit or there is no such line.
+int CgroupQuotaCores(const std::string& root, absl::string_view self_cgroup);
+
+}  // namespace internal
+
 // Runs work(thread) on the calling thread (thread 0) and on up to
 // parallel.helpers() workers (threads 1, 2, ...) at once, and returns once
 // every call that started has returned. A worker that starts after the
 // caller's call has returned runs nothing, so `work` must finish the whole
 // job when called alone: each call takes pieces from shared state until
-// none is left.
+// none is left. Called inside another RunTogether's work (on its caller or
+// a worker), the workers it recruits take places the outermost call left
+// free, never more than its parallel.helpers(): with none free, the
+// calling thread works alone.
 void RunTogether(const Parallelism& parallel,
                  absl::FunctionRef<void(int thread)> work);
 

@@ -1,12 +1,19 @@
 #include "base/parallel.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "base/sort.h"
 #include "gtest/gtest.h"
 
@@ -60,6 +67,61 @@ TEST(ParallelTest, HelpersAreBoundedByTheLimitAndThePool) {
   EXPECT_EQ((Parallelism{nullptr, 16}).helpers(), 0);
 }
 
+TEST(UsableCoresTest, FollowsTheAffinityMask) {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+  const int cores = UsableCores();
+  EXPECT_GE(cores, 1);
+  EXPECT_LE(cores, CPU_COUNT(&all));
+  int first = 0;
+  while (!CPU_ISSET(first, &all)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  EXPECT_EQ(UsableCores(), 1);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
+  EXPECT_EQ(UsableCores(), cores);
+}
+
+TEST(UsableCoresTest, ReadsACgroupCpuQuota) {
+  EXPECT_EQ(internal::CoresOfCpuMax("200000 100000\n"), 2);
+  EXPECT_EQ(internal::CoresOfCpuMax("150000 100000"), 2);  // 1.5 CPUs
+  EXPECT_EQ(internal::CoresOfCpuMax("50000 100000"), 1);
+  EXPECT_EQ(internal::CoresOfCpuMax("max 100000\n"), 0);  // no limit
+  for (const char* bad : {"", "100000", "-1 100000", "1 0", "a b", "1 2 3"}) {
+    EXPECT_EQ(internal::CoresOfCpuMax(bad), 0) << bad;
+  }
+}
+
+TEST(UsableCoresTest, TakesTheFewestCoresAlongTheCgroupPath) {
+  const std::filesystem::path root =
+      std::filesystem::path(::testing::TempDir()) / "usable_cores_cgroup";
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root / "pod" / "box");
+  std::filesystem::create_directories(root / "free");
+  const auto write = [](const std::filesystem::path& path, const char* text) {
+    std::ofstream(path) << text;
+  };
+  write(root / "cpu.max", "max 100000\n");
+  write(root / "pod" / "cpu.max", "300000 100000\n");
+  write(root / "pod" / "box" / "cpu.max", "max 100000\n");
+  write(root / "free" / "cpu.max", "max 100000\n");
+  const std::string r = root.string();
+  // The limit two levels up holds; cgroup v1 lines are passed over.
+  EXPECT_EQ(internal::CgroupQuotaCores(r, "1:name=systemd:/x\n0::/pod/box\n"),
+            3);
+  write(root / "pod" / "box" / "cpu.max", "100000 100000\n");
+  EXPECT_EQ(internal::CgroupQuotaCores(r, "0::/pod/box\n"), 1);
+  EXPECT_EQ(internal::CgroupQuotaCores(r, "0::/free\n"), 0);
+  EXPECT_EQ(internal::CgroupQuotaCores(r, "0::/missing/group\n"), 0);
+  EXPECT_EQ(internal::CgroupQuotaCores(r, "1:cpu:/pod/box\n"), 0);  // no v2
+  write(root / "cpu.max", "200000 100000\n");  // a container's own group
+  EXPECT_EQ(internal::CgroupQuotaCores(r, "0::/\n"), 2);
+  std::filesystem::remove_all(root);
+}
+
 TEST(ParallelTest, NoMoreThreadsAtOnceThanTheLimit) {
   WorkerPool pool(8, 64);
   std::atomic<int> inside{0}, most{0};
@@ -74,6 +136,33 @@ TEST(ParallelTest, NoMoreThreadsAtOnceThanTheLimit) {
   });
   EXPECT_LE(most.load(), 3);
   EXPECT_GE(most.load(), 1);
+}
+
+// Splits inside splits (a sort inside one of two stages run at once) take
+// their threads from the outermost call's: never more at once than it
+// allows, however many workers are idle and whatever the inner ones ask.
+TEST(ParallelTest, NestedCallsShareTheOutermostCallsThreads) {
+  WorkerPool pool(8, 256);
+  std::atomic<int> inside{0}, most{0};
+  std::atomic<int> runs{0};
+  ParallelFor({&pool, 3}, 4, [&](int) {
+    ParallelFor({&pool, 8}, 20, [&](int) {
+      const int now = inside.fetch_add(1) + 1;
+      int seen = most.load();
+      while (now > seen && !most.compare_exchange_weak(seen, now)) {
+      }
+      absl::SleepFor(absl::Milliseconds(1));  // time for helpers to join
+      inside.fetch_sub(1);
+      runs.fetch_add(1);
+    });
+  });
+  EXPECT_EQ(runs.load(), 80);
+  EXPECT_LE(most.load(), 3);
+  EXPECT_GE(most.load(), 1);
+  // The places come back: a later call has its helpers again.
+  std::atomic<int> later{0};
+  ParallelFor({&pool, 3}, 100, [&](int) { later.fetch_add(1); });
+  EXPECT_EQ(later.load(), 100);
 }
 
 TEST(ParallelTest, FullPoolRunsEverythingOnTheCaller) {

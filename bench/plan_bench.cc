@@ -251,7 +251,8 @@ std::unique_ptr<base::WorkerPool> MakeWorkers(int threads) {
 int Scale(const std::vector<int>& sizes, int threads, int runs) {
   // threads == 0: one core, no worker pool; else the stages split their
   // work over a pool of `threads` (the caller works too: PlanOptions::
-  // max_threads, default 16, bounds the threads of one request).
+  // max_threads, by default one per usable core up to 16, bounds the
+  // threads of one request, so on 2 cores the caller and one worker).
   std::unique_ptr<base::WorkerPool> pool = MakeWorkers(threads);
   std::printf(
       "| buffers | workers | median seconds (%d runs) | median CPU seconds | "

@@ -8,7 +8,6 @@
 #include <exception>
 #include <iostream>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -22,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/parallel.h"
 #include "base/process_memory.h"
 #include "base/text.h"
 #include "base/worker_pool.h"
@@ -143,10 +143,9 @@ absl::Status ApplyPlanFlags(v1::PlanOptions* o) {
   return ApplyMemoryPools(o);
 }
 
-// A worker pool as large as the machine, for in-process calls.
+// A worker pool of one thread per usable core, for in-process calls.
 base::WorkerPool& Workers() {
-  static auto* workers = new base::WorkerPool(
-      static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), 64);
+  static auto* workers = new base::WorkerPool(base::UsableCores(), 64);
   return *workers;
 }
 
@@ -225,7 +224,7 @@ int PrintPlan(const Input& input, const Planned& planned) {
   if (format == "json") {
     // A large plan's assignments printed on every core.
     std::cout << formats::ToJson(planned.response,
-                                 {&Workers(), Workers().threads() + 1});
+                                 {&Workers(), Workers().threads()});
   } else if (format == "csv") {
     planner::Solution solution;
     for (const v1::Assignment& a : planned.response.assignments()) {

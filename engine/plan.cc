@@ -281,7 +281,7 @@ v1::PlanResponse ToResponse(PlanOutcome&& outcome,
 void ToResponse(PlanOutcome&& outcome, const base::CancelToken* cancel,
                 base::WorkerPool* workers, v1::PlanResponse* response) {
   Response(outcome, &outcome.files, cancel,
-           {workers, outcome.options.max_threads}, response);
+           {workers, planner::RequestThreads(outcome.options)}, response);
 }
 
 absl::StatusOr<v1::PlanResponse> PlanToResponse(const v1::PlanRequest& request,

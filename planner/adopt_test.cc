@@ -121,6 +121,7 @@ TEST(AdoptTest, LargeListsAreCheckedOnTheWorkers) {
   const Problem problem = testing::RandomProblem(40000, 5, 64);
   PlanOptions options;
   options.strategy = "best_fit_size";
+  options.max_threads = kDefaultMaxThreads;  // 3 workers on any machine
   base::WorkerPool workers(3, 16);
   absl::StatusOr<PlanResult> planned =
       PlanBuffers(problem, options, &workers, nullptr);

@@ -180,6 +180,7 @@ TEST(BudgetTest, EffortGivesTheSamePlanUnderLoadAndAnyThreadCount) {
     options.optimize = true;
     options.effort = 30000;
     options.time_budget = absl::Seconds(120);  // an outer cap only
+    options.max_threads = kDefaultMaxThreads;  // 4 workers on any machine
     absl::StatusOr<PlanResult> quiet =
         PlanBuffers(p, options, nullptr, nullptr);
     ASSERT_TRUE(quiet.ok()) << quiet.status();

@@ -77,7 +77,7 @@ constexpr size_t kParallelStagesFrom = 8192;
 base::Parallelism ParallelismOf(const PlanOptions& options,
                                 base::WorkerPool* workers, size_t n) {
   if (n < 2 * static_cast<size_t>(kBuffersPerWindow)) return {};
-  return {workers, options.max_threads};
+  return {workers, RequestThreads(options)};
 }
 
 // Whether the heuristics' plan misses the capacity asked for.
@@ -572,7 +572,7 @@ absl::Status AssignOffsets(const PlanOptions& options,
   // what is kept).
   const bool beside =
       may_climb && !options.optimize &&
-      base::Parallelism{workers, options.max_threads}.helpers() >=
+      base::Parallelism{workers, RequestThreads(options)}.helpers() >=
           kPeakWindowBesideFromHelpers &&
       !others_waiting;  // not while other calls' tasks wait
   absl::Status planned;
@@ -1011,6 +1011,11 @@ absl::Status ListTensors(const base::CancelToken* cancel, PlanResult* result) {
 }
 
 }  // namespace
+
+int RequestThreads(const PlanOptions& options) {
+  if (options.max_threads > 0) return options.max_threads;
+  return std::min(kDefaultMaxThreads, base::UsableCores());
+}
 
 absl::StatusOr<PlanResult> PlanGraph(const Graph& graph,
                                      const PlanOptions& options,

@@ -1,5 +1,7 @@
 #include "planner/planner.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <limits>
@@ -10,6 +12,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/parallel.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/interference.h"
@@ -175,6 +178,7 @@ TEST(PlannerTest, SamePlanOnEveryRunAndThreadCount) {
     PlanOptions options;
     options.optimize = optimize;
     options.time_budget = absl::Seconds(30);
+    options.max_threads = kDefaultMaxThreads;  // 4 workers on any machine
     absl::StatusOr<PlanResult> base = PlanBuffers(p, options, nullptr, nullptr);
     ASSERT_TRUE(base.ok());
     for (int run = 0; run < 2; ++run) {
@@ -304,14 +308,17 @@ TEST(PlannerTest, DefaultPlansReachTheBoundTheHeuristicsMissSameEveryRun) {
     const Bytes heuristics = QuickHeuristicsArena(p);
     if (heuristics <= AlignedLowerBound(p)) continue;
     ++above;
-    absl::StatusOr<PlanResult> base = PlanBuffers(p, {}, nullptr, nullptr);
+    PlanOptions options;
+    options.max_threads = kDefaultMaxThreads;  // 4 workers on any machine
+    absl::StatusOr<PlanResult> base = PlanBuffers(p, options, nullptr, nullptr);
     ASSERT_TRUE(base.ok()) << base.status();
     EXPECT_LE(base->solution.arena_size, heuristics) << "seed " << seed;
     EXPECT_FALSE(base->time_limited);
     reached += base->solution.arena_size == AlignedLowerBound(p);
     for (base::WorkerPool* workers : {&one, &four}) {
       for (int run = 0; run < 2; ++run) {
-        absl::StatusOr<PlanResult> r = PlanBuffers(p, {}, workers, nullptr);
+        absl::StatusOr<PlanResult> r =
+            PlanBuffers(p, options, workers, nullptr);
         ASSERT_TRUE(r.ok());
         EXPECT_EQ(r->strategy, base->strategy) << "seed " << seed;
         ASSERT_EQ(r->solution.offsets, base->solution.offsets)
@@ -476,11 +483,38 @@ TEST(PlannerTest, CapacityModeFindsAPlanTheGreedyMisses) {
   EXPECT_LE(r->solution.arena_size, 12);
 }
 
+// By default a request works on one thread per core the process may use
+// (more would only queue for the cores), at most kDefaultMaxThreads; a
+// count asked for is kept.
+TEST(PlannerTest, RequestsUseOneThreadPerUsableCoreByDefault) {
+  PlanOptions options;
+  EXPECT_EQ(RequestThreads(options),
+            std::min(kDefaultMaxThreads, base::UsableCores()));
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+  int first = 0;
+  while (!CPU_ISSET(first, &all)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  EXPECT_EQ(RequestThreads(options), 1);  // `taskset -c 0 memplan ...`
+  options.max_threads = 8;
+  EXPECT_EQ(RequestThreads(options), 8);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
+  options.max_threads = 64;
+  EXPECT_EQ(RequestThreads(options), 64);
+}
+
 TEST(PlannerTest, SamePlanWithAndWithoutThreads) {
   base::WorkerPool pool(4, 64);
   for (uint32_t seed = 0; seed < 20; ++seed) {
     Problem p = testing::RandomProblem(400, seed);
-    absl::StatusOr<PlanResult> threaded = PlanBuffers(p, {}, &pool, nullptr);
+    PlanOptions options;
+    options.max_threads = kDefaultMaxThreads;  // 4 workers on any machine
+    absl::StatusOr<PlanResult> threaded =
+        PlanBuffers(p, options, &pool, nullptr);
     absl::StatusOr<PlanResult> inline_run =
         PlanBuffers(p, {}, nullptr, nullptr);
     ASSERT_TRUE(threaded.ok() && inline_run.ok());

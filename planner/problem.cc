@@ -198,23 +198,26 @@ LowerBounds BoundsFromCompressedTime(const Problem& problem,
   if (alignments.size() == 1 && alignments[0] > 1) {
     // Every buffer has alignment m: at each section the padded bound is
     // the live padded sizes less the largest rounding (PaddedBoundAt
-    // without its counts), and the three sweeps run at once.
+    // without its counts), and the three sweeps run at once: the maxima
+    // first, the longest (on one core, 40 ms of 1M random buffers against
+    // 10-15 for each total), so that two threads take them in the time of
+    // the maxima.
     const Bytes m = alignments[0];
     const std::vector<Buffer>& b = problem.buffers;
     std::vector<Bytes> padded, rounding;
     base::ParallelFor(parallel, 3, [&](int k) {
       if (k == 0) {
-        const std::vector<Bytes> live = SectionTotals(
-            maximal, [&](int i) { return b[i].size; }, parallel);
-        bounds.unaligned =
-            live.empty() ? 0 : *std::max_element(live.begin(), live.end());
+        rounding = SectionMaxima(
+            maximal, [&](int i) { return AlignUp(b[i].size, m) - b[i].size; },
+            parallel);
       } else if (k == 1) {
         padded = SectionTotals(
             maximal, [&](int i) { return AlignUp(b[i].size, m); }, parallel);
       } else {
-        rounding = SectionMaxima(
-            maximal, [&](int i) { return AlignUp(b[i].size, m) - b[i].size; },
-            parallel);
+        const std::vector<Bytes> live = SectionTotals(
+            maximal, [&](int i) { return b[i].size; }, parallel);
+        bounds.unaligned =
+            live.empty() ? 0 : *std::max_element(live.begin(), live.end());
       }
     });
     bounds.padded = 0;

@@ -32,7 +32,9 @@ void ExpectSamePlan(const PlanResult& got, const PlanResult& want,
 }
 
 // Plans with no workers, then on pools of 1, 2, 16 and 64 threads, and
-// expects the same plan from each. `plan(workers)` plans the input.
+// expects the same plan from each. `plan(workers)` plans the input, with
+// options whose max_threads is kAllThreads: a request's default is one
+// thread per core, and the point here is many threads on any machine.
 template <typename PlanFn>
 void ExpectSameOnAnyThreads(const std::string& what, PlanFn plan) {
   const absl::StatusOr<PlanResult> alone = plan(nullptr);
@@ -45,8 +47,11 @@ void ExpectSameOnAnyThreads(const std::string& what, PlanFn plan) {
   }
 }
 
+constexpr int kAllThreads = 65;
+
 void ExpectSameBuffersPlan(const std::string& what, const Problem& problem,
-                           const PlanOptions& options) {
+                           PlanOptions options) {
+  options.max_threads = kAllThreads;
   ExpectSameOnAnyThreads(what, [&](base::WorkerPool* workers) {
     return PlanBuffers(problem, options, workers, nullptr);
   });
@@ -84,8 +89,10 @@ INSTANTIATE_TEST_SUITE_P(Traces, TraceThreadsTest,
 
 TEST(ThreadsTest, GraphsPlanTheSameOnAnyThreads) {
   const Graph graph = testing::RandomGraph(40000, 3);
+  PlanOptions options;
+  options.max_threads = kAllThreads;
   ExpectSameOnAnyThreads("graph", [&](base::WorkerPool* workers) {
-    return PlanGraph(graph, PlanOptions(), workers, nullptr);
+    return PlanGraph(graph, options, workers, nullptr);
   });
 }
 
@@ -111,10 +118,12 @@ TEST(ThreadsTest, ADeadlineStopsThePeakWindowPlacedBeside) {
                                            "/bench/data/traces/S_1.csv");
   ASSERT_FALSE(trace.buffers.empty());
   base::WorkerPool workers(8, 64);
+  PlanOptions options;
+  options.max_threads = 9;  // the window beside wants 4 helpers or more
   const absl::Time deadline = absl::Now() + absl::Milliseconds(60);
   base::CancelToken cancel(deadline);
   const absl::StatusOr<PlanResult> cut =
-      PlanBuffers(trace, PlanOptions(), &workers, &cancel);
+      PlanBuffers(trace, options, &workers, &cancel);
   // Cut in the heuristics: DEADLINE_EXCEEDED; in the window's step: the
   // plan it had, saying so.
   if (cut.ok()) {

@@ -35,6 +35,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/parallel.h"
 #include "base/process_memory.h"
 #include "base/worker_pool.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -49,7 +50,8 @@
 ABSL_FLAG(std::string, address, "127.0.0.1:50051",
           "host:port to serve gRPC on; port 0 picks a free port (printed)");
 ABSL_FLAG(int, worker_threads, 0,
-          "threads planning requests; 0 means one per core");
+          "threads planning requests; 0 means one per usable core (the "
+          "affinity mask, fewer under a cgroup CPU quota)");
 ABSL_FLAG(int64_t, max_request_bytes, 64 << 20,
           "largest request message accepted, in bytes");
 ABSL_FLAG(int64_t, max_tensors, 1'000'000,
@@ -297,10 +299,9 @@ void WaitForSignalThenShutdown(const Serving& serving) {
 }
 
 int Run() {
-  const int threads =
-      absl::GetFlag(FLAGS_worker_threads) > 0
-          ? absl::GetFlag(FLAGS_worker_threads)
-          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = absl::GetFlag(FLAGS_worker_threads) > 0
+                          ? absl::GetFlag(FLAGS_worker_threads)
+                          : base::UsableCores();
   ServiceOptions options = OptionsFromFlags();
   const std::string metrics_address = absl::GetFlag(FLAGS_metrics_address);
   absl::StatusOr<std::unique_ptr<Metrics>> metrics =
