@@ -33,11 +33,11 @@ struct Team {
   std::atomic<int>* slots = nullptr;
 };
 
-// The free helper places of the outermost RunTogether whose work this
-// thread is doing, or null outside one. A nested RunTogether (a split
-// inside a split) recruits only into these places, so that the threads of
-// one call never exceed its outermost Parallelism, however deep the
-// splits go: more threads than cores only queue for them.
+// The free helper places of the call this thread works on (its
+// ThreadBudget, else its outermost RunTogether), or null outside one. A
+// nested RunTogether (a split inside a split) recruits only into these
+// places, so that the threads of one call never exceed its budget, however
+// deep the splits go: more threads than cores only queue for them.
 thread_local std::atomic<int>* call_slots = nullptr;
 
 // Takes one free place, if there is one.
@@ -126,6 +126,17 @@ int UsableCores() {
   if (cores <= 0) cores = 1;
   if (quota > 0) cores = std::min(cores, quota);
   return cores;
+}
+
+ThreadBudget::ThreadBudget(const Parallelism& parallel)
+    : slots_(parallel.helpers()) {
+  if (call_slots != nullptr) return;  // inside a budget or a RunTogether
+  call_slots = &slots_;
+  installed_ = true;
+}
+
+ThreadBudget::~ThreadBudget() {
+  if (installed_) call_slots = nullptr;
 }
 
 int Parallelism::helpers() const {

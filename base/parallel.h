@@ -17,6 +17,7 @@
 #ifndef MEMPLAN_BASE_PARALLEL_H_
 #define MEMPLAN_BASE_PARALLEL_H_
 
+#include <atomic>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -63,6 +64,28 @@ int CoresOfCpuMax(absl::string_view cpu_max);
 int CgroupQuotaCores(const std::string& root, absl::string_view self_cgroup);
 
 }  // namespace internal
+
+// The threads one call (a request) may have at work at once, across all
+// of its splits however they nest: while a ThreadBudget lives, the
+// RunTogether calls made on its thread, and on the workers they recruit,
+// take their helpers from its parallel.helpers() places. A side task run
+// beside the main work (RunTogether with 2 threads) then takes one place,
+// and the main work's splits the others. Without a budget the outermost
+// RunTogether's helpers() are the places; a ThreadBudget made inside a
+// budget or a RunTogether adds none.
+//
+//   const base::ThreadBudget threads({&workers, 16});  // a request's entry
+class ThreadBudget {
+ public:
+  explicit ThreadBudget(const Parallelism& parallel);
+  ~ThreadBudget();
+  ThreadBudget(const ThreadBudget&) = delete;
+  ThreadBudget& operator=(const ThreadBudget&) = delete;
+
+ private:
+  std::atomic<int> slots_;
+  bool installed_ = false;  // this thread's places are slots_
+};
 
 // Runs work(thread) on the calling thread (thread 0) and on up to
 // parallel.helpers() workers (threads 1, 2, ...) at once, and returns once

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -163,6 +164,48 @@ TEST(ParallelTest, NestedCallsShareTheOutermostCallsThreads) {
   std::atomic<int> later{0};
   ParallelFor({&pool, 3}, 100, [&](int) { later.fetch_add(1); });
   EXPECT_EQ(later.load(), 100);
+}
+
+// The most threads inside one split at once, each chunk holding its thread
+// for a millisecond, until `enough` were seen or 300 chunks ran.
+int MostAtOnce(const Parallelism& parallel, int enough) {
+  std::atomic<int> inside{0}, most{0};
+  ParallelFor(parallel, 300, [&](int) {
+    if (most.load() >= enough) return;
+    const int now = inside.fetch_add(1) + 1;
+    int seen = most.load();
+    while (now > seen && !most.compare_exchange_weak(seen, now)) {
+    }
+    absl::SleepFor(absl::Milliseconds(1));
+    inside.fetch_sub(1);
+  });
+  return most.load();
+}
+
+// A request's budget holds across a side task: a split made beside it
+// (RunTogether of 2 threads, the side task on the worker) takes the
+// budget's other places, never more.
+TEST(ParallelTest, ABudgetGivesTheMainWorkThePlacesTheSideTaskLeaves) {
+  WorkerPool pool(8, 256);
+  for (bool budget : {false, true}) {
+    std::optional<ThreadBudget> threads;
+    if (budget) threads.emplace(Parallelism{&pool, 4});  // caller and 3
+    std::atomic<bool> side_done{false};
+    int most = 0;
+    RunTogether({&pool, 2}, [&](int thread) {
+      if (thread > 0) {  // the side task, until the split is done
+        while (!side_done.load()) absl::SleepFor(absl::Milliseconds(1));
+        return;
+      }
+      most = MostAtOnce({&pool, 8}, 3);
+      side_done = true;
+    });
+    if (budget) {
+      EXPECT_EQ(most, 3) << "the caller and the 2 places left";
+    } else {
+      EXPECT_EQ(most, 1) << "the outermost call's one place is the side's";
+    }
+  }
 }
 
 TEST(ParallelTest, FullPoolRunsEverythingOnTheCaller) {

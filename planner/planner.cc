@@ -1022,6 +1022,8 @@ absl::StatusOr<PlanResult> PlanGraph(const Graph& graph,
                                      base::WorkerPool* workers,
                                      const base::CancelToken* cancel) {
   if (absl::Status s = CheckStrategyName(options.strategy); !s.ok()) return s;
+  // Every split of this request, side tasks included, shares its threads.
+  const base::ThreadBudget threads({workers, RequestThreads(options)});
   const base::CancelToken budget(cancel, absl::Now() + options.time_budget);
   PlanResult result;
   std::vector<InPlaceTensor> aliases;
@@ -1045,6 +1047,8 @@ absl::StatusOr<PlanResult> PlanBuffers(Problem problem,
                                        base::WorkerPool* workers,
                                        const base::CancelToken* cancel) {
   if (absl::Status s = CheckStrategyName(options.strategy); !s.ok()) return s;
+  // Every split of this request, side tasks included, shares its threads.
+  const base::ThreadBudget threads({workers, RequestThreads(options)});
   const base::CancelToken budget(cancel, absl::Now() + options.time_budget);
   PlanResult result;
   const base::Parallelism parallel =
@@ -1242,6 +1246,8 @@ absl::StatusOr<PlanResult> AdoptGraphPlan(const Graph& graph,
                                           const base::CancelToken* cancel,
                                           base::WorkerPool* workers) {
   if (absl::Status s = CheckStrategyName(options.strategy); !s.ok()) return s;
+  // Every split of this request, side tasks included, shares its threads.
+  const base::ThreadBudget threads({workers, RequestThreads(options)});
   PlanResult result;
   std::vector<InPlaceTensor> aliases;
   if (absl::Status s = GraphBuffers(graph, options, cancel, &result, &aliases);
@@ -1264,6 +1270,8 @@ absl::StatusOr<PlanResult> AdoptBuffersPlan(Problem problem,
                                             const base::CancelToken* cancel,
                                             base::WorkerPool* workers) {
   if (absl::Status s = CheckStrategyName(options.strategy); !s.ok()) return s;
+  // Every split of this request, side tasks included, shares its threads.
+  const base::ThreadBudget threads({workers, RequestThreads(options)});
   PlanResult result;
   const base::Parallelism parallel =
       ParallelismOf(options, workers, problem.buffers.size());
