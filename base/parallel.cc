@@ -139,18 +139,6 @@ ThreadBudget::~ThreadBudget() {
   if (installed_) call_slots = nullptr;
 }
 
-std::function<void()> InCallThreads(std::function<void()> task) {
-  std::atomic<int>* const slots = call_slots;
-  if (slots == nullptr) return task;
-  return [slots, task = std::move(task)] {
-    const bool placed = TakeSlot(slots);
-    std::atomic<int>* const outer = std::exchange(call_slots, slots);
-    task();
-    call_slots = outer;
-    if (placed) slots->fetch_add(1, std::memory_order_acq_rel);
-  };
-}
-
 int Parallelism::helpers() const {
   if (workers == nullptr || max_threads <= 1) return 0;
   return std::min(max_threads - 1, workers->threads());

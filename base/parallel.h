@@ -19,7 +19,6 @@
 
 #include <atomic>
 #include <cstddef>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -87,15 +86,6 @@ class ThreadBudget {
   std::atomic<int> slots_;
   bool installed_ = false;  // this thread's places are slots_
 };
-
-// `task` made to run inside the calling thread's call (its ThreadBudget or
-// RunTogether), for a worker that must run it whole (a portfolio's
-// member, handed to WorkerPool::TrySchedule): while it runs it holds one
-// of the call's places if one is free, and its splits recruit into the
-// call's places, so the call's threads stay within its budget. Outside a
-// call, `task` as it is. The caller must wait for the task before its
-// call ends.
-std::function<void()> InCallThreads(std::function<void()> task);
 
 // Runs work(thread) on the calling thread (thread 0) and on up to
 // parallel.helpers() workers (threads 1, 2, ...) at once, and returns once

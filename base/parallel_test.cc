@@ -208,24 +208,6 @@ TEST(ParallelTest, ABudgetGivesTheMainWorkThePlacesTheSideTaskLeaves) {
   }
 }
 
-// A task handed whole to a worker inside a budget (a portfolio's member)
-// holds one of its places: its splits get no more than the budget has
-// left, and the place comes back once it ends.
-TEST(ParallelTest, ATaskInTheCallsThreadsHoldsOneOfItsPlaces) {
-  WorkerPool pool(4, 64);
-  const ThreadBudget threads({&pool, 2});  // the caller and 1 place
-  absl::Notification done;
-  int most_in_task = 0;
-  ASSERT_TRUE(pool.TrySchedule(InCallThreads([&] {
-    most_in_task = MostAtOnce({&pool, 8}, 2);
-    done.Notify();
-  })));
-  done.WaitForNotification();
-  pool.RunOnEachThread([] {});  // after the task's end on its thread
-  EXPECT_EQ(most_in_task, 1) << "the task holds the one place";
-  EXPECT_EQ(MostAtOnce({&pool, 8}, 2), 2) << "the place came back";
-}
-
 TEST(ParallelTest, FullPoolRunsEverythingOnTheCaller) {
   WorkerPool pool(1, 1);
   absl::Notification release, started;

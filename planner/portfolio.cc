@@ -10,7 +10,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/time/clock.h"
-#include "base/parallel.h"
 #include "planner/verifier.h"
 #include "planner/windows.h"
 
@@ -125,9 +124,7 @@ absl::StatusOr<PortfolioResult> RunPortfolio(
   std::vector<size_t> here;
   if (caller_first && !strategies.empty()) here.push_back(0);
   for (size_t i = caller_first ? 1 : 0; i < strategies.size(); ++i) {
-    // On a worker, within the request's threads (base::ThreadBudget).
-    if (pool == nullptr ||
-        !pool->TrySchedule(base::InCallThreads([&run, i] { run(i); }))) {
+    if (pool == nullptr || !pool->TrySchedule([&run, i] { run(i); })) {
       here.push_back(i);
     }
   }
