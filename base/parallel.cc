@@ -130,13 +130,11 @@ int UsableCores() {
 
 ThreadBudget::ThreadBudget(const Parallelism& parallel)
     : slots_(parallel.helpers()) {
-  if (call_slots != nullptr) return;  // inside a budget or a RunTogether
-  call_slots = &slots_;
-  installed_ = true;
+  if (call_slots == nullptr) call_slots = &slots_;  // else adds none
 }
 
 ThreadBudget::~ThreadBudget() {
-  if (installed_) call_slots = nullptr;
+  if (call_slots == &slots_) call_slots = nullptr;
 }
 
 int Parallelism::helpers() const {

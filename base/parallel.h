@@ -84,7 +84,6 @@ class ThreadBudget {
 
  private:
   std::atomic<int> slots_;
-  bool installed_ = false;  // this thread's places are slots_
 };
 
 // Runs work(thread) on the calling thread (thread 0) and on up to

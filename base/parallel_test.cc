@@ -1,7 +1,5 @@
 #include "base/parallel.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -16,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/sort.h"
+#include "base/testing/one_cpu.h"
 #include "gtest/gtest.h"
 
 namespace memplan::base {
@@ -69,20 +68,14 @@ TEST(ParallelTest, HelpersAreBoundedByTheLimitAndThePool) {
 }
 
 TEST(UsableCoresTest, FollowsTheAffinityMask) {
-  cpu_set_t all;
-  CPU_ZERO(&all);
-  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
   const int cores = UsableCores();
   EXPECT_GE(cores, 1);
-  EXPECT_LE(cores, CPU_COUNT(&all));
-  int first = 0;
-  while (!CPU_ISSET(first, &all)) ++first;
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(first, &one);
-  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
-  EXPECT_EQ(UsableCores(), 1);
-  ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
+  {
+    testing::OneCpu one;
+    ASSERT_TRUE(one.ok());
+    EXPECT_LE(cores, one.cpus_before());
+    EXPECT_EQ(UsableCores(), 1);
+  }
   EXPECT_EQ(UsableCores(), cores);
 }
 

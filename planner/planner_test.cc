@@ -1,7 +1,5 @@
 #include "planner/planner.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <atomic>
 #include <limits>
@@ -13,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/parallel.h"
+#include "base/testing/one_cpu.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/interference.h"
@@ -490,19 +489,13 @@ TEST(PlannerTest, RequestsUseOneThreadPerUsableCoreByDefault) {
   PlanOptions options;
   EXPECT_EQ(RequestThreads(options),
             std::min(kDefaultMaxThreads, base::UsableCores()));
-  cpu_set_t all;
-  CPU_ZERO(&all);
-  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
-  int first = 0;
-  while (!CPU_ISSET(first, &all)) ++first;
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(first, &one);
-  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
-  EXPECT_EQ(RequestThreads(options), 1);  // `taskset -c 0 memplan ...`
-  options.max_threads = 8;
-  EXPECT_EQ(RequestThreads(options), 8);
-  ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
+  {
+    base::testing::OneCpu one;  // `taskset -c 0 memplan ...`
+    ASSERT_TRUE(one.ok());
+    EXPECT_EQ(RequestThreads(options), 1);
+    options.max_threads = 8;
+    EXPECT_EQ(RequestThreads(options), 8);
+  }
   options.max_threads = 64;
   EXPECT_EQ(RequestThreads(options), 64);
 }
