@@ -724,6 +724,32 @@ absl::StatusOr<std::vector<int>> GreedyPlacementOrder(
   return OrderOf(problem, *time, order, cancel, parallel);
 }
 
+absl::StatusOr<const std::vector<int>*> SizeOrderCache::Get(
+    const base::CancelToken* cancel, const base::Parallelism& parallel) {
+  absl::MutexLock lock(&mu_);
+  if (!order_.has_value()) {
+    absl::StatusOr<std::vector<int>> sorted =
+        OrderOf(*problem_, Sections(), GreedyOrder::kSize, cancel, parallel);
+    if (!sorted.ok()) return sorted.status();
+    order_ = *std::move(sorted);
+  }
+  return &*order_;
+}
+
+absl::StatusOr<const std::vector<int>*> SizeOrder(
+    const Problem& problem, SizeOrderCache* cache,
+    const base::CancelToken* cancel, const base::Parallelism& parallel,
+    std::vector<int>* own) {
+  if (cache != nullptr && cache->Holds(problem)) {
+    return cache->Get(cancel, parallel);
+  }
+  absl::StatusOr<std::vector<int>> sorted =
+      OrderOf(problem, Sections(), GreedyOrder::kSize, cancel, parallel);
+  if (!sorted.ok()) return sorted.status();
+  *own = *std::move(sorted);
+  return own;
+}
+
 absl::StatusOr<Solution> PlaceInOrder(const Problem& problem,
                                       const std::vector<int>& order,
                                       FitPolicy fit,
@@ -784,8 +810,18 @@ absl::StatusOr<Solution> GreedyStrategy::Solve(const Problem& problem,
   absl::StatusOr<const Sections*> time =
       CompressedTime(problem, ctx.time, &own, ctx.cancel);
   if (!time.ok()) return time.status();
-  absl::StatusOr<std::vector<int>> order =
-      OrderOf(problem, **time, order_, ctx.cancel, ctx.parallel);
+  // The size order may come sorted already, from the plan's other stages.
+  std::vector<int> own_order;
+  absl::StatusOr<const std::vector<int>*> order = &own_order;
+  if (order_ == GreedyOrder::kSize) {
+    order = SizeOrder(problem, ctx.size_order, ctx.cancel, ctx.parallel,
+                      &own_order);
+  } else {
+    absl::StatusOr<std::vector<int>> sorted =
+        OrderOf(problem, **time, order_, ctx.cancel, ctx.parallel);
+    if (!sorted.ok()) return sorted.status();
+    own_order = *std::move(sorted);
+  }
   if (!order.ok()) return order.status();
   // In a race, polled as part of the call's token.
   HeuristicRace* const race = ctx.race;
@@ -803,7 +839,7 @@ absl::StatusOr<Solution> GreedyStrategy::Solve(const Problem& problem,
                          ctx.parallel};
   settings.race = race;
   settings.race_slot = slot;
-  absl::StatusOr<Solution> s = Place(problem, **time, *order, settings);
+  absl::StatusOr<Solution> s = Place(problem, **time, **order, settings);
   if (s.ok()) UpdateBest(ctx.best_arena, s->arena_size);
   return s;
 }

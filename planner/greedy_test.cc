@@ -92,6 +92,69 @@ TEST(GreedyTest, CancelledPlacementStops) {
   EXPECT_EQ(s.status().code(), absl::StatusCode::kDeadlineExceeded);
 }
 
+TEST(SizeOrderCacheTest, SortsOnceTheOrderOfGreedyPlacementBySize) {
+  const Problem p = testing::RandomProblem(3000, 5, 8);
+  SizeOrderCache cache(&p);
+  absl::StatusOr<const std::vector<int>*> first = cache.Get(nullptr, {});
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(**first, GreedyPlacementOrder(p, GreedyOrder::kSize));
+  // Kept: the same order again, even under a cancelled token.
+  base::CancelToken cancelled;
+  cancelled.Cancel();
+  absl::StatusOr<const std::vector<int>*> again = cache.Get(&cancelled, {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, *first);
+  // Another problem, even an equal copy, gets an order of its own.
+  const Problem copy = p;
+  std::vector<int> own;
+  absl::StatusOr<const std::vector<int>*> other =
+      SizeOrder(copy, &cache, nullptr, {}, &own);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(*other, &own);
+  EXPECT_EQ(own, **first);
+}
+
+TEST(SizeOrderCacheTest, ASortCutShortIsNotKept) {
+  const Problem p = testing::RandomProblem(3000, 6, 8);
+  SizeOrderCache cache(&p);
+  base::CancelToken cancelled;
+  cancelled.Cancel();
+  EXPECT_EQ(cache.Get(&cancelled, {}).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  // The next caller sorts under its own token.
+  absl::StatusOr<const std::vector<int>*> order = cache.Get(nullptr, {});
+  ASSERT_TRUE(order.ok()) << order.status();
+  EXPECT_EQ(**order, GreedyPlacementOrder(p, GreedyOrder::kSize));
+}
+
+TEST(SizeOrderCacheTest, SizeOrderedHeuristicsShareTheOrderAndPlanAsAlone) {
+  const Problem p = testing::RandomProblem(4000, 7, 16);
+  base::CancelToken cancelled;
+  cancelled.Cancel();
+  for (FitPolicy fit : {FitPolicy::kBestFit, FitPolicy::kFirstFit}) {
+    const GreedyStrategy strategy(GreedyOrder::kSize, fit);
+    absl::StatusOr<Solution> alone = strategy.Solve(p, {});
+    ASSERT_TRUE(alone.ok()) << alone.status();
+    SizeOrderCache cache(&p);
+    SolveContext ctx;
+    ctx.size_order = &cache;
+    absl::StatusOr<Solution> shared = strategy.Solve(p, ctx);
+    ASSERT_TRUE(shared.ok()) << shared.status();
+    EXPECT_EQ(shared->offsets, alone->offsets);
+    EXPECT_EQ(shared->arena_size, alone->arena_size);
+    // The heuristic sorted into the cache: the order is there to take.
+    EXPECT_TRUE(cache.Get(&cancelled, {}).ok());
+  }
+  // Other orders never touch it.
+  SizeOrderCache cache(&p);
+  SolveContext ctx;
+  ctx.size_order = &cache;
+  ASSERT_TRUE(GreedyStrategy(GreedyOrder::kArea, FitPolicy::kBestFit)
+                  .Solve(p, ctx)
+                  .ok());
+  EXPECT_FALSE(cache.Get(&cancelled, {}).ok());
+}
+
 TEST(GreedyTest, RaceGivesUpOnlyWhenSettledAndItsTopIsFar) {
   HeuristicRace race(2, /*far_above=*/1000);
   race.Reached(0, 2000);

@@ -389,13 +389,11 @@ constexpr int64_t kGraphEdgesPerBuffer = 16;
 
 // Shared objects from the interference graph, or from a time index when the
 // graph would be over its edge limit or dense.
-absl::Status ComputeSharedObjects(const Problem& problem,
-                                  const PlanOptions& options,
-                                  const base::Parallelism& parallel,
-                                  const Sections* time,
-                                  const base::CancelToken* cancel,
-                                  SharedObjects* objects,
-                                  std::vector<StageTime>* stages) {
+absl::Status ComputeSharedObjects(
+    const Problem& problem, const PlanOptions& options,
+    const base::Parallelism& parallel, const Sections* time,
+    const base::CancelToken* cancel, SizeOrderCache* size_order,
+    SharedObjects* objects, std::vector<StageTime>* stages) {
   absl::StatusOr<InterferenceGraph> graph = [&] {
     StageTimer timer("interference", stages);
     const int64_t dense =
@@ -409,8 +407,10 @@ absl::Status ComputeSharedObjects(const Problem& problem,
   }
   StageTimer timer("pools", stages);
   absl::StatusOr<SharedObjects> colored =
-      graph.ok() ? ColorSharedObjects(problem, *graph, cancel, time, parallel)
-                 : ColorSharedObjects(problem, cancel, time, parallel);
+      graph.ok()
+          ? ColorSharedObjects(problem, *graph, cancel, time, parallel,
+                               size_order)
+          : ColorSharedObjects(problem, cancel, time, parallel, size_order);
   if (!colored.ok()) return colored.status();
   *objects = *std::move(colored);
   return absl::OkStatus();
@@ -422,13 +422,13 @@ class SharedObjectsStage {
  public:
   SharedObjectsStage(const PlanOptions& options, base::WorkerPool* workers,
                      const Sections* time, const base::CancelToken* cancel,
-                     PlanResult* result)
+                     SizeOrderCache* size_order, PlanResult* result)
       : result_(result) {
     const size_t n = result->problem.buffers.size();
-    auto task = [this, &options, workers, n, time, cancel] {
+    auto task = [this, &options, workers, n, time, cancel, size_order] {
       status_ = ComputeSharedObjects(result_->problem, options,
                                      ParallelismOf(options, workers, n), time,
-                                     cancel, &objects_, &stages_);
+                                     cancel, size_order, &objects_, &stages_);
       done_.Notify();
     };
     // Problems cut into time windows (windows.h) split each stage over the
@@ -468,13 +468,14 @@ bool TasksWaiting(const base::WorkerPool* workers) {
 // `cancel`; the optional ones and the search under `budget` (PlanOptions::
 // time_budget from the start of planning, within `cancel`).
 // `others_waiting`: other calls' tasks wait for the workers (sampled before
-// this call queued its own).
+// this call queued its own). `size_order` (may be null): the problem's size
+// order, shared with the coloring.
 absl::Status AssignOffsets(const PlanOptions& options,
                            base::WorkerPool* workers,
                            const base::CancelToken* cancel,
                            const base::CancelToken* budget,
                            const Sections* time, bool others_waiting,
-                           PlanResult* result) {
+                           SizeOrderCache* size_order, PlanResult* result) {
   absl::StatusOr<StrategyChoice> choice =
       ResolveStrategy(options.strategy, options.optimize);
   if (!choice.ok()) return choice.status();
@@ -488,10 +489,11 @@ absl::Status AssignOffsets(const PlanOptions& options,
           : 0;
   const base::Parallelism parallel =
       ParallelismOf(options, workers, result->problem.buffers.size());
-  const SolveContext needed{cancel, &best, nullptr, options.effort,
-                            cap,    time,  parallel};
-  const SolveContext optional{budget, &best, nullptr, options.effort,
-                              0,      time,  parallel};
+  SolveContext needed{cancel, &best, nullptr, options.effort,
+                      cap,    time,  parallel};
+  SolveContext optional{budget, &best, nullptr, options.effort,
+                        0,      time,  parallel};
+  needed.size_order = optional.size_order = size_order;
   std::vector<const SolveContext*> contexts;
   for (bool o : choice->optional) contexts.push_back(o ? &optional : &needed);
   // Polled once the budgeted work has ended (a token, once cancelled, stays
@@ -536,8 +538,9 @@ absl::Status AssignOffsets(const PlanOptions& options,
     if (!won.ok() && absl::IsResourceExhausted(won.status()) && cap > 0) {
       // Every heuristic the request needs passed its work cap (a dense
       // problem): the O(n log n) sweep gives the plan instead.
-      const SolveContext fallback{cancel, &best, nullptr, options.effort,
-                                  0,      time,  parallel};
+      SolveContext fallback{cancel, &best, nullptr, options.effort,
+                            0,      time,  parallel};
+      fallback.size_order = size_order;
       won = RunPortfolio(problem, {std::string(kFallbackStrategy)}, fallback,
                          workers);
     }
@@ -830,7 +833,7 @@ absl::StatusOr<MemorySpacePlan> PlanShare(
   sub.lower_bound = PaddedLowerBound(sub.problem);
   plan.lower_bound = sub.lower_bound;
   if (auto s = AssignOffsets(options, workers, cancel, budget, nullptr,
-                             TasksWaiting(workers), &sub);
+                             TasksWaiting(workers), nullptr, &sub);
       !s.ok()) {
     return s;
   }
@@ -932,13 +935,16 @@ absl::Status PlanProblem(const PlanOptions& options, base::WorkerPool* workers,
   }
   // Before this call's own task below joins the queue.
   const bool others_waiting = TasksWaiting(workers);
-  SharedObjectsStage objects_stage(options, workers, &*time, cancel, result);
+  // Sorted once for the coloring and the size-ordered heuristics.
+  SizeOrderCache size_order(&result->problem);
+  SharedObjectsStage objects_stage(options, workers, &*time, cancel,
+                                   &size_order, result);
   // The offsets below never read result->shared_objects: the two stages are
   // independent, and on large problems they run at the same time.
   absl::Status offsets =
       options.memory_spaces.empty()
           ? AssignOffsets(options, workers, cancel, budget, &*time,
-                          others_waiting, result)
+                          others_waiting, &size_order, result)
           : AssignMemorySpaces(options, workers, cancel, budget, result);
   if (absl::Status s = objects_stage.Wait(); !s.ok()) return s;
   if (!offsets.ok()) return offsets;

@@ -46,25 +46,25 @@ struct Request {
 // hears of each choice. Buffers spanning the whole schedule get objects of
 // their own after the shared ones.
 template <typename LowestFreeFn, typename ColoredFn>
-absl::StatusOr<SharedObjects> Color(const Problem& problem,
-                                    const Sections& time,
-                                    const base::CancelToken* cancel,
-                                    int64_t work_cap, LowestFreeFn lowest_free,
-                                    ColoredFn colored) {
+absl::StatusOr<SharedObjects> Color(
+    const Problem& problem, const Sections& time,
+    const base::CancelToken* cancel, int64_t work_cap,
+    SizeOrderCache* size_order, LowestFreeFn lowest_free, ColoredFn colored) {
   const auto& b = problem.buffers;
   const auto span = ScheduleSpan(problem);
   // Largest first, ties by earliest start (greedy placement's size order):
   // equal sizes are colored in time order, so the TimeIndex lists a
   // coloring reads stay in cache (1M random buffers: 60 distinct sizes).
-  absl::StatusOr<std::vector<int>> order =
-      GreedyPlacementOrder(problem, GreedyOrder::kSize, cancel);
+  std::vector<int> own_order;
+  absl::StatusOr<const std::vector<int>*> order =
+      SizeOrder(problem, size_order, cancel, {}, &own_order);
   if (absl::IsDeadlineExceeded(order.status())) {
     return absl::DeadlineExceededError("shared object coloring cancelled");
   }
   if (!order.ok()) return order.status();
   std::vector<Request> requests;
-  requests.reserve(order->size());
-  for (int i : *order) {
+  requests.reserve((*order)->size());
+  for (int i : **order) {
     if (!SpansAll(b[i], span))
       requests.push_back({i, time.first[i], time.last[i]});
   }
@@ -83,7 +83,7 @@ absl::StatusOr<SharedObjects> Color(const Problem& problem,
     objects.object_of[r.index] = object;
     colored(r, object);
   }
-  for (int i : *order) {
+  for (int i : **order) {
     if (objects.object_of[i] >= 0) continue;
     objects.object_of[i] = static_cast<int>(objects.size.size());
     objects.size.push_back(b[i].size);
@@ -174,16 +174,21 @@ Bytes SharedObjects::TotalBytes() const {
   return std::accumulate(size.begin(), size.end(), Bytes{0});
 }
 
-absl::StatusOr<SharedObjects> ColorSharedObjects(
-    const Problem& problem, const InterferenceGraph& graph,
-    const base::CancelToken* cancel) {
+namespace {
+
+// The one-pass coloring with the graph, the size order from `size_order`
+// (may be null) when it holds the problem's.
+absl::StatusOr<SharedObjects> ColorWithGraph(const Problem& problem,
+                                             const InterferenceGraph& graph,
+                                             const base::CancelToken* cancel,
+                                             SizeOrderCache* size_order) {
   // Sections are not needed with a graph: every request gets [0, 1).
   Sections none;
   none.first.assign(problem.buffers.size(), 0);
   none.last.assign(problem.buffers.size(), 1);
   std::vector<int> taken_by;  // one entry per object
   return Color(
-      problem, none, cancel, /*work_cap=*/0,
+      problem, none, cancel, /*work_cap=*/0, size_order,
       [&](const Request& r, const std::vector<int>& object_of) {
         return LowestUnmarked(r.index, &taken_by, [&](int q, auto mark) {
           for (int j : graph.Neighbours(q)) {
@@ -195,8 +200,6 @@ absl::StatusOr<SharedObjects> ColorSharedObjects(
         if (object == static_cast<int>(taken_by.size())) taken_by.push_back(-1);
       });
 }
-
-namespace {
 
 // Buffers a window colors between two polls of the token.
 constexpr int kColorPollStride = 4096;
@@ -248,20 +251,25 @@ void FinishObjects(const std::vector<Buffer>& b,
 // first-fit object of a buffer is the lowest one none of its colored
 // neighbours holds, and its neighbours all touch its windows, so the
 // objects are those of the one pass, on any number of threads.
-absl::StatusOr<SharedObjects> ColorByWindows(
-    const Problem& problem, const InterferenceGraph& graph,
-    const Sections& time, const TimeWindows& windows,
-    const base::CancelToken* cancel, const base::Parallelism& parallel) {
+absl::StatusOr<SharedObjects> ColorByWindows(const Problem& problem,
+                                             const InterferenceGraph& graph,
+                                             const Sections& time,
+                                             const TimeWindows& windows,
+                                             const base::CancelToken* cancel,
+                                             const base::Parallelism& parallel,
+                                             SizeOrderCache* size_order) {
   const auto& b = problem.buffers;
-  absl::StatusOr<std::vector<int>> order =
-      GreedyPlacementOrder(problem, GreedyOrder::kSize, cancel, parallel);
+  std::vector<int> own_order;
+  absl::StatusOr<const std::vector<int>*> order =
+      SizeOrder(problem, size_order, cancel, parallel, &own_order);
   if (absl::IsDeadlineExceeded(order.status())) {
     return absl::DeadlineExceededError("shared object coloring cancelled");
   }
   if (!order.ok()) return order.status();
+  const std::vector<int>& by_size = **order;
   std::vector<int> to_color;
-  to_color.reserve(order->size());
-  for (int i : *order) {
+  to_color.reserve(by_size.size());
+  for (int i : by_size) {
     if (!graph.SpansAll(i)) to_color.push_back(i);
   }
   WindowedPass pass(time, windows, to_color, parallel);
@@ -280,7 +288,7 @@ absl::StatusOr<SharedObjects> ColorByWindows(
                 [&](int wa, int, int i) { return color(wa, i); })) {
     return absl::DeadlineExceededError("shared object coloring cancelled");
   }
-  FinishObjects(b, to_color, *order, &objects);
+  FinishObjects(b, to_color, by_size, &objects);
   return objects;
 }
 
@@ -306,23 +314,25 @@ struct ColoringWindow {
 absl::StatusOr<SharedObjects> ColorScanByWindows(
     const Problem& problem, const Sections& time, const TimeWindows& windows,
     const base::CancelToken* cancel, int64_t work_cap,
-    const base::Parallelism& parallel) {
+    const base::Parallelism& parallel, SizeOrderCache* size_order) {
   const auto& b = problem.buffers;
-  absl::StatusOr<std::vector<int>> order =
-      GreedyPlacementOrder(problem, GreedyOrder::kSize, cancel, parallel);
+  std::vector<int> own_order;
+  absl::StatusOr<const std::vector<int>*> order =
+      SizeOrder(problem, size_order, cancel, parallel, &own_order);
   if (absl::IsDeadlineExceeded(order.status())) {
     return absl::DeadlineExceededError("shared object coloring cancelled");
   }
   if (!order.ok()) return order.status();
+  const std::vector<int>& by_size = **order;
   int64_t spanning = 0;
   const std::vector<uint8_t> spans =
       SpanningBuffers(problem, parallel, &spanning);
   std::vector<int> to_color;
   if (spanning == 0) {
-    to_color = *order;
+    to_color = by_size;
   } else {
-    to_color.reserve(order->size());
-    for (int i : *order) {
+    to_color.reserve(by_size.size());
+    for (int i : by_size) {
       if (spans[i] == 0) to_color.push_back(i);
     }
   }
@@ -416,7 +426,7 @@ absl::StatusOr<SharedObjects> ColorScanByWindows(
   if (!done) {
     return absl::DeadlineExceededError("shared object coloring cancelled");
   }
-  FinishObjects(b, to_color, *order, &objects);
+  FinishObjects(b, to_color, by_size, &objects);
   return objects;
 }
 
@@ -424,15 +434,22 @@ absl::StatusOr<SharedObjects> ColorScanByWindows(
 
 absl::StatusOr<SharedObjects> ColorSharedObjects(
     const Problem& problem, const InterferenceGraph& graph,
+    const base::CancelToken* cancel) {
+  return ColorWithGraph(problem, graph, cancel, nullptr);
+}
+
+absl::StatusOr<SharedObjects> ColorSharedObjects(
+    const Problem& problem, const InterferenceGraph& graph,
     const base::CancelToken* cancel, const Sections* time,
-    const base::Parallelism& parallel) {
+    const base::Parallelism& parallel, SizeOrderCache* size_order) {
   if (time != nullptr) {
     const TimeWindows windows = CutTime(*time);
     if (windows.count() > 1) {
-      return ColorByWindows(problem, graph, *time, windows, cancel, parallel);
+      return ColorByWindows(problem, graph, *time, windows, cancel, parallel,
+                            size_order);
     }
   }
-  return ColorSharedObjects(problem, graph, cancel);
+  return ColorWithGraph(problem, graph, cancel, size_order);
 }
 
 absl::StatusOr<SharedObjects> ColorSharedObjects(
@@ -448,12 +465,13 @@ absl::StatusOr<SharedObjects> ColorSharedObjects(
 
 absl::StatusOr<SharedObjects> ColorSharedObjects(
     const Problem& problem, const base::CancelToken* cancel,
-    const Sections* time, const base::Parallelism& parallel) {
+    const Sections* time, const base::Parallelism& parallel,
+    SizeOrderCache* size_order) {
   absl::StatusOr<SharedObjects> colored = ColorSharedObjects(
       problem, cancel, OverlapSearch::kAuto,
       kCapScale *
           FirstPlanWorkCap(static_cast<int64_t>(problem.buffers.size())),
-      time, parallel);
+      time, parallel, size_order);
   if (!absl::IsResourceExhausted(colored.status())) return colored;
   return SweepSharedObjects(problem, cancel, time);
 }
@@ -461,7 +479,7 @@ absl::StatusOr<SharedObjects> ColorSharedObjects(
 absl::StatusOr<SharedObjects> ColorSharedObjects(
     const Problem& problem, const base::CancelToken* cancel,
     OverlapSearch search, int64_t work_cap, const Sections* given,
-    const base::Parallelism& parallel) {
+    const base::Parallelism& parallel, SizeOrderCache* size_order) {
   Sections own;
   absl::StatusOr<const Sections*> compressed =
       CompressedTime(problem, given, &own, cancel);
@@ -474,12 +492,12 @@ absl::StatusOr<SharedObjects> ColorSharedObjects(
     const TimeWindows windows = CutTime(*time);
     if (windows.count() > 1) {
       return ColorScanByWindows(problem, *time, windows, cancel, work_cap,
-                                parallel);
+                                parallel, size_order);
     }
   }
   ObjectFinder finder(*time, merged, search == OverlapSearch::kAuto);
   return Color(
-      problem, *time, cancel, work_cap,
+      problem, *time, cancel, work_cap, size_order,
       [&](const Request& r, const std::vector<int>&) {
         return finder.LowestFree(r);
       },

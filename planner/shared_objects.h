@@ -62,10 +62,12 @@ SharedObjects ColorSharedObjects(const Problem& problem);
 // The one with the graph, on the threads `parallel` gives: with the
 // problem's compressed time `time` (may be null) and enough buffers, it
 // colors window by window (windows.h). The same objects on any threads.
+// The size order comes from `size_order` (may be null) when it holds the
+// problem's.
 [[nodiscard]] absl::StatusOr<SharedObjects> ColorSharedObjects(
     const Problem& problem, const InterferenceGraph& graph,
     const base::CancelToken* cancel, const Sections* time,
-    const base::Parallelism& parallel);
+    const base::Parallelism& parallel, SizeOrderCache* size_order = nullptr);
 // The graphless one with the problem's compressed time at hand (may be
 // null: computed).
 [[nodiscard]] absl::StatusOr<SharedObjects> ColorSharedObjects(
@@ -73,10 +75,11 @@ SharedObjects ColorSharedObjects(const Problem& problem);
     const Sections* time);
 // The same on the threads `parallel` gives: when buffers overlap few others
 // and there are enough of them, the scan colors window by window
-// (windows.h). The same objects on any threads.
+// (windows.h). The same objects on any threads; the size order as above.
 [[nodiscard]] absl::StatusOr<SharedObjects> ColorSharedObjects(
     const Problem& problem, const base::CancelToken* cancel,
-    const Sections* time, const base::Parallelism& parallel);
+    const Sections* time, const base::Parallelism& parallel,
+    SizeOrderCache* size_order = nullptr);
 
 // The graphless coloring with the search chosen (tests and benchmarks):
 // every choice gives the same objects. With `work_cap` > 0, gives up with
@@ -84,7 +87,8 @@ SharedObjects ColorSharedObjects(const Problem& problem);
 [[nodiscard]] absl::StatusOr<SharedObjects> ColorSharedObjects(
     const Problem& problem, const base::CancelToken* cancel,
     OverlapSearch search, int64_t work_cap = 0, const Sections* time = nullptr,
-    const base::Parallelism& parallel = {});
+    const base::Parallelism& parallel = {},
+    SizeOrderCache* size_order = nullptr);
 
 }  // namespace memplan::planner
 

@@ -110,5 +110,33 @@ TEST(SharedObjectsTest, WindowByWindowTheSameObjects) {
   }
 }
 
+// With the plan's size order at hand (greedy.h), the coloring takes it
+// (sorting it into the cache when first) and gives the same objects, one
+// pass or window by window, with a graph or without.
+TEST(SharedObjectsTest, ASharedSizeOrderGivesTheSameObjects) {
+  base::CancelToken cancelled;
+  cancelled.Cancel();
+  for (int n : {2000, 70000}) {
+    const Problem p = testing::RandomProblem(n, 9, 64);
+    absl::StatusOr<InterferenceGraph> graph =
+        BuildInterferenceGraph(p, int64_t{1} << 24);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    const SharedObjects want = ColorSharedObjects(p, *graph);
+    absl::StatusOr<Sections> time = CompressTime(p);
+    ASSERT_TRUE(time.ok());
+    for (bool with_graph : {true, false}) {
+      SizeOrderCache cache(&p);
+      absl::StatusOr<SharedObjects> got =
+          with_graph
+              ? ColorSharedObjects(p, *graph, nullptr, &*time, {}, &cache)
+              : ColorSharedObjects(p, nullptr, &*time, {}, &cache);
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(got->object_of, want.object_of) << n << " " << with_graph;
+      EXPECT_EQ(got->size, want.size) << n << " " << with_graph;
+      EXPECT_TRUE(cache.Get(&cancelled, {}).ok()) << n << " " << with_graph;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace memplan::planner

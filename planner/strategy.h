@@ -28,6 +28,8 @@
 
 namespace memplan::planner {
 
+class SizeOrderCache;  // greedy.h
+
 // Heuristics whose plans may stop mattering before they end: the default
 // plan's first heuristics beside the peak window (planner.cc). A plan
 // "far" above the bound (arena > far_above) is one the plan beside them
@@ -106,6 +108,9 @@ struct SolveContext {
   // learns to give up (DEADLINE_EXCEEDED) when its plan cannot matter.
   HeuristicRace* race = nullptr;
   int race_slot = 0;
+  // The problem's size order, kept for the stages of one plan that read
+  // it (greedy.h); null, or another problem's: the strategy sorts its own.
+  SizeOrderCache* size_order = nullptr;
 };
 
 // Lowers `best` to `value` if `value` is smaller (atomic fetch-min).
