@@ -21,17 +21,26 @@ namespace {
 // What the caller and its workers share. Workers hold it by shared_ptr: a
 // worker task may start after the caller has returned, and then only reads
 // `closed`.
-struct Team {
+struct Team : std::enable_shared_from_this<Team> {
   absl::Mutex mu;
   bool closed ABSL_GUARDED_BY(mu) = false;  // the caller's call returned
   int active ABSL_GUARDED_BY(mu) = 0;       // workers inside work()
+  int next_thread ABSL_GUARDED_BY(mu) = 1;  // the next worker's number
   // The caller's function: called only while !closed (the caller is then
   // still inside RunTogether).
   const absl::FunctionRef<void(int)>* work = nullptr;
   // The free helper places of the outermost call (call_slots): read only
   // while !closed, when the outermost call is still running.
   std::atomic<int>* slots = nullptr;
+  WorkerPool* workers = nullptr;
+  int helpers = 0;  // the most workers at once
+  Recruit recruit = Recruit::kAtStart;
+  std::atomic<int> asked{0};  // worker tasks queued, not started
 };
+
+// The team whose work this thread runs (null outside a RunTogether with
+// workers): ShouldYield asks for workers for it.
+thread_local Team* current_team = nullptr;
 
 // The free helper places of the call this thread works on (its
 // ThreadBudget, else its outermost RunTogether), or null outside one. A
@@ -52,11 +61,14 @@ bool TakeSlot(std::atomic<int>* slots) {
   return false;
 }
 
-// Runs `work(thread)` with call_slots set to `slots`.
-void WorkIn(std::atomic<int>* slots, const absl::FunctionRef<void(int)>& work,
-            int thread) {
+// Runs `work(thread)` with call_slots set to `slots` and current_team to
+// `team` (may be null).
+void WorkIn(std::atomic<int>* slots, Team* team,
+            const absl::FunctionRef<void(int)>& work, int thread) {
   std::atomic<int>* const outer = std::exchange(call_slots, slots);
+  Team* const outer_team = std::exchange(current_team, team);
   work(thread);
+  current_team = outer_team;
   call_slots = outer;
 }
 
@@ -142,17 +154,63 @@ int Parallelism::helpers() const {
   return std::min(max_threads - 1, workers->threads());
 }
 
-bool ShouldYield(const Parallelism& parallel, int thread) {
-  return thread > 0 && parallel.workers != nullptr &&
-         parallel.workers->queue_depth() >
-             queued_helpers.load(std::memory_order_relaxed);
+namespace {
+
+// Queues one worker task for `team`; false when the pool is full.
+bool AskForWorker(const std::shared_ptr<Team>& team) {
+  queued_helpers.fetch_add(1, std::memory_order_relaxed);
+  team->asked.fetch_add(1, std::memory_order_relaxed);
+  const bool queued = team->workers->TrySchedule([team] {
+    queued_helpers.fetch_sub(1, std::memory_order_relaxed);
+    team->asked.fetch_sub(1, std::memory_order_relaxed);
+    int thread = 0;
+    {
+      absl::MutexLock lock(&team->mu);
+      // A place taken only while the call runs: it then still exists.
+      if (team->closed || team->active >= team->helpers ||
+          !TakeSlot(team->slots)) {
+        return;
+      }
+      ++team->active;
+      thread = team->next_thread++;
+    }
+    WorkIn(team->slots,
+           team->recruit == Recruit::kAsPlacesFree ? team.get() : nullptr,
+           *team->work, thread);
+    team->slots->fetch_add(1, std::memory_order_acq_rel);
+    absl::MutexLock lock(&team->mu);
+    --team->active;
+  });
+  if (!queued) {
+    queued_helpers.fetch_sub(1, std::memory_order_relaxed);
+    team->asked.fetch_sub(1, std::memory_order_relaxed);
+  }
+  return queued;
 }
 
+// Asks for a worker for `team` when a place of its call is free and no
+// worker asked for will take it.
+void RecruitIntoFreePlaces(Team* team) {
+  const int free = team->slots->load(std::memory_order_relaxed);
+  if (free <= 0 || team->asked.load(std::memory_order_relaxed) >= free) {
+    return;  // the common case: one relaxed load
+  }
+  {
+    absl::MutexLock lock(&team->mu);
+    if (team->closed || team->active >= team->helpers) return;
+  }
+  AskForWorker(team->shared_from_this());
+}
+
+}  // namespace
+
 void RunTogether(const Parallelism& parallel,
-                 absl::FunctionRef<void(int thread)> work) {
+                 absl::FunctionRef<void(int thread)> work, Recruit recruit) {
   const int helpers = parallel.helpers();
   if (helpers == 0) {
+    Team* const outer_team = std::exchange(current_team, nullptr);
     work(0);
+    current_team = outer_team;
     return;
   }
   // The outermost call's places, or this call's own.
@@ -160,40 +218,35 @@ void RunTogether(const Parallelism& parallel,
   std::atomic<int>* const slots = call_slots != nullptr ? call_slots : &own;
   const int recruits =
       std::min(helpers, slots->load(std::memory_order_relaxed));
-  if (recruits <= 0) {  // every place of the call is working
-    WorkIn(slots, work, 0);
+  if (recruits <= 0 && recruit == Recruit::kAtStart) {
+    // Every place of the call is working, and none is asked for later.
+    WorkIn(slots, nullptr, work, 0);
     return;
   }
   auto team = std::make_shared<Team>();
   team->work = &work;
   team->slots = slots;
+  team->workers = parallel.workers;
+  team->helpers = helpers;
+  team->recruit = recruit;
   for (int h = 1; h <= recruits; ++h) {
-    queued_helpers.fetch_add(1, std::memory_order_relaxed);
-    const bool queued = parallel.workers->TrySchedule([team, h] {
-      queued_helpers.fetch_sub(1, std::memory_order_relaxed);
-      {
-        absl::MutexLock lock(&team->mu);
-        // A place taken only while the call runs: it then still exists.
-        if (team->closed || !TakeSlot(team->slots)) return;
-        ++team->active;
-      }
-      WorkIn(team->slots, *team->work, h);
-      team->slots->fetch_add(1, std::memory_order_acq_rel);
-      absl::MutexLock lock(&team->mu);
-      --team->active;
-    });
-    if (!queued) {  // the pool is full: fewer helpers
-      queued_helpers.fetch_sub(1, std::memory_order_relaxed);
-      break;
-    }
+    if (!AskForWorker(team)) break;  // the pool is full: fewer helpers
   }
-  WorkIn(slots, work, 0);
+  WorkIn(slots, recruit == Recruit::kAsPlacesFree ? team.get() : nullptr, work,
+         0);
   absl::MutexLock lock(&team->mu);
   team->closed = true;
   team->mu.Await(absl::Condition(
       +[](Team* t)
            ABSL_EXCLUSIVE_LOCKS_REQUIRED(t->mu) { return t->active == 0; },
       team.get()));
+}
+
+bool ShouldYield(const Parallelism& parallel, int thread) {
+  if (current_team != nullptr) RecruitIntoFreePlaces(current_team);
+  return thread > 0 && parallel.workers != nullptr &&
+         parallel.workers->queue_depth() >
+             queued_helpers.load(std::memory_order_relaxed);
 }
 
 void ParallelFor(const Parallelism& parallel, int chunks,
@@ -204,13 +257,16 @@ void ParallelFor(const Parallelism& parallel, int chunks,
     return;
   }
   std::atomic<int> next{0};
-  RunTogether(parallel, [&](int thread) {
-    while (!ShouldYield(parallel, thread)) {
-      const int c = next.fetch_add(1, std::memory_order_relaxed);
-      if (c >= chunks) return;
-      fn(c);
-    }
-  });
+  RunTogether(
+      parallel,
+      [&](int thread) {
+        while (!ShouldYield(parallel, thread)) {
+          const int c = next.fetch_add(1, std::memory_order_relaxed);
+          if (c >= chunks) return;
+          fn(c);
+        }
+      },
+      Recruit::kAsPlacesFree);
 }
 
 void ParallelForRange(

@@ -86,6 +86,18 @@ class ThreadBudget {
   std::atomic<int> slots_;
 };
 
+// When a RunTogether asks for its workers.
+enum class Recruit {
+  // Once, as it starts: for work whose threads have roles (thread 1 runs a
+  // side task).
+  kAtStart,
+  // As it starts, and again whenever one of its threads calls ShouldYield
+  // while a place of the call is free (a side task beside it ended): for
+  // work whose threads all take pieces from one store until none is left.
+  // The thread numbers of workers that join later go on counting.
+  kAsPlacesFree,
+};
+
 // Runs work(thread) on the calling thread (thread 0) and on up to
 // parallel.helpers() workers (threads 1, 2, ...) at once, and returns once
 // every call that started has returned. A worker that starts after the
@@ -94,16 +106,21 @@ class ThreadBudget {
 // none is left. Called inside another RunTogether's work (on its caller or
 // a worker), the workers it recruits take places the outermost call left
 // free, never more than its parallel.helpers(): with none free, the
-// calling thread works alone.
+// calling thread works alone (until a place comes free, with
+// Recruit::kAsPlacesFree).
 void RunTogether(const Parallelism& parallel,
-                 absl::FunctionRef<void(int thread)> work);
+                 absl::FunctionRef<void(int thread)> work,
+                 Recruit recruit = Recruit::kAtStart);
 
 // True when a worker (thread > 0 of RunTogether) should leave: tasks other
 // than such workers wait in the pool's queue (a small request's, say).
+// Called on any thread of a RunTogether with Recruit::kAsPlacesFree, it
+// also asks for a worker when a place of the call is free.
 bool ShouldYield(const Parallelism& parallel, int thread);
 
 // Calls fn(chunk) once for each chunk in [0, chunks), in any order and on
-// any of the threads RunTogether gives, and returns once all have returned.
+// any of the threads RunTogether gives (Recruit::kAsPlacesFree), and
+// returns once all have returned.
 void ParallelFor(const Parallelism& parallel, int chunks,
                  absl::FunctionRef<void(int chunk)> fn);
 

@@ -6,10 +6,12 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -197,6 +199,51 @@ TEST(ParallelTest, ABudgetGivesTheMainWorkThePlacesTheSideTaskLeaves) {
       EXPECT_EQ(most, 3) << "the caller and the 2 places left";
     } else {
       EXPECT_EQ(most, 1) << "the outermost call's one place is the side's";
+    }
+  }
+}
+
+// A split that starts while its request's one place is a side task's
+// runs on the caller alone; with Recruit::kAsPlacesFree it takes the place
+// once the side task ends (the way ParallelFor and the windowed passes
+// split), with kAtStart it never does.
+TEST(ParallelTest, ASplitTakesAPlaceThatComesFreeWhileItRuns) {
+  WorkerPool pool(4, 64);
+  const ThreadBudget threads(Parallelism{&pool, 2});  // the caller and 1
+  for (Recruit recruit : {Recruit::kAtStart, Recruit::kAsPlacesFree}) {
+    absl::Notification side_started;
+    std::atomic<bool> split_started{false};
+    std::atomic<int> next{0};
+    absl::Mutex mu;
+    std::set<int> seen;  // the split's thread numbers
+    RunTogether({&pool, 2}, [&](int thread) {
+      if (thread > 0) {  // the side task: ends once the split has begun
+        side_started.Notify();
+        while (!split_started.load()) absl::SleepFor(absl::Milliseconds(1));
+        return;
+      }
+      ASSERT_TRUE(
+          side_started.WaitForNotificationWithTimeout(absl::Seconds(10)));
+      const Parallelism split{&pool, 2};
+      RunTogether(
+          split,
+          [&](int t) {
+            while (!ShouldYield(split, t)) {
+              if (next.fetch_add(1) >= 300) return;  // at most 600 ms
+              split_started = true;
+              {
+                absl::MutexLock lock(&mu);
+                seen.insert(t);
+              }
+              absl::SleepFor(absl::Milliseconds(2));
+            }
+          },
+          recruit);
+    });
+    if (recruit == Recruit::kAtStart) {
+      EXPECT_EQ(seen, std::set<int>({0})) << "no place was free at its start";
+    } else {
+      EXPECT_EQ(seen, std::set<int>({0, 1})) << "the side's place, once free";
     }
   }
 }

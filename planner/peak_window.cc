@@ -85,30 +85,33 @@ absl::StatusOr<Solution> PlanWindow(const Problem& cut,
   // The first order whose plan ends at the bound: those after it are not
   // needed.
   std::atomic<int> at_bound{kWindowOrderCount};
-  base::RunTogether(parallel, [&](int thread) {
-    while (!base::ShouldYield(parallel, thread)) {
-      const int k = next.fetch_add(1);
-      if (k >= kWindowOrderCount) return;
-      if (k > at_bound.load()) continue;
-      std::vector<int> order = GreedyPlacementOrder(cut, kWindowOrders[k]);
-      absl::StatusOr<Solution> placed =
-          PlaceInOrder(cut, order, FitPolicy::kBestFit, &tokens[k]);
-      if (placed.ok() && climb.iterations > 0) {
-        placed = HillClimb(cut, std::move(order), *std::move(placed), climb,
-                           &tokens[k])
-                     .solution;
-      }
-      if (placed.ok() && placed->arena_size <= climb.stop_at) {
-        int seen = at_bound.load();
-        while (k < seen && !at_bound.compare_exchange_weak(seen, k)) {
+  base::RunTogether(
+      parallel,
+      [&](int thread) {
+        while (!base::ShouldYield(parallel, thread)) {
+          const int k = next.fetch_add(1);
+          if (k >= kWindowOrderCount) return;
+          if (k > at_bound.load()) continue;
+          std::vector<int> order = GreedyPlacementOrder(cut, kWindowOrders[k]);
+          absl::StatusOr<Solution> placed =
+              PlaceInOrder(cut, order, FitPolicy::kBestFit, &tokens[k]);
+          if (placed.ok() && climb.iterations > 0) {
+            placed = HillClimb(cut, std::move(order), *std::move(placed), climb,
+                               &tokens[k])
+                         .solution;
+          }
+          if (placed.ok() && placed->arena_size <= climb.stop_at) {
+            int seen = at_bound.load();
+            while (k < seen && !at_bound.compare_exchange_weak(seen, k)) {
+            }
+            for (int later = k + 1; later < kWindowOrderCount; ++later) {
+              tokens[later].Cancel();
+            }
+          }
+          plans[k] = std::move(placed);
         }
-        for (int later = k + 1; later < kWindowOrderCount; ++later) {
-          tokens[later].Cancel();
-        }
-      }
-      plans[k] = std::move(placed);
-    }
-  });
+      },
+      base::Recruit::kAsPlacesFree);
   std::optional<Solution> best;
   for (absl::StatusOr<Solution>& s : plans) {
     if (!s.ok()) return s.status();

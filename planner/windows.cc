@@ -164,24 +164,27 @@ bool WindowedPass::Run(const base::Parallelism& parallel,
     absl::MutexLock lock(&state.mu);
     ++state.finished;
   };
-  base::RunTogether(parallel, [&](int thread) {
-    while (!base::ShouldYield(parallel, thread)) {
-      int w;
-      {
-        absl::MutexLock lock(&state.mu);
-        state.mu.Await(absl::Condition(
-            +[](PassState* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) {
-              return !s->runnable.empty() || s->Stopped() ||
-                     s->finished == static_cast<int>(s->next.size());
-            },
-            &state));
-        if (state.runnable.empty()) return;  // stopped or finished
-        w = state.runnable.back();
-        state.runnable.pop_back();
-      }
-      run_window(w);
-    }
-  });
+  base::RunTogether(
+      parallel,
+      [&](int thread) {
+        while (!base::ShouldYield(parallel, thread)) {
+          int w;
+          {
+            absl::MutexLock lock(&state.mu);
+            state.mu.Await(absl::Condition(
+                +[](PassState* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) {
+                  return !s->runnable.empty() || s->Stopped() ||
+                         s->finished == static_cast<int>(s->next.size());
+                },
+                &state));
+            if (state.runnable.empty()) return;  // stopped or finished
+            w = state.runnable.back();
+            state.runnable.pop_back();
+          }
+          run_window(w);
+        }
+      },
+      base::Recruit::kAsPlacesFree);
   return !state.Stopped();
 }
 
