@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
@@ -914,22 +915,37 @@ void SetBounds(const Sections& time, PlanResult* result,
   result->naive_bytes = std::accumulate(sums.begin(), sums.end(), Bytes{0});
 }
 
+// Work of the caller's that no stage reads (the tensor table of a list).
+void NothingBeside() {}
+
 // Everything after liveness, into `result`. `budget` ends the optional
 // work (time_budget from the start of planning). Reads result->problem,
-// never writes it, nor result->tensors.
+// never writes it, nor result->tensors. `beside` (never writing what the
+// plan reads) runs beside the coloring of a problem whose stages run in
+// turn, on a thread of the request's, and not at all otherwise: the
+// caller runs it then.
 absl::Status PlanProblem(const PlanOptions& options, base::WorkerPool* workers,
                          const base::CancelToken* cancel,
-                         const base::CancelToken* budget, PlanResult* result) {
+                         const base::CancelToken* budget, PlanResult* result,
+                         absl::FunctionRef<void()> beside = NothingBeside) {
   const absl::Time start = absl::Now();
   // Compressed time, swept once for the bounds and the stages.
   const base::Parallelism parallel =
       ParallelismOf(options, workers, result->problem.buffers.size());
   absl::StatusOr<Sections> time =
       CompressTime(result->problem, cancel, parallel);
-  if (time.ok()) SetBounds(*time, result, parallel);
-  AddStageTime("prepare", absl::Now() - start, result);
-  if (!time.ok()) return time.status();
+  const absl::Duration compressed = absl::Now() - start;
+  if (!time.ok()) {
+    AddStageTime("prepare", compressed, result);
+    return time.status();
+  }
+  const auto bounds = [&] {
+    const absl::Time begin = absl::Now();
+    SetBounds(*time, result, parallel);
+    AddStageTime("prepare", compressed + (absl::Now() - begin), result);
+  };
   if (result->problem.buffers.empty()) {  // e.g. a graph of weights alone
+    bounds();
     result->proven_optimal = true;
     return absl::OkStatus();
   }
@@ -937,8 +953,31 @@ absl::Status PlanProblem(const PlanOptions& options, base::WorkerPool* workers,
   const bool others_waiting = TasksWaiting(workers);
   // Sorted once for the coloring and the size-ordered heuristics.
   SizeOrderCache size_order(&result->problem);
-  SharedObjectsStage objects_stage(options, workers, &*time, cancel,
-                                   &size_order, result);
+  std::optional<SharedObjectsStage> objects_stage;
+  if (parallel.helpers() > 0) {
+    // The stages run in turn, each split over the request's threads (the
+    // problem is cut into time windows). The bounds (three sweeps that
+    // split poorly: 50 ms of one core for a million random buffers, 35 on
+    // two) and `beside` run on one of the threads while the coloring
+    // takes the others, and all of them once they end: the coloring's
+    // splits recruit a thread as it comes free.
+    std::atomic<bool> side_taken{false};
+    const auto side = [&] {
+      if (side_taken.exchange(true)) return;
+      bounds();
+      beside();
+    };
+    base::RunTogether({parallel.workers, 2}, [&](int thread) {
+      if (thread > 0) return side();
+      objects_stage.emplace(options, workers, &*time, cancel, &size_order,
+                            result);
+      side();
+    });
+  } else {
+    bounds();
+    objects_stage.emplace(options, workers, &*time, cancel, &size_order,
+                          result);
+  }
   // The offsets below never read result->shared_objects: the two stages are
   // independent, and on large problems they run at the same time.
   absl::Status offsets =
@@ -946,7 +985,7 @@ absl::Status PlanProblem(const PlanOptions& options, base::WorkerPool* workers,
           ? AssignOffsets(options, workers, cancel, budget, &*time,
                           others_waiting, &size_order, result)
           : AssignMemorySpaces(options, workers, cancel, budget, result);
-  if (absl::Status s = objects_stage.Wait(); !s.ok()) return s;
+  if (absl::Status s = objects_stage->Wait(); !s.ok()) return s;
   if (!offsets.ok()) return offsets;
   if (options.memory_spaces.empty()) {
     if (auto s = CheckCapacity(options, *result); !s.ok()) return s;
@@ -1065,26 +1104,22 @@ absl::StatusOr<PlanResult> PlanBuffers(Problem problem,
     return s;
   }
   // The tensor table is a copy of the list that planning never reads: on
-  // lists large enough for the workers, one of them builds it while the
-  // plan is made (a copy of every name, about a tenth of the one-core
-  // prepare stage of a million buffers).
+  // lists large enough for the workers, it is built beside the coloring
+  // (a copy of every name, about a tenth of the one-core prepare stage of
+  // a million buffers), else after the plan.
   // Its memory is taken first, where it was when the table was built
   // before the plan (with one heap, later would raise the peak).
   result.tensors.reserve(result.problem.buffers.size());
-  absl::Status planned, listed;
-  std::atomic<bool> table_taken{false};
+  absl::Status listed;
+  bool table_built = false;
   const auto table = [&] {
-    if (!table_taken.exchange(true)) listed = ListTensors(cancel, &result);
+    listed = ListTensors(cancel, &result);
+    table_built = true;
   };
-  // The plan on the calling thread (its memory where a call's memory is);
-  // the table on a worker if one comes, else after the plan.
-  base::RunTogether(
-      {parallel.workers, std::min(parallel.max_threads, 2)}, [&](int thread) {
-        if (thread > 0) return table();
-        planned = PlanProblem(options, workers, cancel, &budget, &result);
-        table();
-      });
+  absl::Status planned =
+      PlanProblem(options, workers, cancel, &budget, &result, table);
   if (!planned.ok()) return planned;
+  if (!table_built) table();
   if (!listed.ok()) return listed;
   return result;
 }
