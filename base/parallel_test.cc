@@ -185,15 +185,21 @@ TEST(ParallelTest, ABudgetGivesTheMainWorkThePlacesTheSideTaskLeaves) {
   for (bool budget : {false, true}) {
     std::optional<ThreadBudget> threads;
     if (budget) threads.emplace(Parallelism{&pool, 4});  // caller and 3
+    absl::Notification side_started;
     std::atomic<bool> side_done{false};
     int most = 0;
     RunTogether({&pool, 2}, [&](int thread) {
       if (thread > 0) {  // the side task, until the split is done
+        side_started.Notify();
         while (!side_done.load()) absl::SleepFor(absl::Milliseconds(1));
         return;
       }
-      most = MostAtOnce({&pool, 8}, 3);
+      // The side task holds its place before the split asks for any.
+      const bool started =
+          side_started.WaitForNotificationWithTimeout(absl::Seconds(10));
+      if (started) most = MostAtOnce({&pool, 8}, 3);
       side_done = true;
+      ASSERT_TRUE(started);
     });
     if (budget) {
       EXPECT_EQ(most, 3) << "the caller and the 2 places left";
@@ -222,8 +228,10 @@ TEST(ParallelTest, ASplitTakesAPlaceThatComesFreeWhileItRuns) {
         while (!split_started.load()) absl::SleepFor(absl::Milliseconds(1));
         return;
       }
-      ASSERT_TRUE(
-          side_started.WaitForNotificationWithTimeout(absl::Seconds(10)));
+      if (!side_started.WaitForNotificationWithTimeout(absl::Seconds(10))) {
+        split_started = true;  // a side task starting late ends at once
+        FAIL() << "the side task never started";
+      }
       const Parallelism split{&pool, 2};
       RunTogether(
           split,
