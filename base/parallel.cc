@@ -35,7 +35,8 @@ struct Team : std::enable_shared_from_this<Team> {
   WorkerPool* workers = nullptr;
   int helpers = 0;  // the most workers at once
   Recruit recruit = Recruit::kAtStart;
-  std::atomic<int> asked{0};  // worker tasks queued, not started
+  std::atomic<int> asked{0};    // worker tasks queued, not started
+  std::atomic<int> working{0};  // `active`, read without the lock
 };
 
 // The team whose work this thread runs (null outside a RunTogether with
@@ -172,6 +173,7 @@ bool AskForWorker(const std::shared_ptr<Team>& team) {
         return;
       }
       ++team->active;
+      team->working.fetch_add(1, std::memory_order_relaxed);
       thread = team->next_thread++;
     }
     WorkIn(team->slots,
@@ -180,6 +182,7 @@ bool AskForWorker(const std::shared_ptr<Team>& team) {
     team->slots->fetch_add(1, std::memory_order_acq_rel);
     absl::MutexLock lock(&team->mu);
     --team->active;
+    team->working.fetch_sub(1, std::memory_order_relaxed);
   });
   if (!queued) {
     queued_helpers.fetch_sub(1, std::memory_order_relaxed);
@@ -192,8 +195,11 @@ bool AskForWorker(const std::shared_ptr<Team>& team) {
 // worker asked for will take it.
 void RecruitIntoFreePlaces(Team* team) {
   const int free = team->slots->load(std::memory_order_relaxed);
-  if (free <= 0 || team->asked.load(std::memory_order_relaxed) >= free) {
-    return;  // the common case: one relaxed load
+  if (free <= 0) return;  // the common case: one relaxed load
+  const int asked = team->asked.load(std::memory_order_relaxed);
+  if (asked >= free ||
+      team->working.load(std::memory_order_relaxed) + asked >= team->helpers) {
+    return;  // those asked for take the places, or the team is full
   }
   {
     absl::MutexLock lock(&team->mu);
