@@ -915,7 +915,7 @@ void SetBounds(const Sections& time, PlanResult* result,
   result->naive_bytes = std::accumulate(sums.begin(), sums.end(), Bytes{0});
 }
 
-// Work of the caller's that no stage reads (the tensor table of a list).
+// PlanProblem's `beside` by default: nothing.
 void NothingBeside() {}
 
 // Everything after liveness, into `result`. `budget` ends the optional
