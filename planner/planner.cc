@@ -1062,11 +1062,24 @@ int RequestThreads(const PlanOptions& options) {
   return std::min(kDefaultMaxThreads, base::UsableCores());
 }
 
+namespace {
+
+// The workers a request may use: none where it has one thread (asked for,
+// or one usable core), so that no stage, portfolio member or side task
+// goes to them; else `workers`.
+base::WorkerPool* RequestWorkers(const PlanOptions& options,
+                                 base::WorkerPool* workers) {
+  return RequestThreads(options) <= 1 ? nullptr : workers;
+}
+
+}  // namespace
+
 absl::StatusOr<PlanResult> PlanGraph(const Graph& graph,
                                      const PlanOptions& options,
                                      base::WorkerPool* workers,
                                      const base::CancelToken* cancel) {
   if (absl::Status s = CheckStrategyName(options.strategy); !s.ok()) return s;
+  workers = RequestWorkers(options, workers);
   // Every split of this request, side tasks included, shares its threads.
   const base::ThreadBudget threads({workers, RequestThreads(options)});
   const base::CancelToken budget(cancel, absl::Now() + options.time_budget);
@@ -1092,6 +1105,7 @@ absl::StatusOr<PlanResult> PlanBuffers(Problem problem,
                                        base::WorkerPool* workers,
                                        const base::CancelToken* cancel) {
   if (absl::Status s = CheckStrategyName(options.strategy); !s.ok()) return s;
+  workers = RequestWorkers(options, workers);
   // Every split of this request, side tasks included, shares its threads.
   const base::ThreadBudget threads({workers, RequestThreads(options)});
   const base::CancelToken budget(cancel, absl::Now() + options.time_budget);
@@ -1287,6 +1301,7 @@ absl::StatusOr<PlanResult> AdoptGraphPlan(const Graph& graph,
                                           const base::CancelToken* cancel,
                                           base::WorkerPool* workers) {
   if (absl::Status s = CheckStrategyName(options.strategy); !s.ok()) return s;
+  workers = RequestWorkers(options, workers);
   // Every split of this request, side tasks included, shares its threads.
   const base::ThreadBudget threads({workers, RequestThreads(options)});
   PlanResult result;
@@ -1311,6 +1326,7 @@ absl::StatusOr<PlanResult> AdoptBuffersPlan(Problem problem,
                                             const base::CancelToken* cancel,
                                             base::WorkerPool* workers) {
   if (absl::Status s = CheckStrategyName(options.strategy); !s.ok()) return s;
+  workers = RequestWorkers(options, workers);
   // Every split of this request, side tasks included, shares its threads.
   const base::ThreadBudget threads({workers, RequestThreads(options)});
   PlanResult result;

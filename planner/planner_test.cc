@@ -500,6 +500,34 @@ TEST(PlannerTest, RequestsUseOneThreadPerUsableCoreByDefault) {
   EXPECT_EQ(RequestThreads(options), 64);
 }
 
+// One thread asked for is the caller alone: no stage, portfolio member or
+// side task goes to the workers. The pool's one thread is held by a task
+// that waits for the plans (at most 5 s): a plan that queued work behind
+// it would wait that long for it.
+TEST(PlannerTest, OneThreadAskedForLeavesTheWorkersAlone) {
+  base::WorkerPool pool(1, 64);
+  absl::Notification held, release;
+  std::atomic<bool> waited_out{false};
+  ASSERT_TRUE(pool.TrySchedule([&] {
+    held.Notify();
+    if (!release.WaitForNotificationWithTimeout(absl::Seconds(5))) {
+      waited_out = true;
+    }
+  }));
+  held.WaitForNotification();
+  PlanOptions options;  // the default plan: "auto"
+  options.max_threads = 1;
+  // Mid-size (coloring beside the offsets, members on workers) and cut
+  // into time windows (the caller runs the first member).
+  for (int n : {20000, 40000}) {
+    absl::StatusOr<PlanResult> planned =
+        PlanBuffers(testing::RandomProblem(n, 5, 64), options, &pool, nullptr);
+    ASSERT_TRUE(planned.ok()) << planned.status();
+    EXPECT_FALSE(waited_out.load()) << n << " buffers waited for the worker";
+  }
+  release.Notify();
+}
+
 TEST(PlannerTest, SamePlanWithAndWithoutThreads) {
   base::WorkerPool pool(4, 64);
   for (uint32_t seed = 0; seed < 20; ++seed) {
