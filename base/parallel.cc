@@ -24,7 +24,6 @@ namespace {
 struct Team : std::enable_shared_from_this<Team> {
   absl::Mutex mu;
   bool closed ABSL_GUARDED_BY(mu) = false;  // the caller's call returned
-  int active ABSL_GUARDED_BY(mu) = 0;       // workers inside work()
   int next_thread ABSL_GUARDED_BY(mu) = 1;  // the next worker's number
   // The caller's function: called only while !closed (the caller is then
   // still inside RunTogether).
@@ -35,8 +34,16 @@ struct Team : std::enable_shared_from_this<Team> {
   WorkerPool* workers = nullptr;
   int helpers = 0;  // the most workers at once
   Recruit recruit = Recruit::kAtStart;
-  std::atomic<int> asked{0};    // worker tasks queued, not started
-  std::atomic<int> working{0};  // `active`, read without the lock
+  std::atomic<int> asked{0};  // worker tasks queued, not started
+  // Workers inside work(): changed under `mu` (the caller awaits 0), read
+  // without it too.
+  std::atomic<int> active{0};
+
+  // The team ShouldYield asks for workers for, on its threads: this one
+  // when it recruits as places free, else none.
+  Team* Recruiting() {
+    return recruit == Recruit::kAsPlacesFree ? this : nullptr;
+  }
 };
 
 // The team whose work this thread runs (null outside a RunTogether with
@@ -172,17 +179,13 @@ bool AskForWorker(const std::shared_ptr<Team>& team) {
           !TakeSlot(team->slots)) {
         return;
       }
-      ++team->active;
-      team->working.fetch_add(1, std::memory_order_relaxed);
+      team->active.fetch_add(1, std::memory_order_relaxed);
       thread = team->next_thread++;
     }
-    WorkIn(team->slots,
-           team->recruit == Recruit::kAsPlacesFree ? team.get() : nullptr,
-           *team->work, thread);
+    WorkIn(team->slots, team->Recruiting(), *team->work, thread);
     team->slots->fetch_add(1, std::memory_order_acq_rel);
     absl::MutexLock lock(&team->mu);
-    --team->active;
-    team->working.fetch_sub(1, std::memory_order_relaxed);
+    team->active.fetch_sub(1, std::memory_order_relaxed);
   });
   if (!queued) {
     queued_helpers.fetch_sub(1, std::memory_order_relaxed);
@@ -198,7 +201,7 @@ void RecruitIntoFreePlaces(Team* team) {
   if (free <= 0) return;  // the common case: one relaxed load
   const int asked = team->asked.load(std::memory_order_relaxed);
   if (asked >= free ||
-      team->working.load(std::memory_order_relaxed) + asked >= team->helpers) {
+      team->active.load(std::memory_order_relaxed) + asked >= team->helpers) {
     return;  // those asked for take the places, or the team is full
   }
   {
@@ -238,8 +241,7 @@ void RunTogether(const Parallelism& parallel,
   for (int h = 1; h <= recruits; ++h) {
     if (!AskForWorker(team)) break;  // the pool is full: fewer helpers
   }
-  WorkIn(slots, recruit == Recruit::kAsPlacesFree ? team.get() : nullptr, work,
-         0);
+  WorkIn(slots, team->Recruiting(), work, 0);
   absl::MutexLock lock(&team->mu);
   team->closed = true;
   team->mu.Await(absl::Condition(

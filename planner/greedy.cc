@@ -729,7 +729,7 @@ absl::StatusOr<const std::vector<int>*> SizeOrderCache::Get(
   absl::MutexLock lock(&mu_);
   if (!order_.has_value()) {
     absl::StatusOr<std::vector<int>> sorted =
-        OrderOf(*problem_, Sections(), GreedyOrder::kSize, cancel, parallel);
+        GreedyPlacementOrder(*problem_, GreedyOrder::kSize, cancel, parallel);
     if (!sorted.ok()) return sorted.status();
     order_ = *std::move(sorted);
   }
@@ -744,7 +744,7 @@ absl::StatusOr<const std::vector<int>*> SizeOrder(
     return cache->Get(cancel, parallel);
   }
   absl::StatusOr<std::vector<int>> sorted =
-      OrderOf(problem, Sections(), GreedyOrder::kSize, cancel, parallel);
+      GreedyPlacementOrder(problem, GreedyOrder::kSize, cancel, parallel);
   if (!sorted.ok()) return sorted.status();
   *own = *std::move(sorted);
   return own;

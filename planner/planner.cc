@@ -954,6 +954,10 @@ absl::Status PlanProblem(const PlanOptions& options, base::WorkerPool* workers,
   // Sorted once for the coloring and the size-ordered heuristics.
   SizeOrderCache size_order(&result->problem);
   std::optional<SharedObjectsStage> objects_stage;
+  const auto color = [&] {
+    objects_stage.emplace(options, workers, &*time, cancel, &size_order,
+                          result);
+  };
   if (parallel.helpers() > 0) {
     // The stages run in turn, each split over the request's threads (the
     // problem is cut into time windows). The bounds (three sweeps that
@@ -969,14 +973,12 @@ absl::Status PlanProblem(const PlanOptions& options, base::WorkerPool* workers,
     };
     base::RunTogether({parallel.workers, 2}, [&](int thread) {
       if (thread > 0) return side();
-      objects_stage.emplace(options, workers, &*time, cancel, &size_order,
-                            result);
+      color();
       side();
     });
   } else {
     bounds();
-    objects_stage.emplace(options, workers, &*time, cancel, &size_order,
-                          result);
+    color();
   }
   // The offsets below never read result->shared_objects: the two stages are
   // independent, and on large problems they run at the same time.

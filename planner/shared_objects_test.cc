@@ -82,6 +82,18 @@ TEST(SharedObjectsTest, OneSharedLifetimeIsNotQuadratic) {
   EXPECT_EQ(objects.object_of.back(), 0);  // shares the largest one's pool
 }
 
+// What the colorings of one problem start from: its interference graph,
+// the one pass's objects with it, and its compressed time.
+struct ColoringInputs {
+  explicit ColoringInputs(const Problem& p)
+      : graph(BuildInterferenceGraph(p, int64_t{1} << 24)),
+        want(graph.ok() ? ColorSharedObjects(p, *graph) : SharedObjects{}),
+        time(CompressTime(p)) {}
+  absl::StatusOr<InterferenceGraph> graph;
+  SharedObjects want;
+  absl::StatusOr<Sections> time;
+};
+
 // Large problems are colored window by window (windows.h): the objects
 // of the one pass, with and without workers.
 TEST(SharedObjectsTest, WindowByWindowTheSameObjects) {
@@ -89,24 +101,21 @@ TEST(SharedObjectsTest, WindowByWindowTheSameObjects) {
   const auto span = ScheduleSpan(p);
   p.buffers[3].start = span.first;  // one spanning the schedule too
   p.buffers[3].end = span.second;
-  absl::StatusOr<InterferenceGraph> graph =
-      BuildInterferenceGraph(p, int64_t{1} << 24);
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  const SharedObjects want = ColorSharedObjects(p, *graph);
-  absl::StatusOr<Sections> time = CompressTime(p);
-  ASSERT_TRUE(time.ok());
+  const ColoringInputs in(p);
+  ASSERT_TRUE(in.graph.ok()) << in.graph.status();
+  ASSERT_TRUE(in.time.ok());
   base::WorkerPool pool(3, 64);
   for (base::WorkerPool* workers : {&pool, (base::WorkerPool*)nullptr}) {
     absl::StatusOr<SharedObjects> got =
-        ColorSharedObjects(p, *graph, nullptr, &*time, {workers, 4});
+        ColorSharedObjects(p, *in.graph, nullptr, &*in.time, {workers, 4});
     ASSERT_TRUE(got.ok()) << got.status();
-    EXPECT_EQ(got->object_of, want.object_of);
-    EXPECT_EQ(got->size, want.size);
+    EXPECT_EQ(got->object_of, in.want.object_of);
+    EXPECT_EQ(got->size, in.want.size);
     // Without a graph, the scan by windows.
-    got = ColorSharedObjects(p, nullptr, &*time, {workers, 4});
+    got = ColorSharedObjects(p, nullptr, &*in.time, {workers, 4});
     ASSERT_TRUE(got.ok()) << got.status();
-    EXPECT_EQ(got->object_of, want.object_of);
-    EXPECT_EQ(got->size, want.size);
+    EXPECT_EQ(got->object_of, in.want.object_of);
+    EXPECT_EQ(got->size, in.want.size);
   }
 }
 
@@ -118,21 +127,18 @@ TEST(SharedObjectsTest, ASharedSizeOrderGivesTheSameObjects) {
   cancelled.Cancel();
   for (int n : {2000, 70000}) {
     const Problem p = testing::RandomProblem(n, 9, 64);
-    absl::StatusOr<InterferenceGraph> graph =
-        BuildInterferenceGraph(p, int64_t{1} << 24);
-    ASSERT_TRUE(graph.ok()) << graph.status();
-    const SharedObjects want = ColorSharedObjects(p, *graph);
-    absl::StatusOr<Sections> time = CompressTime(p);
-    ASSERT_TRUE(time.ok());
+    const ColoringInputs in(p);
+    ASSERT_TRUE(in.graph.ok()) << in.graph.status();
+    ASSERT_TRUE(in.time.ok());
     for (bool with_graph : {true, false}) {
       SizeOrderCache cache(&p);
       absl::StatusOr<SharedObjects> got =
           with_graph
-              ? ColorSharedObjects(p, *graph, nullptr, &*time, {}, &cache)
-              : ColorSharedObjects(p, nullptr, &*time, {}, &cache);
+              ? ColorSharedObjects(p, *in.graph, nullptr, &*in.time, {}, &cache)
+              : ColorSharedObjects(p, nullptr, &*in.time, {}, &cache);
       ASSERT_TRUE(got.ok()) << got.status();
-      EXPECT_EQ(got->object_of, want.object_of) << n << " " << with_graph;
-      EXPECT_EQ(got->size, want.size) << n << " " << with_graph;
+      EXPECT_EQ(got->object_of, in.want.object_of) << n << " " << with_graph;
+      EXPECT_EQ(got->size, in.want.size) << n << " " << with_graph;
       EXPECT_TRUE(cache.Get(&cancelled, {}).ok()) << n << " " << with_graph;
     }
   }
