@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_split.h"
@@ -24,15 +25,24 @@ extern "C" void __sanitizer_purge_allocator();
 namespace memplan::base {
 namespace {
 
-// Changes of M_TOP_PAD: the step GrowHeapsInLargeSteps set (0 if none),
-// and 0 while a heap top is given back.
+// Changes of M_TOP_PAD and M_TRIM_THRESHOLD: the step GrowHeapsInLargeSteps
+// set (0 if none) and the threshold FixMallocThresholds or KeepFreedMemory
+// set (none: glibc's sliding one), both 0 while a heap top is given back.
 absl::Mutex pad_mu;
 size_t heap_step ABSL_GUARDED_BY(pad_mu) = 0;
+std::optional<int> trim_threshold ABSL_GUARDED_BY(pad_mu);
+
+bool SetTrimThreshold(int bytes) {
+  absl::MutexLock lock(&pad_mu);
+  if (mallopt(M_TRIM_THRESHOLD, bytes) != 1) return false;
+  trim_threshold = bytes;
+  return true;
+}
 
 // A free of at least 64 KiB (glibc's FASTBIN_CONSOLIDATION_THRESHOLD) has
 // glibc trim the top of the freeing thread's heap down to M_TOP_PAD; under
-// 128 KiB (the mmap threshold once a setting is made), the block comes from
-// a heap, not from mmap.
+// 128 KiB (the lowest mmap threshold), the block comes from a heap, not
+// from mmap.
 constexpr size_t kTrimmingFree = size_t{96} << 10;
 
 void TrimmingFree() {
@@ -49,7 +59,7 @@ bool KeepFreedMemory(int arenas) {
   // heap too; M_TRIM_THRESHOLD -1: the heap never shrinks; M_ARENA_MAX: the
   // threads take turns over that many arenas (mallopt(3)).
   const bool no_mmap = mallopt(M_MMAP_MAX, 0) == 1;
-  const bool no_trim = mallopt(M_TRIM_THRESHOLD, -1) == 1;
+  const bool no_trim = SetTrimThreshold(-1);
   const bool shared = mallopt(M_ARENA_MAX, arenas < 1 ? 1 : arenas) == 1;
   // The workers' arena grows its heap in one step, not page by page.
   return no_mmap && no_trim && shared && GrowHeapsInLargeSteps();
@@ -77,6 +87,14 @@ bool GrowHeapsInLargeSteps(size_t bytes) {
   if (mallopt(M_TOP_PAD, static_cast<int>(bytes)) != 1) return false;
   heap_step = bytes;
   return true;
+}
+
+bool FixMallocThresholds(size_t largest_heap_block) {
+  if (kSanitizerAllocator) return false;
+  // glibc refuses an mmap threshold above 32 MiB (half a heap).
+  const int block =
+      static_cast<int>(std::min(largest_heap_block, kLargestHeapBlock));
+  return mallopt(M_MMAP_THRESHOLD, block) == 1 && SetTrimThreshold(2 * block);
 }
 
 bool KeepFreedMemoryOnHugePages(size_t bytes, int arenas) {
@@ -127,7 +145,9 @@ void ReturnThreadHeapTop() {
   if (kSanitizerAllocator) return;
   absl::MutexLock lock(&pad_mu);
   if (heap_step > 0) mallopt(M_TOP_PAD, 0);
+  if (trim_threshold.has_value()) mallopt(M_TRIM_THRESHOLD, 0);
   TrimmingFree();
+  if (trim_threshold.has_value()) mallopt(M_TRIM_THRESHOLD, *trim_threshold);
   if (heap_step > 0) mallopt(M_TOP_PAD, static_cast<int>(heap_step));
 }
 

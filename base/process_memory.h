@@ -114,6 +114,22 @@ bool MallocAsksForHugePages();
 // ReturnFreedMemory(on_each_thread) on the threads that did the work.
 bool GrowHeapsInLargeSteps(size_t bytes = kHeapGrowthBytes);
 
+// The largest block FixMallocThresholds has malloc's heaps serve by
+// default: 32 MiB, where glibc's sliding mmap threshold stops growing
+// (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit).
+inline constexpr size_t kLargestHeapBlock = size_t{32} << 20;
+
+// Has malloc serve blocks up to `largest_heap_block` (at most 32 MiB) from
+// its heaps (larger ones get pages of their own) and trim a heap's free top on
+// a free only past twice that: where glibc's sliding default ends up once a
+// block that large was freed, but fixed from the start, so that
+// ReturnThreadHeapTop() can lower the trim threshold while it gives a heap's
+// top back and put it back after. Under the sliding default, which no call can
+// read, each thread's heap kept up to 64 MiB of free top that no return reached
+// (a server that planned 400,000 buffers held 70-100 MB more while idle, one
+// time in three). False under a sanitizer's allocator or if glibc refuses.
+bool FixMallocThresholds(size_t largest_heap_block = kLargestHeapBlock);
+
 // Gives the free memory of every malloc arena back to the system
 // (malloc_trim(0): the main heap's free top is released and free pages
 // inside every heap are discarded), whether or not KeepFreedMemory() was
@@ -126,8 +142,9 @@ void ReturnFreedMemory();
 // ReturnFreedMemory(), and first the free tops of the heaps of the threads
 // `on_each_thread` reaches, down to nothing: glibc shrinks a secondary
 // arena's heap only on a large free from that arena, keeping M_TOP_PAD
-// (GrowHeapsInLargeSteps) and anything under its trim threshold (128 KiB
-// once a setting is made; up to 64 MiB under glibc's sliding default).
+// (GrowHeapsInLargeSteps) and anything under its trim threshold
+// (FixMallocThresholds, KeepFreedMemory; up to 64 MiB under glibc's
+// sliding default, which stays).
 // `on_each_thread` must run the function it is given once on each of those
 // threads and return after, e.g.
 //
@@ -141,12 +158,13 @@ void ReturnFreedMemory();
 void ReturnFreedMemory(
     absl::FunctionRef<void(const std::function<void()>&)> on_each_thread);
 
-// Gives back the free top of the calling thread's heap (down to nothing,
-// M_TOP_PAD 0 meanwhile), as ReturnFreedMemory(on_each_thread) does on
-// each of its threads: for a thread that is not a worker, once a large
-// task it ran has freed what it allocated. Thread-safe; a malloc, a free
-// and two mallopt calls, plus giving the pages back. Nothing under a
-// sanitizer's allocator.
+// Gives back the free top of the calling thread's heap (down to nothing:
+// M_TOP_PAD 0 meanwhile, and the trim threshold too where
+// FixMallocThresholds or KeepFreedMemory set it), as
+// ReturnFreedMemory(on_each_thread) does on each of its threads: for a thread
+// that is not a worker, once a large task it ran has freed what it allocated.
+// Thread-safe; a malloc, a free and two mallopt calls, plus giving the pages
+// back. Nothing under a sanitizer's allocator.
 void ReturnThreadHeapTop();
 
 }  // namespace memplan::base

@@ -297,6 +297,39 @@ TEST(ReturnThreadHeapTopTest, TheCallingThreadsHeapTopGoesBack) {
   EXPECT_LT(after, int64_t{8} << 20) << "kept before: " << kept;
 }
 
+// Writes a fresh block of `bytes`, a byte per page, and frees it.
+void WriteAndFreeBlock(size_t bytes) {
+  std::unique_ptr<char[]> block(new char[bytes]);
+  volatile char* written = block.get();
+  for (size_t i = 0; i < bytes; i += 4096) written[i] = 1;
+}
+
+TEST(FixMallocThresholdsTest, AHeapKeepsItsTopUntilItIsGivenBack) {
+  if (kSanitizerAllocator) {
+    EXPECT_FALSE(FixMallocThresholds());  // no glibc thresholds to set
+    return;
+  }
+  ASSERT_TRUE(FixMallocThresholds());
+  const int64_t before = ResidentBytes();
+  int64_t kept = 0;
+  int64_t after = 0;
+  int64_t kept_again = 0;
+  std::thread([&] {
+    // 24 MiB: from the thread's heap (glibc's default would map it apart
+    // and unmap it on free), and freed, the heap's top (under 64 MiB).
+    WriteAndFreeBlock(size_t{24} << 20);
+    kept = ResidentBytes() - before;
+    ReturnThreadHeapTop();
+    after = ResidentBytes() - before;
+    // The threshold is back: the heap keeps its top again.
+    WriteAndFreeBlock(size_t{24} << 20);
+    kept_again = ResidentBytes() - before;
+  }).join();
+  EXPECT_GT(kept, int64_t{16} << 20) << "the thread's heap kept nothing";
+  EXPECT_LT(after, int64_t{8} << 20) << "kept before: " << kept;
+  EXPECT_GT(kept_again, int64_t{16} << 20) << "the threshold stayed at 0";
+}
+
 TEST(MallocAsksForHugePagesTest, ReadsGlibcsTunable) {
   const char* before = std::getenv("GLIBC_TUNABLES");
   const std::string saved = before == nullptr ? "" : before;

@@ -321,8 +321,14 @@ int Run() {
     // faster. The heaps' tops go back once a large call's response is
     // freed (its thread's, ArenaMessage) and once idle (the workers').
     // Without huge pages the steps only cost: each call faults the pages
-    // it reuses again.
-    if (base::MallocAsksForHugePages()) base::GrowHeapsInLargeSteps();
+    // it reuses again. There, malloc's thresholds are fixed where glibc's
+    // sliding ones end up, so that the idle return can give the heaps'
+    // tops back whole.
+    if (base::MallocAsksForHugePages()) {
+      base::GrowHeapsInLargeSteps();
+    } else {
+      base::FixMallocThresholds();
+    }
     idle_memory.emplace(kIdleBeforeReturn,
                         [&workers](const std::function<void()>& task) {
                           workers.RunOnEachThread(task);
