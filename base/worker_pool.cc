@@ -1,6 +1,9 @@
 #include "base/worker_pool.h"
 
+#include <atomic>
 #include <utility>
+
+#include "absl/synchronization/notification.h"
 
 namespace memplan::base {
 
@@ -74,6 +77,57 @@ void WorkerPool::Loop() {
     absl::MutexLock lock(&mu_);
     --each_left_;
   }
+}
+
+struct HandedTask::Shared {
+  std::function<void()> task;
+  // Set by the first thread to take the task: a worker or the owner.
+  std::atomic<bool> taken{false};
+  absl::Notification took;  // `taken` was set
+  absl::Notification done;  // the task ran (or will not)
+
+  bool Take() {
+    if (taken.exchange(true, std::memory_order_acq_rel)) return false;
+    took.Notify();
+    return true;
+  }
+
+  // Runs the task if no thread took it before; false otherwise.
+  bool TakeAndRun() {
+    if (!Take()) return false;
+    task();
+    task = nullptr;  // what it holds goes with it
+    done.Notify();
+    return true;
+  }
+};
+
+HandedTask::HandedTask(WorkerPool* pool, std::function<void()> task)
+    : shared_(std::make_shared<Shared>()) {
+  shared_->task = std::move(task);
+  queued_ = pool != nullptr &&
+            pool->TrySchedule([shared = shared_] { shared->TakeAndRun(); });
+}
+
+HandedTask::~HandedTask() {
+  if (!shared_->Take()) {
+    shared_->done.WaitForNotification();  // started: it may use the owner's
+  }
+}
+
+bool HandedTask::StartedWithin(absl::Duration wait) {
+  if (!queued_) return shared_->took.HasBeenNotified();
+  return shared_->took.WaitForNotificationWithTimeout(wait);
+}
+
+bool HandedTask::Running() const {
+  return shared_->took.HasBeenNotified() && !shared_->done.HasBeenNotified();
+}
+
+bool HandedTask::RunHereIfNotStarted() { return shared_->TakeAndRun(); }
+
+void HandedTask::Join() {
+  if (!RunHereIfNotStarted()) shared_->done.WaitForNotification();
 }
 
 }  // namespace memplan::base

@@ -13,11 +13,13 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace memplan::base {
 
@@ -60,6 +62,48 @@ class WorkerPool {
   uint64_t each_round_ ABSL_GUARDED_BY(mu_) = 0;
   int each_left_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::thread> threads_;
+};
+
+// A task handed to a pool that its owner runs itself when no worker has
+// started it by the time the owner needs it: the owner never waits for a
+// busy pool (its threads held by another request's long task), only for
+// a worker already running the task.
+//
+//   base::HandedTask coloring(&pool, [&] { Color(); });
+//   AssignOffsets();
+//   coloring.Join();  // Color() has run: on a worker, or here
+//
+// The task runs exactly once, or not at all when the HandedTask is
+// destroyed before any thread started it. Join and the destructor must be
+// called from one thread (the owner's).
+class HandedTask {
+ public:
+  // Queues `task` on `pool`; with no pool, or its queue full, nothing is
+  // queued and Join() runs it.
+  HandedTask(WorkerPool* pool, std::function<void()> task);
+  // Waits for the task if a worker started it; else it never runs.
+  ~HandedTask();
+  HandedTask(const HandedTask&) = delete;
+  HandedTask& operator=(const HandedTask&) = delete;
+
+  // Whether a thread has taken the task (started it), waiting up to
+  // `wait` for one to (a worker just woken takes a moment to start); no
+  // wait where nothing was queued.
+  bool StartedWithin(absl::Duration wait);
+  // Whether a worker is running the task now (started, not yet ended).
+  bool Running() const;
+  // Runs the task on the calling thread if no worker has started it, and
+  // returns whether it did.
+  bool RunHereIfNotStarted();
+  // Returns once the task has run: here if no worker started it.
+  void Join();
+
+ private:
+  struct Shared;
+  // Shared with the queued worker task, which may start after this object
+  // is gone: it then only reads that the task was taken.
+  std::shared_ptr<Shared> shared_;
+  bool queued_ = false;  // a worker task was queued
 };
 
 }  // namespace memplan::base

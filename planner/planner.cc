@@ -426,25 +426,24 @@ class SharedObjectsStage {
                      SizeOrderCache* size_order, PlanResult* result)
       : result_(result) {
     const size_t n = result->problem.buffers.size();
-    auto task = [this, &options, workers, n, time, cancel, size_order] {
-      status_ = ComputeSharedObjects(result_->problem, options,
-                                     ParallelismOf(options, workers, n), time,
-                                     cancel, size_order, &objects_, &stages_);
-      done_.Notify();
-    };
     // Problems cut into time windows (windows.h) split each stage over the
     // workers instead: one stage at a time keeps the peak memory near one
     // core's (two stages at once hold both stages' memory).
-    if (workers == nullptr || n < kParallelStagesFrom ||
-        n >= 2 * static_cast<size_t>(kBuffersPerWindow) ||
-        !workers->TrySchedule(task)) {
-      task();
-    }
+    const bool beside = workers != nullptr && n >= kParallelStagesFrom &&
+                        n < 2 * static_cast<size_t>(kBuffersPerWindow);
+    task_.emplace(beside ? workers : nullptr, [this, &options, workers, n, time,
+                                               cancel, size_order] {
+      status_ = ComputeSharedObjects(result_->problem, options,
+                                     ParallelismOf(options, workers, n), time,
+                                     cancel, size_order, &objects_, &stages_);
+    });
+    if (!beside) task_->Join();
   }
-  // Waits for the task and moves its objects and stage times into the
-  // result.
+  // Waits for the task (runs it here if no worker has started it: the
+  // workers busy with other calls) and moves its objects and stage times
+  // into the result.
   absl::Status Wait() {
-    done_.WaitForNotification();
+    task_->Join();
     result_->shared_objects = std::move(objects_);
     result_->stages.insert(result_->stages.end(), stages_.begin(),
                            stages_.end());
@@ -456,7 +455,8 @@ class SharedObjectsStage {
   SharedObjects objects_;
   std::vector<StageTime> stages_;
   absl::Status status_;
-  absl::Notification done_;
+  // Last: destroyed first, waiting for a worker still writing the above.
+  std::optional<base::HandedTask> task_;
 };
 
 // Whether tasks wait in `workers` (may be null) for a thread.

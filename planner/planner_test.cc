@@ -528,6 +528,34 @@ TEST(PlannerTest, OneThreadAskedForLeavesTheWorkersAlone) {
   release.Notify();
 }
 
+// A request never waits for a busy worker: what it gave the workers and
+// none has started, its caller runs. The pool's one thread is held by
+// another call's task until the plan is done (at most 5 s); the request
+// may use it (two threads).
+TEST(PlannerTest, ABusyPoolDoesNotHoldUpAPlan) {
+  // Mid-size (the coloring beside the offsets, every member handed to the
+  // workers) and cut into time windows (the caller runs the first member).
+  for (int n : {20000, 40000}) {
+    base::WorkerPool pool(1, 64);
+    absl::Notification held, release;
+    std::atomic<bool> waited_out{false};
+    ASSERT_TRUE(pool.TrySchedule([&] {
+      held.Notify();
+      if (!release.WaitForNotificationWithTimeout(absl::Seconds(5))) {
+        waited_out = true;
+      }
+    }));
+    held.WaitForNotification();
+    PlanOptions options;  // the default plan: "auto"
+    options.max_threads = 2;
+    absl::StatusOr<PlanResult> planned =
+        PlanBuffers(testing::RandomProblem(n, 5, 64), options, &pool, nullptr);
+    ASSERT_TRUE(planned.ok()) << planned.status();
+    EXPECT_FALSE(waited_out.load()) << n << " buffers waited for the worker";
+    release.Notify();
+  }
+}
+
 TEST(PlannerTest, SamePlanWithAndWithoutThreads) {
   base::WorkerPool pool(4, 64);
   for (uint32_t seed = 0; seed < 20; ++seed) {

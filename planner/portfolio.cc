@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cassert>
+#include <deque>
 #include <limits>
 #include <memory>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/blocking_counter.h"
 #include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "planner/verifier.h"
 #include "planner/windows.h"
 
@@ -18,6 +19,15 @@ namespace {
 
 // Problems with fewer buffers run every strategy on the calling thread.
 constexpr size_t kInlineBelow = 2000;
+
+// How long a caller with no member of its own waits for the workers to
+// start theirs before it runs those not started: a woken worker takes
+// microseconds to a few milliseconds on a loaded machine; one busy with
+// another call's long task, seconds.
+constexpr absl::Duration kWorkerWakeUp = absl::Milliseconds(5);
+// How often a caller waiting for a member to start looks again whether
+// any of its members still runs.
+constexpr absl::Duration kMemberPoll = absl::Milliseconds(1);
 
 // Verifies the plans from smallest arena up (ties in listed order) and
 // returns the first that passes: usually one verification in all. The
@@ -81,7 +91,6 @@ absl::StatusOr<PortfolioResult> RunPortfolio(
   // Small problems run inline: handing them to other threads costs more
   // than it saves, and the caller is one of many concurrent requests.
   if (problem.buffers.size() < kInlineBelow) pool = nullptr;
-  absl::BlockingCounter done(static_cast<int>(strategies.size()));
   // The first strategy (in list order) whose plan reached lower_bound.
   std::atomic<int> first_at_bound{std::numeric_limits<int>::max()};
   std::atomic<int> skipped{0};
@@ -91,7 +100,6 @@ absl::StatusOr<PortfolioResult> RunPortfolio(
       results[i] = absl::CancelledError(
           "skipped: a strategy listed before it reached the lower bound");
       skipped.fetch_add(1);
-      done.DecrementCount();
       return;
     }
     absl::StatusOr<std::unique_ptr<OffsetStrategy>> strategy =
@@ -105,7 +113,6 @@ absl::StatusOr<PortfolioResult> RunPortfolio(
                               seen, at, std::memory_order_acq_rel)) {
       }
     }
-    done.DecrementCount();
   };
   // On lists cut into time windows (those whose stages split over the
   // workers), the calling thread runs the first strategy itself and the
@@ -116,20 +123,45 @@ absl::StatusOr<PortfolioResult> RunPortfolio(
   // instead of 25 in half the runs on 2 workers). Smaller lists stay on
   // the workers: with the caller taking one, the traces planned 10-20%
   // slower on 4 workers of this machine kind (BENCHMARKS.md, session 10).
-  // What the pool cannot take runs on the caller in list order, as all
-  // run without a pool (a strategy at the bound skips those after it).
+  // What the pool cannot take, or no worker starts, runs on the caller in
+  // list order, as all run without a pool (a strategy at the bound skips
+  // those after it).
   const bool caller_first =
       pool != nullptr &&
       problem.buffers.size() >= 2 * static_cast<size_t>(kBuffersPerWindow);
   std::vector<size_t> here;
+  std::deque<base::HandedTask> handed;
   if (caller_first && !strategies.empty()) here.push_back(0);
   for (size_t i = caller_first ? 1 : 0; i < strategies.size(); ++i) {
-    if (pool == nullptr || !pool->TrySchedule([&run, i] { run(i); })) {
+    if (pool == nullptr) {
       here.push_back(i);
+    } else {
+      handed.emplace_back(pool, [&run, i] { run(i); });
     }
   }
   for (size_t i : here) run(i);
-  done.Wait();
+  // Then a member no worker has started (the pool's threads busy with other
+  // calls' work, or its queue full) runs here, in list order, once no
+  // member of this call runs on a worker (none will free one for it soon,
+  // and the caller is then this call's one thread at work): the call waits
+  // for its own members, never for a busy pool. Where the caller had none,
+  // the workers get a moment to start theirs.
+  const absl::Time wake_by =
+      absl::Now() + (here.empty() ? kWorkerWakeUp : absl::ZeroDuration());
+  const auto members_running = [&handed] {
+    return std::any_of(handed.begin(), handed.end(),
+                       [](const base::HandedTask& m) { return m.Running(); });
+  };
+  for (base::HandedTask& member : handed) {
+    while (
+        !member.StartedWithin(std::max(wake_by - absl::Now(), kMemberPoll))) {
+      if (absl::Now() >= wake_by && !members_running()) {
+        member.RunHereIfNotStarted();
+        break;
+      }
+    }
+  }
+  for (base::HandedTask& member : handed) member.Join();
   // The first strategy is always one the request needs: its token is the
   // call's.
   absl::StatusOr<PortfolioResult> won = FirstVerified(
