@@ -896,11 +896,13 @@ absl::Status AssignMemorySpaces(const PlanOptions& options,
 }
 
 // The figures every plan reports: bounds and the naive sum, on the sizes
-// and alignments the plan uses.
+// and alignments the plan uses. Cut short once `cancel` (may be null) fires:
+// the figures then mean nothing, and the call must fail.
 void SetBounds(const Sections& time, PlanResult* result,
-               const base::Parallelism& parallel = {}) {
+               const base::Parallelism& parallel,
+               const base::CancelToken* cancel) {
   const LowerBounds bounds =
-      BoundsFromCompressedTime(result->problem, time, parallel);
+      BoundsFromCompressedTime(result->problem, time, parallel, cancel);
   result->lower_bound = bounds.padded;
   result->unaligned_lower_bound = bounds.unaligned;
   constexpr size_t kChunk = size_t{1} << 16;
@@ -941,7 +943,7 @@ absl::Status PlanProblem(const PlanOptions& options, base::WorkerPool* workers,
   }
   const auto bounds = [&] {
     const absl::Time begin = absl::Now();
-    SetBounds(*time, result, parallel);
+    SetBounds(*time, result, parallel, cancel);
     AddStageTime("prepare", compressed + (absl::Now() - begin), result);
   };
   if (result->problem.buffers.empty()) {  // e.g. a graph of weights alone
@@ -979,6 +981,9 @@ absl::Status PlanProblem(const PlanOptions& options, base::WorkerPool* workers,
   } else {
     bounds();
     color();
+  }
+  if (cancel != nullptr && cancel->Cancelled()) {  // the bounds were cut short
+    return absl::DeadlineExceededError("planning cancelled");
   }
   // The offsets below never read result->shared_objects: the two stages are
   // independent, and on large problems they run at the same time.
@@ -1245,7 +1250,10 @@ absl::Status AdoptChoices(const PlanOptions& options, PlanChoices choices,
   absl::StatusOr<Sections> time =
       CompressTime(result->problem, cancel, parallel);
   if (!time.ok()) return time.status();
-  SetBounds(*time, result, parallel);
+  SetBounds(*time, result, parallel, cancel);
+  if (cancel != nullptr && cancel->Cancelled()) {
+    return absl::DeadlineExceededError("planning cancelled");
+  }
   AddStageTime("prepare", absl::Now() - start, result);
   const size_t n = result->problem.buffers.size();
   if (choices.solution.offsets.size() != n) {

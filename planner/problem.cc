@@ -101,26 +101,29 @@ namespace {
 // the live sizes rounded up to m, less the largest rounding.
 // Its four sweeps are independent: on the threads `parallel` gives.
 Bytes PaddedBoundAt(const Problem& problem, const Sections& sections, Bytes m,
-                    const base::Parallelism& parallel) {
+                    const base::Parallelism& parallel,
+                    const base::CancelToken* cancel) {
   const auto& b = problem.buffers;
   std::vector<Bytes> padded, with_m, below, rounding;
   base::ParallelFor(parallel, 4, [&](int k) {
     switch (k) {
       case 0:
-        padded = SectionTotals(sections,
-                               [&](int i) { return AlignUp(b[i].size, m); });
+        padded = SectionTotals(
+            sections, [&](int i) { return AlignUp(b[i].size, m); }, cancel);
         break;
       case 1:
         with_m = SectionTotals(
-            sections, [&](int i) { return Bytes{b[i].alignment == m}; });
+            sections, [&](int i) { return Bytes{b[i].alignment == m}; },
+            cancel);
         break;
       case 2:
-        below = SectionTotals(sections,
-                              [&](int i) { return Bytes{b[i].alignment < m}; });
+        below = SectionTotals(
+            sections, [&](int i) { return Bytes{b[i].alignment < m}; }, cancel);
         break;
       default:
         rounding = SectionMaxima(
-            sections, [&](int i) { return AlignUp(b[i].size, m) - b[i].size; });
+            sections, [&](int i) { return AlignUp(b[i].size, m) - b[i].size; },
+            0, static_cast<int>(sections.first.size()), cancel);
     }
   });
   Bytes best = 0;
@@ -171,10 +174,13 @@ bool AllUnaligned(const std::vector<Bytes>& alignments) {
 // The padded bound on `sections` over the problem's distinct alignments.
 Bytes PaddedBoundOver(const Problem& problem, const Sections& sections,
                       const std::vector<Bytes>& alignments,
-                      const base::Parallelism& parallel = {}) {
+                      const base::Parallelism& parallel = {},
+                      const base::CancelToken* cancel = nullptr) {
   Bytes best = 0;
   for (Bytes m : alignments) {
-    best = std::max(best, PaddedBoundAt(problem, sections, m, parallel));
+    if (cancel != nullptr && cancel->Cancelled()) break;
+    best =
+        std::max(best, PaddedBoundAt(problem, sections, m, parallel, cancel));
   }
   return best;
 }
@@ -192,7 +198,8 @@ LowerBounds BoundsFromCompressedTime(const Problem& problem,
 
 LowerBounds BoundsFromCompressedTime(const Problem& problem,
                                      const Sections& maximal,
-                                     const base::Parallelism& parallel) {
+                                     const base::Parallelism& parallel,
+                                     const base::CancelToken* cancel) {
   const std::vector<Bytes> alignments = DistinctAlignments(problem, parallel);
   LowerBounds bounds;
   if (alignments.size() == 1 && alignments[0] > 1) {
@@ -209,13 +216,14 @@ LowerBounds BoundsFromCompressedTime(const Problem& problem,
       if (k == 0) {
         rounding = SectionMaxima(
             maximal, [&](int i) { return AlignUp(b[i].size, m) - b[i].size; },
-            parallel);
+            parallel, cancel);
       } else if (k == 1) {
         padded = SectionTotals(
-            maximal, [&](int i) { return AlignUp(b[i].size, m); }, parallel);
+            maximal, [&](int i) { return AlignUp(b[i].size, m); }, parallel,
+            cancel);
       } else {
         const std::vector<Bytes> live = SectionTotals(
-            maximal, [&](int i) { return b[i].size; }, parallel);
+            maximal, [&](int i) { return b[i].size; }, parallel, cancel);
         bounds.unaligned =
             live.empty() ? 0 : *std::max_element(live.begin(), live.end());
       }
@@ -232,10 +240,11 @@ LowerBounds BoundsFromCompressedTime(const Problem& problem,
     } else if (AllUnaligned(alignments)) {
       bounds.padded = -1;  // the unaligned one, once known
     } else if (alignments.size() == 1) {
-      bounds.padded = PaddedBoundOver(problem, maximal, alignments, parallel);
+      bounds.padded =
+          PaddedBoundOver(problem, maximal, alignments, parallel, cancel);
     } else {  // mixed alignments need every section, not the maximal ones
       bounds.padded = PaddedBoundOver(problem, SweepSections(problem),
-                                      alignments, parallel);
+                                      alignments, parallel, cancel);
     }
   });
   if (bounds.padded < 0) bounds.padded = bounds.unaligned;

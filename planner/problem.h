@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/cancel.h"
 #include "base/parallel.h"
 
 namespace memplan::planner {
@@ -93,10 +94,13 @@ struct LowerBounds {
 };
 LowerBounds BoundsFromCompressedTime(const Problem& problem,
                                      const Sections& maximal);
-// The same with its sweeps on the threads `parallel` gives.
+// The same with its sweeps on the threads `parallel` gives. Once `cancel`
+// (may be null) fires the sweeps stop early, and the bounds mean nothing:
+// a cancelled call drops them.
 LowerBounds BoundsFromCompressedTime(const Problem& problem,
                                      const Sections& maximal,
-                                     const base::Parallelism& parallel);
+                                     const base::Parallelism& parallel,
+                                     const base::CancelToken* cancel = nullptr);
 
 // The sum of all sizes: what a plan without any reuse would take.
 Bytes NaiveBytes(const Problem& problem);

@@ -144,10 +144,14 @@ inline int BufferParts(int n) { return std::clamp(n / (1 << 18), 1, 4); }
 // Per section, the sum of weight(i) over the buffers live in it (i is a
 // position as in Sections::first). O(n + sections). REQUIRES the sums to
 // fit in 64 bits (they do for a validated problem: validate.h).
+// Once `cancel` (may be null) fires it stops early, and the totals mean
+// nothing.
 template <typename WeightFn>
-std::vector<Bytes> SectionTotals(const Sections& sections, WeightFn weight) {
+std::vector<Bytes> SectionTotals(const Sections& sections, WeightFn weight,
+                                 const base::CancelToken* cancel = nullptr) {
   std::vector<Bytes> total(sections.size() + 1, 0);
   for (int i = 0; i < static_cast<int>(sections.first.size()); ++i) {
+    if (base::CancelledAt(cancel, i)) break;
     total[sections.first[i]] += weight(i);
     total[sections.last[i]] -= weight(i);
   }
@@ -158,13 +162,15 @@ std::vector<Bytes> SectionTotals(const Sections& sections, WeightFn weight) {
 
 // The same in BufferParts parts of the buffers on the threads `parallel`
 // gives, the parts' differences then added: the same totals, with at most 4
-// arrays of sections at once.
+// arrays of sections at once. Once `cancel` (may be null) fires it stops
+// early, and the totals mean nothing.
 template <typename WeightFn>
 std::vector<Bytes> SectionTotals(const Sections& sections, WeightFn weight,
-                                 const base::Parallelism& parallel) {
+                                 const base::Parallelism& parallel,
+                                 const base::CancelToken* cancel = nullptr) {
   const int n = static_cast<int>(sections.first.size());
   const int parts = BufferParts(n);
-  if (parts == 1) return SectionTotals(sections, weight);
+  if (parts == 1) return SectionTotals(sections, weight, cancel);
   const int part = (n + parts - 1) / parts;
   // Allocated here, not on the workers (what they allocate can stay with
   // their threads' heaps).
@@ -172,6 +178,7 @@ std::vector<Bytes> SectionTotals(const Sections& sections, WeightFn weight,
       parts, std::vector<Bytes>(sections.size() + 1, 0));
   base::ParallelFor(parallel, parts, [&](int p) {
     for (int i = p * part; i < std::min(n, (p + 1) * part); ++i) {
+      if (base::CancelledAt(cancel, i)) return;
       diff[p][sections.first[i]] += weight(i);
       diff[p][sections.last[i]] -= weight(i);
     }
@@ -194,10 +201,12 @@ std::vector<Bytes> SectionTotals(const Sections& sections, WeightFn weight,
 // hi) live in it (0 where none is): buffers by decreasing weight paint the
 // sections they cover that no heavier buffer painted, skipping painted
 // runs with a union-find, so each section is painted once. O(n log n +
-// sections).
+// sections). Once `cancel` (may be null) fires it stops early, and the
+// maxima mean nothing.
 template <typename WeightFn>
 std::vector<Bytes> SectionMaxima(const Sections& sections, WeightFn weight,
-                                 int lo, int hi) {
+                                 int lo, int hi,
+                                 const base::CancelToken* cancel = nullptr) {
   std::vector<std::pair<Bytes, int>> by_weight(hi - lo);
   Bytes heaviest = 0;
   for (int i = lo; i < hi; ++i) {
@@ -207,20 +216,24 @@ std::vector<Bytes> SectionMaxima(const Sections& sections, WeightFn weight,
   // Heaviest first, ties by index (the radix sort is stable), on the key
   // heaviest - weight: weights under 256 apart (paddings under an
   // alignment up to 256) take one pass.
-  (void)base::RadixSortOrCancel(
-      &by_weight,
-      [heaviest](const std::pair<Bytes, int>& w) {
-        return static_cast<uint64_t>(heaviest - w.first);
-      },
-      nullptr);
   std::vector<Bytes> max(sections.size(), 0);
+  if (!base::RadixSortOrCancel(
+          &by_weight,
+          [heaviest](const std::pair<Bytes, int>& w) {
+            return static_cast<uint64_t>(heaviest - w.first);
+          },
+          cancel)) {
+    return max;
+  }
   std::vector<int> next(sections.size() + 1);  // next unpainted section
   for (size_t k = 0; k < next.size(); ++k) next[k] = static_cast<int>(k);
   const auto find = [&](int k) {
     while (next[k] != k) k = next[k] = next[next[k]];
     return k;
   };
+  int64_t painted = 0;
   for (const auto& [w, i] : by_weight) {
+    if (base::CancelledAt(cancel, painted++)) break;
     for (int k = find(sections.first[i]); k < sections.last[i];
          k = find(k + 1)) {
       max[k] = w;
@@ -239,18 +252,19 @@ std::vector<Bytes> SectionMaxima(const Sections& sections, WeightFn weight) {
 
 // The same in BufferParts parts of the buffers on the threads `parallel`
 // gives, the parts' maxima then merged: the same maxima, with at most 4 arrays
-// of sections at once.
+// of sections at once (and the same early stop once `cancel` fires).
 template <typename WeightFn>
 std::vector<Bytes> SectionMaxima(const Sections& sections, WeightFn weight,
-                                 const base::Parallelism& parallel) {
+                                 const base::Parallelism& parallel,
+                                 const base::CancelToken* cancel = nullptr) {
   const int n = static_cast<int>(sections.first.size());
   const int parts = BufferParts(n);
-  if (parts == 1) return SectionMaxima(sections, weight);
+  if (parts == 1) return SectionMaxima(sections, weight, 0, n, cancel);
   const int part = (n + parts - 1) / parts;
   std::vector<std::vector<Bytes>> maxima(parts);
   base::ParallelFor(parallel, parts, [&](int p) {
-    maxima[p] =
-        SectionMaxima(sections, weight, p * part, std::min(n, (p + 1) * part));
+    maxima[p] = SectionMaxima(sections, weight, p * part,
+                              std::min(n, (p + 1) * part), cancel);
   });
   for (int p = 1; p < parts; ++p) {
     for (size_t k = 0; k < maxima[0].size(); ++k) {

@@ -1,6 +1,7 @@
 #include "planner/sections.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <numeric>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cancel.h"
 #include "base/worker_pool.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -283,6 +285,37 @@ TEST(SectionsTest, TotalsInPartsAreTheWholesTotals) {
     for (int i : live.live[k]) want += weight(i);
     ASSERT_EQ(whole[k], want) << "section " << k;
   }
+}
+
+// A cancelled sweep stops early (the bounds of a call cancelled while
+// they run end within a poll stride, not after the whole sweep).
+TEST(SectionsTest, CancelledSweepsStopEarly) {
+  const Problem p = testing::RandomProblem(600000, 5, 64);
+  const Sections s = *CompressTime(p, nullptr);
+  const int n = static_cast<int>(p.buffers.size());
+  base::CancelToken cancelled;
+  cancelled.Cancel();
+  std::atomic<int> weighed{0};
+  const auto weight = [&](int i) {
+    ++weighed;
+    return AlignUp(p.buffers[i].size, 64) - p.buffers[i].size;
+  };
+  (void)SectionTotals(s, weight, &cancelled);
+  EXPECT_EQ(weighed.load(), 0);
+  base::WorkerPool pool(3, 64);
+  for (base::WorkerPool* workers : {(base::WorkerPool*)nullptr, &pool}) {
+    weighed = 0;
+    (void)SectionTotals(s, weight, base::Parallelism{workers, 4}, &cancelled);
+    EXPECT_LT(weighed.load(), n / 2);  // each part to its first poll
+    // The maxima weigh every buffer first, then stop before painting.
+    const std::vector<Bytes> max =
+        SectionMaxima(s, weight, base::Parallelism{workers, 4}, &cancelled);
+    ASSERT_FALSE(max.empty());
+    EXPECT_EQ(std::count(max.begin(), max.end(), Bytes{0}),
+              static_cast<int64_t>(max.size()));
+  }
+  EXPECT_NE(SectionMaxima(s, weight, base::Parallelism{&pool, 4}),
+            std::vector<Bytes>(s.size(), 0));  // not cancelled: painted
 }
 
 // Past a part's worth of buffers the maxima are found in parts (on
