@@ -216,15 +216,14 @@ std::vector<Bytes> SectionMaxima(const Sections& sections, WeightFn weight,
   // Heaviest first, ties by index (the radix sort is stable), on the key
   // heaviest - weight: weights under 256 apart (paddings under an
   // alignment up to 256) take one pass.
+  const bool sorted = base::RadixSortOrCancel(
+      &by_weight,
+      [heaviest](const std::pair<Bytes, int>& w) {
+        return static_cast<uint64_t>(heaviest - w.first);
+      },
+      cancel);
   std::vector<Bytes> max(sections.size(), 0);
-  if (!base::RadixSortOrCancel(
-          &by_weight,
-          [heaviest](const std::pair<Bytes, int>& w) {
-            return static_cast<uint64_t>(heaviest - w.first);
-          },
-          cancel)) {
-    return max;
-  }
+  if (!sorted) return max;
   std::vector<int> next(sections.size() + 1);  // next unpainted section
   for (size_t k = 0; k < next.size(); ++k) next[k] = static_cast<int>(k);
   const auto find = [&](int k) {
