@@ -1,6 +1,7 @@
 #include "base/worker_pool.h"
 
 #include <atomic>
+#include <memory>
 #include <set>
 #include <thread>
 #include <vector>
@@ -84,6 +85,14 @@ void HoldTheThread(WorkerPool* pool, absl::Notification* release) {
   held.WaitForNotification();
 }
 
+// Whether `pool`'s one thread ran every task queued before this call
+// (within 10 s).
+bool Drained(WorkerPool* pool) {
+  auto drained = std::make_shared<absl::Notification>();  // may outlive this
+  return pool->TrySchedule([drained] { drained->Notify(); }) &&
+         drained->WaitForNotificationWithTimeout(absl::Seconds(10));
+}
+
 TEST(HandedTaskTest, AnIdleWorkerRunsItAndJoinWaitsForIt) {
   WorkerPool pool(1, 8);
   absl::Notification started, finish;
@@ -123,9 +132,7 @@ TEST(HandedTaskTest, ABusyPoolsTaskRunsOnTheOwnerOnce) {
   }
   release.Notify();
   // The queued copy, once the thread is free, finds the task taken.
-  absl::Notification drained;
-  ASSERT_TRUE(pool.TrySchedule([&drained] { drained.Notify(); }));
-  ASSERT_TRUE(drained.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_TRUE(Drained(&pool));
   EXPECT_EQ(runs.load(), 1);
 }
 
@@ -165,9 +172,7 @@ TEST(HandedTaskTest, DestroyedUnstartedItNeverRuns) {
     HandedTask task(&pool, [&runs] { ++runs; });
   }
   release.Notify();
-  absl::Notification drained;
-  ASSERT_TRUE(pool.TrySchedule([&drained] { drained.Notify(); }));
-  ASSERT_TRUE(drained.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_TRUE(Drained(&pool));
   EXPECT_EQ(runs.load(), 0);
 }
 

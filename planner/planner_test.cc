@@ -500,59 +500,64 @@ TEST(PlannerTest, RequestsUseOneThreadPerUsableCoreByDefault) {
   EXPECT_EQ(RequestThreads(options), 64);
 }
 
+// A pool of one thread, held by another call's task until Release() or
+// 5 s: a plan that queued work behind it would wait that long for it.
+class HeldPool {
+ public:
+  HeldPool() {
+    absl::Notification held;
+    EXPECT_TRUE(pool_.TrySchedule([this, &held] {
+      held.Notify();
+      if (!release_.WaitForNotificationWithTimeout(absl::Seconds(5))) {
+        waited_out_ = true;
+      }
+    }));
+    held.WaitForNotification();
+  }
+  ~HeldPool() { Release(); }
+  base::WorkerPool* pool() { return &pool_; }
+  // Whether the holding task ran its 5 s out.
+  bool waited_out() const { return waited_out_.load(); }
+  void Release() {
+    if (!release_.HasBeenNotified()) release_.Notify();
+  }
+
+ private:
+  absl::Notification release_;
+  std::atomic<bool> waited_out_{false};
+  base::WorkerPool pool_{1, 64};  // last: joined before the above go
+};
+
 // One thread asked for is the caller alone: no stage, portfolio member or
-// side task goes to the workers. The pool's one thread is held by a task
-// that waits for the plans (at most 5 s): a plan that queued work behind
-// it would wait that long for it.
+// side task goes to the workers.
 TEST(PlannerTest, OneThreadAskedForLeavesTheWorkersAlone) {
-  base::WorkerPool pool(1, 64);
-  absl::Notification held, release;
-  std::atomic<bool> waited_out{false};
-  ASSERT_TRUE(pool.TrySchedule([&] {
-    held.Notify();
-    if (!release.WaitForNotificationWithTimeout(absl::Seconds(5))) {
-      waited_out = true;
-    }
-  }));
-  held.WaitForNotification();
+  HeldPool held;
   PlanOptions options;  // the default plan: "auto"
   options.max_threads = 1;
   // Mid-size (coloring beside the offsets, members on workers) and cut
   // into time windows (the caller runs the first member).
   for (int n : {20000, 40000}) {
-    absl::StatusOr<PlanResult> planned =
-        PlanBuffers(testing::RandomProblem(n, 5, 64), options, &pool, nullptr);
+    absl::StatusOr<PlanResult> planned = PlanBuffers(
+        testing::RandomProblem(n, 5, 64), options, held.pool(), nullptr);
     ASSERT_TRUE(planned.ok()) << planned.status();
-    EXPECT_FALSE(waited_out.load()) << n << " buffers waited for the worker";
+    EXPECT_FALSE(held.waited_out()) << n << " buffers waited for the worker";
   }
-  release.Notify();
 }
 
 // A request never waits for a busy worker: what it gave the workers and
-// none has started, its caller runs. The pool's one thread is held by
-// another call's task until the plan is done (at most 5 s); the request
-// may use it (two threads).
+// none has started, its caller runs. The request may use the held pool
+// (two threads).
 TEST(PlannerTest, ABusyPoolDoesNotHoldUpAPlan) {
   // Mid-size (the coloring beside the offsets, every member handed to the
   // workers) and cut into time windows (the caller runs the first member).
   for (int n : {20000, 40000}) {
-    base::WorkerPool pool(1, 64);
-    absl::Notification held, release;
-    std::atomic<bool> waited_out{false};
-    ASSERT_TRUE(pool.TrySchedule([&] {
-      held.Notify();
-      if (!release.WaitForNotificationWithTimeout(absl::Seconds(5))) {
-        waited_out = true;
-      }
-    }));
-    held.WaitForNotification();
+    HeldPool held;
     PlanOptions options;  // the default plan: "auto"
     options.max_threads = 2;
-    absl::StatusOr<PlanResult> planned =
-        PlanBuffers(testing::RandomProblem(n, 5, 64), options, &pool, nullptr);
+    absl::StatusOr<PlanResult> planned = PlanBuffers(
+        testing::RandomProblem(n, 5, 64), options, held.pool(), nullptr);
     ASSERT_TRUE(planned.ok()) << planned.status();
-    EXPECT_FALSE(waited_out.load()) << n << " buffers waited for the worker";
-    release.Notify();
+    EXPECT_FALSE(held.waited_out()) << n << " buffers waited for the worker";
   }
 }
 
