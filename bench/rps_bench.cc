@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -23,7 +24,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/synchronization/mutex.h"
+#include "bench/median.h"
+#include "engine/plan.h"
 #include "engine/plan_cache.h"
+#include "google/protobuf/arena.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -206,12 +210,79 @@ int Run(double seconds, int threads, int rounds, const std::string& strategy,
   return 0;
 }
 
+// The server's own work for one Plan call of the graph, in this thread
+// without gRPC: parsing the request's bytes on an arena, engine::Plan,
+// the response on the same arena, serializing it. Median microseconds of
+// `calls` calls per step, after as many unmeasured calls.
+int Handler(int calls, const std::string& strategy) {
+  v1::PlanRequest source = Graph200();
+  source.mutable_options()->set_strategy(strategy);
+  const std::string bytes = source.SerializeAsString();
+  base::WorkerPool pool(2, 512);
+  base::CancelToken cancel;
+  std::vector<double> parse, plan, respond, serialize, total;
+  std::map<std::string, std::vector<double>> stages;
+  size_t response_bytes = 0;
+  for (int i = 0; i < 2 * calls; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    google::protobuf::Arena arena;
+    auto* request =
+        google::protobuf::Arena::CreateMessage<v1::PlanRequest>(&arena);
+    if (!request->ParseFromString(bytes)) return 1;
+    const auto t1 = std::chrono::steady_clock::now();
+    absl::StatusOr<engine::PlanOutcome> outcome =
+        engine::Plan(*request, engine::Limits{}, &pool, &cancel);
+    if (!outcome.ok()) {
+      std::fprintf(stderr, "%s\n", outcome.status().ToString().c_str());
+      return 1;
+    }
+    const auto t2 = std::chrono::steady_clock::now();
+    if (i >= calls) {
+      for (const planner::StageTime& st : outcome->result.stages) {
+        stages[st.stage].push_back(static_cast<double>(st.micros));
+      }
+    }
+    auto* response =
+        google::protobuf::Arena::CreateMessage<v1::PlanResponse>(&arena);
+    engine::ToResponse(*std::move(outcome), &cancel, nullptr, response);
+    const auto t3 = std::chrono::steady_clock::now();
+    const std::string out = response->SerializeAsString();
+    const auto t4 = std::chrono::steady_clock::now();
+    response_bytes = out.size();
+    if (i < calls) continue;  // warming up
+    const auto us = [](auto a, auto b) {
+      return std::chrono::duration<double, std::micro>(b - a).count();
+    };
+    parse.push_back(us(t0, t1));
+    plan.push_back(us(t1, t2));
+    respond.push_back(us(t2, t3));
+    serialize.push_back(us(t3, t4));
+    total.push_back(us(t0, t4));
+  }
+  std::printf(
+      "handler, one thread, median of %d calls (request %zu bytes, response "
+      "%zu): parse %.1f us, engine::Plan %.1f us, ToResponse %.1f us, "
+      "serialize %.1f us; total %.1f us\n",
+      calls, bytes.size(), response_bytes, bench::Median(parse),
+      bench::Median(plan), bench::Median(respond), bench::Median(serialize),
+      bench::Median(total));
+  std::printf("engine::Plan's stages (median us):");
+  for (const auto& [name, micros] : stages) {
+    std::printf(" %s %.0f", name.c_str(), bench::Median(micros));
+  }
+  std::printf("\n");
+  return 0;
+}
+
 }  // namespace
 
 constexpr const char* kUsage =
     "usage: rps_bench [seconds per round=2] [client threads=4] [rounds=3]\n"
     "                 [strategy=auto] [workers=2] [cache=off|memory]\n"
     "       rps_bench --dump FILE   the graph's PlanRequest as JSON\n"
+    "       rps_bench --handler [calls=3000] [strategy=auto]\n"
+    "                               the server's own work for one call, in\n"
+    "                               this thread without gRPC (median us)\n"
     "Plan RPCs per second on a 193-tensor graph against an empty RPC\n"
     "(health Check), same in-process server over loopback, same run; and\n"
     "the same messages through a service that answers a prepared plan\n"
@@ -236,6 +307,15 @@ int main(int argc, char** argv) {
     return std::fclose(f) == 0 ? 0 : 1;
   }
   const std::string first = argc > 1 ? argv[1] : "";
+  if (first == "--handler" && argc <= 4) {
+    int calls = 3000;
+    if ((argc > 2 && !absl::SimpleAtoi(argv[2], &calls)) || calls < 1 ||
+        calls > 1000000) {
+      std::fprintf(stderr, "rps_bench: --handler takes 1 to 1000000 calls\n");
+      return 64;
+    }
+    return memplan::Handler(calls, argc > 3 ? argv[3] : "auto");
+  }
   if (first == "--help" || first == "-h" || argc > 7) {
     std::fputs(memplan::kUsage, argc > 7 ? stderr : stdout);
     return argc > 7 ? 64 : 0;

@@ -91,8 +91,15 @@ bool MissedCapacity(const PlanOptions& options, const PlanResult& result) {
 // needed (a capacity the heuristics miss; the default plan above the
 // bound), and able to improve (small enough, not within alignment padding
 // of the bound).
+// AlignedLowerBound of the plan's problem, from its compressed time `time`
+// when at hand (O(n); may be null: swept, O(n log n)).
+Bytes AlignedBound(const PlanResult& result, const Sections* time) {
+  return time != nullptr ? AlignedLowerBound(result.problem, *time)
+                         : AlignedLowerBound(result.problem);
+}
+
 bool WorthSearching(const PlanOptions& options, SearchWhen when,
-                    const PlanResult& result) {
+                    const PlanResult& result, const Sections* time) {
   const bool asked =
       when == SearchWhen::kAlways || when == SearchWhen::kAboveBound ||
       (when == SearchWhen::kCapacityMissed && MissedCapacity(options, result));
@@ -101,7 +108,7 @@ bool WorthSearching(const PlanOptions& options, SearchWhen when,
       ExactOptions().max_buffers) {
     return false;
   }
-  return result.solution.arena_size > AlignedLowerBound(result.problem);
+  return result.solution.arena_size > AlignedBound(result, time);
 }
 
 // The search of the default plan (SearchWhen::kAboveBound, no capacity
@@ -264,7 +271,7 @@ absl::Status ClimbFromSeeds(const SolveContext& ctx, base::WorkerPool* workers,
   AddStageTime("verify", absl::Microseconds(seeded->verify_micros), result);
   HillClimbOptions climb;
   climb.iterations = moves;
-  climb.stop_at = AlignedLowerBound(problem);
+  climb.stop_at = AlignedBound(*result, ctx.time);
   GreedyOrder order = kSeeds[0].order;
   for (const Seed& seed : kSeeds) {
     if (seeded->strategy == seed.strategy) order = seed.order;
@@ -288,8 +295,8 @@ absl::Status ClimbFromSeeds(const SolveContext& ctx, base::WorkerPool* workers,
 
 // Whether the plan is more than 1/kClimbAbovePerMille above the aligned
 // bound.
-bool FarAboveBound(const PlanResult& result) {
-  const Bytes bound = AlignedLowerBound(result.problem);
+bool FarAboveBound(const PlanResult& result, const Sections* time) {
+  const Bytes bound = AlignedBound(result, time);
   return result.solution.arena_size - bound > bound / kClimbAbovePerMille;
 }
 
@@ -340,7 +347,7 @@ absl::Status ClimbAboveBound(const SolveContext& ctx, base::WorkerPool* workers,
     } else {
       const absl::Time start = absl::Now();
       peak = PlanPeakWindow(result->problem, variants,
-                            AlignedLowerBound(result->problem), cancel,
+                            AlignedBound(*result, ctx.time), cancel,
                             {workers, 2}, result->solution.arena_size);
       AddStageTime("offsets", absl::Now() - start, result);
     }
@@ -356,7 +363,7 @@ absl::Status ClimbAboveBound(const SolveContext& ctx, base::WorkerPool* workers,
       if (!kept.ok()) return kept;
     }
   }
-  if (!FarAboveBound(*result)) return absl::OkStatus();
+  if (!FarAboveBound(*result, ctx.time)) return absl::OkStatus();
   const int64_t moves = optimize
                             ? kTightClimbMoves
                             : TightClimbMoves(placement, kSeedOrders, spent);
@@ -565,7 +572,7 @@ absl::Status AssignOffsets(const PlanOptions& options,
            result->strategy != kFallbackStrategy;
   };
   const auto climb_follows = [&] {
-    return climb_applies() && FarAboveBound(*result);
+    return climb_applies() && FarAboveBound(*result, time);
   };
   // With threads to spare (and no other call's task waiting), the default
   // plan places the peak window's variants beside the heuristics on a
@@ -587,7 +594,7 @@ absl::Status AssignOffsets(const PlanOptions& options,
     // there): once the window is, such heuristics give up (HeuristicRace);
     // when none is left with a plan, the window's is the plan. Not with a
     // capacity, which the plan given up on might have met.
-    const Bytes bound = AlignedLowerBound(problem);
+    const Bytes bound = AlignedBound(*result, time);
     const Bytes far_above = bound + bound / kClimbAbovePerMille;
     HeuristicRace race(static_cast<int>(contexts.size()), far_above);
     std::vector<SolveContext> raced(contexts.size());
@@ -634,7 +641,7 @@ absl::Status AssignOffsets(const PlanOptions& options,
   }
   if (!planned.ok()) return planned;
   if (climb_applies()) {
-    if (!FarAboveBound(*result)) return absl::OkStatus();
+    if (!FarAboveBound(*result, time)) return absl::OkStatus();
     absl::Status status =
         ClimbAboveBound(needed, workers, cancel, options.optimize,
                         peak.has_value() ? &*peak : nullptr, result);
@@ -642,7 +649,7 @@ absl::Status AssignOffsets(const PlanOptions& options,
         result->time_limited || (cancel != nullptr && cancel->Cancelled());
     return status;
   }
-  if (!WorthSearching(options, choice->search, *result)) {
+  if (!WorthSearching(options, choice->search, *result, time)) {
     return absl::OkStatus();
   }
   // The default plan above the bound: the skyline pass by area (the
@@ -656,12 +663,12 @@ absl::Status AssignOffsets(const PlanOptions& options,
       !MissedCapacity(options, *result)) {
     absl::Status status =
         PlaceOnSkyline(SkylineTies::kArea, time, cancel, result);
-    if (status.ok() && WorthSearching(options, choice->search, *result)) {
+    if (status.ok() && WorthSearching(options, choice->search, *result, time)) {
       status = SearchExact(options, /*tight=*/true, parallel, cancel, cancel,
                            &best, result);
     }
     if (status.ok() &&
-        result->solution.arena_size > AlignedLowerBound(result->problem)) {
+        result->solution.arena_size > AlignedBound(*result, time)) {
       status = PlaceOnSkyline(SkylineTies::kSize, time, cancel, result);
     }
     result->time_limited =

@@ -32,7 +32,11 @@ Bytes LowerBound(const Problem& problem, const Sections& sections) {
 }
 
 Bytes AlignedLowerBound(const Problem& problem) {
-  return PeakLive(problem, SweepSections(problem),
+  return AlignedLowerBound(problem, SweepSections(problem));
+}
+
+Bytes AlignedLowerBound(const Problem& problem, const Sections& sections) {
+  return PeakLive(problem, sections,
                   [](const Buffer& b) { return AlignUp(b.size, b.alignment); });
 }
 

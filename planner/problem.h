@@ -85,6 +85,9 @@ struct Sections;  // sections.h
 // and the same PaddedLowerBound when every buffer has one alignment.
 Bytes LowerBound(const Problem& problem, const Sections& sections);
 Bytes PaddedLowerBound(const Problem& problem, const Sections& sections);
+// AlignedLowerBound from swept or maximal sections (the same bound either
+// way: every step's live set lies within a maximal section's). O(n).
+Bytes AlignedLowerBound(const Problem& problem, const Sections& sections);
 
 // Both bounds from the problem's compressed time (CompressTime); the
 // padded one sweeps all sections itself only when alignments differ.

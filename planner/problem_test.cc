@@ -55,6 +55,23 @@ Bytes PaddedByEvents(const Problem& problem) {
   return best;
 }
 
+// AlignedLowerBound by its definition: the peak of the live sizes rounded
+// up to their alignments, taken at every buffer's start (where the live
+// set grows). O(n^2).
+Bytes AlignedByStarts(const Problem& problem) {
+  Bytes best = 0;
+  for (const Buffer& at : problem.buffers) {
+    Bytes live = 0;
+    for (const Buffer& b : problem.buffers) {
+      if (b.start <= at.start && at.start < b.end) {
+        live += AlignUp(b.size, b.alignment);
+      }
+    }
+    best = std::max(best, live);
+  }
+  return best;
+}
+
 TEST(ProblemTest, PaddedLowerBoundMatchesTheEventSweep) {
   for (uint32_t seed = 0; seed < 500; ++seed) {
     Problem p = testing::DenseProblem(2 + seed % 80, seed);
@@ -120,6 +137,9 @@ TEST(ProblemTest, BoundsFromCompressedTimeAreTheSweptOnes) {
     const LowerBounds bounds = BoundsFromCompressedTime(p, *time);
     EXPECT_EQ(bounds.unaligned, LowerBound(p)) << "seed " << seed;
     EXPECT_EQ(bounds.padded, PaddedLowerBound(p)) << "seed " << seed;
+    EXPECT_EQ(AlignedLowerBound(p, *time), AlignedByStarts(p))
+        << "seed " << seed;
+    EXPECT_EQ(AlignedLowerBound(p), AlignedByStarts(p)) << "seed " << seed;
   }
 }
 
