@@ -86,7 +86,6 @@ void KeyOptions(const planner::PlanOptions& o, KeyWriter* w) {
   w->Int(o.optimize && strategy == "auto");  // ignored otherwise
   w->Int(o.capacity.has_value());
   w->Int(o.capacity.value_or(0));
-  w->Int(o.max_interference_edges);
   w->Int(static_cast<int64_t>(o.memory_spaces.size()));
   for (const planner::MemorySpace& m : o.memory_spaces) {
     w->Str(m.name);

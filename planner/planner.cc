@@ -19,7 +19,6 @@
 #include "planner/greedy.h"
 #include "planner/hill_climb.h"
 #include "planner/in_place.h"
-#include "planner/interference.h"
 #include "planner/liveness.h"
 #include "planner/memory_spaces.h"
 #include "planner/peak_window.h"
@@ -386,39 +385,25 @@ absl::Status AdoptSettledWindow(
                         result);
 }
 
-// Graphs with more edges than this per buffer are not built: the coloring
-// from a time index gives the same objects without them (bert_base's
-// trace, 5,620 buffers: 41 ms for the graph, then 5 ms of coloring,
-// against 3 ms from the time index; 2026-11-26). The same objects while
-// that coloring stays within its work cap (at least 64M units, about one
-// an edge: far above the default limit of 4M edges); past it, it falls
-// back to the sweep's objects, as a graph over its limit always did.
-constexpr int64_t kGraphEdgesPerBuffer = 16;
-
-// Shared objects from the interference graph, or from a time index when the
-// graph would be over its edge limit or dense.
-absl::Status ComputeSharedObjects(
-    const Problem& problem, const PlanOptions& options,
-    const base::Parallelism& parallel, const Sections* time,
-    const base::CancelToken* cancel, SizeOrderCache* size_order,
-    SharedObjects* objects, std::vector<StageTime>* stages) {
-  absl::StatusOr<InterferenceGraph> graph = [&] {
-    StageTimer timer("interference", stages);
-    const int64_t dense =
-        kGraphEdgesPerBuffer * static_cast<int64_t>(problem.buffers.size());
-    return BuildInterferenceGraph(
-        problem, std::min(options.max_interference_edges, dense), cancel,
-        parallel, time);
-  }();
-  if (!graph.ok() && !absl::IsResourceExhausted(graph.status())) {
-    return graph.status();
-  }
+// Shared objects colored from a time index of the colored lifetimes
+// (shared_objects.h): the objects a coloring of the materialized
+// interference graph gives, without building it. Building it cost more
+// than the coloring itself on every input measured (a 193-tensor graph:
+// about twice the instructions; 75,000- and 300,000-buffer graph-like
+// lists: 25 and 107 ms of a 91 and 414 ms plan on one core, the coloring
+// no slower without it; BENCHMARKS.md, session 16); dense and large lists
+// went without it already. (Past the coloring's work cap, far above what
+// a list of sparse lifetimes can reach, the objects come from the sweep.)
+absl::Status ComputeSharedObjects(const Problem& problem,
+                                  const base::Parallelism& parallel,
+                                  const Sections* time,
+                                  const base::CancelToken* cancel,
+                                  SizeOrderCache* size_order,
+                                  SharedObjects* objects,
+                                  std::vector<StageTime>* stages) {
   StageTimer timer("pools", stages);
   absl::StatusOr<SharedObjects> colored =
-      graph.ok()
-          ? ColorSharedObjects(problem, *graph, cancel, time, parallel,
-                               size_order)
-          : ColorSharedObjects(problem, cancel, time, parallel, size_order);
+      ColorSharedObjects(problem, cancel, time, parallel, size_order);
   if (!colored.ok()) return colored.status();
   *objects = *std::move(colored);
   return absl::OkStatus();
@@ -438,12 +423,12 @@ class SharedObjectsStage {
     // core's (two stages at once hold both stages' memory).
     const bool beside = workers != nullptr && n >= kParallelStagesFrom &&
                         n < 2 * static_cast<size_t>(kBuffersPerWindow);
-    task_.emplace(beside ? workers : nullptr, [this, &options, workers, n, time,
-                                               cancel, size_order] {
-      status_ = ComputeSharedObjects(result_->problem, options,
-                                     ParallelismOf(options, workers, n), time,
-                                     cancel, size_order, &objects_, &stages_);
-    });
+    task_.emplace(beside ? workers : nullptr,
+                  [this, &options, workers, n, time, cancel, size_order] {
+                    status_ = ComputeSharedObjects(
+                        result_->problem, ParallelismOf(options, workers, n),
+                        time, cancel, size_order, &objects_, &stages_);
+                  });
     if (!beside) task_->Join();
   }
   // Waits for the task (runs it here if no worker has started it: the

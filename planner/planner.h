@@ -1,8 +1,8 @@
 // memplan's planning pipeline, the library's front door. A graph goes
-// through liveness, the interference graph, shared objects, offset
-// assignment (a portfolio of strategies run by the workers) and
-// verification; a buffer list skips liveness. Every returned plan has passed
-// the verifier.
+// through liveness, shared objects (a coloring of the interference between
+// lifetimes), offset assignment (a portfolio of strategies run by the
+// workers) and verification; a buffer list skips liveness. Every returned
+// plan has passed the verifier.
 //
 //   base::WorkerPool workers(2, 64);
 //   planner::PlanOptions options;  // alignment 64, strategy "auto"
@@ -72,10 +72,6 @@ struct PlanOptions {
   // When set, a plan must fit in this many bytes, or planning fails with
   // FAILED_PRECONDITION. Default: none.
   std::optional<Bytes> capacity;
-  // The interference graph is materialized only up to this many edges;
-  // above it, shared objects are colored from a time index instead (same
-  // objects, no graph in memory). Default 2^22.
-  int64_t max_interference_edges = int64_t{1} << 22;
   // Several memories, fastest first (memory_spaces.h): each takes what fits
   // of what the faster ones left, smallest size x lifetime first, and is
   // planned and verified on its own; offsets are then within the buffer's
@@ -96,8 +92,8 @@ struct PlanOptions {
   // At most this many threads work on one request at once: the caller and
   // up to max_threads - 1 of the workers (fewer when the pool is smaller or
   // busy; a worker leaves between pieces of work once other tasks wait).
-  // The stages that split (sorting, verification, interference, shared
-  // objects, greedy placement by time windows, the portfolio's members)
+  // The stages that split (sorting, verification, shared objects,
+  // greedy placement by time windows, the portfolio's members)
   // give the same plan whatever the count. Default 0: one per core the
   // process may use (base::UsableCores), at most kDefaultMaxThreads
   // (RequestThreads); 1: the caller alone. Not part of a plan's identity
@@ -118,11 +114,12 @@ int RequestThreads(const PlanOptions& options);
 
 // How long one stage took.
 struct StageTime {
-  // "liveness", "prepare" (validation, bounds, compressed time),
-  // "interference", "pools" (shared objects), "offsets" (the heuristics),
-  // "search" (the exact search, when it ran), "verify" (every verification).
-  // The stages do not overlap, except that on large problems "interference"
-  // and "pools" run beside "offsets": otherwise they add up to the call.
+  // "liveness", "prepare" (validation, bounds, compressed time), "pools"
+  // (shared objects, colored from the lifetimes' overlaps), "offsets" (the
+  // heuristics), "search" (the exact search, when it ran), "verify" (every
+  // verification). The stages do not overlap, except that on mid-size
+  // problems "pools" runs beside "offsets": otherwise they add up to the
+  // call.
   std::string stage;
   int64_t micros = 0;
 };

@@ -26,6 +26,7 @@
 #include "planner/testing/random_problems.h"
 #include "planner/testing/traces.h"
 #include "planner/verifier.h"
+#include "planner/windows.h"
 #include "planner/work_cap.h"
 
 namespace memplan::planner {
@@ -71,8 +72,8 @@ TEST(PlannerTest, GraphPlanIsVerifiedAndReportsEveryStage) {
   for (Offset o : r->solution.offsets) EXPECT_EQ(o % 64, 0);
   std::vector<std::string> stages;
   for (const StageTime& s : r->stages) stages.push_back(s.stage);
-  std::vector<std::string> expected = {"liveness", "prepare", "interference",
-                                       "pools",    "offsets", "verify"};
+  std::vector<std::string> expected = {"liveness", "prepare", "pools",
+                                       "offsets", "verify"};
   // The search follows where best and first fit, then the skyline pass,
   // end above the bound.
   if (BeforeTheSearch(r->problem) > AlignedLowerBound(r->problem)) {
@@ -591,24 +592,44 @@ TEST(PlannerTest, LargeProblemsColorPoolsBesideOffsetsWithTheSameResult) {
   EXPECT_EQ(parallel->shared_objects.size, serial->shared_objects.size);
   std::vector<std::string> stages;
   for (const StageTime& s : parallel->stages) stages.push_back(s.stage);
-  EXPECT_THAT(stages,
-              ::testing::UnorderedElementsAre("prepare", "interference",
-                                              "pools", "offsets", "verify"));
+  EXPECT_THAT(stages, ::testing::UnorderedElementsAre("prepare", "pools",
+                                                      "offsets", "verify"));
 }
 
-// A dense list (more than 16 interfering pairs a buffer) gets its pools
-// without a graph: the pools of the graph's coloring all the same.
-TEST(PlannerTest, DenseListsGetTheGraphsPoolsWithoutIt) {
-  for (uint32_t seed = 1; seed <= 3; ++seed) {
-    const Problem p = testing::DenseProblem(2000, seed);
-    const InterferenceGraph graph = *BuildInterferenceGraph(p, 1 << 30);
-    ASSERT_GT(graph.num_edges(), 16 * 2000);
-    const SharedObjects want = ColorSharedObjects(p, graph);
-    absl::StatusOr<PlanResult> r = PlanBuffers(p, {}, nullptr, nullptr);
-    ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(r->shared_objects.object_of, want.object_of) << "seed " << seed;
-    EXPECT_EQ(r->shared_objects.size, want.size) << "seed " << seed;
+// The pipeline colors shared objects from a time index of the lifetimes
+// and never builds the interference graph: the pools are the graph's
+// coloring all the same, for dense lists (more than 16 interfering pairs a
+// buffer), sparse graph-like ones, one cut into time windows on two
+// workers, and a graph's tensors.
+TEST(PlannerTest, PoolsAreTheInterferenceGraphsColoring) {
+  base::WorkerPool pool(2, 64);
+  const auto expect_graphs_pools = [](const std::string& what,
+                                      const PlanResult& r) {
+    const InterferenceGraph graph =
+        *BuildInterferenceGraph(r.problem, int64_t{1} << 30);
+    const SharedObjects want = ColorSharedObjects(r.problem, graph);
+    EXPECT_EQ(r.shared_objects.object_of, want.object_of) << what;
+    EXPECT_EQ(r.shared_objects.size, want.size) << what;
+  };
+  std::vector<std::pair<std::string, Problem>> lists;
+  for (uint32_t seed = 1; seed <= 2; ++seed) {
+    lists.emplace_back("dense " + std::to_string(seed),
+                       testing::DenseProblem(2000, seed));
+    lists.emplace_back("graph-like " + std::to_string(seed),
+                       *AnalyzeLiveness(testing::RandomGraph(1500, seed), 64));
   }
+  lists.emplace_back("graph-like, windows",
+                     *AnalyzeLiveness(testing::RandomGraph(25000, 3), 64));
+  ASSERT_GT(lists.back().second.buffers.size(), 2u * kBuffersPerWindow);
+  for (const auto& [what, p] : lists) {
+    absl::StatusOr<PlanResult> r = PlanBuffers(p, {}, &pool, nullptr);
+    ASSERT_TRUE(r.ok()) << what << ": " << r.status();
+    expect_graphs_pools(what, *r);
+  }
+  absl::StatusOr<PlanResult> g =
+      PlanGraph(testing::RandomGraph(130, 7), {}, &pool, nullptr);
+  ASSERT_TRUE(g.ok()) << g.status();
+  expect_graphs_pools("graph of 130 ops", *g);
 }
 
 TEST(PlannerTest, UnknownStrategyIsInvalidArgument) {

@@ -65,8 +65,7 @@ TEST(ThreadsTest, RandomListsPlanTheSameOnAnyThreads) {
   ExpectSameBuffersPlan("dense 3000", testing::DenseProblem(3000, 4, 1),
                         options);
   options.strategy = "best_fit_size";
-  options.max_interference_edges = 1000;  // shared objects without a graph
-  ExpectSameBuffersPlan("random 70000, graphless",
+  ExpectSameBuffersPlan("random 70000, best fit",
                         testing::RandomProblem(70000, 2, 16), options);
 }
 
