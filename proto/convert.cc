@@ -437,6 +437,7 @@ planner::PlanResult ResultFromProto(const v1::PlanResponse& response) {
     r.shared_objects.size.push_back(p.size_bytes());
   }
   ReadMemorySpaces(response, &r);
+  // ("interference": what servers built before 2026-11-29 report.)
   for (const char* stage : {"liveness", "prepare", "interference", "pools",
                             "offsets", "search", "verify"}) {
     auto it = response.stage_micros().find(stage);
