@@ -5,6 +5,7 @@
 #include <tuple>
 #include <vector>
 
+#include "base/worker_pool.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/portfolio.h"
@@ -332,6 +333,45 @@ TEST(GreedyTest, BreadthOrderMatchesTheDefinitionOnRandomProblems) {
     ASSERT_EQ(GreedyPlacementOrder(p, GreedyOrder::kBreadth),
               BreadthOrderByDefinition(p))
         << "seed " << seed;
+  }
+}
+
+// The size and lifetime orders by their definitions (a sort of (key,
+// key, index) triples), on lists whose sizes and steps pack into one
+// 64-bit key and on lists whose ranges do not (sizes and steps near
+// 2^62), with and without threads: the order is the same.
+TEST(GreedyTest, SizeAndLifetimeOrdersMatchTheDefinitionPackedOrNot) {
+  base::WorkerPool pool(3, 64);
+  for (uint32_t seed = 0; seed < 40; ++seed) {
+    // Over 2^17 buffers on a few seeds: the sorts then split over the
+    // threads.
+    const int n = seed % 10 == 0 ? 140000 : 1 + static_cast<int>(seed) * 37;
+    Problem p = testing::RandomProblem(n, seed, 1);
+    if (seed % 2 == 1) {  // ranges too wide to pack
+      const Bytes big = Bytes{1} << 62;
+      for (size_t i = 0; i < p.buffers.size(); i += 3) {
+        p.buffers[i].size += big;
+        p.buffers[i].start += big;
+        p.buffers[i].end += big;
+      }
+    }
+    for (GreedyOrder order : {GreedyOrder::kSize, GreedyOrder::kLifetime}) {
+      std::vector<std::tuple<int64_t, int64_t, int>> want;
+      for (int i = 0; i < n; ++i) {
+        const Buffer& b = p.buffers[i];
+        want.emplace_back(order == GreedyOrder::kSize ? -b.size : b.start,
+                          order == GreedyOrder::kSize ? b.start : -b.size, i);
+      }
+      std::sort(want.begin(), want.end());
+      std::vector<int> by_definition;
+      for (const auto& [a, b, i] : want) by_definition.push_back(i);
+      EXPECT_EQ(GreedyPlacementOrder(p, order), by_definition)
+          << "seed " << seed << " order " << static_cast<int>(order);
+      absl::StatusOr<std::vector<int>> threaded =
+          GreedyPlacementOrder(p, order, nullptr, {&pool, 4});
+      ASSERT_TRUE(threaded.ok());
+      EXPECT_EQ(*threaded, by_definition) << "seed " << seed;
+    }
   }
 }
 
