@@ -232,7 +232,7 @@ Timing TimePlans(const planner::Problem& problem,
   return timing;
 }
 
-// "interference 25 ms, pools 6 ms, ...": the median stage times.
+// "prepare 3 ms, pools 6 ms, ...": the median stage times.
 std::string StageList(const Timing& t) {
   std::string out;
   for (const auto& [stage, ms] : t.stages) {

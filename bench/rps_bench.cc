@@ -307,7 +307,13 @@ int main(int argc, char** argv) {
     return std::fclose(f) == 0 ? 0 : 1;
   }
   const std::string first = argc > 1 ? argv[1] : "";
-  if (first == "--handler" && argc <= 4) {
+  if (first == "--handler" && argc > 4) {
+    std::fprintf(stderr,
+                 "rps_bench: --handler takes at most a call count and a "
+                 "strategy\n");
+    return 64;
+  }
+  if (first == "--handler") {
     int calls = 3000;
     if ((argc > 2 && !absl::SimpleAtoi(argv[2], &calls)) || calls < 1 ||
         calls > 1000000) {

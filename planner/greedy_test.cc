@@ -338,17 +338,31 @@ TEST(GreedyTest, BreadthOrderMatchesTheDefinitionOnRandomProblems) {
 
 // The size and lifetime orders by their definitions (a sort of (key,
 // key, index) triples), on lists whose sizes and steps pack into one
-// 64-bit key and on lists whose ranges do not (sizes and steps near
-// 2^62), with and without threads: the order is the same.
+// 64-bit key, on lists whose ranges do not (sizes and steps near 2^62),
+// and on lists of one size whose steps span 2^63 (one field takes all 64
+// bits, the other none: packed), with and without threads: the order is
+// the same.
 TEST(GreedyTest, SizeAndLifetimeOrdersMatchTheDefinitionPackedOrNot) {
   base::WorkerPool pool(3, 64);
+  const Bytes big = Bytes{1} << 62;
   for (uint32_t seed = 0; seed < 40; ++seed) {
-    // Over 2^17 buffers on a few seeds: the sorts then split over the
-    // threads.
-    const int n = seed % 10 == 0 ? 140000 : 1 + static_cast<int>(seed) * 37;
+    // Over 2^17 buffers on a few seeds, packed and not: the sorts then
+    // split over the threads.
+    const int n = seed % 10 <= 1 ? 140000 : 1 + static_cast<int>(seed) * 37;
     Problem p = testing::RandomProblem(n, seed, 1);
-    if (seed % 2 == 1) {  // ranges too wide to pack
-      const Bytes big = Bytes{1} << 62;
+    if (seed % 4 == 3) {  // one size; steps from about -2^62 to 2^62
+      for (size_t i = 0; i < p.buffers.size(); ++i) {
+        Buffer& b = p.buffers[i];
+        b.size = 64;
+        if (i % 2 == 0) {
+          b.start -= big;
+          b.end -= big;
+        } else {
+          b.start += big;
+          b.end += big;
+        }
+      }
+    } else if (seed % 2 == 1) {  // ranges too wide to pack
       for (size_t i = 0; i < p.buffers.size(); i += 3) {
         p.buffers[i].size += big;
         p.buffers[i].start += big;

@@ -37,9 +37,9 @@ struct SharedObjects {
 SharedObjects ColorSharedObjects(const Problem& problem,
                                  const InterferenceGraph& graph);
 
-// The same coloring without a materialized graph, for problems whose
-// interference graph is too large to build; gives the same objects (up to
-// the work cap below). When
+// The same coloring without a materialized graph (what the planner runs
+// on every problem: building the graph costs more than this coloring);
+// gives the same objects (up to the work cap below). When
 // buffers overlap few others, neighbours come from a TimeIndex of the
 // buffers colored so far (cost: the colored neighbours); when they overlap
 // many, the lowest free object is a first fit in a GapIndex holding each
