@@ -137,29 +137,30 @@ absl::StatusOr<std::vector<int>> SortedIndices(
   constexpr size_t kChunk = size_t{1} << 16;
   const size_t n = keys.size();
   const int chunks = base::ChunkCount(n, kChunk);
+  // The smallest and largest of each field.
   struct Range {
     int64_t primary_min = std::numeric_limits<int64_t>::max();
     int64_t primary_max = std::numeric_limits<int64_t>::min();
     int64_t secondary_min = std::numeric_limits<int64_t>::max();
     int64_t secondary_max = std::numeric_limits<int64_t>::min();
+    void Take(int64_t primary, int64_t secondary) {
+      primary_min = std::min(primary_min, primary);
+      primary_max = std::max(primary_max, primary);
+      secondary_min = std::min(secondary_min, secondary);
+      secondary_max = std::max(secondary_max, secondary);
+    }
   };
   std::vector<Range> ranges(chunks);
-  base::ParallelForRange(
-      parallel, n, kChunk, [&](int c, size_t begin, size_t end) {
-        Range& r = ranges[c];
-        for (size_t k = begin; k < end; ++k) {
-          r.primary_min = std::min(r.primary_min, keys[k].primary);
-          r.primary_max = std::max(r.primary_max, keys[k].primary);
-          r.secondary_min = std::min(r.secondary_min, keys[k].secondary);
-          r.secondary_max = std::max(r.secondary_max, keys[k].secondary);
-        }
-      });
+  base::ParallelForRange(parallel, n, kChunk,
+                         [&](int c, size_t begin, size_t end) {
+                           for (size_t k = begin; k < end; ++k) {
+                             ranges[c].Take(keys[k].primary, keys[k].secondary);
+                           }
+                         });
   Range all;
   for (const Range& r : ranges) {
-    all.primary_min = std::min(all.primary_min, r.primary_min);
-    all.primary_max = std::max(all.primary_max, r.primary_max);
-    all.secondary_min = std::min(all.secondary_min, r.secondary_min);
-    all.secondary_max = std::max(all.secondary_max, r.secondary_max);
+    all.Take(r.primary_min, r.secondary_min);
+    all.Take(r.primary_max, r.secondary_max);
   }
   // (Differences as unsigned: the range of two int64s fits in 64 bits.)
   const int primary_bits = BitsFor(static_cast<uint64_t>(all.primary_max) -
@@ -187,9 +188,7 @@ absl::StatusOr<std::vector<int>> SortedIndices(
             parallel)) {
       return Cancelled();
     }
-    std::vector<int> order(n);
-    for (size_t k = 0; k < n; ++k) order[k] = packed[k].index;
-    return order;
+    return IndicesOf(packed);
   }
   if (!base::RadixSortOrCancel(
           &keys, [](const Key& k) { return base::SignedKey(k.secondary); },
