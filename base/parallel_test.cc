@@ -317,5 +317,32 @@ TEST(ParallelTest, RadixSortOnWorkersIsTheStableOrder) {
   EXPECT_EQ(got, want);
 }
 
+// Around the length where RadixSortOrCancel moves from std::stable_sort
+// to the radix passes, and at the lengths of small requests, the order is
+// the stable one: by key, ties in their first order (keys of one byte,
+// of two, and negative).
+TEST(ParallelTest, RadixSortOfShortListsIsTheStableOrder) {
+  uint64_t state = 7;
+  for (size_t n : {size_t{0}, size_t{1}, size_t{2}, kRadixSortFrom - 1,
+                   kRadixSortFrom, kRadixSortFrom + 1, size_t{193}, size_t{255},
+                   size_t{256}, size_t{600}}) {
+    for (int64_t range : {int64_t{7}, int64_t{300}, int64_t{70000}}) {
+      std::vector<std::pair<int64_t, int>> items(n);
+      for (size_t i = 0; i < n; ++i) {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        items[i] = {static_cast<int64_t>(state >> 33) % range - range / 3,
+                    static_cast<int>(i)};
+      }
+      std::vector<std::pair<int64_t, int>> got = items;
+      ASSERT_TRUE(RadixSortOrCancel(
+          &got, [](const auto& p) { return SignedKey(p.first); }, nullptr));
+      // (key, first position) pairs are distinct: sorting them whole is
+      // the stable order by key.
+      std::sort(items.begin(), items.end());
+      ASSERT_EQ(got, items) << n << " items, keys in " << range;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace memplan::base

@@ -219,6 +219,41 @@ TEST(SafeNameTest, InjectiveAndValidOnARandomCorpus) {
   EXPECT_GT(inputs.size(), 50'000u);
 }
 
+TEST(SafeNameTest, IsSafeNameSeesEveryByteOfLongNames) {
+  // IsSafeName reads plain ASCII 8 bytes at a time: a byte that needs
+  // escaping, or a backslash that reads as an escape, at any place of a
+  // name of any length (words and the padded tail) makes it unsafe; bytes
+  // at the edges of the plain range and a lone backslash keep it safe.
+  const std::vector<std::pair<std::string, bool>> inserts = {
+      {std::string(1, '\0'), false},
+      {"\x1f", false},
+      {"\x7f", false},
+      {"\x80", false},
+      {"\xff", false},
+      {"\\x41", false},
+      {"\\\\", false},
+      {" ", true},
+      {"~", true},
+      {"\xc3\xa9", true},
+      {"\\q", true}};
+  int checked = 0;
+  for (size_t length = 0; length <= 24; ++length) {
+    for (size_t at = 0; at <= length; ++at) {
+      for (const auto& [insert, safe] : inserts) {
+        std::string name(length, 'n');
+        name.insert(at, insert);
+        ASSERT_EQ(IsSafeName(name), safe) << absl::CEscape(name);
+        ASSERT_EQ(IsSafeName(name), SafeName(name) == name)
+            << absl::CEscape(name);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 325 * 11);
+  EXPECT_TRUE(IsSafeName(std::string(64, 'n')));
+  EXPECT_TRUE(IsSafeName("model_1/dense/MatMul;bias"));
+}
+
 TEST(SafeNameTest, IdentityOnRandomValidText) {
   // Any character SafeName keeps, backslash aside: out as it came in.
   std::mt19937 rng(7);

@@ -13,6 +13,10 @@
 //                                    the default plan places them beside
 //                                    the heuristics (no limit; median of
 //                                    --runs=R, default 3)
+//   plan_bench pools [--threads=T] [FILE...]  the shared-objects stage
+//                                    alone, with each overlap search, on T
+//                                    threads in all (median of --runs=R,
+//                                    default 3)
 //   plan_bench dense [--threads=T] [--generator=NAME] [N...]  long-lifetime
 //                                    generators (LongDenseProblem,
 //                                    StaggeredProblem, MixedLongProblem, or
@@ -56,6 +60,8 @@
 #include "formats/request_json.h"
 #include "planner/peak_window.h"
 #include "planner/planner.h"
+#include "planner/sections.h"
+#include "planner/shared_objects.h"
 #include "planner/strategy.h"
 #include "planner/testing/random_problems.h"
 #include "proto/convert.h"
@@ -374,6 +380,65 @@ int PeakWindows(std::vector<std::string> files, int threads, int runs) {
   return 0;
 }
 
+// The shared-objects stage alone (the pipeline's "pools") on each trace,
+// with each overlap search (planner/shared_objects.h): the compressed time
+// prepared once, median of `runs`; `threads` threads in all (1: the caller
+// alone). Every search must give the same objects: a difference exits 1.
+int Pools(std::vector<std::string> files, int threads, int runs) {
+  if (files.empty()) files = TraceFiles();
+  std::unique_ptr<base::WorkerPool> pool =
+      MakeWorkers(std::max(threads - 1, 0));
+  const base::Parallelism parallel{pool.get(), std::max(threads, 1)};
+  constexpr std::pair<const char*, planner::OverlapSearch> kSearches[] = {
+      {"auto", planner::OverlapSearch::kAuto},
+      {"scan", planner::OverlapSearch::kScan},
+      {"merged", planner::OverlapSearch::kMerged}};
+  std::printf(
+      "| trace | threads | objects | object bytes | median ms (%d runs): "
+      "auto | scan | merged |\n|---|---|---|---|---|---|---|\n",
+      runs);
+  for (const std::string& file : files) {
+    absl::StatusOr<PlanInput> input = ReadPlanInput(file);
+    if (!input.ok() || !input->buffers.has_value()) {
+      std::fprintf(stderr, "%s: not a buffer list\n", file.c_str());
+      return 1;
+    }
+    const planner::Problem& problem = *input->buffers;
+    const planner::Sections time = *planner::CompressTime(problem);
+    std::optional<planner::SharedObjects> first;
+    std::string row;
+    for (const auto& [name, search] : kSearches) {
+      std::vector<double> ms;
+      for (int run = 0; run < runs; ++run) {
+        const absl::Time start = absl::Now();
+        absl::StatusOr<planner::SharedObjects> objects =
+            planner::ColorSharedObjects(problem, nullptr, search, 0, &time,
+                                        parallel);
+        ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+        if (!objects.ok()) {
+          std::fprintf(stderr, "%s %s: %s\n", file.c_str(), name,
+                       objects.status().ToString().c_str());
+          return 1;
+        }
+        if (!first.has_value()) first = *objects;
+        if (objects->object_of != first->object_of) {
+          std::fprintf(stderr, "%s: the %s search gave other objects\n",
+                       file.c_str(), name);
+          return 1;
+        }
+      }
+      absl::StrAppend(
+          &row, " ", absl::StrFormat("%.1f", memplan::bench::Median(ms)), " |");
+    }
+    std::printf("| %s | %d | %zu | %lld |%s\n",
+                file.substr(file.rfind('/') + 1).c_str(), threads,
+                first->size.size(), static_cast<long long>(first->TotalBytes()),
+                row.c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 // The long-lifetime generators planned by default, median of 3 runs.
 using Generator = planner::Problem (*)(int, uint32_t, planner::Bytes);
 constexpr std::pair<const char*, Generator> kDenseGenerators[] = {
@@ -559,6 +624,9 @@ int main(int argc, char** argv) {
   if (mode == "peak") {
     return memplan::PeakWindows(args, std::max(threads, 1), runs);
   }
+  if (mode == "pools") {
+    return memplan::Pools(args, std::max(threads, 1), runs);
+  }
   if (mode == "dense") return memplan::Dense(sizes, threads, generator);
   if (mode == "csv" && sizes.size() == 1) {
     return memplan::WriteCsv(generator, sizes[0]);
@@ -571,6 +639,7 @@ int main(int argc, char** argv) {
                "       plan_bench scale [--threads=T] [--runs=R] [N...]\n"
                "       plan_bench traces [--threads=T] [FILE...]\n"
                "       plan_bench peak [--threads=T] [--runs=R] [FILE...]\n"
+               "       plan_bench pools [--threads=T] [--runs=R] [FILE...]\n"
                "       plan_bench dense [--threads=T] [--generator=NAME] "
                "[N...]\n"
                "       plan_bench random [INSTANCES]\n"

@@ -98,7 +98,7 @@ void KeyOptions(const planner::PlanOptions& o, KeyWriter* w) {
 
 // Tensor indices of `names`, written with their count; false when one is
 // not a tensor.
-bool WriteRefs(const std::vector<std::string>& names,
+bool WriteRefs(absl::Span<const std::string> names,
                const absl::flat_hash_map<absl::string_view, int64_t>& index,
                KeyWriter* w) {
   w->Int(static_cast<int64_t>(names.size()));

@@ -185,9 +185,8 @@ TEST(CHeaderTest, PoolMacrosAreUniqueAndCommentsStayUtf8) {
                     long_name = std::string(119, 'a') + "\xc3\xa9";
   graph.tensors[0].name = long_name;
   for (planner::Op& op : graph.ops) {
-    for (auto* names : {&op.inputs, &op.outputs}) {
-      std::replace(names->begin(), names->end(), old_name, long_name);
-    }
+    std::replace(op.inputs.begin(), op.inputs.end(), old_name, long_name);
+    std::replace(op.outputs.begin(), op.outputs.end(), old_name, long_name);
   }
   for (auto* names : {&graph.inputs, &graph.outputs}) {
     std::replace(names->begin(), names->end(), old_name, long_name);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/string_view.h"
 #include "planner/problem.h"
 
@@ -53,9 +54,11 @@ struct Tensor {
 };
 
 struct Op {
-  std::string name;                  // unique, non-empty
-  std::vector<std::string> inputs;   // tensor names read
-  std::vector<std::string> outputs;  // tensor names written
+  std::string name;  // unique, non-empty
+  // Inline room for the usual few names: a request of a few hundred ops
+  // reads its graph without an allocation per list.
+  absl::InlinedVector<std::string, 3> inputs;   // tensor names read
+  absl::InlinedVector<std::string, 2> outputs;  // tensor names written
   // The op may write an output into the memory of an input it reads for
   // the last time (an elementwise op, say). Default false.
   bool in_place = false;

@@ -26,6 +26,7 @@ absl::Status Cancelled() {
 absl::StatusOr<NameIndex> IndexTensors(const Graph& graph,
                                        const base::CancelToken* cancel) {
   NameIndex index;
+  index.reserve(graph.tensors.size());  // no rehash as it fills
   Bytes total = 0;
   for (int i = 0; i < static_cast<int>(graph.tensors.size()); ++i) {
     if (base::CancelledAt(cancel, i)) return Cancelled();
@@ -74,6 +75,7 @@ absl::StatusOr<int> Resolve(const NameIndex& index, const std::string& name,
 absl::Status FindProducers(const Graph& graph, const NameIndex& index,
                            const base::CancelToken* cancel, Usage* usage) {
   absl::flat_hash_set<absl::string_view> op_names;
+  op_names.reserve(graph.ops.size());
   for (int step = 0; step < static_cast<int>(graph.ops.size()); ++step) {
     if (base::CancelledAt(cancel, step)) return Cancelled();
     const Op& op = graph.ops[step];

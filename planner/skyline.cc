@@ -98,20 +98,41 @@ class Skyline {
 // first, then the lowest index. Per buffer its rank in that order.
 std::vector<int> Ranks(const Problem& problem, SkylineTies ties) {
   const std::vector<Buffer>& b = problem.buffers;
+  const auto width = [&](size_t i) -> uint64_t {
+    return ties == SkylineTies::kArea
+               ? static_cast<uint64_t>(b[i].end - b[i].start)
+               : 1;
+  };
+  // Sorts (~key, index) pairs, largest key first, into ranks.
+  std::vector<int> rank(b.size());
+  const auto sort_into_rank = [&](auto keys) {
+    std::sort(keys.begin(), keys.end());
+    for (size_t r = 0; r < keys.size(); ++r) {
+      rank[keys[r].second] = static_cast<int>(r);
+    }
+  };
+  uint64_t max_size = 0, max_width = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    max_size = std::max(max_size, static_cast<uint64_t>(b[i].size));
+    max_width = std::max(max_width, width(i));
+  }
+  if (max_width == 0 ||
+      max_size <= std::numeric_limits<uint64_t>::max() / max_width) {
+    // Every area fits in 64 bits (nearly always): the cheaper keys.
+    std::vector<std::pair<uint64_t, int>> keys(b.size());
+    for (size_t i = 0; i < b.size(); ++i) {
+      keys[i] = {~(static_cast<uint64_t>(b[i].size) * width(i)),
+                 static_cast<int>(i)};
+    }
+    sort_into_rank(std::move(keys));
+    return rank;
+  }
   std::vector<std::pair<absl::uint128, int>> keys(b.size());
   for (size_t i = 0; i < b.size(); ++i) {
-    const uint64_t width = ties == SkylineTies::kArea
-                               ? static_cast<uint64_t>(b[i].end - b[i].start)
-                               : 1;
-    const absl::uint128 key =
-        absl::uint128(static_cast<uint64_t>(b[i].size)) * width;
-    keys[i] = {~key, static_cast<int>(i)};  // largest first
+    keys[i] = {~(absl::uint128(static_cast<uint64_t>(b[i].size)) * width(i)),
+               static_cast<int>(i)};
   }
-  std::sort(keys.begin(), keys.end());
-  std::vector<int> rank(b.size());
-  for (size_t r = 0; r < keys.size(); ++r) {
-    rank[keys[r].second] = static_cast<int>(r);
-  }
+  sort_into_rank(std::move(keys));
   return rank;
 }
 

@@ -42,6 +42,24 @@ TEST(SkylineTest, TiesGoToTheLargestSizeOrArea) {
   EXPECT_EQ(size->arena_size, 7);
 }
 
+// Areas past 2^64 are ordered by their whole product: a's (2^40 bytes x
+// 2^30 steps) is twice b's, so a takes the floor first though b comes
+// first by index (cut to 64 bits both areas would read 0, a tie).
+TEST(SkylineTest, OrdersAreasPastSixtyFourBits) {
+  Problem p;
+  p.buffers = {
+      {.name = "b", .start = 0, .end = Step{1} << 28, .size = Bytes{1} << 41},
+      {.name = "a", .start = 0, .end = Step{1} << 30, .size = Bytes{1} << 40}};
+  absl::StatusOr<Solution> s = SkylineOffsets(p, nullptr, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->offsets, (std::vector<Offset>{Offset{1} << 40, 0}));
+  // By size b goes first.
+  absl::StatusOr<Solution> by_size =
+      SkylineOffsets(p, nullptr, {.ties = SkylineTies::kSize});
+  ASSERT_TRUE(by_size.ok()) << by_size.status();
+  EXPECT_EQ(by_size->offsets, (std::vector<Offset>{0, Offset{1} << 41}));
+}
+
 // A pinned buffer keeps its offset; a buffer live with it is lifted over
 // it (aligned), one that is not goes under it.
 TEST(SkylineTest, LiftsOverPinnedBuffersLiveWithIt) {

@@ -115,39 +115,106 @@ absl::Status Sweep(const Problem& problem, const Solution& solution,
   return SweepEvents(problem, *events, cancel);
 }
 
+// The buffers live at one point of a sweep, by offset: pairwise disjoint
+// in memory, so keyed by offset alone. Two kinds with one interface: a
+// sorted vector, whose insertions move the entries above (cheaper while a
+// few dozen are live: small graphs), and an ordered tree.
+struct Live {
+  Offset offset;
+  Offset top;
+  int index;
+};
+
+class LiveVector {
+ public:
+  using Iter = std::vector<Live>::iterator;
+  Iter LowerBound(Offset offset) {
+    return std::lower_bound(
+        live_.begin(), live_.end(), offset,
+        [](const Live& l, Offset o) { return l.offset < o; });
+  }
+  Iter begin() { return live_.begin(); }
+  Iter end() { return live_.end(); }
+  static const Live& At(Iter it) { return *it; }
+  void Erase(Iter it) { live_.erase(it); }
+  void Insert(Iter hint, const Live& l) { live_.insert(hint, l); }
+
+ private:
+  std::vector<Live> live_;
+};
+
+class LiveTree {
+ public:
+  using Map = absl::btree_map<Offset, std::pair<Offset, int>>;
+  using Iter = Map::iterator;
+  Iter LowerBound(Offset offset) { return live_.lower_bound(offset); }
+  Iter begin() { return live_.begin(); }
+  Iter end() { return live_.end(); }
+  static Live At(Iter it) {
+    return {it->first, it->second.first, it->second.second};
+  }
+  void Erase(Iter it) { live_.erase(it); }
+  void Insert(Iter hint, const Live& l) {
+    live_.emplace_hint(hint, l.offset, std::make_pair(l.top, l.index));
+  }
+
+ private:
+  Map live_;
+};
+
+// Past this many buffers live at once the sweep keeps them in a tree.
+constexpr int kMostLiveInVector = 64;
+
 // The sweep proper over events in time order (ends before starts at one
-// time).
-absl::Status SweepEvents(const Problem& problem,
-                         const std::vector<Event>& events,
-                         const base::CancelToken* cancel) {
+// time), with the live buffers in `live`.
+template <typename LiveSet>
+absl::Status SweepEventsWith(const Problem& problem,
+                             const std::vector<Event>& events,
+                             const base::CancelToken* cancel, LiveSet live) {
   const auto& buffers = problem.buffers;
-  // Live buffers: offset -> (top, index).
-  absl::btree_map<Offset, std::pair<Offset, int>> live;
   int visited = 0;
   for (const Event& e : events) {
     if (++visited % kCancelStride == 0 && cancel && cancel->Cancelled()) {
       return absl::DeadlineExceededError("verification cancelled");
     }
+    auto next = live.LowerBound(e.offset);
     if (!e.start) {
-      auto it = live.find(e.offset);
-      if (it != live.end() && it->second.second == e.index) live.erase(it);
+      if (next != live.end() && LiveSet::At(next).offset == e.offset &&
+          LiveSet::At(next).index == e.index) {
+        live.Erase(next);
+      }
       continue;
     }
-    auto next = live.lower_bound(e.offset);
-    if (next != live.end() && next->first < e.top) {
-      return Collision(buffers[e.index], e.offset, buffers[next->second.second],
-                       next->first);
+    if (next != live.end() && LiveSet::At(next).offset < e.top) {
+      const Live n = LiveSet::At(next);
+      return Collision(buffers[e.index], e.offset, buffers[n.index], n.offset);
     }
     if (next != live.begin()) {
-      auto prev = std::prev(next);
-      if (prev->second.first > e.offset) {
-        return Collision(buffers[prev->second.second], prev->first,
-                         buffers[e.index], e.offset);
+      const Live p = LiveSet::At(std::prev(next));
+      if (p.top > e.offset) {
+        return Collision(buffers[p.index], p.offset, buffers[e.index],
+                         e.offset);
       }
     }
-    live.emplace_hint(next, e.offset, std::make_pair(e.top, e.index));
+    live.Insert(next, {e.offset, e.top, e.index});
   }
   return absl::OkStatus();
+}
+
+absl::Status SweepEvents(const Problem& problem,
+                         const std::vector<Event>& events,
+                         const base::CancelToken* cancel) {
+  // The most buffers the sweep could hold at once (every start counted):
+  // a vector while that stays small.
+  int most = 0, live = 0;
+  for (const Event& e : events) {
+    live += e.start ? 1 : -1;
+    most = std::max(most, live);
+  }
+  if (most <= kMostLiveInVector) {
+    return SweepEventsWith(problem, events, cancel, LiveVector());
+  }
+  return SweepEventsWith(problem, events, cancel, LiveTree());
 }
 
 // Every buffer's own end.

@@ -74,6 +74,27 @@ TEST(VerifierTest, SweepAgreesWithAllPairs) {
   EXPECT_GT(rejected, 100);  // the breakage was really caught
 }
 
+// The same where many buffers are live at once (the sweep keeps them in a
+// tree past a few dozen, in a vector below): long, dense lifetimes of 80
+// to 280 buffers, and small lists for the vector.
+TEST(VerifierTest, SweepAgreesWithAllPairsFewOrManyLive) {
+  int rejected = 0;
+  for (uint32_t seed = 0; seed < 120; ++seed) {
+    const int n = seed % 2 == 0 ? 80 + static_cast<int>(seed) * 5
+                                : 5 + static_cast<int>(seed % 30);
+    Problem p = testing::LongDenseProblem(n, seed, 8);
+    Solution s = *PlaceInOrder(p, GreedyPlacementOrder(p, GreedyOrder::kSize),
+                               FitPolicy::kBestFit, nullptr);
+    const int moved = static_cast<int>((seed * 7919) % n);
+    if (seed % 4 < 2) s.offsets[moved] = s.offsets[(moved + 1) % n];
+    if (seed % 4 == 2) s.offsets[moved] += 8;  // onto a neighbour, or not
+    const bool sweep = Verify(p, s).ok();
+    ASSERT_EQ(sweep, VerifyAllPairs(p, s).ok()) << "seed " << seed;
+    rejected += sweep ? 0 : 1;
+  }
+  EXPECT_GT(rejected, 40);
+}
+
 // a [0,2) hands its memory to b [1,3) at step 1; c [0,3) lives apart.
 Problem HandOver() {
   Problem p;
