@@ -729,6 +729,7 @@ std::vector<InPlaceTensor> SelectBuffers(const Graph& graph,
   const size_t n = tensors.buffers.size();
   std::vector<int> kept(merged.buffers.size(), -1);  // merged -> planned
   result->tensors.resize(n);
+  result->problem.buffers.reserve(merged.buffers.size());
   for (size_t t = 0; t < n; ++t) {
     const Buffer& b = tensors.buffers[t];
     TensorPlacement& out = result->tensors[t];
