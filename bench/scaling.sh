@@ -5,8 +5,9 @@
 # per worker count (so each peak RSS is its own); every trace of a folder on
 # 16 workers (and both again with one and four malloc arenas, and the 1M
 # plan on 4 KiB pages on one core, 2 and 16 workers); the peak
-# window's variants alone on 1, 2 and 3 threads; and the Plan RPC against
-# an empty RPC with 2 and 16 workers.
+# window's variants alone on 1, 2 and 3 threads; the shared objects alone
+# on 1 and 16 threads; and the Plan RPC against an empty RPC with 2 and 16
+# workers.
 # Prints Markdown. About 2-3 minutes on 16 cores.
 #
 #   bench/scaling.sh DIR [TRACES_DIR]
@@ -91,6 +92,14 @@ echo
 echo '```'
 for t in 1 2 3; do
   run plan_bench peak --threads=$t "$traces"/S_1.csv "$traces"/pangu_2.6B.csv
+done
+echo '```'
+echo
+echo "The shared objects alone (plan_bench pools: each overlap search) on 1 and 16 threads:"
+echo
+echo '```'
+for t in 1 16; do
+  run plan_bench pools --threads=$t "$traces"/*.csv
 done
 echo '```'
 echo
