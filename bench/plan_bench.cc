@@ -306,6 +306,17 @@ std::vector<std::string> TraceFiles() {
   return CsvFilesIn(std::string(MEMPLAN_SOURCE_DIR) + "/bench/data/traces");
 }
 
+// ReadPlanInput for the modes that take buffer lists only: nullopt, having
+// said which file is none, when `file` does not read as one.
+std::optional<PlanInput> ReadBufferList(const std::string& file) {
+  absl::StatusOr<PlanInput> input = ReadPlanInput(file);
+  if (!input.ok() || !input->buffers.has_value()) {
+    std::fprintf(stderr, "%s: not a buffer list\n", file.c_str());
+    return std::nullopt;
+  }
+  return *std::move(input);
+}
+
 // Every trace planned by default ("auto": best and first fit by size),
 // median of 3 runs, on `threads` workers (0: one core).
 int Traces(std::vector<std::string> files, int threads) {
@@ -316,11 +327,8 @@ int Traces(std::vector<std::string> files, int threads) {
       "(3 runs) | median CPU seconds | winner | median stages |\n"
       "|---|---|---|---|---|---|---|---|\n");
   for (const std::string& file : files) {
-    absl::StatusOr<PlanInput> input = ReadPlanInput(file);
-    if (!input.ok() || !input->buffers.has_value()) {
-      std::fprintf(stderr, "%s: not a buffer list\n", file.c_str());
-      return 1;
-    }
+    const std::optional<PlanInput> input = ReadBufferList(file);
+    if (!input.has_value()) return 1;
     const Timing t = TimePlans(*input->buffers, input->options, pool.get(), 3);
     std::printf("| %s | %zu | %lld | %.4f | %.3f | %.3f | %s | %s |\n",
                 file.substr(file.rfind('/') + 1).c_str(),
@@ -346,11 +354,8 @@ int PeakWindows(std::vector<std::string> files, int threads, int runs) {
       "seconds (%d runs) | median CPU seconds |\n|---|---|---|---|---|---|\n",
       runs);
   for (const std::string& file : files) {
-    absl::StatusOr<PlanInput> input = ReadPlanInput(file);
-    if (!input.ok() || !input->buffers.has_value()) {
-      std::fprintf(stderr, "%s: not a buffer list\n", file.c_str());
-      return 1;
-    }
+    const std::optional<PlanInput> input = ReadBufferList(file);
+    if (!input.has_value()) return 1;
     const planner::Problem& problem = *input->buffers;
     std::vector<double> seconds, cpu_seconds;
     absl::StatusOr<planner::PeakWindowPlan> plan;
@@ -398,11 +403,8 @@ int Pools(std::vector<std::string> files, int threads, int runs) {
       "auto | scan | merged |\n|---|---|---|---|---|---|---|\n",
       runs);
   for (const std::string& file : files) {
-    absl::StatusOr<PlanInput> input = ReadPlanInput(file);
-    if (!input.ok() || !input->buffers.has_value()) {
-      std::fprintf(stderr, "%s: not a buffer list\n", file.c_str());
-      return 1;
-    }
+    const std::optional<PlanInput> input = ReadBufferList(file);
+    if (!input.has_value()) return 1;
     const planner::Problem& problem = *input->buffers;
     const planner::Sections time = *planner::CompressTime(problem);
     std::optional<planner::SharedObjects> first;

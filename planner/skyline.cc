@@ -103,9 +103,15 @@ std::vector<int> Ranks(const Problem& problem, SkylineTies ties) {
                ? static_cast<uint64_t>(b[i].end - b[i].start)
                : 1;
   };
-  // Sorts (~key, index) pairs, largest key first, into ranks.
+  // Ranks by (~area, index) keys of the type of `zero`: largest first.
   std::vector<int> rank(b.size());
-  const auto sort_into_rank = [&](auto keys) {
+  const auto rank_by = [&](auto zero) {
+    using Key = decltype(zero);
+    std::vector<std::pair<Key, int>> keys(b.size());
+    for (size_t i = 0; i < b.size(); ++i) {
+      keys[i] = {~(Key(static_cast<uint64_t>(b[i].size)) * width(i)),
+                 static_cast<int>(i)};
+    }
     std::sort(keys.begin(), keys.end());
     for (size_t r = 0; r < keys.size(); ++r) {
       rank[keys[r].second] = static_cast<int>(r);
@@ -116,23 +122,13 @@ std::vector<int> Ranks(const Problem& problem, SkylineTies ties) {
     max_size = std::max(max_size, static_cast<uint64_t>(b[i].size));
     max_width = std::max(max_width, width(i));
   }
+  // Where every area fits in 64 bits (nearly always), the cheaper keys.
   if (max_width == 0 ||
       max_size <= std::numeric_limits<uint64_t>::max() / max_width) {
-    // Every area fits in 64 bits (nearly always): the cheaper keys.
-    std::vector<std::pair<uint64_t, int>> keys(b.size());
-    for (size_t i = 0; i < b.size(); ++i) {
-      keys[i] = {~(static_cast<uint64_t>(b[i].size) * width(i)),
-                 static_cast<int>(i)};
-    }
-    sort_into_rank(std::move(keys));
-    return rank;
+    rank_by(uint64_t{0});
+  } else {
+    rank_by(absl::uint128(0));
   }
-  std::vector<std::pair<absl::uint128, int>> keys(b.size());
-  for (size_t i = 0; i < b.size(); ++i) {
-    keys[i] = {~(absl::uint128(static_cast<uint64_t>(b[i].size)) * width(i)),
-               static_cast<int>(i)};
-  }
-  sort_into_rank(std::move(keys));
   return rank;
 }
 
