@@ -4,7 +4,6 @@
 #include <atomic>
 #include <iterator>
 #include <limits>
-#include <numeric>
 #include <optional>
 #include <string>
 #include <utility>
@@ -898,16 +897,7 @@ void SetBounds(const Sections& time, PlanResult* result,
       BoundsFromCompressedTime(result->problem, time, parallel, cancel);
   result->lower_bound = bounds.padded;
   result->unaligned_lower_bound = bounds.unaligned;
-  constexpr size_t kChunk = size_t{1} << 16;
-  const std::vector<Buffer>& b = result->problem.buffers;
-  std::vector<Bytes> sums(base::ChunkCount(b.size(), kChunk), 0);
-  base::ParallelForRange(parallel, b.size(), kChunk,
-                         [&](int c, size_t begin, size_t end) {
-                           for (size_t i = begin; i < end; ++i) {
-                             sums[c] += AlignUp(b[i].size, b[i].alignment);
-                           }
-                         });
-  result->naive_bytes = std::accumulate(sums.begin(), sums.end(), Bytes{0});
+  result->naive_bytes = bounds.padded_sum;
 }
 
 // PlanProblem's `beside` by default: nothing.
@@ -955,9 +945,10 @@ absl::Status PlanProblem(const PlanOptions& options, base::WorkerPool* workers,
   };
   if (parallel.helpers() > 0) {
     // The stages run in turn, each split over the request's threads (the
-    // problem is cut into time windows). The bounds (three sweeps that
-    // split poorly: 50 ms of one core for a million random buffers, 35 on
-    // two) and `beside` run on one of the threads while the coloring
+    // problem is cut into time windows). The bounds (sweeps that split
+    // poorly: 50-65 ms of one core for a million random buffers, about as
+    // long beside the coloring) and `beside` run on one of the threads
+    // while the coloring
     // takes the others, and all of them once they end: the coloring's
     // splits recruit a thread as it comes free.
     std::atomic<bool> side_taken{false};

@@ -94,6 +94,9 @@ Bytes AlignedLowerBound(const Problem& problem, const Sections& sections);
 struct LowerBounds {
   Bytes unaligned = 0;  // LowerBound
   Bytes padded = 0;     // PaddedLowerBound
+  // The sizes rounded up to their alignments, summed: every buffer its
+  // own memory (counted in the same pass as the alignments).
+  Bytes padded_sum = 0;
 };
 LowerBounds BoundsFromCompressedTime(const Problem& problem,
                                      const Sections& maximal);

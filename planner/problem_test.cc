@@ -137,9 +137,51 @@ TEST(ProblemTest, BoundsFromCompressedTimeAreTheSweptOnes) {
     const LowerBounds bounds = BoundsFromCompressedTime(p, *time);
     EXPECT_EQ(bounds.unaligned, LowerBound(p)) << "seed " << seed;
     EXPECT_EQ(bounds.padded, PaddedLowerBound(p)) << "seed " << seed;
+    Bytes padded_sum = 0;
+    for (const Buffer& b : p.buffers)
+      padded_sum += AlignUp(b.size, b.alignment);
+    EXPECT_EQ(bounds.padded_sum, padded_sum) << "seed " << seed;
     EXPECT_EQ(AlignedLowerBound(p, *time), AlignedByStarts(p))
         << "seed " << seed;
     EXPECT_EQ(AlignedLowerBound(p), AlignedByStarts(p)) << "seed " << seed;
+  }
+}
+
+// With one alignment the padded bound is at a section of the largest
+// padded live sizes (they are multiples of the alignment, the roundings
+// below it): where a few sections tie for it, and where many do (past
+// kMostPeakSections every section's largest rounding is found), on random
+// lifetimes of small and large lists, on threads or not, the bound of the
+// definition.
+TEST(ProblemTest, BoundsOfOneAlignmentAtFewOrManyPeakSections) {
+  base::WorkerPool pool(3, 64);
+  std::vector<Problem> problems;
+  for (uint32_t seed = 1; seed <= 30; ++seed) {
+    problems.push_back(testing::RandomProblem(300, seed, 64));
+  }
+  problems.push_back(testing::RandomProblem(600'000, 5, 256));
+  // Sections in turn, each with two buffers padded to 2 x 64 bytes, one
+  // rounded up by 60 - k: the bound is at the last section (128 - 1), not
+  // the first (128 - 60).
+  for (int sections : {10, 100}) {
+    Problem tied;
+    for (int k = 0; k < sections; ++k) {
+      const Bytes rounding = 60 - k * 59 / (sections - 1);
+      tied.buffers.push_back({"a", k, k + 1, 64 - rounding, 64});
+      tied.buffers.push_back({"b", k, k + 1, 64, 64});
+    }
+    problems.push_back(tied);
+  }
+  for (const Problem& p : problems) {
+    absl::StatusOr<Sections> time = CompressTime(p);
+    ASSERT_TRUE(time.ok());
+    const Bytes want = PaddedByEvents(p);
+    for (base::WorkerPool* workers : {(base::WorkerPool*)nullptr, &pool}) {
+      const LowerBounds bounds =
+          BoundsFromCompressedTime(p, *time, {workers, 4});
+      EXPECT_EQ(bounds.padded, want) << p.buffers.size() << " buffers";
+      EXPECT_EQ(bounds.unaligned, LowerBound(p)) << p.buffers.size();
+    }
   }
 }
 

@@ -59,11 +59,17 @@ struct EventRange {
 // maximal ones) as the walk over every event would: section(k, begin, end)
 // for each, last_of(i, k) and first_of(i, k) for each buffer ending and
 // starting there. Returns the next number. The walk's state where the
-// range begins comes from the events before it.
+// range begins comes from the events before it. Adds to *overlaps (may be
+// null) the range's share of the overlap total: per buffer ending here the
+// buffers started before (itself among them), less per buffer starting
+// here the buffers ended by then (OverlapTotal is their sum over all
+// events, less one per buffer).
 template <typename SectionFn, typename LastFn, typename FirstFn>
 int WalkSections(const Events& starts, const Events& ends,
                  const EventRange& range, SectionKind kind, int count,
-                 SectionFn section, LastFn last_of, FirstFn first_of) {
+                 SectionFn section, LastFn last_of, FirstFn first_of,
+                 int64_t* overlaps = nullptr) {
+  int64_t started_before_ends = 0, ended_by_starts = 0;
   size_t s = range.s, e = range.e;
   Step previous = 0;          // the last event step before
   bool started_here = false;  // a buffer starts at `previous`
@@ -86,13 +92,16 @@ int WalkSections(const Events& starts, const Events& ends,
     }
     for (; e < range.e_end && ends[e].first == t; ++e) {
       last_of(ends[e].second, count);
+      started_before_ends += static_cast<int64_t>(s);
     }
     started_here = s < range.s_end && starts[s].first == t;
     for (; s < range.s_end && starts[s].first == t; ++s) {
       first_of(starts[s].second, count);
+      ended_by_starts += static_cast<int64_t>(e);
     }
     previous = t;
   }
+  if (overlaps != nullptr) *overlaps += started_before_ends - ended_by_starts;
   return count;
 }
 
@@ -113,6 +122,7 @@ void NumberSections(const Events& starts, const Events& ends, SectionKind kind,
   const auto set_last = [out](int i, int k) { out->last[i] = k; };
   const auto set_first = [out](int i, int k) { out->first[i] = k; };
   const int chunks = base::ChunkCount(m, kNumberingChunk);
+  int64_t overlaps = -static_cast<int64_t>(m);  // less one per buffer
   if (parallel.helpers() == 0 || chunks < 2) {
     WalkSections(
         starts, ends, {0, m, 0, m}, kind, 0,
@@ -120,7 +130,8 @@ void NumberSections(const Events& starts, const Events& ends, SectionKind kind,
           out->begin.push_back(begin);
           out->end.push_back(end);
         },
-        set_last, set_first);
+        set_last, set_first, &overlaps);
+    out->overlap_total = overlaps;
     return;
   }
   // Range c holds the steps from the start of chunk c on, up to chunk c+1's.
@@ -152,6 +163,7 @@ void NumberSections(const Events& starts, const Events& ends, SectionKind kind,
   for (int c = 0; c < chunks; ++c) counts[c + 1] += counts[c];
   out->begin.resize(counts[chunks]);
   out->end.resize(counts[chunks]);
+  std::vector<int64_t> shares(chunks, 0);
   base::ParallelFor(parallel, chunks, [&](int c) {
     WalkSections(
         starts, ends, ranges[c], kind, counts[c],
@@ -159,8 +171,9 @@ void NumberSections(const Events& starts, const Events& ends, SectionKind kind,
           out->begin[k] = begin;
           out->end[k] = end;
         },
-        set_last, set_first);
+        set_last, set_first, &shares[c]);
   });
+  out->overlap_total = std::accumulate(shares.begin(), shares.end(), overlaps);
 }
 
 // SweepSectionsOrCancel with the two sorts on the threads `parallel` gives.
@@ -275,6 +288,7 @@ int64_t OverlapTotal(const Sections& sections) {
 
 int64_t OverlapTotal(const Sections& sections,
                      const base::Parallelism& parallel) {
+  if (sections.overlap_total >= 0) return sections.overlap_total;
   std::vector<int64_t> totals(
       base::ChunkCount(sections.first.size(), size_t{1} << 16), 0);
   ForEachOverlapCount(

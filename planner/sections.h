@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -65,6 +66,10 @@ struct Sections {
   // With list_live: per section, its live buffers ordered by (start,
   // position). Empty otherwise.
   std::vector<std::vector<int>> live;
+  // OverlapTotal, counted by the sweep that made these sections (a plan
+  // asks for it two or three times); -1 where they were made otherwise
+  // (cut from others, say), and OverlapTotal counts it.
+  int64_t overlap_total = -1;
 
   int size() const { return static_cast<int>(begin.size()); }
 };
@@ -141,15 +146,21 @@ inline bool MostlyOverlapping(int64_t overlap_total, int64_t buffers) {
 // n alone, so the result never depends on the threads).
 inline int BufferParts(int n) { return std::clamp(n / (1 << 18), 1, 4); }
 
+// The type of weight(i): Bytes, or a struct of several weights summed at
+// once (with += and -=, zero when value-initialized).
+template <typename WeightFn>
+using WeightOf = std::decay_t<std::invoke_result_t<WeightFn, int>>;
+
 // Per section, the sum of weight(i) over the buffers live in it (i is a
 // position as in Sections::first). O(n + sections). REQUIRES the sums to
 // fit in 64 bits (they do for a validated problem: validate.h).
 // Once `cancel` (may be null) fires it stops early, and the totals mean
 // nothing.
 template <typename WeightFn>
-std::vector<Bytes> SectionTotals(const Sections& sections, WeightFn weight,
-                                 const base::CancelToken* cancel = nullptr) {
-  std::vector<Bytes> total(sections.size() + 1, 0);
+std::vector<WeightOf<WeightFn>> SectionTotals(
+    const Sections& sections, WeightFn weight,
+    const base::CancelToken* cancel = nullptr) {
+  std::vector<WeightOf<WeightFn>> total(sections.size() + 1);
   for (int i = 0; i < static_cast<int>(sections.first.size()); ++i) {
     if (base::CancelledAt(cancel, i)) break;
     total[sections.first[i]] += weight(i);
@@ -165,17 +176,18 @@ std::vector<Bytes> SectionTotals(const Sections& sections, WeightFn weight,
 // arrays of sections at once. Once `cancel` (may be null) fires it stops
 // early, and the totals mean nothing.
 template <typename WeightFn>
-std::vector<Bytes> SectionTotals(const Sections& sections, WeightFn weight,
-                                 const base::Parallelism& parallel,
-                                 const base::CancelToken* cancel = nullptr) {
+std::vector<WeightOf<WeightFn>> SectionTotals(
+    const Sections& sections, WeightFn weight,
+    const base::Parallelism& parallel,
+    const base::CancelToken* cancel = nullptr) {
   const int n = static_cast<int>(sections.first.size());
   const int parts = BufferParts(n);
   if (parts == 1) return SectionTotals(sections, weight, cancel);
   const int part = (n + parts - 1) / parts;
   // Allocated here, not on the workers (what they allocate can stay with
   // their threads' heaps).
-  std::vector<std::vector<Bytes>> diff(
-      parts, std::vector<Bytes>(sections.size() + 1, 0));
+  std::vector<std::vector<WeightOf<WeightFn>>> diff(
+      parts, std::vector<WeightOf<WeightFn>>(sections.size() + 1));
   base::ParallelFor(parallel, parts, [&](int p) {
     for (int i = p * part; i < std::min(n, (p + 1) * part); ++i) {
       if (base::CancelledAt(cancel, i)) return;
@@ -183,7 +195,7 @@ std::vector<Bytes> SectionTotals(const Sections& sections, WeightFn weight,
       diff[p][sections.last[i]] -= weight(i);
     }
   });
-  std::vector<Bytes>& total = diff[0];
+  std::vector<WeightOf<WeightFn>>& total = diff[0];
   base::ParallelForRange(parallel, total.size(), size_t{1} << 16,
                          [&](int, size_t begin, size_t end) {
                            for (int p = 1; p < parts; ++p) {

@@ -168,14 +168,20 @@ TEST(SectionsTest, CompressedTimeKeepsEveryOverlap) {
     const Sections t = *CompressTime(p);
     const int n = static_cast<int>(p.buffers.size());
     ASSERT_LE(t.size(), n);
+    int64_t pairs = 0;  // ordered: each overlapping pair from both ends
     for (int i = 0; i < n; ++i) {
       for (int j = 0; j < n; ++j) {
         const bool compressed =
             t.first[i] < t.last[j] && t.first[j] < t.last[i];
         ASSERT_EQ(compressed, LifetimesOverlap(p.buffers[i], p.buffers[j]))
             << "seed " << seed << " buffers " << i << ", " << j;
+        pairs += i != j && compressed;
       }
     }
+    // The sweep counts the overlap total as it goes, with every section
+    // kept as with the maximal ones alone.
+    EXPECT_EQ(t.overlap_total, pairs) << "seed " << seed;
+    EXPECT_EQ(SweepSections(p).overlap_total, pairs) << "seed " << seed;
   }
 }
 
@@ -247,8 +253,10 @@ TEST(SectionsTest, MaximaAreTheLargestLiveWeights) {
   }
 }
 
-// Counted in parts on the threads, the overlap total is the sum of every
-// buffer's overlap count.
+// The overlap total is the sum of every buffer's overlap count: as the
+// sweep counts it (in one walk, or in ranges of time on threads), and as
+// OverlapTotal counts it (in parts on the threads) for sections made
+// otherwise.
 TEST(SectionsTest, OverlapTotalOnThreadsIsTheSumOfTheCounts) {
   base::WorkerPool pool(3, 64);
   for (const Problem& p : {testing::RandomProblem(600000, 8, 64),
@@ -258,8 +266,15 @@ TEST(SectionsTest, OverlapTotalOnThreadsIsTheSumOfTheCounts) {
     const int64_t sum =
         std::accumulate(counts.begin(), counts.end(), int64_t{0});
     ASSERT_GT(sum, 0);
+    EXPECT_EQ(s.overlap_total, sum);
     EXPECT_EQ(OverlapTotal(s), sum);
-    EXPECT_EQ(OverlapTotal(s, base::Parallelism{&pool, 4}), sum);
+    EXPECT_EQ(
+        CompressTime(p, nullptr, base::Parallelism{&pool, 4})->overlap_total,
+        sum);
+    Sections counted = s;
+    counted.overlap_total = -1;  // as for sections cut from others
+    EXPECT_EQ(OverlapTotal(counted), sum);
+    EXPECT_EQ(OverlapTotal(counted, base::Parallelism{&pool, 4}), sum);
   }
 }
 
