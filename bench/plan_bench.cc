@@ -4,6 +4,10 @@
 //   plan_bench scale [--threads=T] [N...]  planning time of random buffer lists
 //                                    (default 10000 100000 1000000), one
 //                                    core, median of 3 runs (or --runs=R)
+//   plan_bench graph [--threads=T] [OPS...]  planning time of random graphs
+//                                    of OPS ops (default 300000) from the
+//                                    graph, liveness included, median of
+//                                    3 runs (or --runs=R)
 //   plan_bench traces [--threads=T] [FILE...]  every MiniMalloc CSV of
 //                                    bench/data/traces (or FILEs)
 //                                    planned by default: buffers, lower
@@ -49,6 +53,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -200,19 +205,19 @@ double PeakRssMb() {
 
 // Plans `problem` `runs` times with `options` (on `pool`, may be null) and
 // returns the medians; exits on an error (a bug).
-Timing TimePlans(const planner::Problem& problem,
-                 const planner::PlanOptions& options, base::WorkerPool* pool,
-                 int runs) {
+// `runs` calls of plan(), each after an untimed set_up(): wall, CPU, peak
+// RSS and stages (medians).
+Timing TimeRuns(int runs, absl::FunctionRef<void()> set_up,
+                absl::FunctionRef<absl::StatusOr<planner::PlanResult>()> plan) {
   Timing timing;
   std::vector<double> seconds, cpu_seconds, peak_rss;
   std::vector<std::pair<std::string, std::vector<double>>> stages;
   for (int run = 0; run < runs; ++run) {
-    planner::Problem copy = problem;  // PlanBuffers takes it by value
+    set_up();
     ResetPeakRss();
     const absl::Time start = absl::Now();
     const double cpu_start = CpuSeconds();
-    absl::StatusOr<planner::PlanResult> r =
-        planner::PlanBuffers(std::move(copy), options, pool, nullptr);
+    absl::StatusOr<planner::PlanResult> r = plan();
     seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
     cpu_seconds.push_back(CpuSeconds() - cpu_start);
     peak_rss.push_back(PeakRssMb());
@@ -236,6 +241,17 @@ Timing TimePlans(const planner::Problem& problem,
   for (auto& [stage, ms] : stages)
     timing.stages.push_back({stage, memplan::bench::Median(ms)});
   return timing;
+}
+
+Timing TimePlans(const planner::Problem& problem,
+                 const planner::PlanOptions& options, base::WorkerPool* pool,
+                 int runs) {
+  planner::Problem copy;  // PlanBuffers takes it by value
+  return TimeRuns(
+      runs, [&] { copy = problem; },
+      [&] {
+        return planner::PlanBuffers(std::move(copy), options, pool, nullptr);
+      });
 }
 
 // "prepare 3 ms, pools 6 ms, ...": the median stage times.
@@ -286,6 +302,30 @@ int Scale(const std::vector<int>& sizes, int threads, int runs) {
     std::fflush(stdout);
     previous = t.seconds;
     previous_n = n;
+  }
+  return 0;
+}
+
+// Random graphs of `ops` ops (planner::testing::RandomGraph: 1-3 reads of
+// recent tensors, 1-2 writes an op) planned by default from the graph, the
+// liveness stage included, on `threads` workers (0: one core).
+int Graphs(const std::vector<int>& sizes, int threads, int runs) {
+  std::unique_ptr<base::WorkerPool> pool = MakeWorkers(threads);
+  std::printf(
+      "| ops | tensors | workers | median seconds (%d runs) | median CPU "
+      "seconds | median peak RSS MB | arena / lower bound | median stages "
+      "|\n|---|---|---|---|---|---|---|---|\n",
+      runs);
+  for (int ops : sizes) {
+    const planner::Graph graph = planner::testing::RandomGraph(ops, 11);
+    const Timing t = TimeRuns(
+        runs, [] {},
+        [&] { return planner::PlanGraph(graph, {}, pool.get(), nullptr); });
+    std::printf("| %d | %zu | %d | %.3f | %.3f | %.0f | %.3f | %s |\n", ops,
+                graph.tensors.size(), threads, t.seconds, t.cpu_seconds,
+                t.peak_rss_mb, static_cast<double>(t.arena) / t.lower_bound,
+                StageList(t).c_str());
+    std::fflush(stdout);
   }
   return 0;
 }
@@ -622,6 +662,10 @@ int main(int argc, char** argv) {
     if (sizes.empty()) sizes = {10000, 100000, 1000000};
     return memplan::Scale(sizes, threads, runs);
   }
+  if (mode == "graph") {
+    if (sizes.empty()) sizes = {300000};
+    return memplan::Graphs(sizes, threads, runs);
+  }
   if (mode == "traces") return memplan::Traces(args, threads);
   if (mode == "peak") {
     return memplan::PeakWindows(args, std::max(threads, 1), runs);
@@ -639,6 +683,7 @@ int main(int argc, char** argv) {
   std::fprintf(stderr,
                "usage: plan_bench quality FILE...\n"
                "       plan_bench scale [--threads=T] [--runs=R] [N...]\n"
+               "       plan_bench graph [--threads=T] [--runs=R] [OPS...]\n"
                "       plan_bench traces [--threads=T] [FILE...]\n"
                "       plan_bench peak [--threads=T] [--runs=R] [FILE...]\n"
                "       plan_bench pools [--threads=T] [--runs=R] [FILE...]\n"

@@ -1,12 +1,16 @@
 #include "planner/liveness.h"
 
 #include <algorithm>
+#include <atomic>
+#include <limits>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "base/parallel.h"
 #include "base/status.h"
 
 namespace memplan::planner {
@@ -60,64 +64,137 @@ struct Usage {
   std::vector<TensorKind> kind;    // how a runtime treats each tensor
 };
 
-// Resolves a name used by op `op_name`, failing for an unknown tensor.
-absl::StatusOr<int> Resolve(const NameIndex& index, const std::string& name,
-                            const std::string& op, const char* role) {
-  auto it = index.find(name);
-  if (it == index.end()) {
-    return Invalid("op '", op, "' ", role, " unknown tensor '", name, "'");
-  }
-  return it->second;
-}
+// The first op (by step) whose name is empty or repeats an earlier op's,
+// with its error; none where every name is unique. Its own pass, so that
+// it can run beside IndexTensors.
+struct OpNameCheck {
+  size_t step = std::numeric_limits<size_t>::max();
+  absl::Status error;
+};
 
-// Records producers, checking names of ops and that no tensor is produced
-// twice.
-absl::Status FindProducers(const Graph& graph, const NameIndex& index,
-                           const base::CancelToken* cancel, Usage* usage) {
+OpNameCheck CheckOpNames(const Graph& graph, const base::CancelToken* cancel) {
   absl::flat_hash_set<absl::string_view> op_names;
   op_names.reserve(graph.ops.size());
-  for (int step = 0; step < static_cast<int>(graph.ops.size()); ++step) {
-    if (base::CancelledAt(cancel, step)) return Cancelled();
+  for (size_t step = 0; step < graph.ops.size(); ++step) {
+    if (base::CancelledAt(cancel, step)) return {step, Cancelled()};
     const Op& op = graph.ops[step];
-    if (op.name.empty()) return Invalid("op #", step, " has no name");
+    if (op.name.empty()) return {step, Invalid("op #", step, " has no name")};
     if (!op_names.insert(op.name).second) {
-      return Invalid("duplicate op name '", op.name, "'");
+      return {step, Invalid("duplicate op name '", op.name, "'")};
     }
-    for (const std::string& name : op.outputs) {
-      absl::StatusOr<int> t = Resolve(index, name, op.name, "writes");
-      if (!t.ok()) return t.status();
-      int& producer = usage->producer[*t];
-      if (producer != kNone) {
-        return Invalid("tensor '", name, "' is produced twice, by op '",
-                       graph.ops[producer].name, "' and by op '", op.name, "'");
+  }
+  return {};
+}
+
+// Every op's tensors by index, kNone for a name the graph has no tensor
+// of: op k's outputs' at ids[begin[k], inputs[k]), its inputs' at
+// ids[inputs[k], begin[k + 1]). The passes over them read no op until one
+// fails.
+struct OpTensors {
+  std::vector<int> ids;
+  std::vector<size_t> begin;   // per op, then the end of the last
+  std::vector<size_t> inputs;  // per op
+};
+
+// Ops looked up, and buffers made, per chunk of these.
+constexpr size_t kResolveChunk = size_t{1} << 12;
+constexpr size_t kBufferChunk = size_t{1} << 14;
+
+// Looks up every name the ops read and write, in chunks of ops on the
+// threads `parallel` gives (the index is only read). False once `cancel`
+// (may be null) fires.
+bool ResolveOps(const Graph& graph, const NameIndex& index,
+                const base::Parallelism& parallel,
+                const base::CancelToken* cancel, OpTensors* out) {
+  const size_t ops = graph.ops.size();
+  out->begin.resize(ops + 1);
+  out->inputs.resize(ops);
+  size_t count = 0;
+  for (size_t step = 0; step < ops; ++step) {
+    out->begin[step] = count;
+    count += graph.ops[step].outputs.size();
+    out->inputs[step] = count;
+    count += graph.ops[step].inputs.size();
+  }
+  out->begin[ops] = count;
+  out->ids.resize(count);
+  std::atomic<bool> cancelled{false};
+  base::ParallelForRange(parallel, ops, kResolveChunk,
+                         [&](int, size_t first, size_t last) {
+                           if (cancel != nullptr && cancel->Cancelled()) {
+                             cancelled = true;
+                             return;
+                           }
+                           const auto find = [&index](const std::string& name) {
+                             const auto it = index.find(name);
+                             return it == index.end() ? kNone : it->second;
+                           };
+                           for (size_t step = first; step < last; ++step) {
+                             const Op& op = graph.ops[step];
+                             int* id = out->ids.data() + out->begin[step];
+                             for (const std::string& name : op.outputs)
+                               *id++ = find(name);
+                             for (const std::string& name : op.inputs)
+                               *id++ = find(name);
+                           }
+                         });
+  return !cancelled;
+}
+
+// Records producers, checking names of ops (`names`, CheckOpNames) and
+// that no tensor is produced twice, op by op.
+absl::Status FindProducers(const Graph& graph, const OpTensors& tensors,
+                           const OpNameCheck& names,
+                           const base::CancelToken* cancel, Usage* usage) {
+  const int ops = static_cast<int>(graph.ops.size());
+  for (int step = 0; step < ops; ++step) {
+    if (base::CancelledAt(cancel, step)) return Cancelled();
+    if (names.step == static_cast<size_t>(step)) return names.error;
+    for (size_t k = tensors.begin[step]; k < tensors.inputs[step]; ++k) {
+      const int t = tensors.ids[k];
+      if (t != kNone && usage->producer[t] == kNone) {
+        usage->producer[t] = step;
+        continue;
       }
-      producer = step;
+      const Op& op = graph.ops[step];
+      const std::string& name = op.outputs[k - tensors.begin[step]];
+      if (t == kNone) {
+        return Invalid("op '", op.name, "' writes unknown tensor '", name, "'");
+      }
+      return Invalid("tensor '", name, "' is produced twice, by op '",
+                     graph.ops[usage->producer[t]].name, "' and by op '",
+                     op.name, "'");
     }
   }
   return absl::OkStatus();
 }
 
 // Records last consumers, checking every read comes after the write.
-absl::Status FindConsumers(const Graph& graph, const NameIndex& index,
+absl::Status FindConsumers(const Graph& graph, const OpTensors& tensors,
                            const base::CancelToken* cancel, Usage* usage) {
-  for (int step = 0; step < static_cast<int>(graph.ops.size()); ++step) {
+  const int ops = static_cast<int>(graph.ops.size());
+  for (int step = 0; step < ops; ++step) {
     if (base::CancelledAt(cancel, step)) return Cancelled();
-    const Op& op = graph.ops[step];
-    for (const std::string& name : op.inputs) {
-      absl::StatusOr<int> t = Resolve(index, name, op.name, "reads");
-      if (!t.ok()) return t.status();
-      int producer = usage->producer[*t];
+    for (size_t k = tensors.inputs[step]; k < tensors.begin[step + 1]; ++k) {
+      const int t = tensors.ids[k];
+      const int producer = t == kNone ? kNone : usage->producer[t];
+      if (t != kNone && producer < step) {
+        usage->last_consumer[t] = std::max(usage->last_consumer[t], step);
+        continue;
+      }
+      const Op& op = graph.ops[step];
+      const std::string& name = op.inputs[k - tensors.inputs[step]];
+      if (t == kNone) {
+        return Invalid("op '", op.name, "' reads unknown tensor '", name, "'");
+      }
       if (producer == step) {
         return Invalid("cycle: op '", op.name, "' reads its own output '", name,
                        "'");
       }
-      if (producer > step) {
-        return Invalid("op '", op.name, "' (step ", step, ") reads tensor '",
-                       name, "' before op '", graph.ops[producer].name,
-                       "' (step ", producer,
-                       ") produces it: ops out of order, or a cycle");
-      }
-      usage->last_consumer[*t] = std::max(usage->last_consumer[*t], step);
+      return Invalid("op '", op.name, "' (step ", step, ") reads tensor '",
+                     name, "' before op '", graph.ops[producer].name,
+                     "' (step ", producer,
+                     ") produces it: ops out of order, or a cycle");
     }
   }
   return absl::OkStatus();
@@ -245,6 +322,15 @@ absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
                                         std::vector<TensorKind>* kinds,
                                         IoPolicy io,
                                         const base::CancelToken* cancel) {
+  return AnalyzeLiveness(graph, default_alignment, kinds, io, cancel, {});
+}
+
+absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
+                                        Bytes default_alignment,
+                                        std::vector<TensorKind>* kinds,
+                                        IoPolicy io,
+                                        const base::CancelToken* cancel,
+                                        const base::Parallelism& parallel) {
   const std::string label =
       graph.name.empty() ? "graph" : "graph '" + graph.name + "'";
   if (graph.tensors.empty()) return Invalid(label, " has no tensors");
@@ -253,34 +339,69 @@ absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
     return Invalid("alignment ", default_alignment,
                    " is not a power of two up to 2^32");
   }
-  absl::StatusOr<NameIndex> index = IndexTensors(graph, cancel);
+  // The two name sets at once where the request has threads: the ops'
+  // on a worker if one comes, else after the tensors'.
+  absl::StatusOr<NameIndex> index;
+  OpNameCheck op_names;
+  std::atomic<bool> names_taken{false};
+  const auto check_op_names = [&] {
+    if (!names_taken.exchange(true)) op_names = CheckOpNames(graph, cancel);
+  };
+  if (parallel.helpers() > 0) {
+    base::RunTogether({parallel.workers, 2}, [&](int thread) {
+      if (thread > 0) return check_op_names();
+      index = IndexTensors(graph, cancel);
+      check_op_names();
+    });
+  } else {
+    index = IndexTensors(graph, cancel);
+    check_op_names();
+  }
   if (!index.ok()) return index.status();
+  OpTensors tensors;
+  if (!ResolveOps(graph, *index, parallel, cancel, &tensors)) {
+    return Cancelled();
+  }
   const size_t n = graph.tensors.size();
   Usage usage{std::vector<int>(n, kNone), std::vector<int>(n, kNone),
               std::vector<TensorKind>(n, TensorKind::kActivation)};
-  if (auto s = FindProducers(graph, *index, cancel, &usage); !s.ok()) return s;
-  if (auto s = FindConsumers(graph, *index, cancel, &usage); !s.ok()) return s;
+  if (auto s = FindProducers(graph, tensors, op_names, cancel, &usage);
+      !s.ok()) {
+    return s;
+  }
+  if (auto s = FindConsumers(graph, tensors, cancel, &usage); !s.ok()) {
+    return s;
+  }
   if (auto s = ClassifyTensors(graph, *index, &usage); !s.ok()) return s;
   if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
 
   const std::vector<bool> output = GraphOutputs(graph, *index);
   const Step steps = static_cast<Step>(graph.ops.size());
   Problem problem;
-  problem.buffers.reserve(n);
-  for (size_t t = 0; t < n; ++t) {
-    if (base::CancelledAt(cancel, t)) return Cancelled();
-    const Tensor& tensor = graph.tensors[t];
-    Buffer b;
-    b.name = tensor.name;
-    b.size = tensor.size_bytes;
-    b.alignment = tensor.alignment != 0 ? tensor.alignment : default_alignment;
-    b.persistent = usage.kind[t] != TensorKind::kActivation;
-    const Lifetime life = LifetimeOf(
-        usage, t, IsWholeRun(usage.kind[t], output[t], tensor), io, steps);
-    b.start = life.start;
-    b.end = life.end;
-    problem.buffers.push_back(std::move(b));
-  }
+  problem.buffers.resize(n);
+  std::atomic<bool> cancelled{false};
+  base::ParallelForRange(
+      parallel, n, kBufferChunk, [&](int, size_t first, size_t last) {
+        if (cancel != nullptr && cancel->Cancelled()) {
+          cancelled = true;
+          return;
+        }
+        for (size_t t = first; t < last; ++t) {
+          const Tensor& tensor = graph.tensors[t];
+          Buffer& b = problem.buffers[t];
+          b.name = tensor.name;
+          b.size = tensor.size_bytes;
+          b.alignment =
+              tensor.alignment != 0 ? tensor.alignment : default_alignment;
+          b.persistent = usage.kind[t] != TensorKind::kActivation;
+          const Lifetime life =
+              LifetimeOf(usage, t, IsWholeRun(usage.kind[t], output[t], tensor),
+                         io, steps);
+          b.start = life.start;
+          b.end = life.end;
+        }
+      });
+  if (cancelled) return Cancelled();
   if (kinds != nullptr) *kinds = std::move(usage.kind);
   return problem;
 }

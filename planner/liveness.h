@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "base/cancel.h"
+#include "base/parallel.h"
 #include "planner/graph.h"
 #include "planner/problem.h"
 #include "planner/validate.h"  // ValidateProblem, IsPowerOfTwo (moved)
@@ -68,6 +69,13 @@ absl::string_view IoPolicyName(IoPolicy policy);
 [[nodiscard]] absl::StatusOr<Problem> AnalyzeLiveness(
     const Graph& graph, Bytes default_alignment, std::vector<TensorKind>* kinds,
     IoPolicy io, const base::CancelToken* cancel);
+// The same on the threads `parallel` gives: the tensors' and the ops' name
+// sets built at once, the names the ops read and write looked up in chunks
+// of ops on every thread. The same buffers, kinds and errors on any count.
+[[nodiscard]] absl::StatusOr<Problem> AnalyzeLiveness(
+    const Graph& graph, Bytes default_alignment, std::vector<TensorKind>* kinds,
+    IoPolicy io, const base::CancelToken* cancel,
+    const base::Parallelism& parallel);
 
 }  // namespace memplan::planner
 

@@ -1,10 +1,14 @@
 #include "planner/liveness.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "base/worker_pool.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/testing/graphs.h"
+#include "planner/testing/random_problems.h"
 
 namespace memplan::planner {
 namespace {
@@ -275,6 +279,79 @@ TEST(LivenessTest, ConstantAndVariableAtOnceIsRefused) {
   absl::StatusOr<Problem> p = AnalyzeLiveness(g, 64);
   EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(p.status().message(), HasSubstr("'w'"));
+}
+
+// On threads the name sets are built at once and the ops' names looked up
+// in chunks: a large graph gets the same buffers and kinds as on one.
+TEST(LivenessTest, SameBuffersOnAnyThreads) {
+  base::WorkerPool pool(3, 64);
+  const Graph g = testing::RandomGraph(30000, 5);
+  std::vector<TensorKind> want_kinds, kinds;
+  const absl::StatusOr<Problem> want =
+      AnalyzeLiveness(g, 64, &want_kinds, IoPolicy::kRuntime, nullptr);
+  ASSERT_TRUE(want.ok());
+  for (int threads : {2, 4}) {
+    const absl::StatusOr<Problem> got = AnalyzeLiveness(
+        g, 64, &kinds, IoPolicy::kRuntime, nullptr, {&pool, threads});
+    ASSERT_TRUE(got.ok());
+    ASSERT_EQ(got->buffers.size(), want->buffers.size());
+    for (size_t i = 0; i < want->buffers.size(); ++i) {
+      const Buffer& a = got->buffers[i];
+      const Buffer& b = want->buffers[i];
+      ASSERT_EQ(std::make_tuple(a.name, a.start, a.end, a.size, a.alignment,
+                                a.persistent),
+                std::make_tuple(b.name, b.start, b.end, b.size, b.alignment,
+                                b.persistent))
+          << threads << " threads, buffer " << i;
+    }
+    EXPECT_EQ(kinds, want_kinds) << threads << " threads";
+  }
+}
+
+// Where a large graph has several faults, the error is the one a pass in
+// op order meets first, on any threads: the op names and writes are
+// checked before any read.
+TEST(LivenessTest, FirstErrorOnAnyThreads) {
+  base::WorkerPool pool(3, 64);
+  const Graph base = testing::RandomGraph(20000, 9);
+  const std::vector<std::pair<void (*)(Graph*), std::string>> cases = {
+      {[](Graph* g) {
+         g->ops[15000].inputs[0] = "nope";
+         g->ops[17000].outputs[0] = "zz";
+       },
+       "op 'op17000' writes unknown tensor 'zz'"},
+      {[](Graph* g) {
+         g->ops[12000].name = "op5";
+         g->ops[11000].outputs.push_back(g->ops[10000].outputs[0]);
+       },
+       "tensor '" + base.ops[10000].outputs[0] +
+           "' is produced twice, by op 'op10000' and by op 'op11000'"},
+      {[](Graph* g) {
+         g->ops[9000].name = "op5";
+         g->ops[11000].outputs.push_back(g->ops[10000].outputs[0]);
+       },
+       "duplicate op name 'op5'"},
+      {[](Graph* g) {
+         g->ops[13000].inputs.push_back(g->ops[14000].outputs[0]);
+         g->ops[16000].inputs.push_back("nope");
+       },
+       "op 'op13000' (step 13000) reads tensor '" + base.ops[14000].outputs[0] +
+           "' before op 'op14000'"},
+      {[](Graph* g) { g->ops[19000].inputs.push_back("nope"); },
+       "op 'op19000' reads unknown tensor 'nope'"},
+      {[](Graph* g) { g->ops[18000].name.clear(); }, "op #18000 has no name"},
+  };
+  for (const auto& [mutate, message] : cases) {
+    Graph g = base;
+    mutate(&g);
+    const absl::StatusOr<Problem> one = AnalyzeLiveness(g, 64);
+    EXPECT_THAT(one.status().message(), HasSubstr(message));
+    for (int threads : {2, 4}) {
+      const absl::StatusOr<Problem> got = AnalyzeLiveness(
+          g, 64, nullptr, IoPolicy::kRuntime, nullptr, {&pool, threads});
+      EXPECT_EQ(got.status(), one.status()) << threads << " threads";
+    }
+  }
 }
 
 }  // namespace

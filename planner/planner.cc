@@ -714,40 +714,60 @@ bool Planned(TensorKind kind, const PlanOptions& options) {
 // The buffers to plan: one per planned tensor, with in-place outputs merged
 // into their inputs' buffers. Fills result->problem, result->tensors (own
 // lifetimes, kinds, buffer indices) and result->weights_bytes. Returns the
-// in-place aliases (graph tensor indices), empty when there are none.
-std::vector<InPlaceTensor> SelectBuffers(const Graph& graph,
-                                         const Problem& tensors,
+// in-place aliases (graph tensor indices), empty when there are none. The
+// planned buffers are moved out of `tensors` (or of the merge) once the
+// tensor table has their names: one copy of each name less. The table and
+// the buffers are filled in chunks on the threads `parallel` gives.
+std::vector<InPlaceTensor> SelectBuffers(const Graph& graph, Problem tensors,
                                          const std::vector<TensorKind>& kinds,
                                          const PlanOptions& options,
+                                         const base::Parallelism& parallel,
                                          PlanResult* result) {
   const bool in_place = std::any_of(graph.ops.begin(), graph.ops.end(),
                                     [](const Op& op) { return op.in_place; });
   InPlaceMerge merge;
   if (in_place) merge = MergeInPlace(graph, tensors);
-  const Problem& merged = in_place ? merge.problem : tensors;
+  Problem& merged = in_place ? merge.problem : tensors;
   const size_t n = tensors.buffers.size();
+  // Which planned buffer holds each tensor (-1: none), the planned buffers
+  // numbered in order of their first tensor.
   std::vector<int> kept(merged.buffers.size(), -1);  // merged -> planned
-  result->tensors.resize(n);
-  result->problem.buffers.reserve(merged.buffers.size());
+  std::vector<int> buffer_of(n, -1);
+  std::vector<int> planned;  // planned -> merged
+  planned.reserve(merged.buffers.size());
   for (size_t t = 0; t < n; ++t) {
-    const Buffer& b = tensors.buffers[t];
-    TensorPlacement& out = result->tensors[t];
-    out = {b.name, kinds[t], b.size, b.start, b.end, -1, ""};
     if (!Planned(kinds[t], options)) {
       if (kinds[t] == TensorKind::kWeight && !graph.tensors[t].folded) {
-        result->weights_bytes += b.size;
+        result->weights_bytes += tensors.buffers[t].size;
       }
       continue;
     }
     const int m = in_place ? merge.buffer_of[t] : static_cast<int>(t);
     if (kept[m] < 0) {
-      kept[m] = static_cast<int>(result->problem.buffers.size());
-      result->problem.buffers.push_back(merged.buffers[m]);
+      kept[m] = static_cast<int>(planned.size());
+      planned.push_back(m);
     }
-    out.buffer = kept[m];
+    buffer_of[t] = kept[m];
   }
+  constexpr size_t kChunk = size_t{1} << 14;
+  result->tensors.resize(n);
+  base::ParallelForRange(
+      parallel, n, kChunk, [&](int, size_t first, size_t last) {
+        for (size_t t = first; t < last; ++t) {
+          const Buffer& b = tensors.buffers[t];
+          result->tensors[t] = {b.name, kinds[t],     b.size, b.start,
+                                b.end,  buffer_of[t], ""};
+        }
+      });
+  result->problem.buffers.resize(planned.size());
+  base::ParallelForRange(
+      parallel, planned.size(), kChunk, [&](int, size_t first, size_t last) {
+        for (size_t k = first; k < last; ++k) {
+          result->problem.buffers[k] = std::move(merged.buffers[planned[k]]);
+        }
+      });
   for (const InPlaceTensor& a : merge.aliases) {
-    result->tensors[a.tensor].in_place_of = tensors.buffers[a.input].name;
+    result->tensors[a.tensor].in_place_of = result->tensors[a.input].name;
   }
   return std::move(merge.aliases);
 }
@@ -989,19 +1009,24 @@ absl::Status PlanProblem(const PlanOptions& options, base::WorkerPool* workers,
 namespace {
 
 // The buffers of a graph, before any offset: liveness, kinds and in-place
-// merging into result->problem and result->tensors (timed as "liveness").
-// The in-place aliases go to *aliases. INVALID_ARGUMENT as AnalyzeLiveness;
-// DEADLINE_EXCEEDED once `cancel` (may be null) fires.
+// merging into result->problem and result->tensors (timed as "liveness"),
+// the liveness on the request's threads (`workers`, may be null) when the
+// graph is large. The in-place aliases go to *aliases. INVALID_ARGUMENT as
+// AnalyzeLiveness; DEADLINE_EXCEEDED once `cancel` (may be null) fires.
 absl::Status GraphBuffers(const Graph& graph, const PlanOptions& options,
+                          base::WorkerPool* workers,
                           const base::CancelToken* cancel, PlanResult* result,
                           std::vector<InPlaceTensor>* aliases) {
   StageTimer timer("liveness", result);
+  const base::Parallelism parallel =
+      ParallelismOf(options, workers, graph.tensors.size());
   std::vector<TensorKind> kinds;
-  absl::StatusOr<Problem> tensors =
-      AnalyzeLiveness(graph, options.alignment, &kinds, options.io, cancel);
+  absl::StatusOr<Problem> tensors = AnalyzeLiveness(
+      graph, options.alignment, &kinds, options.io, cancel, parallel);
   if (!tensors.ok()) return tensors.status();
   result->io = options.io;
-  *aliases = SelectBuffers(graph, *tensors, kinds, options, result);
+  *aliases = SelectBuffers(graph, *std::move(tensors), kinds, options, parallel,
+                           result);
   result->problem.capacity = options.capacity;
   if (cancel != nullptr && cancel->Cancelled()) {
     return absl::DeadlineExceededError("graph buffers cancelled");
@@ -1076,7 +1101,8 @@ absl::StatusOr<PlanResult> PlanGraph(const Graph& graph,
   const base::CancelToken budget(cancel, absl::Now() + options.time_budget);
   PlanResult result;
   std::vector<InPlaceTensor> aliases;
-  if (absl::Status s = GraphBuffers(graph, options, cancel, &result, &aliases);
+  if (absl::Status s =
+          GraphBuffers(graph, options, workers, cancel, &result, &aliases);
       !s.ok()) {
     return s;
   }
@@ -1300,7 +1326,8 @@ absl::StatusOr<PlanResult> AdoptGraphPlan(const Graph& graph,
   const base::ThreadBudget threads({workers, RequestThreads(options)});
   PlanResult result;
   std::vector<InPlaceTensor> aliases;
-  if (absl::Status s = GraphBuffers(graph, options, cancel, &result, &aliases);
+  if (absl::Status s =
+          GraphBuffers(graph, options, workers, cancel, &result, &aliases);
       !s.ok()) {
     return s;
   }
