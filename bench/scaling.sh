@@ -2,9 +2,10 @@
 # The scaling table of BENCHMARKS.md ("One large plan on many cores"):
 # 1,000,000 random buffers through the whole pipeline on 0 (one core, no
 # workers), 1, 2, 4, 8 and 16 workers, median of 3 runs each, one process
-# per worker count (so each peak RSS is its own); every trace of a folder on
-# 16 workers (and both again with one and four malloc arenas, and the 1M
-# plan on 4 KiB pages on one core, 2 and 16 workers); the peak
+# per worker count (so each peak RSS is its own); a random graph of 300,000
+# ops planned from the graph on one core, 2 and 16 workers; every trace of
+# a folder on 16 workers (and both again with one and four malloc arenas,
+# and the 1M plan on 4 KiB pages on one core, 2 and 16 workers); the peak
 # window's variants alone on 1, 2 and 3 threads; the shared objects alone
 # on 1 and 16 threads; and the Plan RPC against an empty RPC with 2 and 16
 # workers.
@@ -61,6 +62,14 @@ for t in 0 1 2 4 8 16; do
   [[ $t == 0 ]] && label="0 (one core)"
   echo "| $label | $wall | $cpu | $speedup | $rss | $growth | $stages |"
 done
+echo
+echo "A random graph of 300,000 ops planned from the graph (plan_bench graph, liveness included), median of 3:"
+echo
+echo '```'
+for t in 0 2 16; do
+  run plan_bench graph --runs=3 --threads="$t" 300000 | tail -1
+done
+echo '```'
 echo
 echo "Traces ($traces) planned by default on 16 workers and on one core, median of 3:"
 echo
