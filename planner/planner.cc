@@ -968,9 +968,8 @@ absl::Status PlanProblem(const PlanOptions& options, base::WorkerPool* workers,
     // problem is cut into time windows). The bounds (sweeps that split
     // poorly: 50-65 ms of one core for a million random buffers, about as
     // long beside the coloring) and `beside` run on one of the threads
-    // while the coloring
-    // takes the others, and all of them once they end: the coloring's
-    // splits recruit a thread as it comes free.
+    // while the coloring takes the others, and all of them once they end:
+    // the coloring's splits recruit a thread as it comes free.
     std::atomic<bool> side_taken{false};
     const auto side = [&] {
       if (side_taken.exchange(true)) return;
