@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/sort.h"
+#include "base/worker_pool.h"
 #include "gtest/gtest.h"
 #include "planner/greedy.h"
 #include "planner/interference.h"
@@ -181,6 +182,31 @@ TEST(CancelTest, GraphLivenessReturnsAtOnceWhenAlreadyCancelled) {
   EXPECT_TRUE(
       AnalyzeLiveness(g, 64, nullptr, IoPolicy::kRuntime, nullptr).ok());
   EXPECT_EQ(AnalyzeLiveness(g, 64, nullptr, IoPolicy::kRuntime, &token)
+                .status()
+                .code(),
+            absl::StatusCode::kDeadlineExceeded);
+}
+
+// On the request's threads (a graph large enough to split: the two name
+// sets at once, the lookups and the buffers in chunks) a call cancelled
+// mid-liveness returns DEADLINE_EXCEEDED soon after, and at once when
+// cancelled before.
+TEST(CancelTest, GraphLivenessOnThreadsStopsSoonAfterTheCancel) {
+  const Graph g = testing::RandomGraph(300000, 4);
+  base::WorkerPool pool(3, 64);
+  {
+    base::CancelToken token;
+    Canceller canceller(&token, absl::Milliseconds(5));
+    const absl::StatusOr<Problem> p =
+        AnalyzeLiveness(g, 64, nullptr, IoPolicy::kRuntime, &token, {&pool, 4});
+    const absl::Time end = absl::Now();
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kDeadlineExceeded);
+    EXPECT_LT(canceller.Since(end), kMargin);
+  }
+  base::CancelToken cancelled;
+  cancelled.Cancel();
+  EXPECT_EQ(AnalyzeLiveness(g, 64, nullptr, IoPolicy::kRuntime, &cancelled,
+                            {&pool, 4})
                 .status()
                 .code(),
             absl::StatusCode::kDeadlineExceeded);
