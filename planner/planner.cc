@@ -1053,21 +1053,43 @@ absl::Status ListBuffers(Problem problem, const PlanOptions& options,
 }
 
 // Fills result->tensors, the tensor table of a buffer list: one activation
-// per buffer, in list order. DEADLINE_EXCEEDED once `cancel` (may be null)
-// fires.
-absl::Status ListTensors(const base::CancelToken* cancel, PlanResult* result) {
+// per buffer, in list order; with threads from `parallel`, in chunks
+// (beside the coloring, the chunks take threads as the coloring frees
+// them), else in one pass without filling the table twice.
+// DEADLINE_EXCEEDED once `cancel` (may be null) fires.
+absl::Status ListTensors(const base::CancelToken* cancel, PlanResult* result,
+                         const base::Parallelism& parallel = {}) {
   const std::vector<Buffer>& buffers = result->problem.buffers;
   std::vector<TensorPlacement>& tensors = result->tensors;
-  tensors.reserve(buffers.size());
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    if (base::CancelledAt(cancel, i)) {
-      return absl::DeadlineExceededError("buffer list cancelled");
-    }
+  const auto entry = [&buffers](size_t i) -> TensorPlacement {
     const Buffer& b = buffers[i];
-    tensors.push_back({b.name, TensorKind::kActivation, b.size, b.start, b.end,
-                       static_cast<int>(i), ""});
+    return {b.name, TensorKind::kActivation, b.size, b.start,
+            b.end,  static_cast<int>(i),     ""};
+  };
+  const auto cancelled = [] {
+    return absl::DeadlineExceededError("buffer list cancelled");
+  };
+  if (parallel.helpers() == 0) {
+    tensors.reserve(buffers.size());
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      if (base::CancelledAt(cancel, i)) return cancelled();
+      tensors.push_back(entry(i));
+    }
+    return absl::OkStatus();
   }
-  return absl::OkStatus();
+  tensors.resize(buffers.size());
+  std::atomic<bool> stopped{false};
+  base::ParallelForRange(parallel, buffers.size(), size_t{1} << 14,
+                         [&](int, size_t first, size_t last) {
+                           if (cancel != nullptr && cancel->Cancelled()) {
+                             stopped = true;
+                             return;
+                           }
+                           for (size_t i = first; i < last; ++i) {
+                             tensors[i] = entry(i);
+                           }
+                         });
+  return stopped ? cancelled() : absl::OkStatus();
 }
 
 }  // namespace
@@ -1143,7 +1165,7 @@ absl::StatusOr<PlanResult> PlanBuffers(Problem problem,
   absl::Status listed;
   bool table_built = false;
   const auto table = [&] {
-    listed = ListTensors(cancel, &result);
+    listed = ListTensors(cancel, &result, parallel);
     table_built = true;
   };
   absl::Status planned =

@@ -3,6 +3,7 @@
 // shared objects and arena are byte for byte those of the caller alone.
 #include <ctime>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -28,7 +29,20 @@ void ExpectSamePlan(const PlanResult& got, const PlanResult& want,
   EXPECT_EQ(got.shared_objects.size, want.shared_objects.size) << what;
   EXPECT_EQ(got.strategy, want.strategy) << what;
   EXPECT_EQ(got.lower_bound, want.lower_bound) << what;
+  EXPECT_EQ(got.unaligned_lower_bound, want.unaligned_lower_bound) << what;
+  EXPECT_EQ(got.naive_bytes, want.naive_bytes) << what;
   EXPECT_EQ(got.proven_optimal, want.proven_optimal) << what;
+  // The tensor table too (filled in chunks on threads).
+  ASSERT_EQ(got.tensors.size(), want.tensors.size()) << what;
+  for (size_t t = 0; t < want.tensors.size(); ++t) {
+    const TensorPlacement& a = got.tensors[t];
+    const TensorPlacement& b = want.tensors[t];
+    ASSERT_EQ(std::tie(a.name, a.kind, a.size, a.start, a.end, a.buffer,
+                       a.in_place_of),
+              std::tie(b.name, b.kind, b.size, b.start, b.end, b.buffer,
+                       b.in_place_of))
+        << what << ", tensor " << t;
+  }
 }
 
 // Plans with no workers, then on pools of 1, 2, 16 and 64 threads, and
