@@ -161,8 +161,9 @@ TEST(ProblemTest, BoundsOfOneAlignmentAtFewOrManyPeakSections) {
   }
   problems.push_back(testing::RandomProblem(600'000, 5, 256));
   // Sections in turn, each with two buffers padded to 2 x 64 bytes, one
-  // rounded up by 60 - k: the bound is at the last section (128 - 1), not
-  // the first (128 - 60).
+  // of them rounded up by less at each later section (60 bytes down to
+  // 1): the bound is at the last section (128 - 1), not the first
+  // (128 - 60).
   for (int sections : {10, 100}) {
     Problem tied;
     for (int k = 0; k < sections; ++k) {
