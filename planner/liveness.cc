@@ -339,24 +339,17 @@ absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
     return Invalid("alignment ", default_alignment,
                    " is not a power of two up to 2^32");
   }
-  // The two name sets at once where the request has threads: the ops'
-  // on a worker if one comes, else after the tensors'.
+  // The two name sets at once where the request has threads (the tensors'
+  // first on one).
   absl::StatusOr<NameIndex> index;
   OpNameCheck op_names;
-  std::atomic<bool> names_taken{false};
-  const auto check_op_names = [&] {
-    if (!names_taken.exchange(true)) op_names = CheckOpNames(graph, cancel);
-  };
-  if (parallel.helpers() > 0) {
-    base::RunTogether({parallel.workers, 2}, [&](int thread) {
-      if (thread > 0) return check_op_names();
+  base::ParallelFor(parallel, 2, [&](int k) {
+    if (k == 0) {
       index = IndexTensors(graph, cancel);
-      check_op_names();
-    });
-  } else {
-    index = IndexTensors(graph, cancel);
-    check_op_names();
-  }
+    } else {
+      op_names = CheckOpNames(graph, cancel);
+    }
+  });
   if (!index.ok()) return index.status();
   OpTensors tensors;
   if (!ResolveOps(graph, *index, parallel, cancel, &tensors)) {
