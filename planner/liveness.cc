@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
+#include "absl/hash/hash.h"
+#include "absl/numeric/bits.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -18,43 +22,270 @@ namespace {
 
 constexpr int kNone = -1;
 
-// Tensor indices by name; the names are the graph's own (not copied: one
-// allocation a long name less, on every call).
-using NameIndex = absl::flat_hash_map<absl::string_view, int>;
+// A name and its hash, computed once for the shard a name goes to and for
+// the shard's own table.
+struct HashedName {
+  absl::string_view name;
+  size_t hash;
+};
+
+HashedName Hashed(absl::string_view name) {
+  return {name, absl::Hash<absl::string_view>{}(name)};
+}
+
+// Hashes a name once: a HashedName gives its own.
+struct NameHash {
+  using is_transparent = void;
+  size_t operator()(absl::string_view name) const {
+    return absl::Hash<absl::string_view>{}(name);
+  }
+  size_t operator()(const HashedName& h) const { return h.hash; }
+};
+
+struct NameEq {
+  using is_transparent = void;
+  static absl::string_view View(absl::string_view name) { return name; }
+  static absl::string_view View(const HashedName& h) { return h.name; }
+  template <typename A, typename B>
+  bool operator()(const A& a, const B& b) const {
+    return View(a) == View(b);
+  }
+};
+
+// Indices by name (the names are the graph's own, not copied: one
+// allocation a long name less, on every call), in shards picked by the
+// top bits of the name's hash: the threads of a large graph fill one
+// shard each at once. What it holds never depends on the shard count.
+class NameIndex {
+ public:
+  NameIndex() : NameIndex(1) {}
+  // `shards`: a power of two.
+  explicit NameIndex(int shards)
+      : shift_(shards == 1
+                   ? 0
+                   : 64 - absl::countr_zero(static_cast<unsigned>(shards))),
+        shards_(shards) {}
+
+  int shards() const { return static_cast<int>(shards_.size()); }
+  int ShardOf(size_t hash) const {
+    return shift_ == 0 ? 0 : static_cast<int>(uint64_t{hash} >> shift_);
+  }
+  // The index `name` was given, kNone for none.
+  int Find(const HashedName& name) const {
+    const Shard& shard = shards_[ShardOf(name.hash)];
+    const auto it = shard.find(name);
+    return it == shard.end() ? kNone : it->second;
+  }
+  int Find(absl::string_view name) const { return Find(Hashed(name)); }
+
+  // One shard's table, filled by one thread.
+  using Shard = absl::flat_hash_map<absl::string_view, int, NameHash, NameEq>;
+  Shard& shard(int k) { return shards_[k]; }
+
+ private:
+  int shift_;  // 64 - log2(shards); 0 for one shard
+  std::vector<Shard> shards_;
+};
+
+// The shards of each name index filled on the threads `parallel` gives:
+// one up to 3 threads (the lists are indexed at once, a thread each), else
+// half the threads rounded down to a power of two (a task per shard of
+// each list).
+int ShardsFor(const base::Parallelism& parallel) {
+  const unsigned threads = static_cast<unsigned>(parallel.helpers()) + 1;
+  return threads < 4 ? 1 : static_cast<int>(absl::bit_floor(threads / 2));
+}
+
+// Names are hashed, and checked alone, in chunks of this many.
+constexpr size_t kNameChunk = size_t{1} << 14;
+
+// A list of names to index: name_of(i) for i in [0, n), where bad(i) says
+// whether item i fails a check of its own (an empty name, say; it may be
+// called past the first such i, on any thread). IndexNames fills the rest.
+struct NameList {
+  size_t n;
+  absl::FunctionRef<absl::string_view(size_t)> name_of;
+  absl::FunctionRef<bool(size_t)> bad;
+  NameIndex index;             // each name at its first i; empty names left out
+  size_t first_duplicate = 0;  // the first i whose name an earlier i has
+  size_t first_bad = 0;        // the first i where bad(i); n for none of each
+};
+
+// Indexes each list's names in its index (of ShardsFor(parallel) shards)
+// on the threads `parallel` gives: first every name hashed and checked, in
+// chunks, then one task per shard of each list, filled in order of i so
+// that a shard's first duplicate is the smallest i it holds that repeats
+// a name, and the list's the smallest of its shards'. False once `cancel`
+// (may be null) fires.
+bool IndexNames(absl::Span<NameList* const> lists,
+                const base::Parallelism& parallel,
+                const base::CancelToken* cancel) {
+  const int shards = ShardsFor(parallel);
+  for (NameList* list : lists) {
+    list->index = NameIndex(shards);
+    list->first_duplicate = list->first_bad = list->n;
+  }
+  std::atomic<bool> cancelled{false};
+  if (shards == 1) {  // a pass over each list, at once where there are threads
+    base::ParallelFor(parallel, static_cast<int>(lists.size()), [&](int l) {
+      NameList& list = *lists[l];
+      NameIndex::Shard& table = list.index.shard(0);
+      table.reserve(list.n);  // no rehash as it fills
+      for (size_t i = 0; i < list.n; ++i) {
+        if (base::CancelledAt(cancel, static_cast<int64_t>(i))) {
+          cancelled = true;
+          return;
+        }
+        if (list.bad(i)) list.first_bad = i;
+        const absl::string_view name = list.name_of(i);
+        if (!name.empty() && !table.emplace(name, static_cast<int>(i)).second) {
+          list.first_duplicate = i;
+          return;
+        }
+        if (list.first_bad < list.n) return;  // stops at its first fault
+      }
+    });
+    return !cancelled;
+  }
+  std::vector<std::vector<size_t>> hashes(lists.size());
+  std::vector<std::vector<size_t>> bad_in(lists.size());
+  std::vector<int> chunks_before(lists.size() + 1, 0);
+  for (size_t l = 0; l < lists.size(); ++l) {
+    hashes[l].resize(lists[l]->n);
+    const int chunks = base::ChunkCount(lists[l]->n, kNameChunk);
+    bad_in[l].assign(chunks, lists[l]->n);
+    chunks_before[l + 1] = chunks_before[l] + chunks;
+  }
+  base::ParallelFor(parallel, chunks_before.back(), [&](int c) {
+    if (cancel != nullptr && cancel->Cancelled()) {
+      cancelled = true;
+      return;
+    }
+    const size_t l =
+        std::upper_bound(chunks_before.begin(), chunks_before.end(), c) -
+        chunks_before.begin() - 1;
+    const NameList& list = *lists[l];
+    const int chunk = c - chunks_before[l];
+    const size_t first = static_cast<size_t>(chunk) * kNameChunk;
+    const size_t last = std::min(list.n, first + kNameChunk);
+    for (size_t i = first; i < last; ++i) {
+      hashes[l][i] = NameHash{}(list.name_of(i));
+      if (bad_in[l][chunk] == list.n && list.bad(i)) bad_in[l][chunk] = i;
+    }
+  });
+  if (cancelled) return false;
+  std::vector<size_t> duplicate_in(lists.size() * shards);
+  base::ParallelFor(
+      parallel, static_cast<int>(duplicate_in.size()), [&](int task) {
+        const size_t l = task / shards;
+        const int k = task % shards;
+        NameList& list = *lists[l];
+        duplicate_in[task] = list.n;
+        NameIndex::Shard& table = list.index.shard(k);
+        table.reserve(list.n / shards + list.n / shards / 16 + 16);
+        for (size_t i = 0; i < list.n; ++i) {
+          if (base::CancelledAt(cancel, static_cast<int64_t>(i))) {
+            cancelled = true;
+            return;
+          }
+          if (list.index.ShardOf(hashes[l][i]) != k) continue;
+          const HashedName name{list.name_of(i), hashes[l][i]};
+          if (name.name.empty()) continue;
+          bool added = false;
+          table.lazy_emplace(name, [&](const auto& make) {
+            added = true;
+            make(name.name, static_cast<int>(i));
+          });
+          if (!added) {
+            duplicate_in[task] = i;
+            return;
+          }
+        }
+      });
+  if (cancelled) return false;
+  for (size_t l = 0; l < lists.size(); ++l) {
+    const auto shard_first = duplicate_in.begin() + l * shards;
+    lists[l]->first_duplicate =
+        *std::min_element(shard_first, shard_first + shards);
+    lists[l]->first_bad = *std::min_element(bad_in[l].begin(), bad_in[l].end());
+  }
+  return true;
+}
 
 absl::Status Cancelled() {
   return absl::DeadlineExceededError("liveness analysis cancelled");
 }
 
-// Indexes tensors by name and checks each tensor alone.
-absl::StatusOr<NameIndex> IndexTensors(const Graph& graph,
-                                       const base::CancelToken* cancel) {
-  NameIndex index;
-  index.reserve(graph.tensors.size());  // no rehash as it fills
+// Whether tensor `t` fails a check of its own (TensorError).
+bool BadTensor(const Tensor& t) {
+  return t.name.empty() || t.size_bytes <= 0 ||
+         (t.alignment != 0 && !IsValidAlignment(t.alignment));
+}
+
+// The error of tensor #i (`duplicate`: its name is an earlier tensor's),
+// checked in this order; OK when it has none.
+absl::Status TensorError(const Tensor& t, size_t i, bool duplicate) {
+  if (t.name.empty()) return Invalid("tensor #", i, " has no name");
+  if (duplicate) return Invalid("duplicate tensor name '", t.name, "'");
+  if (t.size_bytes <= 0) {
+    return Invalid("tensor '", t.name, "' has size ", t.size_bytes,
+                   "; sizes must be positive");
+  }
+  if (t.alignment != 0 && !IsValidAlignment(t.alignment)) {
+    return Invalid("tensor '", t.name, "' alignment ", t.alignment,
+                   " is not a power of two up to 2^32");
+  }
+  return absl::OkStatus();
+}
+
+// The tensors' first fault in tensor order, their names indexed in
+// `names` (IndexNames): one of a tensor alone (TensorError) or the sum of
+// sizes passing its limit. The sum is taken in chunks on the threads
+// `parallel` gives, a chunk that passes the limit summed again alone.
+absl::Status CheckTensors(const Graph& graph, const NameList& names,
+                          const base::Parallelism& parallel,
+                          const base::CancelToken* cancel) {
+  const std::vector<Tensor>& tensors = graph.tensors;
+  // The sizes before the first tensor with a fault are all positive; a
+  // chunk's sum stops at kMaxTotalBytes + 1.
+  const size_t first = std::min(names.first_duplicate, names.first_bad);
+  std::vector<Bytes> sums(base::ChunkCount(first, kNameChunk), 0);
+  std::atomic<bool> cancelled{false};
+  base::ParallelForRange(
+      parallel, first, kNameChunk, [&](int chunk, size_t begin, size_t end) {
+        if (cancel != nullptr && cancel->Cancelled()) {
+          cancelled = true;
+          return;
+        }
+        Bytes sum = 0;
+        for (size_t i = begin; i < end; ++i) {
+          const Bytes size = tensors[i].size_bytes;
+          sum = size > kMaxTotalBytes - sum ? kMaxTotalBytes + 1 : sum + size;
+        }
+        sums[chunk] = sum;
+      });
+  if (cancelled) return Cancelled();
   Bytes total = 0;
-  for (int i = 0; i < static_cast<int>(graph.tensors.size()); ++i) {
-    if (base::CancelledAt(cancel, i)) return Cancelled();
-    const Tensor& t = graph.tensors[i];
-    if (t.name.empty()) return Invalid("tensor #", i, " has no name");
-    if (!index.emplace(t.name, i).second) {
-      return Invalid("duplicate tensor name '", t.name, "'");
+  for (size_t chunk = 0; chunk < sums.size(); ++chunk) {
+    if (sums[chunk] <= kMaxTotalBytes - total) {
+      total += sums[chunk];
+      continue;
     }
-    if (t.size_bytes <= 0) {
-      return Invalid("tensor '", t.name, "' has size ", t.size_bytes,
-                     "; sizes must be positive");
-    }
-    if (t.alignment != 0 && !IsValidAlignment(t.alignment)) {
-      return Invalid("tensor '", t.name, "' alignment ", t.alignment,
-                     " is not a power of two up to 2^32");
-    }
-    if (auto s = AddToTotalSize(
-            t.size_bytes, [&] { return absl::StrCat("tensor '", t.name, "'"); },
-            &total);
-        !s.ok()) {
-      return s;
+    // The limit is passed in this chunk: at the tensor a sum in order
+    // passes it.
+    const size_t end = std::min(first, (chunk + 1) * kNameChunk);
+    for (size_t i = chunk * kNameChunk; i < end; ++i) {
+      const Tensor& t = tensors[i];
+      if (auto s = AddToTotalSize(
+              t.size_bytes,
+              [&] { return absl::StrCat("tensor '", t.name, "'"); }, &total);
+          !s.ok()) {
+        return s;
+      }
     }
   }
-  return index;
+  if (first == tensors.size()) return absl::OkStatus();
+  return TensorError(tensors[first], first, first == names.first_duplicate);
 }
 
 // Per-tensor facts gathered from the op list.
@@ -65,23 +296,21 @@ struct Usage {
 };
 
 // The first op (by step) whose name is empty or repeats an earlier op's,
-// with its error; none where every name is unique. Its own pass, so that
-// it can run beside IndexTensors.
+// with its error; none where every name is unique. Its own pass over the
+// names (on threads, a shard each), reported by FindProducers at its step.
 struct OpNameCheck {
   size_t step = std::numeric_limits<size_t>::max();
   absl::Status error;
 };
 
-OpNameCheck CheckOpNames(const Graph& graph, const base::CancelToken* cancel) {
-  absl::flat_hash_set<absl::string_view> op_names;
-  op_names.reserve(graph.ops.size());
-  for (size_t step = 0; step < graph.ops.size(); ++step) {
-    if (base::CancelledAt(cancel, step)) return {step, Cancelled()};
-    const Op& op = graph.ops[step];
-    if (op.name.empty()) return {step, Invalid("op #", step, " has no name")};
-    if (!op_names.insert(op.name).second) {
-      return {step, Invalid("duplicate op name '", op.name, "'")};
-    }
+OpNameCheck CheckOpNames(const Graph& graph, const NameList& names) {
+  const size_t unnamed = names.first_bad, duplicate = names.first_duplicate;
+  if (unnamed < names.n && unnamed <= duplicate) {
+    return {unnamed, Invalid("op #", unnamed, " has no name")};
+  }
+  if (duplicate < names.n) {
+    return {duplicate,
+            Invalid("duplicate op name '", graph.ops[duplicate].name, "'")};
   }
   return {};
 }
@@ -126,8 +355,7 @@ bool ResolveOps(const Graph& graph, const NameIndex& index,
                              return;
                            }
                            const auto find = [&index](const std::string& name) {
-                             const auto it = index.find(name);
-                             return it == index.end() ? kNone : it->second;
+                             return index.Find(name);
                            };
                            for (size_t step = first; step < last; ++step) {
                              const Op& op = graph.ops[step];
@@ -217,18 +445,18 @@ absl::Status ClassifyTensors(const Graph& graph, const NameIndex& index,
     if (tensor.variable) usage->kind[t] = TensorKind::kVariable;
   }
   for (const std::string& name : graph.outputs) {
-    auto it = index.find(name);
-    if (it == index.end()) return Invalid("unknown graph output '", name, "'");
-    usage->kind[it->second] = TensorKind::kOutput;
+    const int t = index.Find(name);
+    if (t == kNone) return Invalid("unknown graph output '", name, "'");
+    usage->kind[t] = TensorKind::kOutput;
   }
   for (const std::string& name : graph.inputs) {
-    auto it = index.find(name);
-    if (it == index.end()) return Invalid("unknown graph input '", name, "'");
-    if (int p = usage->producer[it->second]; p != kNone) {
+    const int t = index.Find(name);
+    if (t == kNone) return Invalid("unknown graph input '", name, "'");
+    if (int p = usage->producer[t]; p != kNone) {
       return Invalid("graph input '", name, "' is produced by op '",
                      graph.ops[p].name, "'");
     }
-    usage->kind[it->second] = TensorKind::kInput;
+    usage->kind[t] = TensorKind::kInput;
   }
   return absl::OkStatus();
 }
@@ -236,7 +464,7 @@ absl::Status ClassifyTensors(const Graph& graph, const NameIndex& index,
 // Marks the tensors listed as graph outputs (an input may be one too).
 std::vector<bool> GraphOutputs(const Graph& graph, const NameIndex& index) {
   std::vector<bool> output(graph.tensors.size(), false);
-  for (const std::string& name : graph.outputs) output[index.at(name)] = true;
+  for (const std::string& name : graph.outputs) output[index.Find(name)] = true;
   return output;
 }
 
@@ -339,20 +567,30 @@ absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
     return Invalid("alignment ", default_alignment,
                    " is not a power of two up to 2^32");
   }
-  // The two name sets at once where the request has threads (the tensors'
-  // first on one).
-  absl::StatusOr<NameIndex> index;
-  OpNameCheck op_names;
-  base::ParallelFor(parallel, 2, [&](int k) {
-    if (k == 0) {
-      index = IndexTensors(graph, cancel);
-    } else {
-      op_names = CheckOpNames(graph, cancel);
-    }
-  });
-  if (!index.ok()) return index.status();
+  // The tensors' and the ops' names indexed together (on threads, a task
+  // per shard of each).
+  const std::vector<Tensor>& all_tensors = graph.tensors;
+  const std::vector<Op>& ops = graph.ops;
+  const auto tensor_name = [&](size_t i) -> absl::string_view {
+    return all_tensors[i].name;
+  };
+  const auto bad_tensor = [&](size_t i) { return BadTensor(all_tensors[i]); };
+  const auto op_name = [&](size_t i) -> absl::string_view {
+    return ops[i].name;
+  };
+  const auto unnamed_op = [&](size_t i) { return ops[i].name.empty(); };
+  NameList tensor_names{all_tensors.size(), tensor_name, bad_tensor};
+  NameList op_names_list{ops.size(), op_name, unnamed_op};
+  if (!IndexNames({&tensor_names, &op_names_list}, parallel, cancel)) {
+    return Cancelled();
+  }
+  if (auto s = CheckTensors(graph, tensor_names, parallel, cancel); !s.ok())
+    return s;
+  const NameIndex& index = tensor_names.index;
+  const OpNameCheck op_names = CheckOpNames(graph, op_names_list);
+  op_names_list.index = NameIndex();  // its memory for what follows
   OpTensors tensors;
-  if (!ResolveOps(graph, *index, parallel, cancel, &tensors)) {
+  if (!ResolveOps(graph, index, parallel, cancel, &tensors)) {
     return Cancelled();
   }
   const size_t n = graph.tensors.size();
@@ -365,10 +603,10 @@ absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
   if (auto s = FindConsumers(graph, tensors, cancel, &usage); !s.ok()) {
     return s;
   }
-  if (auto s = ClassifyTensors(graph, *index, &usage); !s.ok()) return s;
+  if (auto s = ClassifyTensors(graph, index, &usage); !s.ok()) return s;
   if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
 
-  const std::vector<bool> output = GraphOutputs(graph, *index);
+  const std::vector<bool> output = GraphOutputs(graph, index);
   const Step steps = static_cast<Step>(graph.ops.size());
   Problem problem;
   problem.buffers.resize(n);

@@ -1,5 +1,6 @@
 #include "planner/liveness.h"
 
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -284,13 +285,13 @@ TEST(LivenessTest, ConstantAndVariableAtOnceIsRefused) {
 // On threads the name sets are built at once and the ops' names looked up
 // in chunks: a large graph gets the same buffers and kinds as on one.
 TEST(LivenessTest, SameBuffersOnAnyThreads) {
-  base::WorkerPool pool(3, 64);
+  base::WorkerPool pool(8, 64);
   const Graph g = testing::RandomGraph(30000, 5);
   std::vector<TensorKind> want_kinds, kinds;
   const absl::StatusOr<Problem> want =
       AnalyzeLiveness(g, 64, &want_kinds, IoPolicy::kRuntime, nullptr);
   ASSERT_TRUE(want.ok());
-  for (int threads : {2, 4}) {
+  for (int threads : {2, 4, 16}) {
     const absl::StatusOr<Problem> got = AnalyzeLiveness(
         g, 64, &kinds, IoPolicy::kRuntime, nullptr, {&pool, threads});
     ASSERT_TRUE(got.ok());
@@ -312,7 +313,7 @@ TEST(LivenessTest, SameBuffersOnAnyThreads) {
 // op order meets first, on any threads: the op names and writes are
 // checked before any read.
 TEST(LivenessTest, FirstErrorOnAnyThreads) {
-  base::WorkerPool pool(3, 64);
+  base::WorkerPool pool(8, 64);
   const Graph base = testing::RandomGraph(20000, 9);
   const std::vector<std::pair<void (*)(Graph*), std::string>> cases = {
       {[](Graph* g) {
@@ -340,13 +341,91 @@ TEST(LivenessTest, FirstErrorOnAnyThreads) {
       {[](Graph* g) { g->ops[19000].inputs.push_back("nope"); },
        "op 'op19000' reads unknown tensor 'nope'"},
       {[](Graph* g) { g->ops[18000].name.clear(); }, "op #18000 has no name"},
+      {[](Graph* g) {
+         g->ops[18000].name.clear();
+         g->ops[18500].name = "op7";
+       },
+       "op #18000 has no name"},
+      {[](Graph* g) {
+         g->ops[19999].name = "op3";
+         g->ops[17000].name = "op300";
+         g->ops[18000].name.clear();
+       },
+       "duplicate op name 'op300'"},
   };
   for (const auto& [mutate, message] : cases) {
     Graph g = base;
     mutate(&g);
     const absl::StatusOr<Problem> one = AnalyzeLiveness(g, 64);
     EXPECT_THAT(one.status().message(), HasSubstr(message));
-    for (int threads : {2, 4}) {
+    for (int threads : {2, 4, 16}) {
+      const absl::StatusOr<Problem> got = AnalyzeLiveness(
+          g, 64, nullptr, IoPolicy::kRuntime, nullptr, {&pool, threads});
+      EXPECT_EQ(got.status(), one.status()) << threads << " threads";
+    }
+  }
+}
+
+// The tensors' own faults (names, sizes, alignments, the sum of sizes)
+// come first, and the first in tensor order is the one reported, however
+// many threads index the names (on threads each fills a shard of them).
+TEST(LivenessTest, FirstTensorErrorOnAnyThreads) {
+  base::WorkerPool pool(8, 64);
+  const Graph base = testing::RandomGraph(20000, 3);
+  ASSERT_GT(base.tensors.size(), 25000u);
+  const std::string name100 = base.tensors[100].name;
+  const std::string name200 = base.tensors[200].name;
+  const std::vector<std::pair<void (*)(Graph*), std::string>> cases = {
+      {[](Graph* g) {
+         g->tensors[20000].name = g->tensors[100].name;
+         g->tensors[15000].name = g->tensors[200].name;
+       },
+       "duplicate tensor name '" + name200 + "'"},
+      {[](Graph* g) {
+         g->tensors[25000].name.clear();
+         g->tensors[24000].name.clear();
+         g->tensors[24500].name = g->tensors[100].name;
+       },
+       "tensor #24000 has no name"},
+      {[](Graph* g) {
+         g->tensors[5000].size_bytes = 0;
+         g->tensors[6000].name = g->tensors[100].name;
+       },
+       "tensor '" + base.tensors[5000].name + "' has size 0"},
+      {[](Graph* g) {
+         g->tensors[7000].name = g->tensors[100].name;  // and a bad size:
+         g->tensors[7000].size_bytes = -1;              // the name first
+         g->tensors[9000].alignment = 3;
+       },
+       "duplicate tensor name '" + name100 + "'"},
+      {[](Graph* g) {
+         g->tensors[9000].alignment = 3;
+         g->tensors[9001].name.clear();
+       },
+       "tensor '" + base.tensors[9000].name + "' alignment 3"},
+      {[](Graph* g) {
+         g->tensors[3000].size_bytes = Bytes{1} << 61;
+         g->tensors[4000].size_bytes = Bytes{1} << 61;
+         g->tensors[5000].name = g->tensors[10].name;
+       },
+       "sizes overflow 64 bits at tensor '" + base.tensors[4000].name + "'"},
+      {[](Graph* g) {
+         g->tensors[20000].size_bytes = std::numeric_limits<Bytes>::max();
+         g->tensors[21000].name.clear();
+       },
+       "sizes overflow 64 bits at tensor '" + base.tensors[20000].name + "'"},
+      {[](Graph* g) {
+         g->ops[10].name = "op3";  // an op's fault comes after any tensor's
+         g->tensors[19000].size_bytes = -5;
+       },
+       "tensor '" + base.tensors[19000].name + "' has size -5"},
+  };
+  for (const auto& [mutate, message] : cases) {
+    Graph g = base;
+    mutate(&g);
+    const absl::StatusOr<Problem> one = AnalyzeLiveness(g, 64);
+    EXPECT_THAT(one.status().message(), HasSubstr(message));
+    for (int threads : {2, 4, 16}) {
       const absl::StatusOr<Problem> got = AnalyzeLiveness(
           g, 64, nullptr, IoPolicy::kRuntime, nullptr, {&pool, threads});
       EXPECT_EQ(got.status(), one.status()) << threads << " threads";
