@@ -579,16 +579,17 @@ absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
     return ops[i].name;
   };
   const auto unnamed_op = [&](size_t i) { return ops[i].name.empty(); };
-  NameList tensor_names{all_tensors.size(), tensor_name, bad_tensor};
-  NameList op_names_list{ops.size(), op_name, unnamed_op};
-  if (!IndexNames({&tensor_names, &op_names_list}, parallel, cancel)) {
+  NameList tensor_list{all_tensors.size(), tensor_name, bad_tensor};
+  NameList op_list{ops.size(), op_name, unnamed_op};
+  if (!IndexNames({&tensor_list, &op_list}, parallel, cancel)) {
     return Cancelled();
   }
-  if (auto s = CheckTensors(graph, tensor_names, parallel, cancel); !s.ok())
+  if (auto s = CheckTensors(graph, tensor_list, parallel, cancel); !s.ok()) {
     return s;
-  const NameIndex& index = tensor_names.index;
-  const OpNameCheck op_names = CheckOpNames(graph, op_names_list);
-  op_names_list.index = NameIndex();  // its memory for what follows
+  }
+  const NameIndex& index = tensor_list.index;
+  const OpNameCheck op_names = CheckOpNames(graph, op_list);
+  op_list.index = NameIndex();  // its memory for what follows
   OpTensors tensors;
   if (!ResolveOps(graph, index, parallel, cancel, &tensors)) {
     return Cancelled();
