@@ -428,6 +428,92 @@ absl::Status FindConsumers(const Graph& graph, const OpTensors& tensors,
   return absl::OkStatus();
 }
 
+// Lowers *v to `step` where it is kNone or higher, from any thread.
+void LowerTo(int* v, int step) {
+  int seen = __atomic_load_n(v, __ATOMIC_RELAXED);
+  while ((seen == kNone || seen > step) &&
+         !__atomic_compare_exchange_n(v, &seen, step, /*weak=*/true,
+                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+// Raises *v to `step` where it is lower (kNone is), from any thread.
+void RaiseTo(int* v, int step) {
+  int seen = __atomic_load_n(v, __ATOMIC_RELAXED);
+  while (seen < step &&
+         !__atomic_compare_exchange_n(v, &seen, step, /*weak=*/true,
+                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+enum class UsageFound { kDone, kFault, kCancelled };
+
+// FindProducers and FindConsumers in chunks of ops on the threads
+// `parallel` gives, for a graph without faults: each tensor's producer is
+// the least step writing it and its last consumer the greatest reading
+// it, whatever the order the chunks ran in. kFault, with `usage` in any
+// state, as soon as an op writes an unknown tensor or one another write
+// (of its own op too) already claims, or reads one not produced before
+// it: the passes in op order then find the first fault and word it.
+UsageFound FindUsageOnThreads(const OpTensors& tensors,
+                              const base::Parallelism& parallel,
+                              const base::CancelToken* cancel, Usage* usage) {
+  const size_t ops = tensors.inputs.size();
+  std::atomic<bool> fault{false}, cancelled{false};
+  const auto chunks = [&](auto each_op) {
+    base::ParallelForRange(parallel, ops, kResolveChunk,
+                           [&](int, size_t first, size_t last) {
+                             if (cancel != nullptr && cancel->Cancelled()) {
+                               cancelled = true;
+                               return;
+                             }
+                             if (fault) return;
+                             for (size_t step = last; step-- > first;) {
+                               if (!each_op(step)) {
+                                 fault = true;
+                                 return;
+                               }
+                             }
+                           });
+  };
+  int* producer = usage->producer.data();
+  chunks([&](size_t step) {
+    for (size_t k = tensors.begin[step]; k < tensors.inputs[step]; ++k) {
+      if (tensors.ids[k] == kNone) return false;
+      LowerTo(&producer[tensors.ids[k]], static_cast<int>(step));
+    }
+    return true;
+  });
+  // Every write the first of its tensor's, and no op writing one twice.
+  if (!fault && !cancelled) {
+    chunks([&](size_t step) {
+      for (size_t k = tensors.begin[step]; k < tensors.inputs[step]; ++k) {
+        const int t = tensors.ids[k];
+        if (producer[t] != static_cast<int>(step)) return false;
+        for (size_t j = tensors.begin[step]; j < k; ++j) {
+          if (tensors.ids[j] == t) return false;
+        }
+      }
+      return true;
+    });
+  }
+  // Steps in falling order within a chunk: a tensor's greatest reader in
+  // the chunk raises its last consumer first, and the others only read it.
+  int* last_consumer = usage->last_consumer.data();
+  if (!fault && !cancelled) {
+    chunks([&](size_t step) {
+      for (size_t k = tensors.inputs[step]; k < tensors.begin[step + 1]; ++k) {
+        const int t = tensors.ids[k];
+        if (t == kNone || producer[t] >= static_cast<int>(step)) return false;
+        RaiseTo(&last_consumer[t], static_cast<int>(step));
+      }
+      return true;
+    });
+  }
+  if (cancelled) return UsageFound::kCancelled;
+  return fault ? UsageFound::kFault : UsageFound::kDone;
+}
+
 // Decides each tensor's kind: graph inputs, then outputs, then weights
 // (marked constant, or produced by no op) and variables; the rest are
 // activations.
@@ -597,12 +683,26 @@ absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
   const size_t n = graph.tensors.size();
   Usage usage{std::vector<int>(n, kNone), std::vector<int>(n, kNone),
               std::vector<TensorKind>(n, TensorKind::kActivation)};
-  if (auto s = FindProducers(graph, tensors, op_names, cancel, &usage);
-      !s.ok()) {
-    return s;
+  // On threads where the graph has no fault; else (or where one is met on
+  // threads) in op order, for the first.
+  const bool on_threads = parallel.helpers() > 0 && op_names.error.ok();
+  UsageFound found = UsageFound::kFault;
+  if (on_threads) {
+    found = FindUsageOnThreads(tensors, parallel, cancel, &usage);
+    if (found == UsageFound::kCancelled) return Cancelled();
   }
-  if (auto s = FindConsumers(graph, tensors, cancel, &usage); !s.ok()) {
-    return s;
+  if (found == UsageFound::kFault) {
+    if (on_threads) {  // from the start
+      std::fill(usage.producer.begin(), usage.producer.end(), kNone);
+      std::fill(usage.last_consumer.begin(), usage.last_consumer.end(), kNone);
+    }
+    if (auto s = FindProducers(graph, tensors, op_names, cancel, &usage);
+        !s.ok()) {
+      return s;
+    }
+    if (auto s = FindConsumers(graph, tensors, cancel, &usage); !s.ok()) {
+      return s;
+    }
   }
   if (auto s = ClassifyTensors(graph, index, &usage); !s.ok()) return s;
   if (cancel != nullptr && cancel->Cancelled()) return Cancelled();

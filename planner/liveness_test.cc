@@ -286,7 +286,12 @@ TEST(LivenessTest, ConstantAndVariableAtOnceIsRefused) {
 // in chunks: a large graph gets the same buffers and kinds as on one.
 TEST(LivenessTest, SameBuffersOnAnyThreads) {
   base::WorkerPool pool(8, 64);
-  const Graph g = testing::RandomGraph(30000, 5);
+  Graph g = testing::RandomGraph(30000, 5);
+  // Tensors read in every chunk of ops too, their last readers in the
+  // last chunks.
+  for (int step = 1000; step < 30000; step += 997) {
+    g.ops[step].inputs.push_back(g.ops[step % 7].outputs[0]);
+  }
   std::vector<TensorKind> want_kinds, kinds;
   const absl::StatusOr<Problem> want =
       AnalyzeLiveness(g, 64, &want_kinds, IoPolicy::kRuntime, nullptr);
@@ -341,6 +346,17 @@ TEST(LivenessTest, FirstErrorOnAnyThreads) {
       {[](Graph* g) { g->ops[19000].inputs.push_back("nope"); },
        "op 'op19000' reads unknown tensor 'nope'"},
       {[](Graph* g) { g->ops[18000].name.clear(); }, "op #18000 has no name"},
+      {[](Graph* g) {
+         g->ops[16000].outputs.push_back(g->ops[16000].outputs[0]);
+       },
+       "tensor '" + base.ops[16000].outputs[0] +
+           "' is produced twice, by op 'op16000' and by op 'op16000'"},
+      {[](Graph* g) {
+         g->ops[12000].inputs.push_back(g->ops[12000].outputs[0]);
+         g->ops[12500].inputs.push_back(g->ops[13000].outputs[0]);
+       },
+       "cycle: op 'op12000' reads its own output '" +
+           base.ops[12000].outputs[0] + "'"},
       {[](Graph* g) {
          g->ops[18000].name.clear();
          g->ops[18500].name = "op7";
