@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/functional/function_ref.h"
 #include "absl/hash/hash.h"
 #include "absl/numeric/bits.h"
 #include "absl/status/status.h"
@@ -58,17 +57,17 @@ struct NameEq {
 // shard each at once. What it holds never depends on the shard count.
 class NameIndex {
  public:
+  // The most shards: the hash's top bits that pick them.
+  static constexpr int kShardBits = 6;
+  static constexpr int kMaxShards = 1 << kShardBits;
+
   NameIndex() : NameIndex(1) {}
-  // `shards`: a power of two.
-  explicit NameIndex(int shards)
-      : shift_(shards == 1
-                   ? 0
-                   : 64 - absl::countr_zero(static_cast<unsigned>(shards))),
-        shards_(shards) {}
+  // `shards`: a power of two up to kMaxShards.
+  explicit NameIndex(int shards) : mask_(shards - 1), shards_(shards) {}
 
   int shards() const { return static_cast<int>(shards_.size()); }
   int ShardOf(size_t hash) const {
-    return shift_ == 0 ? 0 : static_cast<int>(uint64_t{hash} >> shift_);
+    return static_cast<int>((uint64_t{hash} >> (64 - kShardBits)) & mask_);
   }
   // The index `name` was given, kNone for none.
   int Find(const HashedName& name) const {
@@ -83,7 +82,7 @@ class NameIndex {
   Shard& shard(int k) { return shards_[k]; }
 
  private:
-  int shift_;  // 64 - log2(shards); 0 for one shard
+  uint64_t mask_;  // shards - 1: 0 for one shard, which every name is in
   std::vector<Shard> shards_;
 };
 
@@ -93,133 +92,158 @@ class NameIndex {
 // each list).
 int ShardsFor(const base::Parallelism& parallel) {
   const unsigned threads = static_cast<unsigned>(parallel.helpers()) + 1;
-  return threads < 4 ? 1 : static_cast<int>(absl::bit_floor(threads / 2));
+  return threads < 4 ? 1
+                     : std::min(NameIndex::kMaxShards,
+                                static_cast<int>(absl::bit_floor(threads / 2)));
 }
 
 // Names are hashed, and checked alone, in chunks of this many.
 constexpr size_t kNameChunk = size_t{1} << 14;
 
-// A list of names to index: name_of(i) for i in [0, n), where bad(i) says
-// whether item i fails a check of its own (an empty name, say; it may be
-// called past the first such i, on any thread). IndexNames fills the rest.
+// Whether an item fails a check of its own: a tensor its TensorError's, an
+// op an empty name.
+bool Bad(const Tensor& t) {
+  return t.name.empty() || t.size_bytes <= 0 ||
+         (t.alignment != 0 && !IsValidAlignment(t.alignment));
+}
+bool Bad(const Op& op) { return op.name.empty(); }
+
+// The names of a list of items (the graph's tensors or ops) to index, and
+// what IndexNames finds.
+template <typename Item>
 struct NameList {
+  explicit NameList(const std::vector<Item>& list)
+      : items(list), n(list.size()) {}
+  const std::vector<Item>& items;
   size_t n;
-  absl::FunctionRef<absl::string_view(size_t)> name_of;
-  absl::FunctionRef<bool(size_t)> bad;
   NameIndex index;             // each name at its first i; empty names left out
   size_t first_duplicate = 0;  // the first i whose name an earlier i has
-  size_t first_bad = 0;        // the first i where bad(i); n for none of each
+  size_t first_bad = 0;        // the first i where Bad(); n for none of each
 };
 
-// Indexes each list's names in its index (of ShardsFor(parallel) shards)
-// on the threads `parallel` gives: first every name hashed and checked, in
-// chunks, then one task per shard of each list, filled in order of i so
-// that a shard's first duplicate is the smallest i it holds that repeats
-// a name, and the list's the smallest of its shards'. False once `cancel`
-// (may be null) fires.
-bool IndexNames(absl::Span<NameList* const> lists,
+// Indexes the names of the tensors and the ops, each in its list's index
+// (of ShardsFor(parallel) shards), on the threads `parallel` gives: one
+// pass over each list, at once, for one shard; else every name hashed and
+// checked (Bad) in chunks, then one task per shard of each list, filled in
+// order of i so that a shard's first duplicate is the smallest i it holds
+// that repeats a name, and the list's the smallest of its shards'. False
+// once `cancel` (may be null) fires.
+bool IndexNames(NameList<Tensor>* tensors, NameList<Op>* ops,
                 const base::Parallelism& parallel,
                 const base::CancelToken* cancel) {
+  constexpr int kLists = 2;
+  // fn(list) for list l: the tensors' (0) or the ops' (1).
+  const auto on_list = [&](int l, auto fn) {
+    if (l == 0) {
+      fn(*tensors);
+    } else {
+      fn(*ops);
+    }
+  };
   const int shards = ShardsFor(parallel);
-  for (NameList* list : lists) {
-    list->index = NameIndex(shards);
-    list->first_duplicate = list->first_bad = list->n;
+  size_t n[kLists];
+  for (int l = 0; l < kLists; ++l) {
+    on_list(l, [&](auto& list) {
+      list.index = NameIndex(shards);
+      list.first_duplicate = list.first_bad = n[l] = list.n;
+    });
   }
   std::atomic<bool> cancelled{false};
-  if (shards == 1) {  // a pass over each list, at once where there are threads
-    base::ParallelFor(parallel, static_cast<int>(lists.size()), [&](int l) {
-      NameList& list = *lists[l];
-      NameIndex::Shard& table = list.index.shard(0);
-      table.reserve(list.n);  // no rehash as it fills
-      for (size_t i = 0; i < list.n; ++i) {
-        if (base::CancelledAt(cancel, static_cast<int64_t>(i))) {
-          cancelled = true;
-          return;
-        }
-        if (list.bad(i)) list.first_bad = i;
-        const absl::string_view name = list.name_of(i);
-        if (!name.empty() && !table.emplace(name, static_cast<int>(i)).second) {
-          list.first_duplicate = i;
-          return;
-        }
-        if (list.first_bad < list.n) return;  // stops at its first fault
-      }
-    });
-    return !cancelled;
-  }
-  std::vector<std::vector<size_t>> hashes(lists.size());
-  std::vector<std::vector<size_t>> bad_in(lists.size());
-  std::vector<int> chunks_before(lists.size() + 1, 0);
-  for (size_t l = 0; l < lists.size(); ++l) {
-    hashes[l].resize(lists[l]->n);
-    const int chunks = base::ChunkCount(lists[l]->n, kNameChunk);
-    bad_in[l].assign(chunks, lists[l]->n);
-    chunks_before[l + 1] = chunks_before[l] + chunks;
-  }
-  base::ParallelFor(parallel, chunks_before.back(), [&](int c) {
-    if (cancel != nullptr && cancel->Cancelled()) {
-      cancelled = true;
-      return;
-    }
-    const size_t l =
-        std::upper_bound(chunks_before.begin(), chunks_before.end(), c) -
-        chunks_before.begin() - 1;
-    const NameList& list = *lists[l];
-    const int chunk = c - chunks_before[l];
-    const size_t first = static_cast<size_t>(chunk) * kNameChunk;
-    const size_t last = std::min(list.n, first + kNameChunk);
-    for (size_t i = first; i < last; ++i) {
-      hashes[l][i] = NameHash{}(list.name_of(i));
-      if (bad_in[l][chunk] == list.n && list.bad(i)) bad_in[l][chunk] = i;
-    }
-  });
-  if (cancelled) return false;
-  std::vector<size_t> duplicate_in(lists.size() * shards);
-  base::ParallelFor(
-      parallel, static_cast<int>(duplicate_in.size()), [&](int task) {
-        const size_t l = task / shards;
-        const int k = task % shards;
-        NameList& list = *lists[l];
-        duplicate_in[task] = list.n;
-        NameIndex::Shard& table = list.index.shard(k);
-        table.reserve(list.n / shards + list.n / shards / 16 + 16);
+  if (shards == 1) {
+    base::ParallelFor(parallel, kLists, [&](int l) {
+      on_list(l, [&](auto& list) {
+        NameIndex::Shard& table = list.index.shard(0);
+        table.reserve(list.n);  // no rehash as it fills
         for (size_t i = 0; i < list.n; ++i) {
           if (base::CancelledAt(cancel, static_cast<int64_t>(i))) {
             cancelled = true;
             return;
           }
-          if (list.index.ShardOf(hashes[l][i]) != k) continue;
-          const HashedName name{list.name_of(i), hashes[l][i]};
-          if (name.name.empty()) continue;
-          bool added = false;
-          table.lazy_emplace(name, [&](const auto& make) {
-            added = true;
-            make(name.name, static_cast<int>(i));
-          });
-          if (!added) {
-            duplicate_in[task] = i;
+          const auto& item = list.items[i];
+          if (Bad(item)) list.first_bad = i;
+          if (!item.name.empty() &&
+              !table.emplace(item.name, static_cast<int>(i)).second) {
+            list.first_duplicate = i;
             return;
           }
+          if (list.first_bad < list.n) return;  // stops at its first fault
         }
       });
+    });
+    return !cancelled;
+  }
+  std::vector<size_t> hashes[kLists];
+  std::vector<size_t> bad_in[kLists];
+  int chunks_before[kLists + 1] = {0};
+  for (int l = 0; l < kLists; ++l) {
+    hashes[l].resize(n[l]);
+    const int chunks = base::ChunkCount(n[l], kNameChunk);
+    bad_in[l].assign(chunks, n[l]);
+    chunks_before[l + 1] = chunks_before[l] + chunks;
+  }
+  base::ParallelFor(parallel, chunks_before[kLists], [&](int c) {
+    if (cancel != nullptr && cancel->Cancelled()) {
+      cancelled = true;
+      return;
+    }
+    const int l = c < chunks_before[1] ? 0 : 1;
+    const int chunk = c - chunks_before[l];
+    on_list(l, [&](const auto& list) {
+      const size_t first = static_cast<size_t>(chunk) * kNameChunk;
+      const size_t last = std::min(list.n, first + kNameChunk);
+      for (size_t i = first; i < last; ++i) {
+        hashes[l][i] = NameHash{}(list.items[i].name);
+        if (bad_in[l][chunk] == list.n && Bad(list.items[i])) {
+          bad_in[l][chunk] = i;
+        }
+      }
+    });
+  });
   if (cancelled) return false;
-  for (size_t l = 0; l < lists.size(); ++l) {
+  std::vector<size_t> duplicate_in(kLists * shards);
+  base::ParallelFor(parallel, kLists * shards, [&](int task) {
+    const int l = task / shards;
+    const int k = task % shards;
+    duplicate_in[task] = n[l];
+    on_list(l, [&](auto& list) {
+      NameIndex::Shard& table = list.index.shard(k);
+      table.reserve(list.n / shards + list.n / shards / 16 + 16);
+      for (size_t i = 0; i < list.n; ++i) {
+        if (base::CancelledAt(cancel, static_cast<int64_t>(i))) {
+          cancelled = true;
+          return;
+        }
+        if (list.index.ShardOf(hashes[l][i]) != k) continue;
+        const HashedName name{list.items[i].name, hashes[l][i]};
+        if (name.name.empty()) continue;
+        bool added = false;
+        table.lazy_emplace(name, [&](const auto& make) {
+          added = true;
+          make(name.name, static_cast<int>(i));
+        });
+        if (!added) {
+          duplicate_in[task] = i;
+          return;
+        }
+      }
+    });
+  });
+  if (cancelled) return false;
+  for (int l = 0; l < kLists; ++l) {
     const auto shard_first = duplicate_in.begin() + l * shards;
-    lists[l]->first_duplicate =
+    const size_t duplicate =
         *std::min_element(shard_first, shard_first + shards);
-    lists[l]->first_bad = *std::min_element(bad_in[l].begin(), bad_in[l].end());
+    const size_t bad = *std::min_element(bad_in[l].begin(), bad_in[l].end());
+    on_list(l, [&](auto& list) {
+      list.first_duplicate = duplicate;
+      list.first_bad = bad;
+    });
   }
   return true;
 }
 
 absl::Status Cancelled() {
   return absl::DeadlineExceededError("liveness analysis cancelled");
-}
-
-// Whether tensor `t` fails a check of its own (TensorError).
-bool BadTensor(const Tensor& t) {
-  return t.name.empty() || t.size_bytes <= 0 ||
-         (t.alignment != 0 && !IsValidAlignment(t.alignment));
 }
 
 // The error of tensor #i (`duplicate`: its name is an earlier tensor's),
@@ -242,7 +266,7 @@ absl::Status TensorError(const Tensor& t, size_t i, bool duplicate) {
 // `names` (IndexNames): one of a tensor alone (TensorError) or the sum of
 // sizes passing its limit. The sum is taken in chunks on the threads
 // `parallel` gives, a chunk that passes the limit summed again alone.
-absl::Status CheckTensors(const Graph& graph, const NameList& names,
+absl::Status CheckTensors(const Graph& graph, const NameList<Tensor>& names,
                           const base::Parallelism& parallel,
                           const base::CancelToken* cancel) {
   const std::vector<Tensor>& tensors = graph.tensors;
@@ -303,7 +327,7 @@ struct OpNameCheck {
   absl::Status error;
 };
 
-OpNameCheck CheckOpNames(const Graph& graph, const NameList& names) {
+OpNameCheck CheckOpNames(const Graph& graph, const NameList<Op>& names) {
   const size_t unnamed = names.first_bad, duplicate = names.first_duplicate;
   if (unnamed < names.n && unnamed <= duplicate) {
     return {unnamed, Invalid("op #", unnamed, " has no name")};
@@ -655,19 +679,9 @@ absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
   }
   // The tensors' and the ops' names indexed together (on threads, a task
   // per shard of each).
-  const std::vector<Tensor>& all_tensors = graph.tensors;
-  const std::vector<Op>& ops = graph.ops;
-  const auto tensor_name = [&](size_t i) -> absl::string_view {
-    return all_tensors[i].name;
-  };
-  const auto bad_tensor = [&](size_t i) { return BadTensor(all_tensors[i]); };
-  const auto op_name = [&](size_t i) -> absl::string_view {
-    return ops[i].name;
-  };
-  const auto unnamed_op = [&](size_t i) { return ops[i].name.empty(); };
-  NameList tensor_list{all_tensors.size(), tensor_name, bad_tensor};
-  NameList op_list{ops.size(), op_name, unnamed_op};
-  if (!IndexNames({&tensor_list, &op_list}, parallel, cancel)) {
+  NameList<Tensor> tensor_list(graph.tensors);
+  NameList<Op> op_list(graph.ops);
+  if (!IndexNames(&tensor_list, &op_list, parallel, cancel)) {
     return Cancelled();
   }
   if (auto s = CheckTensors(graph, tensor_list, parallel, cancel); !s.ok()) {
