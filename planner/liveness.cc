@@ -86,15 +86,28 @@ class NameIndex {
   std::vector<Shard> shards_;
 };
 
+// The threads from which the passes that cost more in all once split
+// (hash tables in shards, compare-and-swap on shared arrays) are split:
+// on 2 threads they took as long as, or longer than, one thread's pass
+// (300,000 ops on this project's 2-vCPU machine; BENCHMARKS.md).
+constexpr int kSplitFromThreads = 4;
+
+// The threads `parallel` gives (the caller's included).
+int ThreadsOf(const base::Parallelism& parallel) {
+  return parallel.helpers() + 1;
+}
+
 // The shards of each name index filled on the threads `parallel` gives:
-// one up to 3 threads (the lists are indexed at once, a thread each), else
-// half the threads rounded down to a power of two (a task per shard of
-// each list).
+// one below kSplitFromThreads (the lists are indexed at once, a thread
+// each), else half the threads rounded down to a power of two (a task per
+// shard of each list).
 int ShardsFor(const base::Parallelism& parallel) {
-  const unsigned threads = static_cast<unsigned>(parallel.helpers()) + 1;
-  return threads < 4 ? 1
-                     : std::min(NameIndex::kMaxShards,
-                                static_cast<int>(absl::bit_floor(threads / 2)));
+  const int threads = ThreadsOf(parallel);
+  return threads < kSplitFromThreads
+             ? 1
+             : std::min(NameIndex::kMaxShards,
+                        static_cast<int>(absl::bit_floor(
+                            static_cast<unsigned>(threads / 2))));
 }
 
 // Names are hashed, and checked alone, in chunks of this many.
@@ -452,13 +465,12 @@ absl::Status FindConsumers(const Graph& graph, const OpTensors& tensors,
   return absl::OkStatus();
 }
 
-// Lowers *v to `step` where it is kNone or higher, from any thread.
-void LowerTo(int* v, int step) {
-  int seen = __atomic_load_n(v, __ATOMIC_RELAXED);
-  while ((seen == kNone || seen > step) &&
-         !__atomic_compare_exchange_n(v, &seen, step, /*weak=*/true,
-                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
+// Sets *v to `step` where it is kNone, from any thread; false where it
+// was set.
+bool Claim(int* v, int step) {
+  int none = kNone;
+  return __atomic_compare_exchange_n(v, &none, step, /*weak=*/false,
+                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
 // Raises *v to `step` where it is lower (kNone is), from any thread.
@@ -474,11 +486,11 @@ enum class UsageFound { kDone, kFault, kCancelled };
 
 // FindProducers and FindConsumers in chunks of ops on the threads
 // `parallel` gives, for a graph without faults: each tensor's producer is
-// the least step writing it and its last consumer the greatest reading
-// it, whatever the order the chunks ran in. kFault, with `usage` in any
-// state, as soon as an op writes an unknown tensor or one another write
-// (of its own op too) already claims, or reads one not produced before
-// it: the passes in op order then find the first fault and word it.
+// the one step writing it and its last consumer the greatest reading it,
+// whatever the order the chunks ran in. kFault, with `usage` in any state,
+// as soon as an op writes an unknown tensor or one another write (of its
+// own op too) claimed, or reads one not produced before it: the passes in
+// op order then find the first fault and word it.
 UsageFound FindUsageOnThreads(const OpTensors& tensors,
                               const base::Parallelism& parallel,
                               const base::CancelToken* cancel, Usage* usage) {
@@ -503,24 +515,13 @@ UsageFound FindUsageOnThreads(const OpTensors& tensors,
   int* producer = usage->producer.data();
   chunks([&](size_t step) {
     for (size_t k = tensors.begin[step]; k < tensors.inputs[step]; ++k) {
-      if (tensors.ids[k] == kNone) return false;
-      LowerTo(&producer[tensors.ids[k]], static_cast<int>(step));
+      const int t = tensors.ids[k];
+      if (t == kNone || !Claim(&producer[t], static_cast<int>(step))) {
+        return false;
+      }
     }
     return true;
   });
-  // Every write the first of its tensor's, and no op writing one twice.
-  if (!fault && !cancelled) {
-    chunks([&](size_t step) {
-      for (size_t k = tensors.begin[step]; k < tensors.inputs[step]; ++k) {
-        const int t = tensors.ids[k];
-        if (producer[t] != static_cast<int>(step)) return false;
-        for (size_t j = tensors.begin[step]; j < k; ++j) {
-          if (tensors.ids[j] == t) return false;
-        }
-      }
-      return true;
-    });
-  }
   // Steps in falling order within a chunk: a tensor's greatest reader in
   // the chunk raises its last consumer first, and the others only read it.
   int* last_consumer = usage->last_consumer.data();
@@ -697,9 +698,10 @@ absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
   const size_t n = graph.tensors.size();
   Usage usage{std::vector<int>(n, kNone), std::vector<int>(n, kNone),
               std::vector<TensorKind>(n, TensorKind::kActivation)};
-  // On threads where the graph has no fault; else (or where one is met on
-  // threads) in op order, for the first.
-  const bool on_threads = parallel.helpers() > 0 && op_names.error.ok();
+  // On kSplitFromThreads threads or more where the graph has no fault;
+  // else (or where one is met on threads) in op order, for the first.
+  const bool on_threads =
+      ThreadsOf(parallel) >= kSplitFromThreads && op_names.error.ok();
   UsageFound found = UsageFound::kFault;
   if (on_threads) {
     found = FindUsageOnThreads(tensors, parallel, cancel, &usage);
