@@ -41,6 +41,7 @@ struct NameHash {
   size_t operator()(const HashedName& h) const { return h.hash; }
 };
 
+// Compares names, hashed or not.
 struct NameEq {
   using is_transparent = void;
   static absl::string_view View(absl::string_view name) { return name; }
