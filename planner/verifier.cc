@@ -8,6 +8,7 @@
 #include "absl/container/btree_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "base/parallel.h"
 #include "base/sort.h"
 #include "planner/sections.h"
 #include "planner/shared_objects.h"
@@ -265,22 +266,55 @@ absl::Status CheckEachInChunks(const Problem& problem, const Solution& solution,
 }
 
 // The buffers live in each window: per window, those starting in it, then
-// those reaching into it from an earlier one.
-std::vector<std::vector<int>> BuffersByWindow(const Sections& time,
-                                              const TimeWindows& windows) {
-  std::vector<std::vector<int>> live(windows.count());
-  std::vector<int> crossing;
-  for (int i = 0; i < static_cast<int>(time.first.size()); ++i) {
-    const int w = windows.WindowOf(time.first[i]);
-    live[w].push_back(i);
-    if (time.last[i] > windows.begin[w + 1]) crossing.push_back(i);
-  }
-  for (int i : crossing) {
-    const int last = windows.WindowOf(time.last[i] - 1);
-    for (int w = windows.WindowOf(time.first[i]) + 1; w <= last; ++w) {
-      live[w].push_back(i);
+// those reaching into it from an earlier one, each in order. In chunks on
+// the threads `parallel` gives: each chunk counts its entries per window,
+// then writes them where the one pass would (the same lists on any
+// threads).
+std::vector<std::vector<int>> BuffersByWindow(
+    const Sections& time, const TimeWindows& windows,
+    const base::Parallelism& parallel) {
+  constexpr size_t kChunk = size_t{1} << 16;
+  const size_t n = time.first.size();
+  const size_t count = windows.count();
+  const int chunks = base::ChunkCount(n, kChunk);
+  // Per chunk and window: its buffers starting there, then reaching in.
+  std::vector<size_t> starting(chunks * count, 0), reaching(chunks * count, 0);
+  base::ParallelForRange(
+      parallel, n, kChunk, [&](int c, size_t begin, size_t end) {
+        size_t* starts = &starting[c * count];
+        size_t* reaches = &reaching[c * count];
+        for (size_t i = begin; i < end; ++i) {
+          const int first = windows.WindowOf(time.first[i]);
+          const int last = windows.WindowOf(time.last[i] - 1);
+          ++starts[first];
+          for (int w = first + 1; w <= last; ++w) ++reaches[w];
+        }
+      });
+  std::vector<std::vector<int>> live(count);
+  for (size_t w = 0; w < count; ++w) {  // counts to where each chunk writes
+    size_t at = 0;
+    for (std::vector<size_t>* counts : {&starting, &reaching}) {
+      for (int c = 0; c < chunks; ++c) {
+        const size_t entries = (*counts)[c * count + w];
+        (*counts)[c * count + w] = at;
+        at += entries;
+      }
     }
+    live[w].resize(at);
   }
+  base::ParallelForRange(
+      parallel, n, kChunk, [&](int c, size_t begin, size_t end) {
+        size_t* starts = &starting[c * count];
+        size_t* reaches = &reaching[c * count];
+        for (size_t i = begin; i < end; ++i) {
+          const int first = windows.WindowOf(time.first[i]);
+          const int last = windows.WindowOf(time.last[i] - 1);
+          live[first][starts[first]++] = static_cast<int>(i);
+          for (int w = first + 1; w <= last; ++w) {
+            live[w][reaches[w]++] = static_cast<int>(i);
+          }
+        }
+      });
   return live;
 }
 
@@ -326,7 +360,8 @@ absl::Status Verify(const Problem& problem, const Solution& solution,
   if (windows.count() == 1) {
     return Sweep(problem, solution, Ends(problem), cancel);
   }
-  const std::vector<std::vector<int>> live = BuffersByWindow(time, windows);
+  const std::vector<std::vector<int>> live =
+      BuffersByWindow(time, windows, parallel);
   std::vector<absl::Status> found(windows.count());
   base::ParallelFor(parallel, windows.count(), [&](int w) {
     found[w] = SweepWindow(problem, solution, time, windows.begin[w],

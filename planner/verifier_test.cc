@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <string>
 
+#include "base/worker_pool.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/greedy.h"
 #include "planner/sections.h"
 #include "planner/testing/random_problems.h"
+#include "planner/windows.h"
 
 namespace memplan::planner {
 namespace {
@@ -180,6 +182,55 @@ TEST(VerifierTest, ByWindowsOnWorkersFindsWhatTheSweepFinds) {
   EXPECT_TRUE(absl::IsInternal(s)) << s;
   EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("overlap"));
   EXPECT_TRUE(absl::IsInternal(Verify(p, bad, nullptr, *time, {})));
+}
+
+// Each window's sweep sees the buffers reaching into it from earlier
+// windows: a collision that lies in one later window only, between a
+// buffer crossing windows (from either chunk of the list's 2^16) and one
+// living inside that window, is found on threads as in one pass.
+TEST(VerifierTest, ByWindowsSeesBuffersReachingIntoEachWindow) {
+  const Problem p = testing::RandomProblem(70000, 5, 64);
+  absl::StatusOr<Sections> time = CompressTime(p);
+  ASSERT_TRUE(time.ok());
+  const TimeWindows windows = CutTime(*time);
+  ASSERT_GT(windows.count(), 2);
+  GreedyStrategy greedy(GreedyOrder::kSize, FitPolicy::kBestFit);
+  absl::StatusOr<Solution> plan = greedy.Solve(p, {});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  base::WorkerPool pool(3, 64);
+  const base::Parallelism parallel{&pool, 4};
+  const auto window = [&](int i, bool last) {
+    return windows.WindowOf(last ? time->last[i] - 1 : time->first[i]);
+  };
+  int checked[2] = {0, 0};  // pairs whose crossing buffer is in each chunk
+  const int n = static_cast<int>(p.buffers.size());
+  for (int crossing = 0; crossing < n; ++crossing) {
+    const int chunk = crossing < (1 << 16) ? 0 : 1;
+    if (checked[chunk] >= 6 ||
+        window(crossing, false) == window(crossing, true))
+      continue;
+    // A buffer inside one later window the crossing one reaches into.
+    int inside = -1;
+    for (int j = 0; j < n && inside < 0; ++j) {
+      if (j != crossing && window(j, false) == window(j, true) &&
+          window(j, false) > window(crossing, false) &&
+          window(j, false) <= window(crossing, true) &&
+          LifetimesOverlap(p.buffers[j], p.buffers[crossing])) {
+        inside = j;
+      }
+    }
+    if (inside < 0) continue;
+    Solution bad = *plan;
+    bad.offsets[inside] = bad.offsets[crossing];
+    bad.arena_size =
+        std::max(bad.arena_size, bad.offsets[inside] + p.buffers[inside].size);
+    ASSERT_TRUE(absl::IsInternal(Verify(p, bad))) << crossing << " " << inside;
+    EXPECT_TRUE(absl::IsInternal(Verify(p, bad, nullptr, *time, parallel)))
+        << "crossing " << crossing << ", inside " << inside;
+    ++checked[chunk];
+  }
+  EXPECT_EQ(checked[0], 6);
+  EXPECT_EQ(checked[1], 6);
 }
 
 }  // namespace
