@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "base/sort.h"
+#include "planner/windows.h"
 
 namespace memplan::planner {
 namespace {
@@ -187,6 +188,9 @@ absl::StatusOr<Sections> Sweep(const Problem& problem,
   const auto& [starts, ends] = *events;
   Sections out;
   NumberSections(starts, ends, options.kind, parallel, &out);
+  out.window_cuts = CutsFromSortedStarts(
+      static_cast<int64_t>(starts.size()), out.size(),
+      [&](int64_t m) { return out.first[starts[m].second]; });
   if (options.list_live) {
     out.live.resize(out.begin.size());
     int visited = 0;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "base/cancel.h"
 #include "base/worker_pool.h"
 #include "gmock/gmock.h"
@@ -387,6 +388,51 @@ TEST(WindowsTest, PassListsAreTheSameOnAnyThreads) {
       for (size_t k = 0; k < got.size(); ++k) {
         ASSERT_EQ(got[k].buffer, want[w][k].buffer) << w << " " << k;
         ASSERT_EQ(got[k].cross, want[w][k].cross) << w << " " << k;
+      }
+    }
+  }
+}
+
+// The cuts the sweep finds from its sorted starts are those CutTime counts
+// from the sections: on random lists, on lists whose buffers all start in
+// a few sections (cuts pushed one section on by the one before) or that
+// have fewer sections than windows, on one thread and on several.
+TEST(WindowsTest, SweptCutsAreTheCountedOnes) {
+  std::vector<std::pair<std::string, Problem>> problems = {
+      {"random 40000", testing::RandomProblem(40000, 1, 64)},
+      {"random 300000", testing::RandomProblem(300000, 2, 64)},
+      {"long 100000", testing::RandomProblem(100000, 3, 64)},
+  };
+  Problem bunched;  // 200,000 buffers starting at 5 steps
+  for (int i = 0; i < 200000; ++i) {
+    const Step start = (i % 5) * 1000;
+    bunched.buffers.push_back(
+        {absl::StrCat("b", i), start, start + 1 + i % 3000, 64, 64});
+  }
+  problems.push_back({"bunched", bunched});
+  Problem few;  // 100,000 buffers over 3 steps
+  for (int i = 0; i < 100000; ++i) {
+    few.buffers.push_back({absl::StrCat("f", i), i % 3, 3, 64, 64});
+  }
+  problems.push_back({"few sections", few});
+  base::WorkerPool pool(3, 64);
+  for (const auto& [name, p] : problems) {
+    for (base::WorkerPool* workers : {(base::WorkerPool*)nullptr, &pool}) {
+      for (SectionKind kind : {SectionKind::kMaximal, SectionKind::kAll}) {
+        SectionOptions options;
+        options.kind = kind;
+        absl::StatusOr<Sections> swept =
+            kind == SectionKind::kMaximal
+                ? CompressTime(p, nullptr, {workers, 4})
+                : SweepSectionsOrCancel(p, options, nullptr);
+        ASSERT_TRUE(swept.ok());
+        ASSERT_TRUE(swept->window_cuts.has_value()) << name;
+        const TimeWindows got = CutTime(*swept);
+        Sections counted = *swept;
+        counted.window_cuts.reset();
+        const TimeWindows want = CutTime(counted);
+        EXPECT_EQ(got.begin, want.begin) << name;
+        EXPECT_EQ(got.window_of, want.window_of) << name;
       }
     }
   }

@@ -11,14 +11,27 @@
 
 namespace memplan::planner {
 
+namespace {
+
+// The windows CutTime cuts for `n` buffers.
+int WindowCount(int64_t n, int buffers_per_window) {
+  return static_cast<int>(
+      std::clamp<int64_t>(n / std::max(1, buffers_per_window), 1, kMaxWindows));
+}
+
+}  // namespace
+
 TimeWindows CutTime(const Sections& time, int buffers_per_window) {
   const int64_t n = static_cast<int64_t>(time.first.size());
   const int sections = time.size();
-  const int count = static_cast<int>(
-      std::clamp<int64_t>(n / std::max(1, buffers_per_window), 1, kMaxWindows));
+  const int count = WindowCount(n, buffers_per_window);
   TimeWindows windows;
   windows.begin.push_back(0);
-  if (count > 1) {
+  if (count > 1 && buffers_per_window == kBuffersPerWindow &&
+      time.window_cuts.has_value()) {
+    windows.begin.insert(windows.begin.end(), time.window_cuts->begin(),
+                         time.window_cuts->end());
+  } else if (count > 1) {
     // Buffers starting in each section, then cuts at equal shares of them.
     std::vector<int64_t> starts(sections + 1, 0);
     for (int64_t i = 0; i < n; ++i) ++starts[time.first[i]];
@@ -43,6 +56,25 @@ TimeWindows CutTime(const Sections& time, int buffers_per_window) {
     }
   }
   return windows;
+}
+
+std::vector<int> CutsFromSortedStarts(
+    int64_t n, int sections, absl::FunctionRef<int(int64_t)> section_of_start,
+    int buffers_per_window) {
+  // CutTime's cut for window `next` comes after the first section by which
+  // next * n / count buffers have started (the section of that start), and
+  // after the cut before it: one cut a section at most.
+  const int count = WindowCount(n, buffers_per_window);
+  std::vector<int> cuts;
+  int previous = 0;
+  for (int next = 1; next < count; ++next) {
+    const int64_t started = (next * n + count - 1) / count;  // at least
+    const int cut = std::max(section_of_start(started - 1), previous) + 1;
+    if (cut >= sections) break;
+    cuts.push_back(cut);
+    previous = cut;
+  }
+  return cuts;
 }
 
 WindowedPass::WindowedPass(const Sections& time, const TimeWindows& windows,

@@ -57,6 +57,15 @@ struct TimeWindows {
 TimeWindows CutTime(const Sections& time,
                     int buffers_per_window = kBuffersPerWindow);
 
+// The first sections of the windows after the first, as CutTime(time,
+// buffers_per_window) cuts the sections of `n` buffers, from their starts
+// in time order: section_of_start(m) is the section the m-th start (from
+// 0) falls in. O(windows): for the sweep that numbers the sections, which
+// has its starts sorted (Sections::window_cuts).
+std::vector<int> CutsFromSortedStarts(
+    int64_t n, int sections, absl::FunctionRef<int(int64_t)> section_of_start,
+    int buffers_per_window = kBuffersPerWindow);
+
 // A pass over buffers in a fixed order, window by window.
 class WindowedPass {
  public:
