@@ -542,19 +542,31 @@ UsageFound FindUsageOnThreads(const OpTensors& tensors,
 
 // Decides each tensor's kind: graph inputs, then outputs, then weights
 // (marked constant, or produced by no op) and variables; the rest are
-// activations.
+// activations. The pass over the tensors runs in chunks on the threads
+// `parallel` gives (the first tensor marked both constant and variable is
+// the error, as in one pass).
 absl::Status ClassifyTensors(const Graph& graph, const NameIndex& index,
-                             Usage* usage) {
-  for (size_t t = 0; t < graph.tensors.size(); ++t) {
-    const Tensor& tensor = graph.tensors[t];
-    if (tensor.constant && tensor.variable) {
-      return Invalid("tensor '", tensor.name,
-                     "' is marked both constant and variable");
-    }
-    if (tensor.constant || usage->producer[t] == kNone) {
-      usage->kind[t] = TensorKind::kWeight;
-    }
-    if (tensor.variable) usage->kind[t] = TensorKind::kVariable;
+                             const base::Parallelism& parallel, Usage* usage) {
+  const size_t n = graph.tensors.size();
+  std::vector<size_t> both_in(base::ChunkCount(n, kBufferChunk), n);
+  base::ParallelForRange(
+      parallel, n, kBufferChunk, [&](int chunk, size_t first, size_t last) {
+        for (size_t t = first; t < last; ++t) {
+          const Tensor& tensor = graph.tensors[t];
+          if (tensor.constant && tensor.variable) {
+            both_in[chunk] = t;
+            return;
+          }
+          if (tensor.constant || usage->producer[t] == kNone) {
+            usage->kind[t] = TensorKind::kWeight;
+          }
+          if (tensor.variable) usage->kind[t] = TensorKind::kVariable;
+        }
+      });
+  if (const size_t t = *std::min_element(both_in.begin(), both_in.end());
+      t < n) {
+    return Invalid("tensor '", graph.tensors[t].name,
+                   "' is marked both constant and variable");
   }
   for (const std::string& name : graph.outputs) {
     const int t = index.Find(name);
@@ -721,7 +733,9 @@ absl::StatusOr<Problem> AnalyzeLiveness(const Graph& graph,
       return s;
     }
   }
-  if (auto s = ClassifyTensors(graph, index, &usage); !s.ok()) return s;
+  if (auto s = ClassifyTensors(graph, index, parallel, &usage); !s.ok()) {
+    return s;
+  }
   if (cancel != nullptr && cancel->Cancelled()) return Cancelled();
 
   const std::vector<bool> output = GraphOutputs(graph, index);

@@ -347,6 +347,13 @@ TEST(LivenessTest, FirstErrorOnAnyThreads) {
        "op 'op19000' reads unknown tensor 'nope'"},
       {[](Graph* g) { g->ops[18000].name.clear(); }, "op #18000 has no name"},
       {[](Graph* g) {
+         for (int t : {25000, 5000}) {
+           g->tensors[t].constant = g->tensors[t].variable = true;
+         }
+       },
+       "tensor '" + base.tensors[5000].name +
+           "' is marked both constant and variable"},
+      {[](Graph* g) {
          g->ops[16000].outputs.push_back(g->ops[16000].outputs[0]);
        },
        "tensor '" + base.ops[16000].outputs[0] +

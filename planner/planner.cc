@@ -729,27 +729,48 @@ std::vector<InPlaceTensor> SelectBuffers(const Graph& graph, Problem tensors,
   if (in_place) merge = MergeInPlace(graph, tensors);
   Problem& merged = in_place ? merge.problem : tensors;
   const size_t n = tensors.buffers.size();
+  constexpr size_t kChunk = size_t{1} << 14;
+  const auto planned_tensor = [&](size_t t) {
+    return Planned(kinds[t], options);
+  };
+  // The weights the arena leaves out, summed in chunks.
+  std::vector<Bytes> weights(base::ChunkCount(n, kChunk), 0);
+  base::ParallelForRange(
+      parallel, n, kChunk, [&](int chunk, size_t first, size_t last) {
+        for (size_t t = first; t < last; ++t) {
+          if (!planned_tensor(t) && kinds[t] == TensorKind::kWeight &&
+              !graph.tensors[t].folded) {
+            weights[chunk] += tensors.buffers[t].size;
+          }
+        }
+      });
+  for (Bytes w : weights) result->weights_bytes += w;
   // Which planned buffer holds each tensor (-1: none), the planned buffers
-  // numbered in order of their first tensor.
-  std::vector<int> kept(merged.buffers.size(), -1);  // merged -> planned
+  // numbered in order of their first tensor: without in-place outputs, the
+  // planned tensors in order, found in chunks.
   std::vector<int> buffer_of(n, -1);
   std::vector<int> planned;  // planned -> merged
-  planned.reserve(merged.buffers.size());
-  for (size_t t = 0; t < n; ++t) {
-    if (!Planned(kinds[t], options)) {
-      if (kinds[t] == TensorKind::kWeight && !graph.tensors[t].folded) {
-        result->weights_bytes += tensors.buffers[t].size;
+  if (!in_place) {
+    planned = base::KeptInOrder(parallel, n, planned_tensor);
+    base::ParallelForRange(parallel, planned.size(), kChunk,
+                           [&](int, size_t first, size_t last) {
+                             for (size_t k = first; k < last; ++k) {
+                               buffer_of[planned[k]] = static_cast<int>(k);
+                             }
+                           });
+  } else {
+    std::vector<int> kept(merged.buffers.size(), -1);  // merged -> planned
+    planned.reserve(merged.buffers.size());
+    for (size_t t = 0; t < n; ++t) {
+      if (!planned_tensor(t)) continue;
+      const int m = merge.buffer_of[t];
+      if (kept[m] < 0) {
+        kept[m] = static_cast<int>(planned.size());
+        planned.push_back(m);
       }
-      continue;
+      buffer_of[t] = kept[m];
     }
-    const int m = in_place ? merge.buffer_of[t] : static_cast<int>(t);
-    if (kept[m] < 0) {
-      kept[m] = static_cast<int>(planned.size());
-      planned.push_back(m);
-    }
-    buffer_of[t] = kept[m];
   }
-  constexpr size_t kChunk = size_t{1} << 14;
   result->tensors.resize(n);
   base::ParallelForRange(
       parallel, n, kChunk, [&](int, size_t first, size_t last) {

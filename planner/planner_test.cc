@@ -55,6 +55,42 @@ Bytes BeforeTheSearch(const Problem& p) {
   return s.ok() ? std::min(quick, s->arena_size) : quick;
 }
 
+// A large graph's tensor table and weight bytes, built in chunks on
+// threads: each planned tensor points at its own buffer, numbered in
+// tensor order; the weights (marked constant, some folded) have none and
+// count unless folded.
+TEST(PlannerTest, LargeGraphTableNumbersBuffersAndSumsWeights) {
+  Graph g = testing::RandomGraph(40000, 13);
+  Bytes want_weights = g.tensors[1].size_bytes;  // "weight": no producer
+  for (size_t t = 3; t < g.tensors.size(); t += 97) {
+    g.tensors[t].constant = true;
+    g.tensors[t].folded = t % 2 == 0;
+    if (!g.tensors[t].folded) want_weights += g.tensors[t].size_bytes;
+  }
+  base::WorkerPool pool(3, 64);
+  for (base::WorkerPool* workers : {(base::WorkerPool*)nullptr, &pool}) {
+    PlanOptions options;
+    options.max_threads = 4;
+    absl::StatusOr<PlanResult> r = PlanGraph(g, options, workers, nullptr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->weights_bytes, want_weights);
+    ASSERT_EQ(r->tensors.size(), g.tensors.size());
+    int next = 0;  // the next planned buffer
+    for (size_t t = 0; t < g.tensors.size(); ++t) {
+      const TensorPlacement& p = r->tensors[t];
+      ASSERT_EQ(p.name, g.tensors[t].name);
+      if (p.kind == TensorKind::kWeight) {
+        ASSERT_EQ(p.buffer, -1) << p.name;
+        continue;
+      }
+      ASSERT_EQ(p.buffer, next) << p.name;
+      ASSERT_EQ(r->problem.buffers[next].name, p.name);
+      ++next;
+    }
+    EXPECT_EQ(next, static_cast<int>(r->problem.buffers.size()));
+  }
+}
+
 TEST(PlannerTest, GraphPlanIsVerifiedAndReportsEveryStage) {
   base::WorkerPool pool(2, 16);
   Graph g = testing::RandomGraph(50, 7);

@@ -31,6 +31,7 @@ void ExpectSamePlan(const PlanResult& got, const PlanResult& want,
   EXPECT_EQ(got.lower_bound, want.lower_bound) << what;
   EXPECT_EQ(got.unaligned_lower_bound, want.unaligned_lower_bound) << what;
   EXPECT_EQ(got.naive_bytes, want.naive_bytes) << what;
+  EXPECT_EQ(got.weights_bytes, want.weights_bytes) << what;
   EXPECT_EQ(got.proven_optimal, want.proven_optimal) << what;
   // The tensor table too (filled in chunks on threads).
   ASSERT_EQ(got.tensors.size(), want.tensors.size()) << what;
