@@ -188,9 +188,10 @@ absl::StatusOr<Sections> Sweep(const Problem& problem,
   const auto& [starts, ends] = *events;
   Sections out;
   NumberSections(starts, ends, options.kind, parallel, &out);
+  const Events& in_order = starts;  // a lambda cannot capture a binding
   out.window_cuts = CutsFromSortedStarts(
-      static_cast<int64_t>(starts.size()), out.size(),
-      [&](int64_t m) { return out.first[starts[m].second]; });
+      static_cast<int64_t>(in_order.size()), out.size(),
+      [&](int64_t m) { return out.first[in_order[m].second]; });
   if (options.list_live) {
     out.live.resize(out.begin.size());
     int visited = 0;
