@@ -716,8 +716,10 @@ bool Planned(TensorKind kind, const PlanOptions& options) {
 // lifetimes, kinds, buffer indices) and result->weights_bytes. Returns the
 // in-place aliases (graph tensor indices), empty when there are none. The
 // planned buffers are moved out of `tensors` (or of the merge) once the
-// tensor table has their names: one copy of each name less. The table and
-// the buffers are filled in chunks on the threads `parallel` gives.
+// tensor table has their names: one copy of each name less (without
+// in-place ops `tensors`' own list, compacted in place). The table, and
+// the buffers moved out of a merge, are filled in chunks on the threads
+// `parallel` gives.
 std::vector<InPlaceTensor> SelectBuffers(const Graph& graph, Problem tensors,
                                          const std::vector<TensorKind>& kinds,
                                          const PlanOptions& options,
@@ -780,13 +782,28 @@ std::vector<InPlaceTensor> SelectBuffers(const Graph& graph, Problem tensors,
                                 b.end,  buffer_of[t], ""};
         }
       });
-  result->problem.buffers.resize(planned.size());
-  base::ParallelForRange(
-      parallel, planned.size(), kChunk, [&](int, size_t first, size_t last) {
-        for (size_t k = first; k < last; ++k) {
-          result->problem.buffers[k] = std::move(merged.buffers[planned[k]]);
-        }
-      });
+  if (!in_place) {
+    // The planned buffers are the tensors' own, in order: moved down over
+    // the others in place (planned[k] >= k) and the list taken whole, one
+    // pass and no second list (a new list, default-constructed and then
+    // filled, cost two passes).
+    std::vector<Buffer>& list = tensors.buffers;
+    for (size_t k = 0; k < planned.size(); ++k) {
+      if (static_cast<size_t>(planned[k]) != k) {
+        list[k] = std::move(list[planned[k]]);
+      }
+    }
+    list.resize(planned.size());
+    result->problem.buffers = std::move(list);
+  } else {
+    result->problem.buffers.resize(planned.size());
+    base::ParallelForRange(
+        parallel, planned.size(), kChunk, [&](int, size_t first, size_t last) {
+          for (size_t k = first; k < last; ++k) {
+            result->problem.buffers[k] = std::move(merged.buffers[planned[k]]);
+          }
+        });
+  }
   for (const InPlaceTensor& a : merge.aliases) {
     result->tensors[a.tensor].in_place_of = result->tensors[a.input].name;
   }
