@@ -314,11 +314,29 @@ TEST(LivenessTest, SameBuffersOnAnyThreads) {
   }
 }
 
+// Each case's fault put into `base`: the one pass's error names `message`,
+// and 2, 4 and 16 threads give that error.
+void ExpectFirstErrorOnAnyThreads(
+    const Graph& base,
+    const std::vector<std::pair<void (*)(Graph*), std::string>>& cases) {
+  base::WorkerPool pool(8, 64);
+  for (const auto& [mutate, message] : cases) {
+    Graph g = base;
+    mutate(&g);
+    const absl::StatusOr<Problem> one = AnalyzeLiveness(g, 64);
+    EXPECT_THAT(one.status().message(), HasSubstr(message));
+    for (int threads : {2, 4, 16}) {
+      const absl::StatusOr<Problem> got = AnalyzeLiveness(
+          g, 64, nullptr, IoPolicy::kRuntime, nullptr, {&pool, threads});
+      EXPECT_EQ(got.status(), one.status()) << threads << " threads";
+    }
+  }
+}
+
 // Where a large graph has several faults, the error is the one a pass in
 // op order meets first, on any threads: the op names and writes are
 // checked before any read.
 TEST(LivenessTest, FirstErrorOnAnyThreads) {
-  base::WorkerPool pool(8, 64);
   const Graph base = testing::RandomGraph(20000, 9);
   const std::vector<std::pair<void (*)(Graph*), std::string>> cases = {
       {[](Graph* g) {
@@ -376,24 +394,13 @@ TEST(LivenessTest, FirstErrorOnAnyThreads) {
        },
        "duplicate op name 'op300'"},
   };
-  for (const auto& [mutate, message] : cases) {
-    Graph g = base;
-    mutate(&g);
-    const absl::StatusOr<Problem> one = AnalyzeLiveness(g, 64);
-    EXPECT_THAT(one.status().message(), HasSubstr(message));
-    for (int threads : {2, 4, 16}) {
-      const absl::StatusOr<Problem> got = AnalyzeLiveness(
-          g, 64, nullptr, IoPolicy::kRuntime, nullptr, {&pool, threads});
-      EXPECT_EQ(got.status(), one.status()) << threads << " threads";
-    }
-  }
+  ExpectFirstErrorOnAnyThreads(base, cases);
 }
 
 // The tensors' own faults (names, sizes, alignments, the sum of sizes)
 // come first, and the first in tensor order is the one reported, however
 // many threads index the names (on threads each fills a shard of them).
 TEST(LivenessTest, FirstTensorErrorOnAnyThreads) {
-  base::WorkerPool pool(8, 64);
   const Graph base = testing::RandomGraph(20000, 3);
   ASSERT_GT(base.tensors.size(), 25000u);
   const std::string name100 = base.tensors[100].name;
@@ -443,17 +450,7 @@ TEST(LivenessTest, FirstTensorErrorOnAnyThreads) {
        },
        "tensor '" + base.tensors[19000].name + "' has size -5"},
   };
-  for (const auto& [mutate, message] : cases) {
-    Graph g = base;
-    mutate(&g);
-    const absl::StatusOr<Problem> one = AnalyzeLiveness(g, 64);
-    EXPECT_THAT(one.status().message(), HasSubstr(message));
-    for (int threads : {2, 4, 16}) {
-      const absl::StatusOr<Problem> got = AnalyzeLiveness(
-          g, 64, nullptr, IoPolicy::kRuntime, nullptr, {&pool, threads});
-      EXPECT_EQ(got.status(), one.status()) << threads << " threads";
-    }
-  }
+  ExpectFirstErrorOnAnyThreads(base, cases);
 }
 
 }  // namespace

@@ -279,17 +279,22 @@ std::vector<std::vector<int>> BuffersByWindow(
   const int chunks = base::ChunkCount(n, kChunk);
   // Per chunk and window: its buffers starting there, then reaching in.
   std::vector<size_t> starting(chunks * count, 0), reaching(chunks * count, 0);
-  base::ParallelForRange(
-      parallel, n, kChunk, [&](int c, size_t begin, size_t end) {
-        size_t* starts = &starting[c * count];
-        size_t* reaches = &reaching[c * count];
-        for (size_t i = begin; i < end; ++i) {
-          const int first = windows.WindowOf(time.first[i]);
-          const int last = windows.WindowOf(time.last[i] - 1);
-          ++starts[first];
-          for (int w = first + 1; w <= last; ++w) ++reaches[w];
-        }
-      });
+  // visit(slot, w, i) for each window w of buffer i, with the chunk's
+  // slot for w: its starting one, then the reaching ones.
+  const auto each_window = [&](auto visit) {
+    base::ParallelForRange(
+        parallel, n, kChunk, [&](int c, size_t begin, size_t end) {
+          size_t* starts = &starting[c * count];
+          size_t* reaches = &reaching[c * count];
+          for (size_t i = begin; i < end; ++i) {
+            const int first = windows.WindowOf(time.first[i]);
+            const int last = windows.WindowOf(time.last[i] - 1);
+            visit(starts[first], first, i);
+            for (int w = first + 1; w <= last; ++w) visit(reaches[w], w, i);
+          }
+        });
+  };
+  each_window([](size_t& entries, int, size_t) { ++entries; });
   std::vector<std::vector<int>> live(count);
   for (size_t w = 0; w < count; ++w) {  // counts to where each chunk writes
     size_t at = 0;
@@ -302,19 +307,9 @@ std::vector<std::vector<int>> BuffersByWindow(
     }
     live[w].resize(at);
   }
-  base::ParallelForRange(
-      parallel, n, kChunk, [&](int c, size_t begin, size_t end) {
-        size_t* starts = &starting[c * count];
-        size_t* reaches = &reaching[c * count];
-        for (size_t i = begin; i < end; ++i) {
-          const int first = windows.WindowOf(time.first[i]);
-          const int last = windows.WindowOf(time.last[i] - 1);
-          live[first][starts[first]++] = static_cast<int>(i);
-          for (int w = first + 1; w <= last; ++w) {
-            live[w][reaches[w]++] = static_cast<int>(i);
-          }
-        }
-      });
+  each_window([&](size_t& at, int w, size_t i) {
+    live[w][at++] = static_cast<int>(i);
+  });
   return live;
 }
 
