@@ -1,12 +1,14 @@
 #include "formats/c_header.h"
 
-#include <unistd.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
+#include <system_error>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -96,9 +98,8 @@ int other_unit_tensor_count(void) {
 // Compiles `header` with the check program (gcc -std=c99 -pedantic-errors -Wall
 // -Wextra -Werror) and runs it; returns its output, or the failure.
 std::string CompileAndRun(const std::string& header, const std::string& id) {
-  const std::string dir =
-      absl::StrCat(::testing::TempDir(), "c_header_", getpid(), "_", id);
-  EXPECT_EQ(std::system(("mkdir -p '" + dir + "'").c_str()), 0);
+  std::string dir = ::testing::TempDir() + "c_header_XXXXXX";
+  EXPECT_NE(::mkdtemp(dir.data()), nullptr) << dir;
   const std::string macro = absl::AsciiStrToUpper(id);
   auto subst = [&](absl::string_view text) {
     return absl::StrReplaceAll(text, {{"MEMPLAN_ID_", "MEMPLAN_" + macro + "_"},
@@ -118,6 +119,8 @@ std::string CompileAndRun(const std::string& header, const std::string& id) {
   const std::string code((std::istreambuf_iterator<char>(status)), {}),
       compiled((std::istreambuf_iterator<char>(cc_log)), {}),
       ran((std::istreambuf_iterator<char>(run_log)), {});
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
   return absl::StrCat("exit ", code.substr(0, code.find('\n')), ": ", compiled,
                       ran);
 }

@@ -7,7 +7,6 @@
 // distinct; the SVG and HTML open in xmllint; C headers compile with
 // `cc -std=c99 -pedantic-errors -Werror`, two models' headers in one
 // program included.
-#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -26,6 +25,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "onnx/testing/onnx_builder.h"
+#include "tests/testing/files.h"
 #include "tests/testing/process.h"
 #include "tests/testing/requests.h"
 #include "tflite/testing/tflite_builder.h"
@@ -157,9 +157,10 @@ std::vector<Case> Cases(bool on_the_wire) {
            CleanNames()}};
 }
 
+// A folder for one test's files, inside one removed when the program ends.
 std::string TempDir(const std::string& label) {
-  const std::string dir =
-      absl::StrCat(::testing::TempDir(), "text_e2e_", getpid(), "_", label);
+  static const testing::TestFiles root;
+  const std::string dir = root.Path(label);
   EXPECT_EQ(std::system(("mkdir -p '" + dir + "'").c_str()), 0);
   return dir;
 }

@@ -11,16 +11,13 @@
 #ifndef MEMPLAN_TESTS_TESTING_CLI_H_
 #define MEMPLAN_TESTS_TESTING_CLI_H_
 
-#include <stdlib.h>
-
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "memplan/v1/memplan.pb.h"
+#include "tests/testing/files.h"
 #include "tests/testing/process.h"
 
 namespace memplan::testing {
@@ -40,36 +37,6 @@ inline v1::PlanResponse ParsePlanJson(const std::string& json) {
   EXPECT_TRUE(s.ok()) << s.ToString() << json.substr(0, 200);
   return r;
 }
-
-// A fixture mix-in: a fresh folder for each test, removed after it, and
-// the files a test writes into it.
-class TestFiles {
- public:
-  TestFiles() {
-    std::string pattern = ::testing::TempDir() + "memplan_test_XXXXXX";
-    if (::mkdtemp(pattern.data()) != nullptr) dir_ = pattern;
-    EXPECT_FALSE(dir_.empty()) << "mkdtemp " << pattern;
-  }
-  ~TestFiles() {
-    std::error_code ignored;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
-  }
-  TestFiles(const TestFiles&) = delete;
-  TestFiles& operator=(const TestFiles&) = delete;
-
-  // Writes `bytes` to `name` in the folder; returns its path.
-  std::string Write(const std::string& name, const std::string& bytes) const {
-    const std::string path = Path(name);
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path;
-  }
-  // The path `name` would have in the folder.
-  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
-  const std::string& dir() const { return dir_; }
-
- private:
-  std::string dir_;
-};
 
 }  // namespace memplan::testing
 
