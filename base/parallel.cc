@@ -16,6 +16,53 @@
 #include "absl/synchronization/mutex.h"
 
 namespace memplan::base {
+namespace internal {
+
+// The free helper places of one call (a ThreadBudget's, or an outermost
+// RunTogether's), and the handed tasks waiting for one. Shared: a handed
+// task's worker may touch it after the owner has taken the task.
+struct CallPlaces : std::enable_shared_from_this<CallPlaces> {
+  explicit CallPlaces(int helpers) : free(helpers) {}
+
+  std::atomic<int> free;
+  // Tasks in `waiting` (read without the lock first: usually none).
+  std::atomic<int> waiting_count{0};
+  absl::Mutex mu;
+  // Handed tasks a worker found no place for, oldest first (some may have
+  // been taken by their owners since).
+  std::vector<std::shared_ptr<HandedTask::Shared>> waiting ABSL_GUARDED_BY(mu);
+};
+
+}  // namespace internal
+
+struct HandedTask::Shared : std::enable_shared_from_this<Shared> {
+  std::function<void()> task;
+  WorkerPool* pool = nullptr;
+  // The call it was made in, or null outside one.
+  std::shared_ptr<internal::CallPlaces> places;
+
+  mutable absl::Mutex mu;
+  bool taken ABSL_GUARDED_BY(mu) = false;  // by a worker or the owner
+  // A worker found no place free: waiting for one (or for the owner).
+  bool waiting ABSL_GUARDED_BY(mu) = false;
+  // Queued again with a place taken for it, not started yet: whoever
+  // takes the task first has the place (the owner gives it back).
+  bool holds_place ABSL_GUARDED_BY(mu) = false;
+  bool done ABSL_GUARDED_BY(mu) = false;  // ran (or never will)
+
+  // Takes the task for the owner's thread; false when a thread took it
+  // before.
+  bool TakeHere();
+  // Runs the taken task on this thread and marks it done; on a worker
+  // (`places` given) inside the call's places, the held one given back
+  // before it is marked done.
+  void Run(internal::CallPlaces* places);
+  // A worker's first look at the task.
+  void OnWorker();
+  // A worker's run with the place taken for it (Wake).
+  void OnWorkerWithPlace();
+};
+
 namespace {
 
 // What the caller and its workers share. Workers hold it by shared_ptr: a
@@ -28,9 +75,9 @@ struct Team : std::enable_shared_from_this<Team> {
   // The caller's function: called only while !closed (the caller is then
   // still inside RunTogether).
   const absl::FunctionRef<void(int)>* work = nullptr;
-  // The free helper places of the outermost call (call_slots): read only
+  // The free helper places of the outermost call (call_places): read only
   // while !closed, when the outermost call is still running.
-  std::atomic<int>* slots = nullptr;
+  internal::CallPlaces* places = nullptr;
   WorkerPool* workers = nullptr;
   int helpers = 0;  // the most workers at once
   Recruit recruit = Recruit::kAtStart;
@@ -55,29 +102,70 @@ thread_local Team* current_team = nullptr;
 // nested RunTogether (a split inside a split) recruits only into these
 // places, so that the threads of one call never exceed its budget, however
 // deep the splits go: more threads than cores only queue for them.
-thread_local std::atomic<int>* call_slots = nullptr;
+thread_local internal::CallPlaces* call_places = nullptr;
 
 // Takes one free place, if there is one.
-bool TakeSlot(std::atomic<int>* slots) {
-  int free = slots->load(std::memory_order_relaxed);
+bool TakePlace(internal::CallPlaces* places) {
+  int free = places->free.load();  // sequentially consistent: see OnWorker
   while (free > 0) {
-    if (slots->compare_exchange_weak(free, free - 1,
-                                     std::memory_order_acq_rel)) {
-      return true;
-    }
+    if (places->free.compare_exchange_weak(free, free - 1)) return true;
   }
   return false;
 }
 
-// Runs `work(thread)` with call_slots set to `slots` and current_team to
-// `team` (may be null).
-void WorkIn(std::atomic<int>* slots, Team* team,
+// Hands free places to the tasks waiting for one, oldest first, while
+// there are both.
+void Wake(internal::CallPlaces* places) {
+  absl::MutexLock lock(&places->mu);
+  auto& waiting = places->waiting;
+  while (!waiting.empty()) {
+    std::shared_ptr<HandedTask::Shared> next = waiting.front();
+    {
+      absl::MutexLock task_lock(&next->mu);
+      if (next->taken || !next->waiting) {  // its owner took it
+        waiting.erase(waiting.begin());
+        places->waiting_count.fetch_sub(1);
+        continue;
+      }
+      if (!TakePlace(places)) return;
+      next->waiting = false;
+      next->holds_place = true;
+    }
+    waiting.erase(waiting.begin());
+    places->waiting_count.fetch_sub(1);
+    if (next->pool->TrySchedule([next] { next->OnWorkerWithPlace(); })) {
+      continue;
+    }
+    // The pool is full: the task is its owner's to run, and the place is
+    // free again (for whoever asks next: the pool takes no worker now).
+    bool give_back = false;
+    {
+      absl::MutexLock task_lock(&next->mu);
+      give_back = next->holds_place;
+      next->holds_place = false;
+      if (!next->taken) next->waiting = true;
+    }
+    if (give_back) places->free.fetch_add(1, std::memory_order_acq_rel);
+    return;
+  }
+}
+
+// Gives a held place back to its call: to the first task waiting for one,
+// else to the free ones.
+void GiveBack(internal::CallPlaces* places) {
+  places->free.fetch_add(1);  // sequentially consistent: see OnWorker
+  if (places->waiting_count.load() > 0) Wake(places);
+}
+
+// Runs `work(thread)` with call_places set to `places` and current_team
+// to `team` (may be null).
+void WorkIn(internal::CallPlaces* places, Team* team,
             const absl::FunctionRef<void(int)>& work, int thread) {
-  std::atomic<int>* const outer = std::exchange(call_slots, slots);
+  internal::CallPlaces* const outer = std::exchange(call_places, places);
   Team* const outer_team = std::exchange(current_team, team);
   work(thread);
   current_team = outer_team;
-  call_slots = outer;
+  call_places = outer;
 }
 
 // Helper tasks queued in any pool and not started yet: a worker leaves
@@ -149,12 +237,12 @@ int UsableCores() {
 }
 
 ThreadBudget::ThreadBudget(const Parallelism& parallel)
-    : slots_(parallel.helpers()) {
-  if (call_slots == nullptr) call_slots = &slots_;  // else adds none
+    : places_(std::make_shared<internal::CallPlaces>(parallel.helpers())) {
+  if (call_places == nullptr) call_places = places_.get();  // else adds none
 }
 
 ThreadBudget::~ThreadBudget() {
-  if (call_slots == &slots_) call_slots = nullptr;
+  if (call_places == places_.get()) call_places = nullptr;
 }
 
 int Parallelism::helpers() const {
@@ -176,14 +264,14 @@ bool AskForWorker(const std::shared_ptr<Team>& team) {
       absl::MutexLock lock(&team->mu);
       // A place taken only while the call runs: it then still exists.
       if (team->closed || team->active >= team->helpers ||
-          !TakeSlot(team->slots)) {
+          !TakePlace(team->places)) {
         return;
       }
       team->active.fetch_add(1, std::memory_order_relaxed);
       thread = team->next_thread++;
     }
-    WorkIn(team->slots, team->Recruiting(), *team->work, thread);
-    team->slots->fetch_add(1, std::memory_order_acq_rel);
+    WorkIn(team->places, team->Recruiting(), *team->work, thread);
+    GiveBack(team->places);
     absl::MutexLock lock(&team->mu);
     team->active.fetch_sub(1, std::memory_order_relaxed);
   });
@@ -197,7 +285,7 @@ bool AskForWorker(const std::shared_ptr<Team>& team) {
 // Asks for a worker for `team` when a place of its call is free and no
 // worker asked for will take it.
 void RecruitIntoFreePlaces(Team* team) {
-  const int free = team->slots->load(std::memory_order_relaxed);
+  const int free = team->places->free.load(std::memory_order_relaxed);
   if (free <= 0) return;  // the common case: one relaxed load
   const int asked = team->asked.load(std::memory_order_relaxed);
   if (asked >= free ||
@@ -223,25 +311,30 @@ void RunTogether(const Parallelism& parallel,
     return;
   }
   // The outermost call's places, or this call's own.
-  std::atomic<int> own{helpers};
-  std::atomic<int>* const slots = call_slots != nullptr ? call_slots : &own;
+  // (Shared: a task handed inside this call may hold on to them.)
+  std::shared_ptr<internal::CallPlaces> own;
+  if (call_places == nullptr) {
+    own = std::make_shared<internal::CallPlaces>(helpers);
+  }
+  internal::CallPlaces* const places =
+      call_places != nullptr ? call_places : own.get();
   const int recruits =
-      std::min(helpers, slots->load(std::memory_order_relaxed));
+      std::min(helpers, places->free.load(std::memory_order_relaxed));
   if (recruits <= 0 && recruit == Recruit::kAtStart) {
     // Every place of the call is working, and none is asked for later.
-    WorkIn(slots, nullptr, work, 0);
+    WorkIn(places, nullptr, work, 0);
     return;
   }
   auto team = std::make_shared<Team>();
   team->work = &work;
-  team->slots = slots;
+  team->places = places;
   team->workers = parallel.workers;
   team->helpers = helpers;
   team->recruit = recruit;
   for (int h = 1; h <= recruits; ++h) {
     if (!AskForWorker(team)) break;  // the pool is full: fewer helpers
   }
-  WorkIn(slots, team->Recruiting(), work, 0);
+  WorkIn(places, team->Recruiting(), work, 0);
   absl::MutexLock lock(&team->mu);
   team->closed = true;
   team->mu.Await(absl::Condition(
@@ -284,6 +377,124 @@ void ParallelForRange(
     const size_t begin = static_cast<size_t>(c) * chunk_size;
     fn(c, begin, std::min(n, begin + chunk_size));
   });
+}
+
+bool HandedTask::Shared::TakeHere() {
+  bool give_back = false;
+  {
+    absl::MutexLock lock(&mu);
+    if (taken) return false;
+    taken = true;
+    give_back = holds_place;
+    holds_place = false;
+  }
+  // Queued again with a place for it: the place goes back to the call.
+  if (give_back) GiveBack(places.get());
+  return true;
+}
+
+void HandedTask::Shared::Run(internal::CallPlaces* in_places) {
+  if (in_places == nullptr) {
+    task();
+  } else {
+    internal::CallPlaces* const outer = std::exchange(call_places, in_places);
+    Team* const outer_team = std::exchange(current_team, nullptr);
+    task();
+    current_team = outer_team;
+    call_places = outer;
+  }
+  task = nullptr;  // what it holds goes with it
+  if (in_places != nullptr) GiveBack(in_places);
+  absl::MutexLock lock(&mu);
+  done = true;
+}
+
+void HandedTask::Shared::OnWorker() {
+  bool run = false;
+  {
+    absl::MutexLock lock(&mu);
+    if (taken) return;
+    if (places == nullptr || TakePlace(places.get())) {
+      taken = true;
+      run = true;
+    } else {
+      waiting = true;
+    }
+  }
+  if (run) {
+    Run(places.get());
+    return;
+  }
+  // No place free: the task waits for the next one the call gives back.
+  {
+    absl::MutexLock lock(&places->mu);
+    places->waiting.push_back(shared_from_this());
+    places->waiting_count.fetch_add(1);
+  }
+  // A place given back since the look above: GiveBack adds to `free`,
+  // then reads the count; this adds to the count, then reads `free`
+  // (Wake), all sequentially consistent, so one of the two sees the other.
+  Wake(places.get());
+}
+
+void HandedTask::Shared::OnWorkerWithPlace() {
+  {
+    absl::MutexLock lock(&mu);
+    if (taken) return;  // the owner took it, and gave the place back
+    taken = true;
+    holds_place = false;  // this thread's now
+  }
+  Run(places.get());
+}
+
+HandedTask::HandedTask(WorkerPool* pool, std::function<void()> task)
+    : shared_(std::make_shared<Shared>()) {
+  shared_->task = std::move(task);
+  shared_->pool = pool;
+  if (call_places != nullptr) shared_->places = call_places->shared_from_this();
+  queued_ = pool != nullptr &&
+            pool->TrySchedule([shared = shared_] { shared->OnWorker(); });
+}
+
+HandedTask::~HandedTask() {
+  if (shared_->TakeHere()) return;  // it never runs
+  absl::MutexLock lock(&shared_->mu);
+  shared_->mu.Await(absl::Condition(&shared_->done));
+}
+
+bool HandedTask::StartedWithin(absl::Duration wait) {
+  Shared* const s = shared_.get();
+  absl::MutexLock lock(&s->mu);
+  if (queued_) {
+    s->mu.AwaitWithTimeout(absl::Condition(
+                               +[](Shared* t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+                                    t->mu) { return t->taken || t->waiting; },
+                               s),
+                           wait);
+  }
+  return s->taken;
+}
+
+bool HandedTask::Waiting() const {
+  absl::MutexLock lock(&shared_->mu);
+  return shared_->waiting && !shared_->taken;
+}
+
+bool HandedTask::Running() const {
+  absl::MutexLock lock(&shared_->mu);
+  return shared_->taken && !shared_->done;
+}
+
+bool HandedTask::RunHereIfNotStarted() {
+  if (!shared_->TakeHere()) return false;
+  shared_->Run(nullptr);
+  return true;
+}
+
+void HandedTask::Join() {
+  if (RunHereIfNotStarted()) return;
+  absl::MutexLock lock(&shared_->mu);
+  shared_->mu.Await(absl::Condition(&shared_->done));
 }
 
 }  // namespace memplan::base

@@ -19,11 +19,14 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "base/worker_pool.h"
 
 namespace memplan::base {
@@ -65,12 +68,18 @@ int CgroupQuotaCores(const std::string& root, absl::string_view self_cgroup);
 
 }  // namespace internal
 
+namespace internal {
+// The free helper places of one call (parallel.cc).
+struct CallPlaces;
+}  // namespace internal
+
 // The threads one call (a request) may have at work at once, across all
 // of its splits however they nest: while a ThreadBudget lives, the
 // RunTogether calls made on its thread, and on the workers they recruit,
 // take their helpers from its parallel.helpers() places. A side task run
 // beside the main work (RunTogether with 2 threads) then takes one place,
-// and the main work's splits the others. Without a budget the outermost
+// and the main work's splits the others; so does a HandedTask made
+// inside it while a worker runs it. Without a budget the outermost
 // RunTogether's helpers() are the places; a ThreadBudget made inside a
 // budget or a RunTogether adds none.
 //
@@ -83,7 +92,67 @@ class ThreadBudget {
   ThreadBudget& operator=(const ThreadBudget&) = delete;
 
  private:
-  std::atomic<int> slots_;
+  // Shared with the handed tasks made inside the call (HandedTask).
+  std::shared_ptr<internal::CallPlaces> places_;
+};
+
+// A task handed whole to a worker while its owner goes on, which the
+// owner runs itself when no worker has started it by the time the owner
+// needs it: the owner never waits for a busy pool (its threads held by
+// another request's long task), only for a worker already running the
+// task.
+//
+//   base::HandedTask coloring(&pool, [&] { Color(); });
+//   AssignOffsets();
+//   coloring.Join();  // Color() has run: on a worker, or here
+//
+// Made inside a call (a ThreadBudget, or the work of a RunTogether), the
+// task is one of the call's threads: a worker runs it only in a free place
+// of the call, held until the task returns, and the task's own splits
+// recruit into the call's places. A worker that finds no place free
+// leaves the task waiting (Waiting()): the next place the call frees goes
+// to it (a side task or a split's worker ending), unless the owner runs it
+// first. So a call never has more threads at work than its budget, side
+// tasks and portfolio members included. Outside a call, a worker runs the
+// task as soon as it can.
+//
+// The task runs exactly once, or not at all when the HandedTask is
+// destroyed before any thread started it. The HandedTask must not outlive
+// the call it was made in. Join and the destructor must be called from one
+// thread (the owner's).
+class HandedTask {
+ public:
+  // Queues `task` on `pool`; with no pool, or its queue full, nothing is
+  // queued and Join() runs it.
+  HandedTask(WorkerPool* pool, std::function<void()> task);
+  // Waits for the task if a worker started it; else it never runs.
+  ~HandedTask();
+  HandedTask(const HandedTask&) = delete;
+  HandedTask& operator=(const HandedTask&) = delete;
+
+  // Whether a thread has taken the task (started it), waiting up to
+  // `wait` for one to (a worker just woken takes a moment to start); no
+  // wait where nothing was queued, nor once the task waits for a place.
+  bool StartedWithin(absl::Duration wait);
+  // Whether a worker found no place of the call free for the task and it
+  // has not started since: the owner, itself one of the call's threads,
+  // may as well run it (RunHereIfNotStarted).
+  bool Waiting() const;
+  // Whether a thread is running the task now (started, not yet ended).
+  bool Running() const;
+  // Runs the task on the calling thread if no worker has started it, and
+  // returns whether it did.
+  bool RunHereIfNotStarted();
+  // Returns once the task has run: here if no worker started it.
+  void Join();
+
+  // Shared with the worker tasks queued for it, which may start after
+  // this object is gone: they then only read that the task was taken.
+  struct Shared;
+
+ private:
+  std::shared_ptr<Shared> shared_;
+  bool queued_ = false;  // a worker task was queued
 };
 
 // When a RunTogether asks for its workers.

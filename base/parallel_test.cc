@@ -17,10 +17,13 @@
 #include "absl/time/time.h"
 #include "base/sort.h"
 #include "base/testing/one_cpu.h"
+#include "base/testing/threads_at_work.h"
 #include "gtest/gtest.h"
 
 namespace memplan::base {
 namespace {
+
+using ::memplan::base::testing::MostAtOnce;
 
 // Every chunk runs exactly once, whatever the pool.
 void ExpectEachChunkOnce(const Parallelism& parallel, int chunks) {
@@ -159,22 +162,6 @@ TEST(ParallelTest, NestedCallsShareTheOutermostCallsThreads) {
   std::atomic<int> later{0};
   ParallelFor({&pool, 3}, 100, [&](int) { later.fetch_add(1); });
   EXPECT_EQ(later.load(), 100);
-}
-
-// The most threads inside one split at once, each chunk holding its thread
-// for a millisecond, until `enough` were seen or 300 chunks ran.
-int MostAtOnce(const Parallelism& parallel, int enough) {
-  std::atomic<int> inside{0}, most{0};
-  ParallelFor(parallel, 300, [&](int) {
-    if (most.load() >= enough) return;
-    const int now = inside.fetch_add(1) + 1;
-    int seen = most.load();
-    while (now > seen && !most.compare_exchange_weak(seen, now)) {
-    }
-    absl::SleepFor(absl::Milliseconds(1));
-    inside.fetch_sub(1);
-  });
-  return most.load();
 }
 
 // A request's budget holds across a side task: a split made beside it

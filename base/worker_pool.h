@@ -64,48 +64,6 @@ class WorkerPool {
   std::vector<std::thread> threads_;
 };
 
-// A task handed to a pool that its owner runs itself when no worker has
-// started it by the time the owner needs it: the owner never waits for a
-// busy pool (its threads held by another request's long task), only for
-// a worker already running the task.
-//
-//   base::HandedTask coloring(&pool, [&] { Color(); });
-//   AssignOffsets();
-//   coloring.Join();  // Color() has run: on a worker, or here
-//
-// The task runs exactly once, or not at all when the HandedTask is
-// destroyed before any thread started it. Join and the destructor must be
-// called from one thread (the owner's).
-class HandedTask {
- public:
-  // Queues `task` on `pool`; with no pool, or its queue full, nothing is
-  // queued and Join() runs it.
-  HandedTask(WorkerPool* pool, std::function<void()> task);
-  // Waits for the task if a worker started it; else it never runs.
-  ~HandedTask();
-  HandedTask(const HandedTask&) = delete;
-  HandedTask& operator=(const HandedTask&) = delete;
-
-  // Whether a thread has taken the task (started it), waiting up to
-  // `wait` for one to (a worker just woken takes a moment to start); no
-  // wait where nothing was queued.
-  bool StartedWithin(absl::Duration wait);
-  // Whether a worker is running the task now (started, not yet ended).
-  bool Running() const;
-  // Runs the task on the calling thread if no worker has started it, and
-  // returns whether it did.
-  bool RunHereIfNotStarted();
-  // Returns once the task has run: here if no worker started it.
-  void Join();
-
- private:
-  struct Shared;
-  // Shared with the queued worker task, which may start after this object
-  // is gone: it then only reads that the task was taken.
-  std::shared_ptr<Shared> shared_;
-  bool queued_ = false;  // a worker task was queued
-};
-
 }  // namespace memplan::base
 
 #endif  // MEMPLAN_BASE_WORKER_POOL_H_

@@ -140,12 +140,14 @@ absl::StatusOr<PortfolioResult> RunPortfolio(
     }
   }
   for (size_t i : here) run(i);
-  // Then a member no worker has started (the pool's threads busy with other
-  // calls' work, or its queue full) runs here, in list order, once no
-  // member of this call runs on a worker (none will free one for it soon,
-  // and the caller is then this call's one thread at work): the call waits
-  // for its own members, never for a busy pool. Where the caller had none,
-  // the workers get a moment to start theirs.
+  // Then a member no worker has started runs here, in list order: at once
+  // where a worker found every place of the request's threads at work
+  // (base::HandedTask::Waiting), else once no member of this call runs on
+  // a worker (the pool's threads busy with other calls' work, or its queue
+  // full: none will free one for it soon, and the caller is then this
+  // call's one thread at work). The call waits for its own members, never
+  // for a busy pool. Where the caller had none, the workers get a moment
+  // to start theirs.
   const absl::Time wake_by =
       absl::Now() + (here.empty() ? kWorkerWakeUp : absl::ZeroDuration());
   const auto members_running = [&handed] {
@@ -155,7 +157,9 @@ absl::StatusOr<PortfolioResult> RunPortfolio(
   for (base::HandedTask& member : handed) {
     while (
         !member.StartedWithin(std::max(wake_by - absl::Now(), kMemberPoll))) {
-      if (absl::Now() >= wake_by && !members_running()) {
+      // A member waiting for a place of the request's threads (all at
+      // work): the caller, one of them, runs it rather than wait.
+      if (member.Waiting() || (absl::Now() >= wake_by && !members_running())) {
         member.RunHereIfNotStarted();
         break;
       }

@@ -1,0 +1,280 @@
+// base::HandedTask: a task handed whole to a worker, run by its owner
+// when no worker has started it, and within its call's places.
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "base/parallel.h"
+#include "base/testing/threads_at_work.h"
+#include "base/worker_pool.h"
+#include "gtest/gtest.h"
+
+namespace memplan::base {
+namespace {
+
+using ::memplan::base::testing::MostAtOnce;
+using ::memplan::base::testing::ThreadsAtWork;
+
+// Holds `pool`'s one thread until `release` is notified (at most 10 s).
+void HoldTheThread(WorkerPool* pool, absl::Notification* release) {
+  absl::Notification held;
+  ASSERT_TRUE(pool->TrySchedule([&held, release] {
+    held.Notify();
+    release->WaitForNotificationWithTimeout(absl::Seconds(10));
+  }));
+  held.WaitForNotification();
+}
+
+// Whether `pool`'s one thread ran every task queued before this call
+// (within 10 s).
+bool Drained(WorkerPool* pool) {
+  auto drained = std::make_shared<absl::Notification>();  // may outlive this
+  return pool->TrySchedule([drained] { drained->Notify(); }) &&
+         drained->WaitForNotificationWithTimeout(absl::Seconds(10));
+}
+
+TEST(HandedTaskTest, AnIdleWorkerRunsItAndJoinWaitsForIt) {
+  WorkerPool pool(1, 8);
+  absl::Notification started, finish;
+  std::thread::id ran_on;
+  HandedTask task(&pool, [&] {
+    ran_on = std::this_thread::get_id();
+    started.Notify();
+    finish.WaitForNotificationWithTimeout(absl::Seconds(10));
+  });
+  started.WaitForNotification();
+  EXPECT_FALSE(task.RunHereIfNotStarted());  // the worker has it
+  std::thread finisher([&finish] {
+    absl::SleepFor(absl::Milliseconds(50));
+    finish.Notify();
+  });
+  task.Join();  // returns only once the worker's run ended
+  EXPECT_TRUE(finish.HasBeenNotified());
+  EXPECT_NE(ran_on, std::this_thread::get_id());
+  finisher.join();
+}
+
+TEST(HandedTaskTest, ABusyPoolsTaskRunsOnTheOwnerOnce) {
+  WorkerPool pool(1, 8);
+  absl::Notification release;
+  HoldTheThread(&pool, &release);
+  std::atomic<int> runs{0};
+  std::thread::id ran_on;
+  {
+    HandedTask task(&pool, [&] {
+      ++runs;
+      ran_on = std::this_thread::get_id();
+    });
+    task.Join();  // not the 10 s the pool's thread is held
+    EXPECT_EQ(runs.load(), 1);
+    EXPECT_EQ(ran_on, std::this_thread::get_id());
+    EXPECT_FALSE(release.HasBeenNotified());
+  }
+  release.Notify();
+  // The queued copy, once the thread is free, finds the task taken.
+  ASSERT_TRUE(Drained(&pool));
+  EXPECT_EQ(runs.load(), 1);
+}
+
+TEST(HandedTaskTest, StartedWithinTellsWhetherAWorkerTookIt) {
+  WorkerPool pool(1, 8);
+  {
+    absl::Notification release;
+    HoldTheThread(&pool, &release);
+    HandedTask task(&pool, [] {});
+    EXPECT_FALSE(task.StartedWithin(absl::Milliseconds(20)));
+    release.Notify();
+    EXPECT_TRUE(task.StartedWithin(absl::Seconds(10)));  // the thread is free
+    EXPECT_FALSE(task.RunHereIfNotStarted());
+  }
+  HandedTask unqueued(nullptr, [] {});
+  const absl::Time asked = absl::Now();
+  EXPECT_FALSE(unqueued.StartedWithin(absl::Seconds(10)));
+  EXPECT_LT(absl::Now() - asked, absl::Seconds(5));  // nothing to wait for
+  EXPECT_TRUE(unqueued.RunHereIfNotStarted());
+  EXPECT_TRUE(unqueued.StartedWithin(absl::ZeroDuration()));
+}
+
+TEST(HandedTaskTest, WithoutAPoolJoinRunsIt) {
+  int runs = 0;
+  HandedTask task(nullptr, [&runs] { ++runs; });
+  task.Join();
+  task.Join();  // once only
+  EXPECT_EQ(runs, 1);
+}
+
+TEST(HandedTaskTest, DestroyedUnstartedItNeverRuns) {
+  WorkerPool pool(1, 8);
+  absl::Notification release;
+  HoldTheThread(&pool, &release);
+  std::atomic<int> runs{0};
+  {
+    HandedTask task(&pool, [&runs] { ++runs; });
+  }
+  release.Notify();
+  ASSERT_TRUE(Drained(&pool));
+  EXPECT_EQ(runs.load(), 0);
+}
+
+TEST(HandedTaskTest, DestroyedStartedItIsWaitedFor) {
+  WorkerPool pool(1, 8);
+  absl::Notification started;
+  std::atomic<bool> ended{false};
+  {
+    HandedTask task(&pool, [&] {
+      started.Notify();
+      absl::SleepFor(absl::Milliseconds(50));
+      ended = true;
+    });
+    started.WaitForNotification();
+  }
+  EXPECT_TRUE(ended.load());  // the destructor waited: the task was done
+}
+
+// Waits (at most 10 s) until `task` waits for a place of its call.
+bool BecomesWaiting(const HandedTask& task) {
+  const absl::Time until = absl::Now() + absl::Seconds(10);
+  while (!task.Waiting()) {
+    if (absl::Now() > until) return false;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return true;
+}
+
+// Made inside a request's budget, a handed task on a worker is one of the
+// request's threads: its splits get the places left, and its place comes
+// back when it ends.
+TEST(HandedTaskTest, InsideABudgetItHoldsOneOfItsPlaces) {
+  WorkerPool pool(4, 64);
+  const ThreadBudget threads({&pool, 3});  // the caller and 2 places
+  int most_in_task = 0;
+  std::thread::id ran_on;
+  HandedTask task(&pool, [&] {
+    ran_on = std::this_thread::get_id();
+    most_in_task = MostAtOnce({&pool, 8}, 3);
+  });
+  ASSERT_TRUE(task.StartedWithin(absl::Seconds(10)));
+  task.Join();
+  EXPECT_NE(ran_on, std::this_thread::get_id());
+  EXPECT_EQ(most_in_task, 2) << "the task and the one place left";
+  EXPECT_EQ(MostAtOnce({&pool, 8}, 3), 3) << "the task's place came back";
+}
+
+// With every place of its call at work, a worker leaves the task waiting;
+// the place the call frees next goes to it, so the call never has more
+// threads at work than its budget.
+TEST(HandedTaskTest, WaitsForAPlaceAndTakesTheNextOneFreed) {
+  WorkerPool pool(4, 64);
+  const ThreadBudget threads({&pool, 2});  // the caller and 1 place
+  ThreadsAtWork at_work;
+  absl::Notification side_started, release_side;
+  std::thread::id task_on;
+  RunTogether({&pool, 2}, [&](int thread) {
+    const auto in = at_work.Enter();
+    if (thread > 0) {  // a side task holding the one place
+      side_started.Notify();
+      release_side.WaitForNotificationWithTimeout(absl::Seconds(10));
+      return;
+    }
+    ASSERT_TRUE(side_started.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    HandedTask task(&pool, [&] {
+      const auto in_task = at_work.Enter();
+      task_on = std::this_thread::get_id();
+      absl::SleepFor(absl::Milliseconds(5));
+    });
+    const bool waited = BecomesWaiting(task);
+    release_side.Notify();
+    EXPECT_TRUE(waited) << "a worker found no place free";
+    // (StartedWithin returns at once while the task waits for a place.)
+    const absl::Time until = absl::Now() + absl::Seconds(10);
+    while (!task.StartedWithin(absl::Milliseconds(1)) && absl::Now() < until) {
+    }
+    EXPECT_FALSE(task.Waiting());
+    EXPECT_TRUE(task.StartedWithin(absl::ZeroDuration()))
+        << "the side task's place, once free, went to it";
+    task.Join();
+    EXPECT_NE(task_on, std::this_thread::get_id());
+  });
+  EXPECT_EQ(at_work.most(), 2) << "the caller, then the side or the task";
+  EXPECT_EQ(MostAtOnce({&pool, 8}, 2), 2) << "the place came back";
+}
+
+// The owner may run a waiting task itself; the place freed later is then
+// the call's again, not the task's.
+TEST(HandedTaskTest, TheOwnerRunsAWaitingTask) {
+  WorkerPool pool(4, 64);
+  const ThreadBudget threads({&pool, 2});
+  absl::Notification side_started, release_side;
+  std::atomic<int> runs{0};
+  std::thread::id ran_on;
+  RunTogether({&pool, 2}, [&](int thread) {
+    if (thread > 0) {
+      side_started.Notify();
+      release_side.WaitForNotificationWithTimeout(absl::Seconds(10));
+      return;
+    }
+    ASSERT_TRUE(side_started.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    HandedTask task(&pool, [&] {
+      ++runs;
+      ran_on = std::this_thread::get_id();
+    });
+    const bool waited = BecomesWaiting(task);
+    EXPECT_TRUE(task.RunHereIfNotStarted());
+    release_side.Notify();
+    EXPECT_TRUE(waited);
+    EXPECT_EQ(ran_on, std::this_thread::get_id());
+    task.Join();
+  });
+  EXPECT_EQ(runs.load(), 1);
+  EXPECT_EQ(MostAtOnce({&pool, 8}, 2), 2) << "the freed place is the call's";
+}
+
+// Many calls' handed tasks beside splits, joined or dropped: each runs at
+// most once (once when joined), and no call has more threads at work than
+// its budget (run under AddressSanitizer too: no task outlives what it
+// reads).
+TEST(HandedTaskTest, CallsKeepTheirBudgetsUnderRacingTasks) {
+  WorkerPool pool(4, 256);
+  for (int round = 0; round < 200; ++round) {
+    ThreadsAtWork at_work;
+    std::atomic<int> runs[3] = {0, 0, 0};
+    {
+      const ThreadBudget threads({&pool, 2});
+      const auto in = at_work.Enter();  // the caller
+      std::optional<HandedTask> tasks[3];
+      for (int t = 0; t < 3; ++t) {
+        tasks[t].emplace(&pool, [&, t] {
+          const auto in_task = at_work.Enter();
+          ++runs[t];
+          ParallelFor({&pool, 8}, 1 + round % 7, [&](int) {
+            const auto in_chunk = at_work.Enter();
+            absl::SleepFor(absl::Microseconds(20));
+          });
+        });
+      }
+      ParallelFor({&pool, 8}, round % 5,
+                  [&](int) { const auto in_chunk = at_work.Enter(); });
+      // Time for workers to take some (or find no place for them).
+      absl::SleepFor(absl::Microseconds(100 * (round % 4)));
+      if (round % 3 != 0) tasks[round % 3]->Join();
+      if (round % 2 == 0) tasks[0]->Join();
+      // The others are dropped: never run, or waited for.
+      for (std::optional<HandedTask>& t : tasks) t.reset();
+    }
+    for (int t = 0; t < 3; ++t) EXPECT_LE(runs[t].load(), 1) << round;
+    if (round % 3 != 0) {
+      EXPECT_EQ(runs[round % 3].load(), 1) << round;
+    }
+    if (round % 2 == 0) {
+      EXPECT_EQ(runs[0].load(), 1) << round;
+    }
+    EXPECT_LE(at_work.most(), 2) << round;
+  }
+}
+
+}  // namespace
+}  // namespace memplan::base
