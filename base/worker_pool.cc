@@ -1,9 +1,6 @@
 #include "base/worker_pool.h"
 
-#include <atomic>
 #include <utility>
-
-#include "absl/synchronization/notification.h"
 
 namespace memplan::base {
 
