@@ -233,6 +233,66 @@ TEST(HandedTaskTest, TheOwnerRunsAWaitingTask) {
   EXPECT_EQ(MostAtOnce({&pool, 8}, 2), 2) << "the freed place is the call's";
 }
 
+// A call of one thread has no place for a worker: the task is never
+// queued (a worker would only find it waiting) and its owner runs it.
+TEST(HandedTaskTest, ACallOfOneThreadKeepsItsTaskOffThePool) {
+  WorkerPool pool(1, 8);
+  absl::Notification release;
+  HoldTheThread(&pool, &release);  // what is queued stays in the queue
+  {
+    const ThreadBudget threads({&pool, 1});
+    std::thread::id ran_on;
+    HandedTask task(&pool, [&] { ran_on = std::this_thread::get_id(); });
+    EXPECT_EQ(pool.queue_depth(), 0);
+    EXPECT_FALSE(task.StartedWithin(absl::Seconds(10)));  // at once
+    task.Join();
+    EXPECT_EQ(ran_on, std::this_thread::get_id());
+  }
+  release.Notify();
+}
+
+// When the place a call frees cannot go to its waiting tasks (the pool's
+// queue is full), they are their owners' to run, and the place is the
+// call's again (run under LeakSanitizer too: none is left behind).
+TEST(HandedTaskTest, AFullPoolLeavesWaitingTasksToTheirOwners) {
+  WorkerPool pool(2, 2);
+  const ThreadBudget threads({&pool, 2});  // the caller and 1 place
+  absl::Notification side_started, release_side, release_blockers;
+  std::atomic<int> runs{0};
+  RunTogether({&pool, 2}, [&](int thread) {
+    if (thread > 0) {  // holds the place, on one of the pool's threads
+      side_started.Notify();
+      release_side.WaitForNotificationWithTimeout(absl::Seconds(10));
+      return;
+    }
+    ASSERT_TRUE(side_started.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    HandedTask first(&pool, [&] { ++runs; });
+    ASSERT_TRUE(BecomesWaiting(first));  // the other thread looked
+    HandedTask second(&pool, [&] { ++runs; });
+    ASSERT_TRUE(BecomesWaiting(second));
+    // The other thread held, the queue full.
+    absl::Notification blocking;
+    ASSERT_TRUE(pool.TrySchedule([&] {
+      blocking.Notify();
+      release_blockers.WaitForNotificationWithTimeout(absl::Seconds(10));
+    }));
+    ASSERT_TRUE(blocking.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    ASSERT_TRUE(pool.TrySchedule([] {}));
+    ASSERT_TRUE(pool.TrySchedule([] {}));
+    release_side.Notify();
+    // The side's worker gives its place back once its call returns: the
+    // tasks stay their owner's.
+    absl::SleepFor(absl::Milliseconds(50));
+    EXPECT_TRUE(first.Waiting());
+    EXPECT_TRUE(second.Waiting());
+    EXPECT_TRUE(first.RunHereIfNotStarted());
+    EXPECT_TRUE(second.RunHereIfNotStarted());
+    release_blockers.Notify();
+  });
+  EXPECT_EQ(runs.load(), 2);
+  EXPECT_EQ(MostAtOnce({&pool, 8}, 2), 2) << "the place is the call's again";
+}
+
 // Many calls' handed tasks beside splits, joined or dropped: each runs at
 // most once (once when joined), and no call has more threads at work than
 // its budget (run under AddressSanitizer too: no task outlives what it

@@ -22,15 +22,17 @@ namespace internal {
 // RunTogether's), and the handed tasks waiting for one. Shared: a handed
 // task's worker may touch it after the owner has taken the task.
 struct CallPlaces : std::enable_shared_from_this<CallPlaces> {
-  explicit CallPlaces(int helpers) : free(helpers) {}
+  explicit CallPlaces(int helpers) : helpers(helpers), free(helpers) {}
 
+  const int helpers;  // the places in all
   std::atomic<int> free;
   // Tasks in `waiting` (read without the lock first: usually none).
   std::atomic<int> waiting_count{0};
   absl::Mutex mu;
   // Handed tasks a worker found no place for, oldest first (some may have
-  // been taken by their owners since).
-  std::vector<std::shared_ptr<HandedTask::Shared>> waiting ABSL_GUARDED_BY(mu);
+  // been taken by their owners since). Not owned: each task owns its
+  // call's places.
+  std::vector<std::weak_ptr<HandedTask::Shared>> waiting ABSL_GUARDED_BY(mu);
 };
 
 }  // namespace internal
@@ -116,28 +118,29 @@ bool TakePlace(internal::CallPlaces* places) {
 // Hands free places to the tasks waiting for one, oldest first, while
 // there are both.
 void Wake(internal::CallPlaces* places) {
+  // Tasks let go of here are released after the lock (last: destroyed
+  // first): a task's destructor never runs under it.
+  std::vector<std::shared_ptr<HandedTask::Shared>> seen;
   absl::MutexLock lock(&places->mu);
   auto& waiting = places->waiting;
-  while (!waiting.empty()) {
-    std::shared_ptr<HandedTask::Shared> next = waiting.front();
+  size_t next_at = 0;
+  for (; next_at < waiting.size(); ++next_at) {
+    std::shared_ptr<HandedTask::Shared> next = waiting[next_at].lock();
+    if (next == nullptr) continue;  // its HandedTask is gone
+    seen.push_back(next);
     {
       absl::MutexLock task_lock(&next->mu);
-      if (next->taken || !next->waiting) {  // its owner took it
-        waiting.erase(waiting.begin());
-        places->waiting_count.fetch_sub(1);
-        continue;
-      }
-      if (!TakePlace(places)) return;
+      if (next->taken || !next->waiting) continue;  // its owner took it
+      if (!TakePlace(places)) break;
       next->waiting = false;
       next->holds_place = true;
     }
-    waiting.erase(waiting.begin());
-    places->waiting_count.fetch_sub(1);
     if (next->pool->TrySchedule([next] { next->OnWorkerWithPlace(); })) {
       continue;
     }
-    // The pool is full: the task is its owner's to run, and the place is
-    // free again (for whoever asks next: the pool takes no worker now).
+    // The pool is full: this task and those after it are their owners' to
+    // run (each owner runs a waiting task rather than wait for it), and
+    // the place is free again.
     bool give_back = false;
     {
       absl::MutexLock task_lock(&next->mu);
@@ -145,9 +148,12 @@ void Wake(internal::CallPlaces* places) {
       next->holds_place = false;
       if (!next->taken) next->waiting = true;
     }
-    if (give_back) places->free.fetch_add(1, std::memory_order_acq_rel);
-    return;
+    if (give_back) places->free.fetch_add(1);
+    next_at = waiting.size();
+    break;
   }
+  waiting.erase(waiting.begin(), waiting.begin() + next_at);
+  places->waiting_count.store(static_cast<int>(waiting.size()));
 }
 
 // Gives a held place back to its call: to the first task waiting for one,
@@ -428,7 +434,7 @@ void HandedTask::Shared::OnWorker() {
   // No place free: the task waits for the next one the call gives back.
   {
     absl::MutexLock lock(&places->mu);
-    places->waiting.push_back(shared_from_this());
+    places->waiting.push_back(weak_from_this());
     places->waiting_count.fetch_add(1);
   }
   // A place given back since the look above: GiveBack adds to `free`,
@@ -451,13 +457,20 @@ HandedTask::HandedTask(WorkerPool* pool, std::function<void()> task)
     : shared_(std::make_shared<Shared>()) {
   shared_->task = std::move(task);
   shared_->pool = pool;
-  if (call_places != nullptr) shared_->places = call_places->shared_from_this();
+  if (call_places != nullptr) {
+    shared_->places = call_places->shared_from_this();
+    // A call of one thread has no place for it: only its owner runs it.
+    if (call_places->helpers == 0) return;
+  }
   queued_ = pool != nullptr &&
             pool->TrySchedule([shared = shared_] { shared->OnWorker(); });
 }
 
 HandedTask::~HandedTask() {
-  if (shared_->TakeHere()) return;  // it never runs
+  if (shared_->TakeHere()) {  // it never runs: what it holds goes now
+    shared_->task = nullptr;
+    return;
+  }
   absl::MutexLock lock(&shared_->mu);
   shared_->mu.Await(absl::Condition(&shared_->done));
 }
