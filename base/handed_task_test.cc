@@ -293,6 +293,62 @@ TEST(HandedTaskTest, AFullPoolLeavesWaitingTasksToTheirOwners) {
   EXPECT_EQ(MostAtOnce({&pool, 8}, 2), 2) << "the place is the call's again";
 }
 
+// A thread that waits for what it handed out lends its place: a task
+// waiting for one runs on a worker meanwhile, and the place is the
+// thread's again afterwards.
+TEST(LendPlaceTest, AWaitingTaskRunsInTheLentPlace) {
+  WorkerPool pool(4, 64);
+  const ThreadBudget threads({&pool, 2});  // the caller and 1 place
+  absl::Notification side_started, release_side;
+  std::thread::id task_on;
+  RunTogether({&pool, 2}, [&](int thread) {
+    if (thread > 0) {  // holds the one place until the task has run
+      side_started.Notify();
+      release_side.WaitForNotificationWithTimeout(absl::Seconds(10));
+      return;
+    }
+    ASSERT_TRUE(side_started.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    HandedTask task(&pool, [&] { task_on = std::this_thread::get_id(); });
+    const bool waited = BecomesWaiting(task);
+    {
+      const LendPlace idle;
+      EXPECT_TRUE(task.StartedWithin(absl::Seconds(10)));
+      task.Join();
+    }
+    release_side.Notify();
+    EXPECT_TRUE(waited);
+    EXPECT_NE(task_on, std::this_thread::get_id()) << "ran on a worker";
+  });
+  EXPECT_EQ(MostAtOnce({&pool, 8}, 3), 2) << "the places are as before";
+}
+
+// Taken back while every place is at work, the lent place puts the call
+// one over its budget: a split's workers leave at their next piece until
+// a place comes back.
+TEST(LendPlaceTest, APlaceTakenBackWhileAllWorkMakesWorkersLeave) {
+  WorkerPool pool(4, 64);
+  const ThreadBudget threads({&pool, 2});        // the caller and 1 place
+  std::optional<LendPlace> idle(std::in_place);  // 2 places now
+  absl::Notification both_in, taken_back;
+  std::atomic<int> in{0};
+  std::atomic<bool> yielded{false};
+  RunTogether({&pool, 3}, [&](int thread) {
+    if (thread == 0) {
+      // Both lent and own places at work: take the lent one back.
+      EXPECT_TRUE(both_in.WaitForNotificationWithTimeout(absl::Seconds(10)));
+      idle.reset();
+      taken_back.Notify();
+      return;
+    }
+    if (in.fetch_add(1) + 1 == 2) both_in.Notify();
+    taken_back.WaitForNotificationWithTimeout(absl::Seconds(10));
+    if (ShouldYield({&pool, 3}, thread)) yielded = true;
+  });
+  EXPECT_TRUE(both_in.HasBeenNotified()) << "two workers joined";
+  EXPECT_TRUE(yielded.load()) << "over budget, a worker is asked to leave";
+  EXPECT_EQ(MostAtOnce({&pool, 8}, 3), 2) << "the debt is paid back";
+}
+
 // Many calls' handed tasks beside splits, joined or dropped: each runs at
 // most once (once when joined), and no call has more threads at work than
 // its budget (run under AddressSanitizer too: no task outlives what it

@@ -351,9 +351,23 @@ void RunTogether(const Parallelism& parallel,
 
 bool ShouldYield(const Parallelism& parallel, int thread) {
   if (current_team != nullptr) RecruitIntoFreePlaces(current_team);
-  return thread > 0 && parallel.workers != nullptr &&
-         parallel.workers->queue_depth() >
-             queued_helpers.load(std::memory_order_relaxed);
+  if (thread == 0 || parallel.workers == nullptr) return false;
+  if (call_places != nullptr &&
+      call_places->free.load(std::memory_order_relaxed) < 0) {
+    return true;  // over budget: a lent place was taken back
+  }
+  return parallel.workers->queue_depth() >
+         queued_helpers.load(std::memory_order_relaxed);
+}
+
+LendPlace::LendPlace() {
+  if (call_places == nullptr || call_places->helpers == 0) return;
+  places_ = call_places->shared_from_this();
+  GiveBack(places_.get());
+}
+
+LendPlace::~LendPlace() {
+  if (places_ != nullptr) places_->free.fetch_sub(1);  // may go below 0
 }
 
 void ParallelFor(const Parallelism& parallel, int chunks,

@@ -167,6 +167,27 @@ enum class Recruit {
   kAsPlacesFree,
 };
 
+// While it lives, the calling thread (one of its call's threads, about to
+// block until work it handed out ends: HandedTask::Join) lends its place
+// to the call, so that a task waiting for a place runs meanwhile. On its
+// end the thread takes the place back; where every place is then at work,
+// the call is one over its budget until a place comes back (a split's
+// worker leaves at its next piece: ShouldYield). Outside a call, or in one
+// of one thread, it does nothing.
+//
+//   base::LendPlace idle;  // the members run on workers; this thread waits
+//   for (base::HandedTask& member : members) member.Join();
+class LendPlace {
+ public:
+  LendPlace();
+  ~LendPlace();
+  LendPlace(const LendPlace&) = delete;
+  LendPlace& operator=(const LendPlace&) = delete;
+
+ private:
+  std::shared_ptr<internal::CallPlaces> places_;  // null: nothing lent
+};
+
 // Runs work(thread) on the calling thread (thread 0) and on up to
 // parallel.helpers() workers (threads 1, 2, ...) at once, and returns once
 // every call that started has returned. A worker that starts after the
@@ -182,7 +203,8 @@ void RunTogether(const Parallelism& parallel,
                  Recruit recruit = Recruit::kAtStart);
 
 // True when a worker (thread > 0 of RunTogether) should leave: tasks other
-// than such workers wait in the pool's queue (a small request's, say).
+// than such workers wait in the pool's queue (a small request's, say), or
+// its call is over its budget (LendPlace).
 // Called on any thread of a RunTogether with Recruit::kAsPlacesFree, it
 // also asks for a worker when a place of the call is free.
 bool ShouldYield(const Parallelism& parallel, int thread);
