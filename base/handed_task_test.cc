@@ -153,11 +153,14 @@ TEST(HandedTaskTest, InsideABudgetItHoldsOneOfItsPlaces) {
   const ThreadBudget threads({&pool, 3});  // the caller and 2 places
   int most_in_task = 0;
   std::thread::id ran_on;
+  absl::Notification ran;
   HandedTask task(&pool, [&] {
     ran_on = std::this_thread::get_id();
     most_in_task = MostAtOnce({&pool, 8}, 3);
+    ran.Notify();
   });
-  ASSERT_TRUE(task.StartedWithin(absl::Seconds(10)));
+  // The owner at work meanwhile (Join would lend its place).
+  ASSERT_TRUE(ran.WaitForNotificationWithTimeout(absl::Seconds(10)));
   task.Join();
   EXPECT_NE(ran_on, std::this_thread::get_id());
   EXPECT_EQ(most_in_task, 2) << "the task and the one place left";
@@ -322,31 +325,67 @@ TEST(LendPlaceTest, AWaitingTaskRunsInTheLentPlace) {
   EXPECT_EQ(MostAtOnce({&pool, 8}, 3), 2) << "the places are as before";
 }
 
-// Taken back while every place is at work, the lent place puts the call
-// one over its budget: a split's workers leave at their next piece until
-// a place comes back.
-TEST(LendPlaceTest, APlaceTakenBackWhileAllWorkMakesWorkersLeave) {
+// Taken back while every place is at work, the lent place is waited for:
+// a split's workers leave at their next piece, and the call never has
+// more threads at work than its budget.
+TEST(LendPlaceTest, TakingBackWaitsForAWorkerToLeave) {
   WorkerPool pool(4, 64);
   const ThreadBudget threads({&pool, 2});        // the caller and 1 place
   std::optional<LendPlace> idle(std::in_place);  // 2 places now
-  absl::Notification both_in, taken_back;
+  ThreadsAtWork at_work;
+  absl::Notification both_in;
   std::atomic<int> in{0};
-  std::atomic<bool> yielded{false};
+  std::atomic<bool> taken_back{false}, yielded{false};
   RunTogether({&pool, 3}, [&](int thread) {
     if (thread == 0) {
-      // Both lent and own places at work: take the lent one back.
+      // Both the lent and the own place at work: take the lent one back.
       EXPECT_TRUE(both_in.WaitForNotificationWithTimeout(absl::Seconds(10)));
-      idle.reset();
-      taken_back.Notify();
+      idle.reset();  // returns once a worker left
+      const auto at = at_work.Enter();
+      taken_back = true;
       return;
     }
+    const auto at = at_work.Enter();
     if (in.fetch_add(1) + 1 == 2) both_in.Notify();
-    taken_back.WaitForNotificationWithTimeout(absl::Seconds(10));
-    if (ShouldYield({&pool, 3}, thread)) yielded = true;
+    const absl::Time until = absl::Now() + absl::Seconds(10);
+    while (!taken_back.load() && absl::Now() < until) {
+      if (ShouldYield({&pool, 3}, thread)) {
+        yielded = true;
+        return;
+      }
+      absl::SleepFor(absl::Milliseconds(1));
+    }
   });
   EXPECT_TRUE(both_in.HasBeenNotified()) << "two workers joined";
-  EXPECT_TRUE(yielded.load()) << "over budget, a worker is asked to leave";
-  EXPECT_EQ(MostAtOnce({&pool, 8}, 3), 2) << "the debt is paid back";
+  EXPECT_TRUE(yielded.load()) << "a worker was asked to leave";
+  EXPECT_LE(at_work.most(), 2) << "the caller came back once one had left";
+  EXPECT_EQ(MostAtOnce({&pool, 8}, 3), 2) << "the places are as before";
+}
+
+// An owner blocked in Join lends its place: the task's own split may take
+// it. Lent once only, however the lending nests.
+TEST(LendPlaceTest, JoinLendsTheOwnersPlaceOnce) {
+  WorkerPool pool(4, 64);
+  const ThreadBudget threads({&pool, 2});  // the caller and 1 place
+  for (bool lent_before : {false, true}) {
+    std::optional<LendPlace> idle;
+    if (lent_before) idle.emplace();
+    std::atomic<bool> joining{false};
+    int most = 0;
+    HandedTask task(&pool, [&] {
+      const absl::Time until = absl::Now() + absl::Seconds(10);
+      while (!joining.load() && absl::Now() < until) {
+        absl::SleepFor(absl::Milliseconds(1));
+      }
+      most = MostAtOnce({&pool, 8}, 3);
+    });
+    ASSERT_TRUE(task.StartedWithin(absl::Seconds(10)));
+    joining = true;
+    task.Join();
+    EXPECT_EQ(most, 2) << "the task and the owner's lent place, lent before "
+                       << lent_before;
+  }
+  EXPECT_EQ(MostAtOnce({&pool, 8}, 3), 2) << "the places are as before";
 }
 
 // Many calls' handed tasks beside splits, joined or dropped: each runs at
@@ -360,7 +399,6 @@ TEST(HandedTaskTest, CallsKeepTheirBudgetsUnderRacingTasks) {
     std::atomic<int> runs[3] = {0, 0, 0};
     {
       const ThreadBudget threads({&pool, 2});
-      const auto in = at_work.Enter();  // the caller
       std::optional<HandedTask> tasks[3];
       for (int t = 0; t < 3; ++t) {
         tasks[t].emplace(&pool, [&, t] {
@@ -372,10 +410,15 @@ TEST(HandedTaskTest, CallsKeepTheirBudgetsUnderRacingTasks) {
           });
         });
       }
-      ParallelFor({&pool, 8}, round % 5,
-                  [&](int) { const auto in_chunk = at_work.Enter(); });
-      // Time for workers to take some (or find no place for them).
-      absl::SleepFor(absl::Microseconds(100 * (round % 4)));
+      {
+        const auto in = at_work.Enter();  // the caller at work
+        ParallelFor({&pool, 8}, round % 5,
+                    [&](int) { const auto in_chunk = at_work.Enter(); });
+        // Time for workers to take some (or find no place for them).
+        absl::SleepFor(absl::Microseconds(100 * (round % 4)));
+      }
+      // Joined or dropped: run here (at work), or waited for (its place
+      // lent, taken back when one is free).
       if (round % 3 != 0) tasks[round % 3]->Join();
       if (round % 2 == 0) tasks[0]->Join();
       // The others are dropped: never run, or waited for.

@@ -28,7 +28,11 @@ struct CallPlaces : std::enable_shared_from_this<CallPlaces> {
   std::atomic<int> free;
   // Tasks in `waiting` (read without the lock first: usually none).
   std::atomic<int> waiting_count{0};
+  // Threads taking back a place they lent (LendPlace), none free: the
+  // next place given back is theirs before any waiting task's.
+  std::atomic<int> borrowers{0};
   absl::Mutex mu;
+  absl::CondVar place_back;  // a place was given back (for borrowers)
   // Handed tasks a worker found no place for, oldest first (some may have
   // been taken by their owners since). Not owned: each task owns its
   // call's places.
@@ -127,6 +131,8 @@ void Wake(internal::CallPlaces* places) {
   for (; next_at < waiting.size(); ++next_at) {
     std::shared_ptr<HandedTask::Shared> next = waiting[next_at].lock();
     if (next == nullptr) continue;  // its HandedTask is gone
+    // A lender takes its place back first (it then wakes the tasks).
+    if (places->borrowers.load() > 0) break;
     seen.push_back(next);
     {
       absl::MutexLock task_lock(&next->mu);
@@ -159,7 +165,11 @@ void Wake(internal::CallPlaces* places) {
 // Gives a held place back to its call: to the first task waiting for one,
 // else to the free ones.
 void GiveBack(internal::CallPlaces* places) {
-  places->free.fetch_add(1);  // sequentially consistent: see OnWorker
+  places->free.fetch_add(1);           // sequentially consistent: see OnWorker
+  if (places->borrowers.load() > 0) {  // as OnWorker's count, for ~LendPlace
+    absl::MutexLock lock(&places->mu);
+    places->place_back.SignalAll();
+  }
   if (places->waiting_count.load() > 0) Wake(places);
 }
 
@@ -353,21 +363,41 @@ bool ShouldYield(const Parallelism& parallel, int thread) {
   if (current_team != nullptr) RecruitIntoFreePlaces(current_team);
   if (thread == 0 || parallel.workers == nullptr) return false;
   if (call_places != nullptr &&
-      call_places->free.load(std::memory_order_relaxed) < 0) {
-    return true;  // over budget: a lent place was taken back
+      call_places->borrowers.load(std::memory_order_relaxed) > 0) {
+    return true;  // a thread waits to take back the place it lent
   }
   return parallel.workers->queue_depth() >
          queued_helpers.load(std::memory_order_relaxed);
 }
 
+// Whether this thread's place is lent (LendPlace): it has one to lend.
+thread_local bool place_lent = false;
+
 LendPlace::LendPlace() {
-  if (call_places == nullptr || call_places->helpers == 0) return;
+  if (place_lent || call_places == nullptr || call_places->helpers == 0) {
+    return;
+  }
+  place_lent = true;
   places_ = call_places->shared_from_this();
   GiveBack(places_.get());
 }
 
 LendPlace::~LendPlace() {
-  if (places_ != nullptr) places_->free.fetch_sub(1);  // may go below 0
+  if (places_ == nullptr) return;
+  place_lent = false;
+  internal::CallPlaces* const places = places_.get();
+  if (TakePlace(places)) return;
+  // Every place at work: wait for the next one given back (a task or a
+  // split's worker that took the lent place ends), so that the call never
+  // has more threads at work than its budget.
+  places->borrowers.fetch_add(1);
+  {
+    absl::MutexLock lock(&places->mu);
+    while (!TakePlace(places)) places->place_back.Wait(&places->mu);
+  }
+  places->borrowers.fetch_sub(1);
+  // Places given back meanwhile beyond this one go to waiting tasks.
+  if (places->waiting_count.load() > 0) Wake(places);
 }
 
 void ParallelFor(const Parallelism& parallel, int chunks,
@@ -485,6 +515,13 @@ HandedTask::~HandedTask() {
     shared_->task = nullptr;
     return;
   }
+  WaitDone();
+}
+
+void HandedTask::WaitDone() {
+  // Only waiting: this thread's place is its call's meanwhile (the task's
+  // own splits may take it).
+  const LendPlace idle;
   absl::MutexLock lock(&shared_->mu);
   shared_->mu.Await(absl::Condition(&shared_->done));
 }
@@ -519,9 +556,7 @@ bool HandedTask::RunHereIfNotStarted() {
 }
 
 void HandedTask::Join() {
-  if (RunHereIfNotStarted()) return;
-  absl::MutexLock lock(&shared_->mu);
-  shared_->mu.Await(absl::Condition(&shared_->done));
+  if (!RunHereIfNotStarted()) WaitDone();
 }
 
 }  // namespace memplan::base

@@ -143,7 +143,9 @@ class HandedTask {
   // Runs the task on the calling thread if no worker has started it, and
   // returns whether it did.
   bool RunHereIfNotStarted();
-  // Returns once the task has run: here if no worker started it.
+  // Returns once the task has run: here if no worker started it. While
+  // it waits for a worker's run, the calling thread lends its place
+  // (LendPlace).
   void Join();
 
   // Shared with the worker tasks queued for it, which may start after
@@ -151,6 +153,9 @@ class HandedTask {
   struct Shared;
 
  private:
+  // Waits for the run a worker started, lending this thread's place.
+  void WaitDone();
+
   std::shared_ptr<Shared> shared_;
   bool queued_ = false;  // a worker task was queued
 };
@@ -170,10 +175,12 @@ enum class Recruit {
 // While it lives, the calling thread (one of its call's threads, about to
 // block until work it handed out ends: HandedTask::Join) lends its place
 // to the call, so that a task waiting for a place runs meanwhile. On its
-// end the thread takes the place back; where every place is then at work,
-// the call is one over its budget until a place comes back (a split's
-// worker leaves at its next piece: ShouldYield). Outside a call, or in one
-// of one thread, it does nothing.
+// end the thread takes a place back, waiting for one where every place is
+// at work (a split's worker then leaves at its next piece: ShouldYield;
+// the next place given back is the thread's before any waiting task's),
+// so the call never has more threads at work than its budget. Outside a
+// call, in one of one thread, or while the thread's place is lent
+// already, it does nothing.
 //
 //   base::LendPlace idle;  // the members run on workers; this thread waits
 //   for (base::HandedTask& member : members) member.Join();
@@ -204,7 +211,7 @@ void RunTogether(const Parallelism& parallel,
 
 // True when a worker (thread > 0 of RunTogether) should leave: tasks other
 // than such workers wait in the pool's queue (a small request's, say), or
-// its call is over its budget (LendPlace).
+// a thread of its call waits to take back the place it lent (LendPlace).
 // Called on any thread of a RunTogether with Recruit::kAsPlacesFree, it
 // also asks for a worker when a place of the call is free.
 bool ShouldYield(const Parallelism& parallel, int thread);
