@@ -167,7 +167,8 @@ absl::StatusOr<PortfolioResult> RunPortfolio(
     while (
         !member.StartedWithin(std::max(wake_by - absl::Now(), kMemberPoll))) {
       // A member waiting for a place of the request's threads (all at
-      // work): the caller, one of them, runs it rather than wait.
+      // work): the caller, one of them, runs it rather than wait (having
+      // taken back the place it lent, once one is free).
       if (member.Waiting() || (absl::Now() >= wake_by && !members_running())) {
         idle.reset();  // at work again
         member.RunHereIfNotStarted();
