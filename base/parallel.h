@@ -66,11 +66,9 @@ int CoresOfCpuMax(absl::string_view cpu_max);
 // none sets a limit or there is no such line.
 int CgroupQuotaCores(const std::string& root, absl::string_view self_cgroup);
 
-}  // namespace internal
-
-namespace internal {
 // The free helper places of one call (parallel.cc).
 struct CallPlaces;
+
 }  // namespace internal
 
 // The threads one call (a request) may have at work at once, across all
