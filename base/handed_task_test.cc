@@ -5,6 +5,7 @@
 #include <optional>
 #include <thread>
 
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -145,6 +146,41 @@ bool BecomesWaiting(const HandedTask& task) {
   return true;
 }
 
+// Waits (at most 10 s) until a thread has taken `task`. StartedWithin
+// alone returns at once while the task waits for a place, which it may
+// still do for a moment after a place came free (a worker lists it).
+bool StartsWithin10s(HandedTask& task) {
+  const absl::Time until = absl::Now() + absl::Seconds(10);
+  while (!task.StartedWithin(absl::Milliseconds(1))) {
+    if (absl::Now() > until) return false;
+  }
+  return true;
+}
+
+// Runs body(release) on the calling thread, a thread of a call, while a
+// side task (RunTogether's thread 1) holds one of the call's places until
+// body notifies `release` (at the latest when body returns). `at_work`
+// (may be null) counts both threads.
+void BesideASideTask(
+    WorkerPool* pool, ThreadsAtWork* at_work,
+    absl::FunctionRef<void(absl::Notification& release)> body) {
+  absl::Notification side_started, release;
+  RunTogether({pool, 2}, [&](int thread) {
+    std::optional<ThreadsAtWork::Scope> in;
+    if (at_work != nullptr) in.emplace(at_work);
+    if (thread > 0) {
+      side_started.Notify();
+      release.WaitForNotificationWithTimeout(absl::Seconds(10));
+      return;
+    }
+    const bool started =
+        side_started.WaitForNotificationWithTimeout(absl::Seconds(10));
+    if (started) body(release);
+    if (!release.HasBeenNotified()) release.Notify();
+    ASSERT_TRUE(started) << "the side task never started";
+  });
+}
+
 // Made inside a request's budget, a handed task on a worker is one of the
 // request's threads: its splits get the places left, and its place comes
 // back when it ends.
@@ -174,16 +210,8 @@ TEST(HandedTaskTest, WaitsForAPlaceAndTakesTheNextOneFreed) {
   WorkerPool pool(4, 64);
   const ThreadBudget threads({&pool, 2});  // the caller and 1 place
   ThreadsAtWork at_work;
-  absl::Notification side_started, release_side;
   std::thread::id task_on;
-  RunTogether({&pool, 2}, [&](int thread) {
-    const auto in = at_work.Enter();
-    if (thread > 0) {  // a side task holding the one place
-      side_started.Notify();
-      release_side.WaitForNotificationWithTimeout(absl::Seconds(10));
-      return;
-    }
-    ASSERT_TRUE(side_started.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  BesideASideTask(&pool, &at_work, [&](absl::Notification& release_side) {
     HandedTask task(&pool, [&] {
       const auto in_task = at_work.Enter();
       task_on = std::this_thread::get_id();
@@ -192,13 +220,9 @@ TEST(HandedTaskTest, WaitsForAPlaceAndTakesTheNextOneFreed) {
     const bool waited = BecomesWaiting(task);
     release_side.Notify();
     EXPECT_TRUE(waited) << "a worker found no place free";
-    // (StartedWithin returns at once while the task waits for a place.)
-    const absl::Time until = absl::Now() + absl::Seconds(10);
-    while (!task.StartedWithin(absl::Milliseconds(1)) && absl::Now() < until) {
-    }
-    EXPECT_FALSE(task.Waiting());
-    EXPECT_TRUE(task.StartedWithin(absl::ZeroDuration()))
+    EXPECT_TRUE(StartsWithin10s(task))
         << "the side task's place, once free, went to it";
+    EXPECT_FALSE(task.Waiting());
     task.Join();
     EXPECT_NE(task_on, std::this_thread::get_id());
   });
@@ -211,16 +235,9 @@ TEST(HandedTaskTest, WaitsForAPlaceAndTakesTheNextOneFreed) {
 TEST(HandedTaskTest, TheOwnerRunsAWaitingTask) {
   WorkerPool pool(4, 64);
   const ThreadBudget threads({&pool, 2});
-  absl::Notification side_started, release_side;
   std::atomic<int> runs{0};
   std::thread::id ran_on;
-  RunTogether({&pool, 2}, [&](int thread) {
-    if (thread > 0) {
-      side_started.Notify();
-      release_side.WaitForNotificationWithTimeout(absl::Seconds(10));
-      return;
-    }
-    ASSERT_TRUE(side_started.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  BesideASideTask(&pool, nullptr, [&](absl::Notification& release_side) {
     HandedTask task(&pool, [&] {
       ++runs;
       ran_on = std::this_thread::get_id();
@@ -260,15 +277,10 @@ TEST(HandedTaskTest, ACallOfOneThreadKeepsItsTaskOffThePool) {
 TEST(HandedTaskTest, AFullPoolLeavesWaitingTasksToTheirOwners) {
   WorkerPool pool(2, 2);
   const ThreadBudget threads({&pool, 2});  // the caller and 1 place
-  absl::Notification side_started, release_side, release_blockers;
+  absl::Notification release_blockers;
   std::atomic<int> runs{0};
-  RunTogether({&pool, 2}, [&](int thread) {
-    if (thread > 0) {  // holds the place, on one of the pool's threads
-      side_started.Notify();
-      release_side.WaitForNotificationWithTimeout(absl::Seconds(10));
-      return;
-    }
-    ASSERT_TRUE(side_started.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  // The side task holds the place, on one of the pool's threads.
+  BesideASideTask(&pool, nullptr, [&](absl::Notification& release_side) {
     HandedTask first(&pool, [&] { ++runs; });
     ASSERT_TRUE(BecomesWaiting(first));  // the other thread looked
     HandedTask second(&pool, [&] { ++runs; });
@@ -302,20 +314,14 @@ TEST(HandedTaskTest, AFullPoolLeavesWaitingTasksToTheirOwners) {
 TEST(LendPlaceTest, AWaitingTaskRunsInTheLentPlace) {
   WorkerPool pool(4, 64);
   const ThreadBudget threads({&pool, 2});  // the caller and 1 place
-  absl::Notification side_started, release_side;
   std::thread::id task_on;
-  RunTogether({&pool, 2}, [&](int thread) {
-    if (thread > 0) {  // holds the one place until the task has run
-      side_started.Notify();
-      release_side.WaitForNotificationWithTimeout(absl::Seconds(10));
-      return;
-    }
-    ASSERT_TRUE(side_started.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  // The side task holds the one place until the task has run.
+  BesideASideTask(&pool, nullptr, [&](absl::Notification& release_side) {
     HandedTask task(&pool, [&] { task_on = std::this_thread::get_id(); });
     const bool waited = BecomesWaiting(task);
     {
       const LendPlace idle;
-      EXPECT_TRUE(task.StartedWithin(absl::Seconds(10)));
+      EXPECT_TRUE(StartsWithin10s(task));
       task.Join();
     }
     release_side.Notify();

@@ -447,11 +447,8 @@ void HandedTask::Shared::Run(internal::CallPlaces* in_places) {
   if (in_places == nullptr) {
     task();
   } else {
-    internal::CallPlaces* const outer = std::exchange(call_places, in_places);
-    Team* const outer_team = std::exchange(current_team, nullptr);
-    task();
-    current_team = outer_team;
-    call_places = outer;
+    WorkIn(
+        in_places, nullptr, [this](int) { task(); }, 0);
   }
   task = nullptr;  // what it holds goes with it
   if (in_places != nullptr) GiveBack(in_places);
