@@ -122,7 +122,7 @@ bool PlannerService::Admit() {
   int current = in_flight_.load();
   while (current < options_.max_in_flight) {
     if (in_flight_.compare_exchange_weak(current, current + 1)) {
-      metrics_->SetQueueDepth(current + 1 + workers_->queue_depth());
+      ReportQueueDepth();
       // (A call that leaves the last slot at this moment may tell the
       // returner after this: memory is then returned during this call,
       // which costs it page faults, nothing more.)
@@ -135,8 +135,13 @@ bool PlannerService::Admit() {
 
 void PlannerService::Leave() {
   const int now = in_flight_.fetch_sub(1) - 1;
-  metrics_->SetQueueDepth(now + workers_->queue_depth());
+  ReportQueueDepth();
   if (now == 0 && memory_ != nullptr) memory_->CallsEnded();
+}
+
+void PlannerService::ReportQueueDepth() {
+  absl::MutexLock lock(&depth_mu_);
+  metrics_->SetQueueDepth(in_flight_.load() + workers_->queue_depth());
 }
 
 grpc::Status PlannerService::CheckAdmission() {

@@ -3,12 +3,14 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -452,6 +454,63 @@ TEST(ServerLimitsTest, BusyServerAnswersResourceExhaustedAtOnce) {
                   ->Plan(&context, SmallGraph(), &response)
                   .ok());
   EXPECT_TRUE(WIFEXITED(server.Stop(SIGTERM, 10)));
+}
+
+// memplan_planner_queue_depth counts every call running, when calls start
+// at once, and comes back to 0 once they have ended. (Two calls admitted at
+// the same moment once left it at 1 with 2 running: each set the gauge from
+// the count it had made, and the older one was set last.)
+TEST(ServerLimitsTest, QueueDepthCountsCallsStartedTogether) {
+  testing::ServerProcess server(
+      MEMPLAN_SERVER_PATH,
+      {"--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
+       "--max_benchmark_ops=1000000000", "--max_benchmark_seconds=600",
+       "--max_benchmark_bytes=4000000000"});
+  ASSERT_GT(server.port(), 0);
+  const int metrics_port = testing::MetricsPort(server.first_line());
+  ASSERT_GT(metrics_port, 0) << server.first_line();
+  constexpr int kCalls = 6;
+  v1::BenchmarkRequest request;
+  request.set_workload("allocation");
+  request.set_workload_size(999'999);
+  request.set_repetitions(10);
+  std::vector<grpc::ClientContext> contexts(kCalls);
+  std::vector<grpc::Status> statuses(kCalls);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kCalls; ++i) {
+    contexts[i].set_deadline(std::chrono::system_clock::now() +
+                             std::chrono::seconds(120));
+    clients.emplace_back([&, i] {
+      grpc::ChannelArguments args;
+      args.SetInt("memplan.test.client", i);  // a connection of its own
+      auto stub = v1::MemoryPlanner::NewStub(grpc::CreateCustomChannel(
+          server.address(), grpc::InsecureChannelCredentials(), args));
+      v1::BenchmarkResponse response;
+      statuses[i] = stub->Benchmark(&contexts[i], request, &response);
+    });
+  }
+  // Bounded waits: at most 60 s for the calls to show, 30 s to leave.
+  double most = 0;
+  const absl::Time until = absl::Now() + absl::Seconds(60);
+  while (most < kCalls && absl::Now() < until) {
+    most = std::max(
+        most, Sample(Scrape(metrics_port), "memplan_planner_queue_depth"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (grpc::ClientContext& context : contexts) context.TryCancel();
+  for (std::thread& t : clients) t.join();
+  EXPECT_GE(most, kCalls);
+  for (const grpc::Status& s : statuses) {
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::CANCELLED) << s.error_message();
+  }
+  double depth = -1;
+  const absl::Time left_by = absl::Now() + absl::Seconds(30);
+  while (depth != 0 && absl::Now() < left_by) {
+    depth = Sample(Scrape(metrics_port), "memplan_planner_queue_depth");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(depth, 0) << "calls that ended are still counted";
+  EXPECT_TRUE(WIFEXITED(server.Stop(SIGTERM, 20)));
 }
 
 TEST(ServerLimitsTest, MetricsPortInUseIsAClearStartupError) {
