@@ -41,7 +41,10 @@
 // as `memplan plan` does (base/process_memory.h), over
 // --malloc_arenas=A arenas (default base::kKeptMemoryArenas), and with
 // --huge_pages=1, the default, the heap on transparent huge pages as
-// `memplan plan` asks for them (0: 4 KiB pages).
+// `memplan plan` asks for them (0: 4 KiB pages). scale, graph, traces and
+// dense take --max_threads=M: each plan's thread budget
+// (PlanOptions::max_threads; default 0, one per usable core up to 16), to
+// measure a request that may use fewer threads than the pool has.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -270,7 +273,8 @@ std::unique_ptr<base::WorkerPool> MakeWorkers(int threads) {
   return std::make_unique<base::WorkerPool>(threads, 64);
 }
 
-int Scale(const std::vector<int>& sizes, int threads, int runs) {
+int Scale(const std::vector<int>& sizes, int threads, int max_threads,
+          int runs) {
   // threads == 0: one core, no worker pool; else the stages split their
   // work over a pool of `threads` (the caller works too: PlanOptions::
   // max_threads, by default one per usable core up to 16, bounds the
@@ -286,6 +290,7 @@ int Scale(const std::vector<int>& sizes, int threads, int runs) {
   int previous_n = 0;
   planner::PlanOptions options;
   options.strategy = "best_fit_size";
+  options.max_threads = max_threads;
   for (int n : sizes) {
     const planner::Problem problem = planner::testing::RandomProblem(n, 42, 64);
     const Timing t = TimePlans(problem, options, pool.get(), runs);
@@ -309,8 +314,11 @@ int Scale(const std::vector<int>& sizes, int threads, int runs) {
 // Random graphs of `ops` ops (planner::testing::RandomGraph: 1-3 reads of
 // recent tensors, 1-2 writes an op) planned by default from the graph, the
 // liveness stage included, on `threads` workers (0: one core).
-int Graphs(const std::vector<int>& sizes, int threads, int runs) {
+int Graphs(const std::vector<int>& sizes, int threads, int max_threads,
+           int runs) {
   std::unique_ptr<base::WorkerPool> pool = MakeWorkers(threads);
+  planner::PlanOptions options;
+  options.max_threads = max_threads;
   std::printf(
       "| ops | tensors | workers | median seconds (%d runs) | median CPU "
       "seconds | median peak RSS MB | arena / lower bound | median stages "
@@ -320,7 +328,9 @@ int Graphs(const std::vector<int>& sizes, int threads, int runs) {
     const planner::Graph graph = planner::testing::RandomGraph(ops, 11);
     const Timing t = TimeRuns(
         runs, [] {},
-        [&] { return planner::PlanGraph(graph, {}, pool.get(), nullptr); });
+        [&] {
+          return planner::PlanGraph(graph, options, pool.get(), nullptr);
+        });
     std::printf("| %d | %zu | %d | %.3f | %.3f | %.0f | %.3f | %s |\n", ops,
                 graph.tensors.size(), threads, t.seconds, t.cpu_seconds,
                 t.peak_rss_mb, static_cast<double>(t.arena) / t.lower_bound,
@@ -359,7 +369,7 @@ std::optional<PlanInput> ReadBufferList(const std::string& file) {
 
 // Every trace planned by default ("auto": best and first fit by size),
 // median of 3 runs, on `threads` workers (0: one core).
-int Traces(std::vector<std::string> files, int threads) {
+int Traces(std::vector<std::string> files, int threads, int max_threads) {
   if (files.empty()) files = TraceFiles();
   std::unique_ptr<base::WorkerPool> pool = MakeWorkers(threads);
   std::printf(
@@ -369,7 +379,9 @@ int Traces(std::vector<std::string> files, int threads) {
   for (const std::string& file : files) {
     const std::optional<PlanInput> input = ReadBufferList(file);
     if (!input.has_value()) return 1;
-    const Timing t = TimePlans(*input->buffers, input->options, pool.get(), 3);
+    planner::PlanOptions options = input->options;
+    options.max_threads = max_threads;
+    const Timing t = TimePlans(*input->buffers, options, pool.get(), 3);
     std::printf("| %s | %zu | %lld | %.4f | %.3f | %.3f | %s | %s |\n",
                 file.substr(file.rfind('/') + 1).c_str(),
                 input->buffers->buffers.size(),
@@ -512,17 +524,20 @@ int WriteCsv(const std::string& name, int n) {
   return 0;
 }
 
-int Dense(std::vector<int> sizes, int threads, const std::string& only) {
+int Dense(std::vector<int> sizes, int threads, int max_threads,
+          const std::string& only) {
   if (sizes.empty()) sizes = {50000, 100000, 200000};
   std::unique_ptr<base::WorkerPool> pool = MakeWorkers(threads);
   std::printf(
       "| generator | buffers | arena / lower bound | median seconds (3 runs) "
       "| median CPU seconds | median stages |\n|---|---|---|---|---|---|\n");
+  planner::PlanOptions options;
+  options.max_threads = max_threads;
   for (const auto& [name, generate] : kDenseGenerators) {
     if (!only.empty() && only != name) continue;
     for (int n : sizes) {
       const planner::Problem problem = generate(n, 1, 64);
-      const Timing t = TimePlans(problem, {}, pool.get(), 3);
+      const Timing t = TimePlans(problem, options, pool.get(), 3);
       std::printf("| %s | %d | %.4f | %.3f | %.3f | %s |\n", name, n,
                   static_cast<double>(t.arena) / t.lower_bound, t.seconds,
                   t.cpu_seconds, StageList(t).c_str());
@@ -619,6 +634,7 @@ int main(int argc, char** argv) {
   // Sizes or files, and --threads=T (workers; 0, the default: one core).
   std::vector<std::string> args;
   int threads = 0;
+  int max_threads = 0;    // scale, graph, traces, dense: PlanOptions'
   std::string generator;  // dense: only this generator
   bool keep_freed_memory = true;
   bool huge_pages = true;
@@ -641,6 +657,12 @@ int main(int argc, char** argv) {
       }
     } else if (arg.rfind("--threads=", 0) == 0) {
       threads = std::atoi(arg.c_str() + 10);
+    } else if (arg.rfind("--max_threads=", 0) == 0) {
+      max_threads = std::atoi(arg.c_str() + 14);
+      if (max_threads < 0) {
+        std::fprintf(stderr, "plan_bench: --max_threads must be >= 0\n");
+        return 64;
+      }
     } else if (arg.rfind("--generator=", 0) == 0) {
       generator = arg.substr(12);
     } else if (arg.rfind("--", 0) == 0) {
@@ -660,20 +682,22 @@ int main(int argc, char** argv) {
   for (const std::string& a : args) sizes.push_back(std::atoi(a.c_str()));
   if (mode == "scale") {
     if (sizes.empty()) sizes = {10000, 100000, 1000000};
-    return memplan::Scale(sizes, threads, runs);
+    return memplan::Scale(sizes, threads, max_threads, runs);
   }
   if (mode == "graph") {
     if (sizes.empty()) sizes = {300000};
-    return memplan::Graphs(sizes, threads, runs);
+    return memplan::Graphs(sizes, threads, max_threads, runs);
   }
-  if (mode == "traces") return memplan::Traces(args, threads);
+  if (mode == "traces") return memplan::Traces(args, threads, max_threads);
   if (mode == "peak") {
     return memplan::PeakWindows(args, std::max(threads, 1), runs);
   }
   if (mode == "pools") {
     return memplan::Pools(args, std::max(threads, 1), runs);
   }
-  if (mode == "dense") return memplan::Dense(sizes, threads, generator);
+  if (mode == "dense") {
+    return memplan::Dense(sizes, threads, max_threads, generator);
+  }
   if (mode == "csv" && sizes.size() == 1) {
     return memplan::WriteCsv(generator, sizes[0]);
   }
@@ -697,6 +721,8 @@ int main(int argc, char** argv) {
                "as `memplan plan` runs), --malloc_arenas=A\nthe arenas "
                "kept memory is shared over (default 2), --huge_pages=0 "
                "keeps\nit on 4 KiB pages (default 1: huge pages asked "
-               "for, as `memplan plan` does)\n");
+               "for, as `memplan plan` does)\nscale, graph, traces, "
+               "dense: --max_threads=M, each plan's thread budget\n(default "
+               "0: one per usable core, at most 16)\n");
   return 64;
 }

@@ -8,8 +8,8 @@
 # a folder on 16 workers (and both again with one and four malloc arenas,
 # and the 1M plan on 4 KiB pages on one core, 2 and 16 workers); the peak
 # window's variants alone on 1, 2 and 3 threads; the shared objects alone
-# on 1 and 16 threads; and the Plan RPC against an empty RPC with 2 and 16
-# workers.
+# on 1 and 16 threads; a plan whose thread budget (--max_threads) is 4 of
+# 16 workers; and the Plan RPC against an empty RPC with 2 and 16 workers.
 # Prints Markdown. About 2-3 minutes on 16 cores.
 #
 #   bench/scaling.sh DIR [TRACES_DIR]
@@ -111,6 +111,13 @@ echo '```'
 for t in 1 16; do
   run plan_bench pools --threads=$t "$traces"/*.csv
 done
+echo '```'
+echo
+echo "A plan whose thread budget is 4 of 16 workers (--max_threads=4, PlanOptions::max_threads; handed work waits for one of its places):"
+echo
+echo '```'
+run plan_bench scale --runs=3 --threads=16 --max_threads=4 1000000 | tail -1
+run plan_bench traces --threads=16 --max_threads=4 "$traces"/*.csv | tail -n +3
 echo '```'
 echo
 echo "Plan RPC against an empty RPC (rps_bench, 193-tensor graph, auto, 2 client threads per worker):"
