@@ -596,7 +596,6 @@ void PlanCache::MemoryPut(const std::string& key, const std::string& entry) {
       static_cast<int64_t>(key.size() + entry.size()) + kEntryOverhead;
   if (cost > options_.max_bytes) return;
   int64_t evicted = 0;
-  int64_t bytes = 0;
   {
     absl::MutexLock lock(&mu_);
     if (auto it = index_.find(key); it != index_.end()) {
@@ -617,17 +616,17 @@ void PlanCache::MemoryPut(const std::string& key, const std::string& entry) {
     lru_.push_front({key, entry});
     index_[key] = lru_.begin();
     bytes_ += cost;
-    bytes = bytes_;
+    // Told under the lock, so that two puts at once cannot leave the
+    // gauge at the older figure.
+    listener_->Bytes(bytes_);
   }
   if (evicted > 0) {
     evictions_.fetch_add(evicted);
     listener_->Evicted(evicted);
   }
-  listener_->Bytes(bytes);
 }
 
 void PlanCache::MemoryDrop(const std::string& key) {
-  int64_t bytes = 0;
   {
     absl::MutexLock lock(&mu_);
     auto it = index_.find(key);
@@ -637,9 +636,8 @@ void PlanCache::MemoryDrop(const std::string& key) {
               kEntryOverhead;
     lru_.erase(it->second);
     index_.erase(it);
-    bytes = bytes_;
+    listener_->Bytes(bytes_);  // under the lock, as in MemoryPut
   }
-  listener_->Bytes(bytes);
 }
 
 std::optional<std::string> PlanCache::StoreGet(const std::string& key) {

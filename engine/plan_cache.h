@@ -94,7 +94,8 @@ class PlanCacheListener {
   virtual void Refused(absl::string_view tier) {}
   // Entries evicted from the in-process cache to keep it within its bound.
   virtual void Evicted(int64_t entries) {}
-  // Bytes the in-process cache holds now.
+  // Bytes the in-process cache holds now. Called under the cache's lock
+  // (so the last call carries the last figure): must not call the cache.
   virtual void Bytes(int64_t bytes) {}
   // One store call ("get", "put", "drop"): how long it took, and whether
   // it failed (error, timeout, store unreachable).

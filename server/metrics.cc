@@ -327,9 +327,22 @@ constexpr int kMetricsReadTimeoutMs = 5000;
 
 }  // namespace
 
+// The registry as a scrape collects it: Metrics::Collect.
+class Metrics::Sampled : public prometheus::Collectable {
+ public:
+  explicit Sampled(Metrics* metrics) : metrics_(metrics) {}
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    return metrics_->Collect();
+  }
+
+ private:
+  Metrics* const metrics_;
+};
+
 Metrics::Metrics()
     : registry_(std::make_shared<prometheus::Registry>()),
-      families_(std::make_unique<Families>(*registry_)) {}
+      families_(std::make_unique<Families>(*registry_)),
+      sampled_(std::make_shared<Sampled>(this)) {}
 
 Metrics::~Metrics() = default;
 
@@ -353,7 +366,7 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(
         absl::StrCat("cannot serve metrics on ", address, ": ", e.what(),
                      " (is the port already in use?)"));
   }
-  metrics->exposer_->RegisterCollectable(metrics->registry_);
+  metrics->exposer_->RegisterCollectable(metrics->sampled_);
   return metrics;
 }
 
@@ -415,8 +428,18 @@ void Metrics::PlanDone(const planner::PlanResult& result) {
   if (result.time_limited) families_->time_limited.Increment();
 }
 
-void Metrics::SetQueueDepth(int depth) {
-  families_->queue.Set(static_cast<double>(depth));
+void Metrics::SetQueueDepthSource(std::function<int()> depth) {
+  absl::MutexLock lock(&source_mu_);
+  queue_depth_ = std::move(depth);
+}
+
+std::vector<prometheus::MetricFamily> Metrics::Collect() {
+  {
+    absl::MutexLock lock(&source_mu_);
+    families_->queue.Set(queue_depth_ ? static_cast<double>(queue_depth_())
+                                      : 0.0);
+  }
+  return registry_->Collect();
 }
 
 void Metrics::AllocatorRun(const std::string& allocator,

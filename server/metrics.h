@@ -13,15 +13,19 @@
 #ifndef MEMPLAN_SERVER_METRICS_H_
 #define MEMPLAN_SERVER_METRICS_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "engine/benchmark.h"
 #include "engine/plan_cache.h"
 #include "grpcpp/support/server_interceptor.h"
 #include "planner/planner.h"
+#include "prometheus/collectable.h"
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
 #include "prometheus/family.h"
@@ -62,8 +66,12 @@ class Metrics {
 
   // A plan was returned.
   void PlanDone(const planner::PlanResult& result);
-  // Requests waiting or running, set on every change.
-  void SetQueueDepth(int depth);
+  // Where memplan_planner_queue_depth comes from: `depth` is asked at
+  // each collection (a scrape), so the gauge shows the requests and tasks
+  // as they are then, whatever order the calls and the workers changed
+  // them in. Null (what a source's owner sets before it goes): the gauge
+  // reads 0. Waits for a collection asking the old source.
+  void SetQueueDepthSource(std::function<int()> depth);
   // One allocator run of a Benchmark call (figures at its peak).
   void AllocatorRun(const std::string& allocator,
                     const engine::ReplayFigures& result);
@@ -80,12 +88,19 @@ class Metrics {
   void PlanCacheStoreUp(const std::string& store, bool up);
 
   prometheus::Registry& registry() { return *registry_; }
+  // What a scrape collects: the registry, once the sampled gauges are set.
+  std::vector<prometheus::MetricFamily> Collect();
 
  private:
   struct Families;
   class CacheListener;
+  class Sampled;
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<Families> families_;
+  absl::Mutex source_mu_;
+  std::function<int()> queue_depth_ ABSL_GUARDED_BY(source_mu_);
+  // Registered with the exposer in place of the registry.
+  std::shared_ptr<Sampled> sampled_;
   std::unique_ptr<CacheListener> cache_listener_;
   std::unique_ptr<prometheus::Exposer> exposer_;
 };

@@ -116,13 +116,19 @@ PlannerService::PlannerService(const ServiceOptions& options,
                   size_t{1} << 20);
   AddParsedMethod("/memplan.v1.MemoryPlanner/Benchmark",
                   &PlannerService::RunBenchmark, 0);
+  // Read at each scrape: set on each admission and exit instead, two calls
+  // admitted at once could set 2 then 1 (the older count last), and tasks a
+  // call left queued, never started, kept counting after its last exit.
+  metrics_->SetQueueDepthSource(
+      [this] { return in_flight_.load() + workers_->queue_depth(); });
 }
+
+PlannerService::~PlannerService() { metrics_->SetQueueDepthSource(nullptr); }
 
 bool PlannerService::Admit() {
   int current = in_flight_.load();
   while (current < options_.max_in_flight) {
     if (in_flight_.compare_exchange_weak(current, current + 1)) {
-      ReportQueueDepth();
       // (A call that leaves the last slot at this moment may tell the
       // returner after this: memory is then returned during this call,
       // which costs it page faults, nothing more.)
@@ -135,13 +141,7 @@ bool PlannerService::Admit() {
 
 void PlannerService::Leave() {
   const int now = in_flight_.fetch_sub(1) - 1;
-  ReportQueueDepth();
   if (now == 0 && memory_ != nullptr) memory_->CallsEnded();
-}
-
-void PlannerService::ReportQueueDepth() {
-  absl::MutexLock lock(&depth_mu_);
-  metrics_->SetQueueDepth(in_flight_.load() + workers_->queue_depth());
 }
 
 grpc::Status PlannerService::CheckAdmission() {

@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <functional>
 
-#include "absl/synchronization/mutex.h"
 #include "base/cancel.h"
 #include "base/process_memory.h"
 #include "base/worker_pool.h"
@@ -111,6 +110,7 @@ class PlannerService final : public grpc::Service {
   PlannerService(const ServiceOptions& options, base::WorkerPool* workers,
                  const base::CancelToken* shutdown, Metrics* metrics,
                  IdleMemoryReturner* memory = nullptr);
+  ~PlannerService() override;
 
   // The calls on a request already read, into an empty response (on the
   // call's arena).
@@ -144,11 +144,6 @@ class PlannerService final : public grpc::Service {
   // Takes a slot for one request (false when all are taken) and returns it.
   bool Admit();
   void Leave();
-  // Sets memplan_planner_queue_depth from the counts as they are now. Every
-  // change of in_flight_ is followed by one, and they run one at a time, so
-  // the last one set sees the last change (two calls admitted at once could
-  // otherwise leave the gauge at 1 with 2 running).
-  void ReportQueueDepth();
   // UNAVAILABLE or RESOURCE_EXHAUSTED when the call cannot start.
   grpc::Status CheckAdmission();
   // The status to return for a failed call.
@@ -166,7 +161,6 @@ class PlannerService final : public grpc::Service {
   IdleMemoryReturner* const memory_;
   std::atomic<int> in_flight_{0};
   std::atomic<bool> admitting_{true};
-  absl::Mutex depth_mu_;
 };
 
 }  // namespace memplan::server
