@@ -108,8 +108,10 @@ class CancelTest : public ::testing::Test {
   // With `busy`, expects the server to have worked during the call (at
   // least 20 ms of CPU, two clock ticks): a deadline that fell before the
   // work began would test nothing.
+  // `work` (may be null): the server's CPU during the call.
   template <typename Call>
-  static double CpuAfter(Call call, grpc::Status* status, bool busy = true) {
+  static double CpuAfter(Call call, grpc::Status* status, bool busy = true,
+                         double* work = nullptr) {
     const Clock::time_point start = Clock::now();
     const double at_start = testing::ProcessCpuSeconds(server_->pid());
     *status = call();
@@ -121,6 +123,7 @@ class CancelTest : public ::testing::Test {
                 std::chrono::duration<double, std::milli>(end - start).count(),
                 before - at_start, static_cast<int>(status->error_code()),
                 after);
+    if (work != nullptr) *work = before - at_start;
     if (busy) {
       // CPU times are counted in clock ticks (10 ms): two ticks, with half
       // a tick to spare for the rounding of the difference of two tick
@@ -227,15 +230,23 @@ TEST_F(CancelTest, ABenchmarkWorkloadStopsAtTheDeadline) {
   }
   request.set_workload_size(999'999);
   grpc::Status s;
-  const double cpu = CpuAfter(
-      [&] {
-        grpc::ClientContext context;
-        context.set_deadline(std::chrono::system_clock::now() +
-                             std::chrono::milliseconds(80));
-        return v1::MemoryPlanner::NewStub(*channel_)->Benchmark(
-            &context, request, &response);
-      },
-      &s);
+  // The deadline must fall during the work: on a machine busy enough that
+  // the server got under two clock ticks of CPU in 80 ms, again with a
+  // later one (the whole call takes a second or more).
+  double cpu = 0, work = 0;
+  for (int ms : {80, 250, 600}) {
+    cpu = CpuAfter(
+        [&] {
+          grpc::ClientContext context;
+          context.set_deadline(std::chrono::system_clock::now() +
+                               std::chrono::milliseconds(ms));
+          return v1::MemoryPlanner::NewStub(*channel_)->Benchmark(
+              &context, request, &response);
+        },
+        &s, /*busy=*/false, &work);
+    if (work >= 0.015) break;
+  }
+  EXPECT_GE(work, 0.015) << "the deadline fell before the work";
   EXPECT_EQ(s.error_code(), grpc::DEADLINE_EXCEEDED) << s.error_message();
   EXPECT_LT(cpu, kMaxCpuAfter);
 }
