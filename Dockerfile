@@ -65,8 +65,8 @@ USER 10001:10001
 EXPOSE 50051 9464
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
   CMD ["/usr/local/bin/memplan", "health", "--server", "127.0.0.1:50051"]
-# SIGTERM (docker stop, Kubernetes): NOT_SERVING, drain for --grace_seconds,
-# exit 0.
+# SIGTERM (docker stop, Kubernetes): NOT_SERVING, drain for --drain_seconds,
+# calls in progress end within --grace_seconds, exit 0.
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/local/bin/memplan-server", "--address=0.0.0.0:50051", \
             "--metrics_address=0.0.0.0:9464"]

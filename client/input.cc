@@ -76,6 +76,14 @@ absl::StatusOr<Input> ReadInput(const std::string& path,
         formats::ReadMinimallocCsv(bytes, name);
     if (!csv.ok()) return csv.status();
     api::BuffersToProto(csv->problem, input.request.mutable_buffers());
+    if (!csv->has_alignment) {
+      // No alignment column: the buffers take the request's default, 1
+      // (MiniMalloc's) unless --alignment sets another.
+      for (v1::Buffer& b : *input.request.mutable_buffers()) {
+        b.clear_alignment();
+      }
+      input.request.mutable_options()->set_alignment(1);
+    }
     input.csv = *std::move(csv);
     return input;
   }

@@ -116,6 +116,45 @@ TEST_F(CliTest, CsvOutputIsMiniMallocsFormat) {
   EXPECT_THAT(lines[1], ::testing::StartsWith("b1,0,3,4,"));
 }
 
+// --alignment sets the alignment of a CSV's buffers when the file has no
+// alignment column (MiniMalloc's default, 1, otherwise); a column's values
+// stay as written. In-process and through the server alike.
+TEST_F(CliTest, AlignmentFlagAppliesToACsvWithoutAlignments) {
+  const std::string plain = "id,lower,upper,size\na,0,2,8\nb,1,3,8\n";
+  const std::string with_column =
+      "id,lower,upper,size,alignment\na,0,2,8,8\nb,1,3,8,8\n";
+  for (bool remote : {false, true}) {
+    std::vector<std::string> args = {"plan", "--format=json",
+                                     "--input-format=csv"};
+    if (remote) {
+      args.push_back("--server");
+      args.push_back(server_->address());
+    }
+    const auto offsets = [&](const std::vector<std::string>& flags,
+                             const std::string& csv) {
+      std::vector<std::string> all = args;
+      all.insert(all.end(), flags.begin(), flags.end());
+      all.push_back("-");
+      CommandResult r = RunCli(all, csv);
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      const v1::PlanResponse plan = ParsePlanJson(r.out);
+      std::vector<int64_t> out;
+      for (const v1::Assignment& a : plan.assignments()) {
+        out.push_back(a.offset());
+      }
+      return out;
+    };
+    EXPECT_THAT(offsets({}, plain), ::testing::UnorderedElementsAre(0, 8))
+        << "remote " << remote;
+    EXPECT_THAT(offsets({"--alignment=64"}, plain),
+                ::testing::UnorderedElementsAre(0, 64))
+        << "remote " << remote;
+    EXPECT_THAT(offsets({"--alignment=64"}, with_column),
+                ::testing::UnorderedElementsAre(0, 8))
+        << "remote " << remote;
+  }
+}
+
 TEST_F(CliTest, ReadsStandardInput) {
   CommandResult r = RunCli({"plan", "--input-format=csv", "-"},
                            "id,lower,upper,size\na,0,2,8\nb,1,3,8\n");
