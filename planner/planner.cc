@@ -218,8 +218,12 @@ absl::Status PlaceOnSkyline(SkylineTies ties, const Sections* time,
       SkylineOffsets(result->problem, cancel, options);
   AddStageTime("offsets", absl::Now() - start, result);
   if (!placed.ok()) {
+    // The plan stays: past its work cap, out of time, or (INVALID_ARGUMENT)
+    // its arena would pass 2^63 where the heuristics' fits (buffers pinned
+    // near 2^62).
     return absl::IsResourceExhausted(placed.status()) ||
-                   absl::IsDeadlineExceeded(placed.status())
+                   absl::IsDeadlineExceeded(placed.status()) ||
+                   absl::IsInvalidArgument(placed.status())
                ? absl::OkStatus()
                : placed.status();
   }

@@ -176,6 +176,24 @@ TEST(PlannerTest, AutoPicksTheSmallestArenaOfAllStrategies) {
   }
 }
 
+// A buffer pinned just under 2^62 with the others above it: best fit's
+// arena stays under 2^63, the skyline's would pass it. The default plan
+// keeps best fit's instead of failing on the skyline pass that follows.
+TEST(PlannerTest, AutoKeepsItsPlanWhenTheSkylinePassWouldPassTwoToThe63) {
+  const Bytes g = int64_t{1} << 32;  // alignment
+  Problem p = testing::ProblemOf({{0, 3, 1},
+                                  {0, 2, int64_t{4611686018427387000}},
+                                  {1, 3, 100},
+                                  {2, 3, 100}});
+  p.buffers[0].fixed_offset = int64_t{4611686014132420608};
+  p.buffers[0].alignment = p.buffers[1].alignment = g;
+  p.buffers[2].alignment = g;
+  absl::StatusOr<PlanResult> r = PlanBuffers(p, {}, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(Verify(p, r->solution).ok());
+  EXPECT_GT(r->solution.arena_size, int64_t{1} << 62);
+}
+
 TEST(PlannerTest, AutoWithOptimizeIsNoWorseThanTheHillClimb) {
   for (uint32_t seed = 0; seed < 10; ++seed) {
     Problem p = testing::DenseProblem(60, seed);

@@ -1731,24 +1731,43 @@ Bytes RoundUp(Bytes value, Bytes grain) {
   return (value + grain - 1) / grain * grain;
 }
 
+// The grains past the bound a bound probe skips after `walk` bound probes
+// in a row were proved impossible: none for the first two (the bound and
+// the next grain, as most searches need), then 1, 3, 7, ... (an
+// exponential search up from the bound).
+int64_t BoundSkip(int walk) {
+  return walk < 2 ? 0 : (int64_t{1} << std::min(walk - 1, 62)) - 1;
+}
+
 // One round of kMinimize at a node budget: the bound `lo` first (with a
 // larger budget: finding it ends the search), then a binary search over
 // multiples of `grain` above it. A proof raises `lo`; an inconclusive probe
-// only moves this round's search upward. Returns false once cancelled.
+// only moves this round's search upward. Bound probes proved impossible
+// one after another move up exponentially (BoundSkip): one grain at a time,
+// a problem whose bound probes each fail without a node (two buffers, one
+// pinned a gigabyte up) walked 15 million grains, never polling the
+// token. Returns false once cancelled.
 bool MinimizeRound(const Job& job, int64_t budget, Bytes grain, Bytes& lo,
                    ExactResult& result) {
   Bytes round_lo = lo;  // this round's probes stay at or above it
+  int walk = 0;         // bound probes proved impossible in a row
   while (round_lo < ProbeCeiling(job, result)) {
+    if (job.ctx.cancel != nullptr && job.ctx.cancel->Cancelled()) {
+      return false;
+    }
     const Bytes hi = ProbeCeiling(job, result);
-    const bool bound = round_lo == lo;
+    const int64_t skip = BoundSkip(walk);
+    const bool bound = round_lo == lo && skip <= (hi - lo - 1) / grain;
     const Bytes middle = round_lo + (hi - round_lo) / 2;
-    const Bytes mid = bound ? lo : std::max(round_lo, middle - middle % grain);
+    const Bytes mid =
+        bound ? lo + skip * grain : std::max(round_lo, middle - middle % grain);
     const Outcome outcome =
         Probe(job, mid, bound ? budget * kBoundProbeWeight : budget, result);
     if (outcome == Outcome::kCancelled) return false;
     if (outcome == Outcome::kNotFound) lo = RoundUp(mid + 1, grain);
     if (outcome != Outcome::kFound) round_lo = RoundUp(mid + 1, grain);
     round_lo = std::max(round_lo, lo);
+    walk = bound && outcome == Outcome::kNotFound ? walk + 1 : 0;
   }
   return true;
 }
@@ -1815,6 +1834,21 @@ absl::StatusOr<Bytes> CapacityOf(const Problem& problem,
 bool Searchable(const Problem& problem, const ExactOptions& options) {
   if (static_cast<int64_t>(problem.buffers.size()) > options.max_buffers) {
     return false;
+  }
+  // The search's heights (a buffer's lowest offset plus its size, at most
+  // the highest fixed top plus every size) must stay below kInfinity, its
+  // "no buffer" mark: a pin at 3 EB under a buffer of 3 EB passed for a
+  // plan with that buffer unplaced. (Validation caps the sizes' sum and
+  // each fixed top at 2^62; kInfinity is about 2^61.) Such a problem keeps
+  // its starting plan.
+  Bytes reach = 0;
+  for (const Buffer& b : problem.buffers) {
+    if (b.fixed_offset) reach = std::max(reach, *b.fixed_offset + b.size);
+  }
+  if (reach >= kInfinity) return false;
+  for (const Buffer& b : problem.buffers) {
+    reach += b.size;
+    if (reach >= kInfinity) return false;
   }
   const std::vector<int64_t> conflicts = CountConflicts(problem);
   return std::accumulate(conflicts.begin(), conflicts.end(), int64_t{0}) / 2 <=

@@ -709,6 +709,33 @@ TEST(ExactSolverTest, HugeLifetimeTimesSizeOrdersWithoutOverflow) {
   EXPECT_TRUE(r.proven_optimal);
 }
 
+// Two buffers, one pinned an exabyte up: every arena between the bound and
+// the plan is refuted at once (no node), one after another. Probed a grain
+// at a time upward from the bound, that was 10^18 probes, never polling
+// the token; probed exponentially upward, it ends proven at once. (The
+// token only stops the old walk, which then did not prove anything.)
+TEST(ExactSolverTest, BoundProbesRefutedAtOnceMoveUpExponentially) {
+  const Bytes exa = int64_t{1'000'000'000'000'000'000};
+  Problem p = testing::ProblemOf({{0, 1, 1}, {0, 1, exa + 1}});
+  p.buffers[0].fixed_offset = exa;
+  const base::CancelToken cancel(absl::Now() + absl::Seconds(20));
+  const ExactResult r = MustSolve(p, ExactOptions{}, {.cancel = &cancel});
+  EXPECT_EQ(r.solution.arena_size, 2 * exa + 2);  // above the pin
+  EXPECT_TRUE(r.proven_optimal);
+}
+
+// Heights past the search's "none" mark (kInfinity, about 2^61): a pin at
+// 3 EB under a buffer of 3 EB came back as a plan with that buffer
+// unplaced (offset -1). Such a problem keeps its valid starting plan.
+TEST(ExactSolverTest, HeightsPastTwoToTheSixtyOneKeepTheStartingPlan) {
+  const Bytes big = int64_t{3'000'000'000'000'000'000};
+  Problem p = testing::ProblemOf({{0, 3, 1}, {0, 3, big + 1}});
+  p.buffers[0].fixed_offset = big;
+  const ExactResult r = MustSolve(p, ExactOptions{});
+  EXPECT_EQ(r.solution.arena_size, 2 * big + 2);
+  EXPECT_EQ(r.solution.offsets[1], big + 1);
+}
+
 TEST(ExactSolverTest, InfeasibleWhenLowerBoundExceedsCapacity) {
   const Problem p = testing::ProblemOf({{0, 2, 8}, {1, 3, 8}});
   const ExactResult r = MustSolve(p, Capacity(15));
