@@ -195,6 +195,10 @@ absl::StatusOr<Workload> SyntheticWorkload(const v1::BenchmarkRequest& request,
                                            const BenchmarkLimits& limits,
                                            base::WorkerPool* workers,
                                            const base::CancelToken* cancel) {
+  if (request.workload_size() < 0) {
+    return Invalid("workload_size ", request.workload_size(),
+                   " is negative (0: the default, ", kDefaultWorkloadSize, ")");
+  }
   const int size = request.workload_size() > 0 ? request.workload_size()
                                                : kDefaultWorkloadSize;
   absl::StatusOr<int64_t> events = WorkloadEvents(request.workload(), size);

@@ -135,6 +135,11 @@ TEST_F(BenchmarkTest, BadRequestsAreInvalid) {
   unknown.set_workload("random");
   EXPECT_THAT(std::string(Run(unknown).status().message()),
               HasSubstr("unknown workload 'random'"));
+  v1::BenchmarkRequest negative;
+  negative.set_workload("allocation");
+  negative.set_workload_size(-5);
+  EXPECT_THAT(std::string(Run(negative).status().message()),
+              HasSubstr("workload_size -5 is negative"));
   v1::BenchmarkRequest bad_graph = ChainGraph();
   bad_graph.mutable_graph()->mutable_ops(1)->set_inputs(0, "zz");
   EXPECT_THAT(std::string(Run(bad_graph).status().message()),

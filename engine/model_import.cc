@@ -4,6 +4,7 @@
 #include "onnx/import.h"
 #include "onnx/inspect.h"
 #include "onnx/lean.h"
+#include "proto/convert.h"
 #include "tflite/inspect.h"
 #include "tflite/reader.h"
 
@@ -48,7 +49,10 @@ absl::StatusOr<ModelSummary> SummarizeModel(Format format,
 
 absl::StatusOr<ImportedModel> ImportModelFile(const v1::ModelFile& model,
                                               const base::CancelToken* cancel) {
-  const std::string name = model.name().empty() ? "model" : model.name();
+  // The name messages start with: escaped and cut (api::Clip), so that a
+  // request's name cannot forge a line of them.
+  const std::string name =
+      model.name().empty() ? "model" : api::Clip(model.name(), 256);
   absl::StatusOr<Format> format = model.format().empty()
                                       ? SniffFormat(model.data(), name)
                                       : FormatFromName(model.format());
@@ -60,13 +64,16 @@ absl::StatusOr<ImportedModel> ImportModelFile(const v1::ModelFile& model,
   ModelOptions options;
   options.cancel = cancel;
   for (const auto& [dim, value] : model.dims()) {
-    if (value < 0) return Invalid("model.dims['", dim, "'] is negative");
+    if (value < 0) {
+      return Invalid("model.dims['", api::Clip(dim), "'] is negative");
+    }
     options.dims[dim] = value;
   }
   for (const auto& [value, shape] : model.shapes()) {
     for (int64_t d : shape.dims()) {
       if (d < 0)
-        return Invalid("model.shapes['", value, "'] has a negative dim");
+        return Invalid("model.shapes['", api::Clip(value),
+                       "'] has a negative dim");
     }
     options.shapes[value] = {shape.dims().begin(), shape.dims().end()};
   }

@@ -119,7 +119,10 @@ void AddLines(const PlanResult& plan, const planner::PlanOptions& options,
          absl::StrCat("lower bound ", HumanBytes(plan.lower_bound)), "bound"});
     // A capacity far above the arena would squeeze the map; it is in the
     // figures line then.
-    if (options.capacity.has_value() && *options.capacity <= arena * 3 / 2) {
+    // (In doubles: an arena near 2^62 times 3 passes 2^63.)
+    if (options.capacity.has_value() &&
+        static_cast<double>(*options.capacity) <=
+            1.5 * static_cast<double>(arena)) {
       m->lines.push_back(
           {*options.capacity,
            absl::StrCat("capacity ", HumanBytes(*options.capacity)),
@@ -201,7 +204,9 @@ struct Frame {
   Step first, end;        // steps across
   Bytes top;              // bytes at y0
   double X(double step) const {
-    return x0 + (step - first) / static_cast<double>(end - first) * (x1 - x0);
+    // (In doubles: lifetimes from -2^62 to 2^62 span more than int64_t.)
+    const double span = static_cast<double>(end) - static_cast<double>(first);
+    return x0 + (step - static_cast<double>(first)) / span * (x1 - x0);
   }
   double Y(double bytes) const {
     return y1 - bytes / static_cast<double>(top) * (y1 - y0);

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "pictures/testing/text.h"
 #include "planner/planner.h"
+#include "planner/testing/random_problems.h"
 
 namespace memplan::formats {
 namespace {
@@ -113,6 +114,31 @@ TEST(PlanSvgTest, EveryPlannedTensorIsARectangleAtItsStepsAndOffset) {
   EXPECT_EQ(
       testing::Occurrences(svg.substr(svg.find("<g id=\"tensors\"")), "<rect "),
       drawn);
+}
+
+// Lifetimes from -2^62 to 2^62 span more steps than an int64_t counts, and
+// an arena near 2^62 times 3/2 passes it: both drawn in doubles, the first
+// step at the plot's left edge and the last at its right.
+TEST(PlanSvgTest, LifetimesAndArenasNearTwoToTheSixtyTwoDrawInTheFrame) {
+  const int64_t far = int64_t{1} << 62;
+  planner::Problem problem = planner::testing::ProblemOf(
+      {{-far, -far + 1, 64}, {far - 1, far, 64}, {0, 1, far - 128}});
+  planner::PlanOptions options;
+  options.capacity = far;
+  const std::string svg = PlanSvg(PlanBuffers(problem, options), options, {});
+  const size_t frame = svg.find("<rect id=\"plot\"");
+  ASSERT_NE(frame, std::string::npos);
+  std::smatch m;
+  const std::string frame_tag =
+      svg.substr(frame, svg.find("/>", frame) - frame);
+  ASSERT_TRUE(std::regex_search(
+      frame_tag, m,
+      std::regex(R"re(x="([\d.]+)" y="[\d.]+" width="([\d.]+)")re")));
+  const double x0 = std::atof(m[1].str().c_str()),
+               w = std::atof(m[2].str().c_str());
+  EXPECT_NEAR(Attr(RectOf(svg, "b0"), "x"), x0, 0.01);
+  const auto last = RectOf(svg, "b1");
+  EXPECT_NEAR(Attr(last, "x") + Attr(last, "width"), x0 + w, 0.01);
 }
 
 TEST(PlanSvgTest, HoverTextGivesNameSizeOffsetAndLifetime) {

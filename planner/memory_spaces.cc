@@ -7,11 +7,16 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "base/text.h"
 #include "planner/greedy.h"
 
 namespace memplan::planner {
 
 absl::Status ValidateMemorySpaces(const std::vector<MemorySpace>& spaces) {
+  if (spaces.size() > static_cast<size_t>(kMaxMemorySpaces)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        spaces.size(), " memory pools; at most ", kMaxMemorySpaces));
+  }
   absl::flat_hash_set<std::string> names;
   for (size_t k = 0; k < spaces.size(); ++k) {
     if (spaces[k].name.empty()) {
@@ -19,13 +24,13 @@ absl::Status ValidateMemorySpaces(const std::vector<MemorySpace>& spaces) {
           absl::StrCat("memory pool #", k, " has no name"));
     }
     if (!names.insert(spaces[k].name).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("duplicate memory pool name '", spaces[k].name, "'"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "duplicate memory pool name '", base::SafeText(spaces[k].name), "'"));
     }
     if (spaces[k].capacity < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("memory pool '", spaces[k].name, "' has capacity ",
-                       spaces[k].capacity, "; it must be >= 0 (0: unbounded)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "memory pool '", base::SafeText(spaces[k].name), "' has capacity ",
+          spaces[k].capacity, "; it must be >= 0 (0: unbounded)"));
     }
   }
   return absl::OkStatus();

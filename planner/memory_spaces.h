@@ -42,7 +42,14 @@ struct SpaceShare {
   Solution plan;  // a plan of SubProblem(problem, buffers) within capacity
 };
 
-// INVALID_ARGUMENT for an empty or duplicate name or a negative capacity.
+// The most memory spaces one plan may name. Each space is a placement over
+// the buffers left (cost: spaces x buffers); memories of real targets number
+// a handful (SRAM banks, DTCM, external RAM).
+inline constexpr int kMaxMemorySpaces = 64;
+
+// INVALID_ARGUMENT for more than kMaxMemorySpaces spaces, an empty or
+// duplicate name or a negative capacity. Messages quote names escaped
+// (base::SafeText).
 [[nodiscard]] absl::Status ValidateMemorySpaces(
     const std::vector<MemorySpace>& spaces);
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status.h"
+#include "base/text.h"
 #include "planner/liveness.h"
 #include "planner/strategy.h"
 
@@ -56,11 +57,23 @@ absl::StatusOr<planner::IoPolicy> IoFromProto(const std::string& value) {
                  "' is not \"arena\", \"arena_keep_inputs\" or \"exclude\"");
 }
 
+// A pool name cut to at most `max` bytes, as the plan names the pool (the
+// text rule is applied with the other names, engine/names.h).
+std::string CutName(absl::string_view name, size_t max) {
+  if (name.size() <= max) return std::string(name);
+  return absl::StrCat(name.substr(0, max), "... (", name.size(), " chars)");
+}
+
 // Memory pools (planner memory spaces), checked together with capacity.
 absl::Status SpacesFromProto(const v1::PlanOptions& o,
                              planner::PlanOptions* options) {
+  if (o.memory_pools_size() > planner::kMaxMemorySpaces) {
+    return Invalid("options.memory_pools: ", o.memory_pools_size(),
+                   " pools; at most ", planner::kMaxMemorySpaces);
+  }
   for (const v1::MemoryPool& m : o.memory_pools()) {
-    options->memory_spaces.push_back({Clip(m.name(), 256), m.capacity_bytes()});
+    options->memory_spaces.push_back(
+        {CutName(m.name(), 256), m.capacity_bytes()});
   }
   if (auto s = planner::ValidateMemorySpaces(options->memory_spaces); !s.ok()) {
     return Invalid("options.memory_pools: ", s.message());
@@ -76,8 +89,9 @@ absl::Status SpacesFromProto(const v1::PlanOptions& o,
 }  // namespace
 
 std::string Clip(absl::string_view name, size_t max) {
-  if (name.size() <= max) return std::string(name);
-  return absl::StrCat(name.substr(0, max), "... (", name.size(), " chars)");
+  if (name.size() <= max) return base::SafeText(name);
+  return absl::StrCat(base::SafeText(base::Utf8Prefix(name, max)), "... (",
+                      name.size(), " chars)");
 }
 
 absl::StatusOr<planner::PlanOptions> OptionsFromProto(const v1::PlanOptions& o,

@@ -100,8 +100,10 @@ void ToProto(const planner::PlanResult& result,
 // by the response and is left at 1.
 planner::PlanResult ResultFromProto(const v1::PlanResponse& response);
 
-// A name from a request cut to at most `max` characters (with "..."), for
-// error messages that echo user input.
+// A name from a request cut to at most `max` bytes (with "...") and
+// escaped (base::SafeText: control characters, newlines included, and
+// bytes that are not UTF-8 as \xHH), for error messages that echo user
+// input: a name cannot forge a line of the message.
 std::string Clip(absl::string_view name, size_t max = 64);
 
 }  // namespace memplan::api

@@ -3,11 +3,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "base/cancel.h"
 #include "base/worker_pool.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "planner/memory_spaces.h"
 #include "planner/planner.h"
 #include "planner/testing/random_problems.h"
 
@@ -218,6 +220,35 @@ TEST(ConvertTest, LongAssignmentListsAreTheSameOnThreads) {
 TEST(ConvertTest, ClipCutsLongNames) {
   EXPECT_EQ(Clip("short"), "short");
   EXPECT_EQ(Clip(std::string(100, 'a'), 4), "aaaa... (100 chars)");
+}
+
+// A name echoed in a message cannot start a line of its own (or move the
+// terminal's cursor): its control characters are escaped.
+TEST(ConvertTest, ClipEscapesWhatCouldForgeALine) {
+  EXPECT_EQ(Clip("x\nmemplan: OK\x1b[2K"), "x\\x0Amemplan: OK\\x1B[2K");
+  EXPECT_EQ(Clip("caf\xc3\xa9\xff"), "caf\xc3\xa9\\xFF");
+}
+
+TEST(ConvertTest, MemoryPoolsAreCountedAndTheirNamesEscapedInErrors) {
+  v1::PlanOptions many;
+  for (int i = 0; i <= planner::kMaxMemorySpaces; ++i) {
+    many.add_memory_pools()->set_name(absl::StrCat("p", i));
+  }
+  absl::StatusOr<planner::PlanOptions> o = OptionsFromProto(many, Budgets{});
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(o.status().message(), HasSubstr("65 pools; at most 64"));
+
+  v1::PlanOptions twice;
+  for (int i = 0; i < 2; ++i) {
+    twice.add_memory_pools()->set_name("x\nmemplan: OK");
+  }
+  o = OptionsFromProto(twice, Budgets{});
+  ASSERT_FALSE(o.ok());
+  EXPECT_THAT(o.status().message(),
+              HasSubstr("duplicate memory pool name 'x\\x0Amemplan: OK'"));
+  EXPECT_THAT(std::string(o.status().message()),
+              ::testing::Not(HasSubstr("\n")));
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ namespace memplan {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class HostileTest : public ::testing::Test {
  protected:
@@ -163,6 +164,40 @@ TEST_F(HostileTest, ErrorsQuotingRawNamesAreValidText) {
   EXPECT_THAT(cli.err, HasSubstr("'y\\xFF'"));
   std::remove(path.c_str());
   rmdir(dir);
+}
+
+// Text from a request quoted in an error cannot start a line of its own
+// (a log reader or CI script would take "memplan: ..." after it for the
+// server's word): a newline in a pool name, a dims key, an emit format, a
+// C header id or a model's name comes back as \x0A.
+TEST_F(HostileTest, RequestTextCannotForgeALineOfAnError) {
+  const std::string forged = "x\nmemplan: OK, arena 0 bytes";
+  std::vector<v1::PlanRequest> requests(5);
+  for (int i = 0; i < 2; ++i) {
+    requests[0].mutable_options()->add_memory_pools()->set_name(forged);
+  }
+  requests[1].mutable_model()->set_data(OnnxWithBadOutput());
+  requests[1].mutable_model()->set_format("onnx");
+  (*requests[1].mutable_model()->mutable_dims())[forged] = -1;
+  requests[2].add_emit(forged);
+  requests[3].set_c_header_id(forged);
+  requests[4].mutable_model()->set_data("not a model");
+  requests[4].mutable_model()->set_name(forged);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (!requests[i].has_model()) {  // a graph to plan, read after its options
+      v1::Tensor* t = requests[i].mutable_graph()->add_tensors();
+      t->set_name("t");
+      t->set_size_bytes(8);
+    }
+    v1::PlanResponse response;
+    grpc::ClientContext context;
+    const grpc::Status s = v1::MemoryPlanner::NewStub(*channel_)->Plan(
+        &context, requests[i], &response);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << i << ": " << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr("x\\x0Amemplan: OK")) << i;
+    EXPECT_THAT(s.error_message(), Not(HasSubstr("\n"))) << i;
+  }
 }
 
 // A TCP connection to 127.0.0.1:port that sent `text` and waits.
