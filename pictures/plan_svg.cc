@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -403,7 +404,8 @@ MemoryMap BuildMemoryMap(const PlanResult& plan,
   Bytes top = 1;
   for (const MapLine& l : m.lines) top = std::max(top, l.y);
   for (const MapRect& r : m.rects) top = std::max(top, r.y + r.size);
-  m.top = top + top / 20;  // headroom above the arena line
+  // Headroom above the arena line, short of 2^63 (an arena may be near it).
+  m.top = top + std::min(top / 20, std::numeric_limits<Bytes>::max() - top);
   std::tie(m.peak_step, m.peak_bytes) = PeakStep(plan.problem);
   m.figures = Figures(plan, options, m);
   return m;

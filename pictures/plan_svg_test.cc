@@ -136,9 +136,30 @@ TEST(PlanSvgTest, LifetimesAndArenasNearTwoToTheSixtyTwoDrawInTheFrame) {
       std::regex(R"re(x="([\d.]+)" y="[\d.]+" width="([\d.]+)")re")));
   const double x0 = std::atof(m[1].str().c_str()),
                w = std::atof(m[2].str().c_str());
+  EXPECT_THAT(svg, HasSubstr("<line class=\"capacity\""));  // 2^62 <= 1.5 x
   EXPECT_NEAR(Attr(RectOf(svg, "b0"), "x"), x0, 0.01);
   const auto last = RectOf(svg, "b1");
   EXPECT_NEAR(Attr(last, "x") + Attr(last, "width"), x0 + w, 0.01);
+}
+
+// An arena a few hundred bytes short of 2^63 (a buffer pinned just under
+// 2^62, another above it): the plot's headroom stops short of 2^63 instead
+// of wrapping to a negative height.
+TEST(PlanSvgTest, AnArenaNearTwoToTheSixtyThreeKeepsAPositiveHeight) {
+  const planner::Bytes g = int64_t{1} << 32;
+  planner::Problem problem = planner::testing::ProblemOf(
+      {{0, 3, 1}, {0, 2, int64_t{4611686018427387000}}, {1, 3, 100}});
+  problem.buffers[0].fixed_offset = int64_t{4611686014132420608};
+  for (planner::Buffer& b : problem.buffers) b.alignment = g;
+  const planner::PlanResult plan = PlanBuffers(problem);
+  ASSERT_GT(plan.solution.arena_size, int64_t{1} << 62);
+  const std::string svg = PlanSvg(plan, {}, {});
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(svg, m, std::regex(R"re(data-top-bytes="(\d+)")re")))
+      << "no positive top";
+  EXPECT_GE(std::stod(m[1].str()),
+            static_cast<double>(plan.solution.arena_size));
 }
 
 TEST(PlanSvgTest, HoverTextGivesNameSizeOffsetAndLifetime) {

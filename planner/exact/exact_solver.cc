@@ -1847,7 +1847,7 @@ bool Searchable(const Problem& problem, const ExactOptions& options) {
   }
   if (reach >= kInfinity) return false;
   for (const Buffer& b : problem.buffers) {
-    reach += b.size;
+    reach += b.size + b.alignment - 1;  // its padding too (at most 2^32)
     if (reach >= kInfinity) return false;
   }
   const std::vector<int64_t> conflicts = CountConflicts(problem);
