@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -75,26 +76,35 @@ double Attr(const std::map<std::string, std::string>& attrs,
   return it == attrs.end() ? 0 : std::atof(it->second.c_str());
 }
 
+// The plot frame: its corner and size in pixels, and the steps and bytes it
+// spans (its data-* attributes).
+struct PlotFrame {
+  double x, y, width, height;
+  double first, end, top;
+};
+
+// The frame of `svg`; nullopt when there is none or its figures do not
+// read as such (a negative span or height included).
+std::optional<PlotFrame> FrameOf(const std::string& svg) {
+  const size_t frame = svg.find("<rect id=\"plot\"");
+  if (frame == std::string::npos) return std::nullopt;
+  const std::string tag = svg.substr(frame, svg.find("/>", frame) - frame);
+  static const std::regex kFrame(
+      R"re(x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="([\d.]+)".*data-first-step="(-?\d+)" data-end-step="(\d+)" data-top-bytes="(\d+)")re");
+  std::smatch m;
+  if (!std::regex_search(tag, m, kFrame)) return std::nullopt;
+  const auto at = [&m](int k) { return std::atof(m[k].str().c_str()); };
+  return PlotFrame{at(1), at(2), at(3), at(4), at(5), at(6), at(7)};
+}
+
 TEST(PlanSvgTest, EveryPlannedTensorIsARectangleAtItsStepsAndOffset) {
   const planner::PlanResult plan = PlanGraph(InPlaceGraph());
   const std::string svg = PlanSvg(plan, {}, {.title = "mlp"});
   // The plot frame says which steps and bytes it spans.
-  const size_t frame = svg.find("<rect id=\"plot\"");
-  ASSERT_NE(frame, std::string::npos);
-  std::smatch m;
-  const std::string frame_tag =
-      svg.substr(frame, svg.find("/>", frame) - frame);
-  ASSERT_TRUE(std::regex_search(
-      frame_tag, m,
-      std::regex(
-          R"re(x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="([\d.]+)".*data-first-step="(-?\d+)" data-end-step="(\d+)" data-top-bytes="(\d+)")re")));
-  const double x0 = std::atof(m[1].str().c_str()),
-               y0 = std::atof(m[2].str().c_str()),
-               w = std::atof(m[3].str().c_str()),
-               h = std::atof(m[4].str().c_str());
-  const double first = std::atof(m[5].str().c_str()),
-               end = std::atof(m[6].str().c_str()),
-               top = std::atof(m[7].str().c_str());
+  const std::optional<PlotFrame> f = FrameOf(svg);
+  ASSERT_TRUE(f.has_value());
+  const double x0 = f->x, y0 = f->y, w = f->width, h = f->height;
+  const double first = f->first, end = f->end, top = f->top;
   int drawn = 0;
   for (size_t t = 0; t < plan.tensors.size(); ++t) {
     const planner::TensorPlacement& p = plan.tensors[t];
@@ -126,16 +136,9 @@ TEST(PlanSvgTest, LifetimesAndArenasNearTwoToTheSixtyTwoDrawInTheFrame) {
   planner::PlanOptions options;
   options.capacity = far;
   const std::string svg = PlanSvg(PlanBuffers(problem, options), options, {});
-  const size_t frame = svg.find("<rect id=\"plot\"");
-  ASSERT_NE(frame, std::string::npos);
-  std::smatch m;
-  const std::string frame_tag =
-      svg.substr(frame, svg.find("/>", frame) - frame);
-  ASSERT_TRUE(std::regex_search(
-      frame_tag, m,
-      std::regex(R"re(x="([\d.]+)" y="[\d.]+" width="([\d.]+)")re")));
-  const double x0 = std::atof(m[1].str().c_str()),
-               w = std::atof(m[2].str().c_str());
+  const std::optional<PlotFrame> f = FrameOf(svg);
+  ASSERT_TRUE(f.has_value());
+  const double x0 = f->x, w = f->width;
   EXPECT_THAT(svg, HasSubstr("<line class=\"capacity\""));  // 2^62 <= 1.5 x
   EXPECT_NEAR(Attr(RectOf(svg, "b0"), "x"), x0, 0.01);
   const auto last = RectOf(svg, "b1");
