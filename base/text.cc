@@ -107,8 +107,15 @@ bool IsXmlChar(char32_t c) {
          (c >= 0xE000 && c <= 0xFFFD) || (c >= 0x10000 && c <= 0x10FFFF);
 }
 
+bool IsBidiControl(char32_t c) {
+  return c == 0x061C || c == 0x200E || c == 0x200F ||
+         (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
+}
+
 bool IsNameChar(char32_t c) {
   if (!IsXmlChar(c) || c < 0x20 || (c >= 0x7F && c <= 0x9F)) return false;
+  // The line and paragraph separators end a line as a newline does.
+  if (IsBidiControl(c) || c == 0x2028 || c == 0x2029) return false;
   return !(c >= 0xFDD0 && c <= 0xFDEF) && (c & 0xFFFE) != 0xFFFE;
 }
 
@@ -195,6 +202,16 @@ std::string SafeMessage(absl::string_view raw) {
     start = i + 1;
   }
   return out;
+}
+
+std::string BoundedMessage(absl::string_view raw, size_t max_bytes) {
+  const std::string message = SafeMessage(raw);
+  std::string text(Utf8Prefix(message, max_bytes));
+  if (message.size() > text.size()) {
+    absl::StrAppend(&text, "... (", message.size() - text.size(),
+                    " more bytes)");
+  }
+  return text;
 }
 
 absl::string_view Utf8Prefix(absl::string_view text, size_t max_bytes) {

@@ -3,13 +3,13 @@
 // a response, a report or an emitted file it goes through SafeName, which
 // keeps valid UTF-8 of printable characters as it is and writes every byte
 // of anything else (invalid sequences, UTF-16 surrogates, overlong forms,
-// code points above U+10FFFF, control characters, noncharacters such as
-// U+FFFE) as the four characters \xHH. A backslash that would read as the
-// start of such an escape is doubled, so distinct names stay distinct and
-// the original bytes can be read back. The result is a valid proto3 string,
-// XML 1.0 text and (once quoted) JSON. Each output still escapes for its own
-// grammar (markup, C identifiers); MakeUnique tells apart names that a
-// narrower alphabet merged.
+// code points above U+10FFFF, control characters and line separators,
+// bidirectional formatting characters, noncharacters such as U+FFFE) as the
+// four characters \xHH. A backslash that would read as the start of such an
+// escape is doubled, so distinct names stay distinct and the original bytes can
+// be read back. The result is a valid proto3 string, XML 1.0 text and (once
+// quoted) JSON. Each output still escapes for its own grammar (markup, C
+// identifiers); MakeUnique tells apart names that a narrower alphabet merged.
 //
 //   base::SafeName("v\xff");         // "v\\xFF": the characters v \ x F F
 //   base::SafeName("conv/Relu:0");   // unchanged
@@ -37,9 +37,16 @@ size_t Utf8Sequence(absl::string_view text, size_t i, char32_t* code_point);
 // return, U+0020-U+D7FF, U+E000-U+FFFD, U+10000-U+10FFFF.
 bool IsXmlChar(char32_t c);
 
+// A bidirectional formatting character (U+061C, U+200E, U+200F,
+// U+202A-U+202E, U+2066-U+2069): invisible, it reorders the text around it
+// as shown (a name could make a C comment, a terminal line or a report
+// show other text than it holds; GCC warns of one in a source file).
+bool IsBidiControl(char32_t c);
+
 // A character SafeName keeps as it is: an XML 1.0 character that is not a
-// control (C0, DEL, C1: tab and newline included) nor a noncharacter
-// (U+FDD0-U+FDEF, U+xFFFE and U+xFFFF in every plane).
+// control (C0, DEL, C1: tab and newline included), a line or paragraph
+// separator (U+2028, U+2029), a bidirectional formatting character nor a
+// noncharacter (U+FDD0-U+FDEF, U+xFFFE and U+xFFFF in every plane).
 bool IsNameChar(char32_t c);
 
 // `raw` with every byte that is not part of a kept character (IsNameChar,
@@ -63,9 +70,18 @@ std::string SafeText(absl::string_view raw);
 
 // For a whole message (an error status, a warning) that may quote raw names
 // anywhere: SafeText, but tabs and newlines kept (messages may span lines).
-// What every error a user sees goes through at the boundary (the server's
-// status, the CLI's stderr, the Python module's exceptions).
 std::string SafeMessage(absl::string_view raw);
+
+// The most bytes of a message BoundedMessage keeps: a status fits gRPC's
+// metadata limits and a terminal's screen, whatever the input quoted.
+inline constexpr size_t kMaxMessageBytes = 2048;
+
+// SafeMessage(raw), cut on a character boundary to at most `max_bytes`
+// with "... (N more bytes)" appended where it was cut. What every error a
+// user sees goes through (the server's status, the CLI's stderr, the
+// Python module's exceptions): a message may quote a name of any length.
+std::string BoundedMessage(absl::string_view raw,
+                           size_t max_bytes = kMaxMessageBytes);
 
 // The longest prefix of `text` of at most `max_bytes` that does not end
 // inside a UTF-8 sequence.

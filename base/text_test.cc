@@ -138,6 +138,18 @@ TEST(IsNameCharTest, XmlCharactersThatPrint) {
     EXPECT_TRUE(IsXmlChar(c));
     EXPECT_FALSE(IsNameChar(c));  // a name stays on one line
   }
+  // Bidirectional formatting: shown, they reorder the text around them;
+  // the line and paragraph separators break a line.
+  for (char32_t c : {0x061C, 0x200E, 0x200F, 0x202A, 0x202E, 0x2066, 0x2069,
+                     0x2028, 0x2029}) {
+    EXPECT_TRUE(IsXmlChar(c));
+    EXPECT_FALSE(IsNameChar(c)) << std::hex << c;
+  }
+  // Their neighbours, and right-to-left letters themselves, print.
+  for (char32_t c :
+       {0x061B, 0x200D, 0x2027, 0x202F, 0x2065, 0x206A, 0x05D0, 0x0627}) {
+    EXPECT_TRUE(IsNameChar(c)) << std::hex << c;
+  }
   for (char32_t c :
        {0x0, 0x8, 0xB, 0xC, 0x1F, 0xD800, 0xDFFF, 0xFFFE, 0xFFFF, 0x110000}) {
     EXPECT_FALSE(IsXmlChar(c)) << std::hex << c;

@@ -32,7 +32,9 @@
 #include "client/remote.h"
 #include "engine/benchmark.h"
 #include "engine/model_import.h"
+#include "engine/names.h"
 #include "engine/plan.h"
+#include "formats/file_io.h"
 #include "formats/minimalloc_csv.h"
 #include "formats/request_json.h"
 #include "pictures/bench_html.h"
@@ -91,10 +93,11 @@ int ExitCode(const absl::Status& s, bool remote) {
 }
 
 int Fail(const absl::Status& s, bool remote = false) {
-  // Messages may quote raw names from the input: the text rule applies.
+  // Messages may quote raw names from the input: the text rule applies,
+  // and a long name is cut as the server cuts it.
   std::fprintf(stderr, "memplan: %s: %s\n",
                absl::StatusCodeToString(s.code()).c_str(),
-               base::SafeMessage(s.message()).c_str());
+               base::BoundedMessage(s.message()).c_str());
   return ExitCode(s, remote);
 }
 
@@ -188,6 +191,16 @@ absl::Status DumpGraph(const Input& input, const std::string& path) {
     *dump.mutable_graph() = *model->graph;  // a copy: off the arena
   }
   dump.clear_emit();
+  // The names as the plan has them (the text rule): a model's or a CSV's
+  // bytes may not be UTF-8, which JSON cannot hold, and the dump must read
+  // back to the same graph (SafeName keeps distinct names distinct).
+  engine::CleanGraphNames(dump.mutable_graph());
+  for (v1::Buffer& b : *dump.mutable_buffers()) {
+    *b.mutable_id() = base::SafeName(b.id());
+  }
+  for (v1::MemoryPool& pool : *dump.mutable_options()->mutable_memory_pools()) {
+    *pool.mutable_name() = base::SafeName(pool.name());
+  }
   return formats::WriteFileAtomically(path, formats::ToJson(dump));
 }
 
@@ -230,7 +243,11 @@ int PrintPlan(const Input& input, const Planned& planned) {
     for (const v1::Assignment& a : planned.response.assignments()) {
       solution.offsets.push_back(a.offset());
     }
-    std::cout << formats::WriteMinimallocCsv(input.csv->problem, &solution,
+    // The ids as the plan has them (the text rule): a raw carriage return
+    // or escape sequence would rewrite the user's terminal.
+    planner::Problem problem = input.csv->problem;
+    for (planner::Buffer& b : problem.buffers) b.name = base::SafeName(b.name);
+    std::cout << formats::WriteMinimallocCsv(problem, &solution,
                                              input.csv->has_alignment);
   } else {
     std::cout << TextReport(planned);
@@ -289,10 +306,14 @@ absl::Status WriteEmitted(const std::vector<EmitTarget>& targets,
   if (first < 0) {
     return absl::InternalError("the plan came back without its files");
   }
+  // All or none: a picture and its page go together.
+  std::vector<formats::FileToWrite> files;
   for (size_t i = 0; i < targets.size(); ++i) {
-    const v1::EmittedFile& file = response->files(first + static_cast<int>(i));
-    absl::Status s = formats::WriteFileAtomically(targets[i].path, file.data());
-    if (!s.ok()) return s;
+    files.push_back(
+        {targets[i].path, response->files(first + static_cast<int>(i)).data()});
+  }
+  if (absl::Status s = formats::WriteFilesAtomically(files); !s.ok()) {
+    return s;
   }
   response->mutable_files()->DeleteSubrange(first,
                                             static_cast<int>(targets.size()));
@@ -322,6 +343,14 @@ int RunPlan(const std::vector<std::string>& args) {
   if (!input.ok()) return Fail(input.status());
   if (absl::GetFlag(FLAGS_format) == "csv" && !input->csv.has_value()) {
     return Usage("plan", "--format csv needs CSV input");
+  }
+  if (absl::GetFlag(FLAGS_format) == "csv" &&
+      !absl::GetFlag(FLAGS_memory_pool).empty()) {
+    // A CSV has one offset column for one arena: each pool's offsets
+    // count from its own base, which the file could not say.
+    return Usage("plan",
+                 "--format csv writes one arena's offsets; with --memory_pool "
+                 "use --format json or text");
   }
   v1::PlanRequest& request = input->request;
   if (auto s = ApplyPlanFlags(request.mutable_options()); !s.ok()) {
@@ -540,7 +569,13 @@ int Run(int argc, char** argv) {
 int main(int argc, char** argv) {
   // No exception may escape: a bug is reported as one, with exit 70.
   try {
-    return memplan::client::Run(argc, argv);
+    const int code = memplan::client::Run(argc, argv);
+    // Output lost (a full disk) is never a success.
+    if (absl::Status s = memplan::formats::FlushStdout(); !s.ok()) {
+      std::fprintf(stderr, "memplan: %s\n", std::string(s.message()).c_str());
+      return code == 0 ? 73 : code;
+    }
+    return code;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "memplan: internal error: %s\n", e.what());
   } catch (...) {

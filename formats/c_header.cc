@@ -287,7 +287,8 @@ void HeaderWriter::Preamble() {
       " * model, or an input or output left to the caller); its size, pool\n"
       " * and lifetime, steps [first, end). Two tensors whose lifetimes\n"
       " * overlap never share a byte, except a tensor written in place over\n"
-      " * the one named in reuses[].\n"
+      " * the one named in reuses[]. Steps run from FIRST_STEP (0 unless\n"
+      " * the input has earlier ones) for STEP_COUNT steps.\n"
       " *\n"
       " * The arrays are defined where ",
       Macro("IMPLEMENTATION"),
@@ -300,16 +301,20 @@ void HeaderWriter::Preamble() {
 void HeaderWriter::Macros() {
   const int pools = std::max<int>(1, static_cast<int>(r_.memory_spaces.size()));
   Column pool_bytes{"pool_bytes", "arena bytes of each memory pool", {}, {}};
-  int64_t steps = 0;
+  // Steps FIRST_STEP to FIRST_STEP + STEP_COUNT - 1: from 0 for a graph;
+  // a buffer list may start earlier (its steps are any integers).
+  int64_t first_step = 0, end_step = 0;
   for (const planner::TensorPlacement& p : r_.tensors) {
-    steps = std::max(steps, p.end);
+    first_step = std::min(first_step, p.start);
+    end_step = std::max(end_step, p.end);
   }
   absl::StrAppend(&out_, "#define ", Macro("ARENA_BYTES"), " ",
                   r_.solution.arena_size, "\n#define ", Macro("ALIGNMENT"), " ",
                   in_.options->alignment, "\n#define ",
                   Macro("LOWER_BOUND_BYTES"), " ", r_.lower_bound, "\n#define ",
                   Macro("TENSOR_COUNT"), " ", r_.tensors.size(), "\n#define ",
-                  Macro("STEP_COUNT"), " ", steps, "\n#define ",
+                  Macro("FIRST_STEP"), " ", first_step, "\n#define ",
+                  Macro("STEP_COUNT"), " ", end_step - first_step, "\n#define ",
                   Macro("POOL_COUNT"), " ", pools, "\n");
   const std::vector<std::string> pool_ids = PoolIds();
   for (int k = 0; k < static_cast<int>(r_.memory_spaces.size()); ++k) {

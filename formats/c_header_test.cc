@@ -50,7 +50,8 @@ int main(void) {
   }
   if (at != MEMPLAN_ID_ARENA_BYTES) return 2;
   if (other_unit_tensor_count() != MEMPLAN_ID_TENSOR_COUNT) return 3;
-  for (step = 0; step < MEMPLAN_ID_STEP_COUNT; ++step) {
+  for (step = MEMPLAN_ID_FIRST_STEP;
+       step < MEMPLAN_ID_FIRST_STEP + MEMPLAN_ID_STEP_COUNT; ++step) {
     for (b = 0; b < MEMPLAN_ID_ARENA_BYTES; ++b) owner[b] = -1;
     for (t = 0; t < MEMPLAN_ID_TENSOR_COUNT; ++t) {
       const int64_t o = PFX_offsets[t];
@@ -326,6 +327,33 @@ TEST(CHeaderTest, GraphHeadersCompileWithPoolsAndInPlaceOps) {
     EXPECT_THAT(CompileAndRun(*header, id),
                 ::testing::StartsWith("exit 0: ok "));
   }
+}
+
+// A buffer list's steps are any integers: the header's steps run from its
+// earliest, and the check program's walk over them meets every buffer.
+TEST(CHeaderTest, StepsOfABufferListMayStartBelowZero) {
+  planner::Problem problem;
+  for (int i = 0; i < 12; ++i) {
+    planner::Buffer b;
+    b.name = absl::StrCat("b", i);
+    b.start = -9 + i;
+    b.end = b.start + 1 + i % 4;
+    b.size = 16 * (1 + i % 3);
+    problem.buffers.push_back(b);
+  }
+  const planner::PlanOptions options = Options();
+  absl::StatusOr<planner::PlanResult> plan =
+      planner::PlanBuffers(problem, options, nullptr, nullptr);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const CHeaderInput input{"negative steps", &*plan, &options, nullptr};
+  absl::StatusOr<std::string> header = EmitCHeader(input);
+  ASSERT_TRUE(header.ok()) << header.status();
+  const std::string id = CHeaderIdFor(input);
+  const std::string macro = "#define MEMPLAN_" + absl::AsciiStrToUpper(id);
+  EXPECT_THAT(*header, HasSubstr(macro + "_FIRST_STEP -9\n"));
+  EXPECT_THAT(*header, HasSubstr(macro + "_STEP_COUNT 15\n"));  // to 5
+  // Each tensor checked at each of its 30 steps (from 0: 11 of them).
+  EXPECT_EQ(CompileAndRun(*header, id), "exit 0: ok 30\n");
 }
 
 }  // namespace

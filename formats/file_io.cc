@@ -12,6 +12,7 @@
 #include <cstring>
 #include <iostream>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -235,35 +236,85 @@ void FileBytes::Unmap() {
   }
 }
 
-absl::Status WriteFileAtomically(const std::string& path,
-                                 absl::string_view contents) {
-  if (path == "-") {
-    std::cout.write(contents.data(),
-                    static_cast<std::streamsize>(contents.size()));
-    std::cout.flush();
-    return std::cout ? absl::OkStatus()
-                     : CannotWrite("standard output", "write failed");
-  }
+namespace {
+
+// Writes `contents` to a new temporary file beside `path`, made readable as
+// the umask allows; its name in *temp. Nothing is left on failure.
+absl::Status Stage(const std::string& path, absl::string_view contents,
+                   std::string* temp) {
   struct stat info;
   if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
     return CannotWrite(path, "it is a directory");
   }
-  std::string temp = path + ".tmp.XXXXXX";
-  const int fd = ::mkstemp(temp.data());
+  *temp = path + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(temp->data());
   if (fd < 0) return CannotWrite(path, Reason());
   const bool written = WriteAll(fd, contents) && ::fsync(fd) == 0;
   const std::string why = written ? "" : Reason();
   if (::close(fd) != 0 || !written) {
-    ::unlink(temp.c_str());
+    ::unlink(temp->c_str());
     return CannotWrite(path, why.empty() ? "write failed" : why);
   }
   const mode_t mask = ::umask(0);  // mkstemp makes 0600; honour the umask
   ::umask(mask);
-  ::chmod(temp.c_str(), 0666 & ~mask);
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    const std::string reason = Reason();
-    ::unlink(temp.c_str());
-    return CannotWrite(path, reason);
+  ::chmod(temp->c_str(), 0666 & ~mask);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteStdout(absl::string_view contents) {
+  std::cout.write(contents.data(),
+                  static_cast<std::streamsize>(contents.size()));
+  return FlushStdout();
+}
+
+absl::Status FlushStdout() {
+  std::cout.flush();
+  const bool stream_ok = std::cout.good();
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const std::string why = flushed || errno == 0 ? "write failed" : Reason();
+  if (stream_ok && flushed && std::ferror(stdout) == 0) {
+    return absl::OkStatus();
+  }
+  // (The reason is known where the last flush failed; a write that failed
+  // earlier left only its mark.)
+  return CannotWrite("standard output", why);
+}
+
+absl::Status WriteFileAtomically(const std::string& path,
+                                 absl::string_view contents) {
+  return WriteFilesAtomically({{path, contents}});
+}
+
+absl::Status WriteFilesAtomically(absl::Span<const FileToWrite> files) {
+  std::vector<std::string> temps;  // per file not "-", in order
+  const auto unlink_from = [&temps](size_t first) {
+    for (size_t k = first; k < temps.size(); ++k) ::unlink(temps[k].c_str());
+  };
+  for (const FileToWrite& f : files) {
+    if (f.path == "-") continue;
+    std::string temp;
+    if (absl::Status s = Stage(f.path, f.contents, &temp); !s.ok()) {
+      unlink_from(0);
+      return s;
+    }
+    temps.push_back(std::move(temp));
+  }
+  size_t k = 0;
+  for (const FileToWrite& f : files) {
+    if (f.path == "-") continue;
+    if (::rename(temps[k].c_str(), f.path.c_str()) != 0) {
+      const std::string reason = Reason();
+      unlink_from(k);
+      return CannotWrite(f.path, reason);
+    }
+    ++k;
+  }
+  for (const FileToWrite& f : files) {
+    if (f.path != "-") continue;
+    if (absl::Status s = WriteStdout(f.contents); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

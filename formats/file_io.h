@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace memplan::formats {
 
@@ -87,9 +88,33 @@ class FileBytes {
 // Writes `contents` to `path` through a temporary file in the same
 // directory and a rename; "-" writes to standard output. PERMISSION_DENIED
 // naming the path when it cannot be written (no such directory, no right,
-// a directory in the way); the temporary file is removed on failure.
+// a directory in the way, a full disk); the temporary file is removed on
+// failure.
 [[nodiscard]] absl::Status WriteFileAtomically(const std::string& path,
                                                absl::string_view contents);
+
+// One file of WriteFilesAtomically.
+struct FileToWrite {
+  std::string path;  // "-": standard output
+  absl::string_view contents;
+};
+
+// Files that go together (a picture and its page): every one is written to
+// its temporary file first, and none is renamed into place unless all were
+// written, so a full disk or a missing directory leaves every destination
+// as it was. Errors as WriteFileAtomically. (A rename that fails after
+// others succeeded, which needs the directory to change meanwhile, leaves
+// those in place.) Standard output is written last.
+[[nodiscard]] absl::Status WriteFilesAtomically(
+    absl::Span<const FileToWrite> files);
+
+// Writes `contents` to standard output and flushes it: PERMISSION_DENIED
+// ("cannot write standard output: ...") when it fails (a full disk, a
+// file system error), so output lost is never reported as success.
+[[nodiscard]] absl::Status WriteStdout(absl::string_view contents);
+
+// Flushes standard output (std::cout and stdio): the error as WriteStdout.
+[[nodiscard]] absl::Status FlushStdout();
 
 }  // namespace memplan::formats
 

@@ -267,10 +267,14 @@ function showTip(i, mx, my) {
   if (i < 0) { tip.style.display = "none"; drawOver(); return; }
   clear(tip);
   var f = flags(i), off = O[i] - (D.bases ? D.bases[C[i]] : 0);
+  // Exact figures: numbers past 2^53 lose digits as doubles, so a plan
+  // holding one carries them as text (x: size, offset, its end, first and
+  // last step, steps).
+  var e = D.x ? D.x[i] : [Z[i], off, off + Z[i], S[i], S[i] + L[i] - 1, L[i]];
   line(D.names[i], "name");
-  line("size " + human(Z[i]) + " (" + group(Z[i]) + " bytes)");
-  line("offset " + group(off) + " to " + group(off + Z[i]) + " (" + human(off) + ")");
-  line("lifetime: steps " + S[i] + " to " + (S[i] + L[i] - 1) + " (" + L[i] + " step" + (L[i] === 1 ? "" : "s") + ")");
+  line("size " + human(Z[i]) + " (" + group(e[0]) + " bytes)");
+  line("offset " + group(e[1]) + " to " + group(e[2]) + " (" + human(off) + ")");
+  line("lifetime: steps " + e[3] + " to " + e[4] + " (" + e[5] + " step" + (String(e[5]) === "1" ? "" : "s") + ")");
   line(D.kinds[K[i] >> 2] + ", " + (D.bases ? "memory pool " + D.color_names[C[i]] + ", shared object " + D.obj[i]
                                              : "shared object " + C[i]));
   if (f & 1) line("written in place of " + inPlaceOf[i]);
@@ -340,7 +344,8 @@ window.addEventListener("resize", redraw);
 function applyHash() {
   var want = -1;
   location.hash.replace(/^#/, "").split("&").forEach(function (part) {
-    var eq = part.indexOf("="), key = part.slice(0, eq), val = decodeURIComponent(part.slice(eq + 1));
+    var eq = part.indexOf("="), key = part.slice(0, eq), val = part.slice(eq + 1);
+    try { val = decodeURIComponent(val); } catch (err) { /* a stray %: as typed */ }
     if (key === "view") {
       var v = val.split(",").map(Number);
       if (v.length === 4 && v.every(isFinite) && v[1] > v[0] && v[3] > v[2]) view = {x0: v[0], x1: v[1], y0: v[2], y1: v[3]};
@@ -373,7 +378,18 @@ std::string PlanJson(const MemoryMap& m, const base::CancelToken* cancel) {
     kinds.push_back(kind);
     return static_cast<int>(kinds.size() - 1);
   };
-  std::string names, s, l, o, z, c, k, obj, ip;
+  // Past 2^53 a double (the page's numbers) loses digits: the hover card's
+  // figures then come as exact text too.
+  constexpr int64_t kExactDouble = int64_t{1} << 53;
+  const auto inexact = [](int64_t v) {
+    return v > kExactDouble || v < -kExactDouble;
+  };
+  bool exact_text = inexact(m.top) || inexact(m.first) || inexact(m.end);
+  for (const MapRect& r : m.rects) {
+    exact_text = exact_text || inexact(r.start) || inexact(r.end) ||
+                 inexact(r.y) || inexact(r.y + r.size);
+  }
+  std::string names, s, l, o, z, c, k, obj, ip, x;
   for (size_t i = 0; i < m.rects.size(); ++i) {
     if (StopDrawing(cancel, i)) break;
     const MapRect& r = m.rects[i];
@@ -388,6 +404,14 @@ std::string PlanJson(const MemoryMap& m, const base::CancelToken* cancel) {
         &k, sep,
         kind_index(m.kinds[i]) * 4 + (r.in_place ? 1 : 0) + (r.fixed ? 2 : 0));
     if (spaces) absl::StrAppend(&obj, sep, r.object);
+    if (exact_text) {
+      const int64_t offset =
+          r.space >= 0 ? r.y - m.space_bases[static_cast<size_t>(r.space)]
+                       : r.y;
+      absl::StrAppend(&x, sep, "[\"", r.size, "\",\"", offset, "\",\"",
+                      offset + r.size, "\",\"", r.start, "\",\"", r.end - 1,
+                      "\",\"", r.end - r.start, "\"]");
+    }
     if (r.in_place) {
       absl::StrAppend(&ip, ip.empty() ? "" : ",", "[", i, ",",
                       JsonString(m.in_place_of[i]), "]");
@@ -416,7 +440,8 @@ std::string PlanJson(const MemoryMap& m, const base::CancelToken* cancel) {
              : "",
       ",\"ip\":[", ip, "],\n\"names\":[", names, "],\n\"s\":[", s,
       "],\n\"l\":[", l, "],\n\"o\":[", o, "],\n\"z\":[", z, "],\n\"c\":[", c,
-      "],\n\"k\":[", k, "]}");
+      "],\n\"k\":[", k, "]",
+      exact_text ? absl::StrCat(",\n\"x\":[", x, "]") : "", "}");
 }
 
 // The key under the map: a swatch per colour (when few), and the marks.

@@ -223,7 +223,7 @@ std::string RectTitle(const MemoryMap& m, size_t i) {
       r.space >= 0 ? r.y - m.space_bases[static_cast<size_t>(r.space)] : r.y;
   std::string t = absl::StrCat(
       m.names[i], "\n", HumanBytes(r.size), " (", GroupDigits(r.size),
-      " bytes) at offset ", GroupDigits(offset), "\nsteps ", r.start, "-",
+      " bytes) at offset ", GroupDigits(offset), "\nsteps ", r.start, " to ",
       r.end - 1, "\n", m.kinds[i], ", ",
       m.color_by == "shared object"
           ? absl::StrCat("shared object ", r.object)

@@ -174,7 +174,7 @@ TEST(PlanSvgTest, HoverTextGivesNameSizeOffsetAndLifetime) {
                          "<title>", p.name, "\n", HumanBytes(p.size), " (",
                          GroupDigits(p.size), " bytes) at offset ",
                          GroupDigits(plan.OffsetOf(t)), "\nsteps ", p.start,
-                         "-", p.end - 1, "\n")));
+                         " to ", p.end - 1, "\n")));
   }
 }
 

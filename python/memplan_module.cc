@@ -33,8 +33,9 @@ namespace {
 
 // A failed status as the Python exception a caller would expect.
 [[noreturn]] void Raise(const absl::Status& s) {
-  // Python decodes the message as UTF-8: the text rule applies.
-  const std::string message = base::SafeMessage(s.message());
+  // Python decodes the message as UTF-8: the text rule applies (and a
+  // message quoting a long name is cut).
+  const std::string message = base::BoundedMessage(s.message());
   switch (s.code()) {
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kFailedPrecondition:

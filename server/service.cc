@@ -66,13 +66,7 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   // valid UTF-8 (a strict client decodes them), and they are cut, on a
   // character boundary, so a status always fits gRPC's metadata limits,
   // however large the input was.
-  constexpr size_t kMaxMessage = 2048;
-  const std::string message = base::SafeMessage(status.message());
-  std::string text(base::Utf8Prefix(message, kMaxMessage));
-  if (message.size() > text.size()) {
-    absl::StrAppend(&text, "... (", message.size() - text.size(),
-                    " more bytes)");
-  }
+  const std::string text = base::BoundedMessage(status.message());
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), text);
 }
 

@@ -12,6 +12,7 @@
 #include <iterator>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "base/process_memory.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
@@ -212,6 +213,52 @@ TEST_F(CliUsabilityTest, OutputThatCannotBeWrittenIsExit73AndLeavesNothing) {
   EXPECT_EQ(r.exit_code, 73);
   EXPECT_THAT(r.err, HasSubstr("cannot write"));
   EXPECT_FALSE(std::filesystem::exists(dir() + "/no"));
+}
+
+// Files that go together are written together: when one cannot be, none
+// is, and a file already there keeps its bytes.
+TEST_F(CliUsabilityTest, EmitsAreWrittenAllOrNone) {
+  const std::string graph = kExamples + "transformer_encoder.json";
+  { std::ofstream(Path("plan.svg")) << "before"; }
+  CommandResult r =
+      RunCli({"plan", graph, "--emit", "svg", "-o", Path("plan.svg"), "--emit",
+              "html", "-o", dir() + "/no/such/dir/plan.html"});
+  EXPECT_EQ(r.exit_code, 73);
+  EXPECT_THAT(r.err, HasSubstr("cannot write " + dir() + "/no/such/dir"));
+  std::ifstream in(Path("plan.svg"));
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "before");
+  for (const auto& entry : std::filesystem::directory_iterator(dir())) {
+    EXPECT_THAT(entry.path().filename().string(), Not(HasSubstr(".tmp.")));
+  }
+}
+
+// Standard output that cannot be written (a full disk: /dev/full) is exit
+// 73 with the reason, not a success with the plan lost.
+TEST_F(CliUsabilityTest, StandardOutputThatCannotBeWrittenIsExit73) {
+  ASSERT_TRUE(std::filesystem::exists("/dev/full"));
+  for (const char* format : {"text", "json"}) {
+    SCOPED_TRACE(format);
+    CommandResult r = testing::RunCommand(
+        "/bin/sh", {"-c", absl::StrCat("'", kCli, "' plan '", kExamples,
+                                       "transformer_encoder.json' --format=",
+                                       format, " > /dev/full")});
+    EXPECT_EQ(r.exit_code, 73);
+    EXPECT_THAT(r.err, HasSubstr("memplan: cannot write standard output: "));
+  }
+  CommandResult inspect = testing::RunCommand(
+      "/bin/sh", {"-c", absl::StrCat("'", kCli, "' inspect '", kExamples,
+                                     "minimalloc_example.csv' > /dev/full")});
+  EXPECT_EQ(inspect.exit_code, 73);
+}
+
+// A CSV holds one offset column: offsets of several pools, each from its
+// own base, would read as overlapping buffers.
+TEST_F(CliUsabilityTest, CsvOutputOfPoolsIsAUsageError) {
+  CommandResult r = RunCli({"plan", kExamples + "minimalloc_example.csv",
+                            "--format=csv", "--memory_pool", "fast=8,slow=0"});
+  EXPECT_EQ(r.exit_code, 64);
+  EXPECT_THAT(r.err, HasSubstr("with --memory_pool use --format json or text"));
+  EXPECT_EQ(r.out, "");
 }
 
 TEST_F(CliUsabilityTest, SeveralEmitsWriteEachFile) {

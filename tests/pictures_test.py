@@ -440,6 +440,58 @@ class HtmlMapTest(unittest.TestCase):
                         (a["name"], cx, cy, im.pixel(cx, cy), want))
 
 
+class HtmlExactFiguresTest(unittest.TestCase):
+    """Figures past 2^53 (a double's exact integers) in the hover card, and
+    a tensor whose name holds a '%' looked up from the address."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="memplan-pictures-")
+        csv = os.path.join(cls.tmp, "huge.csv")
+        with open(csv, "w") as f:
+            f.write("id,lower,upper,size\n"
+                    "b,-4611686018427387902,-10,2305843009213693951\n"
+                    "100%,-10,-9,3\n")
+        cls.path = os.path.join(cls.tmp, "huge.html")
+        cls.response = json.loads(memplan(
+            "plan", csv, "--format=json", "--no_timings", "--emit", "html",
+            "-o", cls.path))
+        cls.url = "file://" + cls.path
+        cls.by_name = {a["name"]: a for a in planned(cls.response)}
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def card(self, hash_):
+        dom = headless.dump_dom(self.url + hash_, PAGE_W, PAGE_H)
+        tip = TipText()
+        tip.feed(dom)
+        return dom, tip.lines
+
+    def test_the_card_shows_every_digit(self):
+        a = self.by_name["b"]
+        size, offset = int(a["size"]), int(a.get("offset", 0))
+        _, lines = self.card("#tensor=b")
+        self.assertIn("size %s (2,305,843,009,213,693,951 bytes)" % human(size),
+                      lines)
+        self.assertTrue(any(l.startswith("offset {:,} to {:,} (".format(
+            offset, offset + size)) for l in lines), lines)
+        self.assertIn("lifetime: steps -4611686018427387902 to -11 "
+                      "(4611686018427387892 steps)", lines)
+
+    def test_a_stray_percent_in_the_address_still_draws_the_map(self):
+        for hash_ in ("#tensor=100%", "#tensor=%E0"):
+            with self.subTest(hash_=hash_):
+                dom, lines = self.card(hash_)
+                names = re.findall(r'<rect [^>]*data-name="([^"]*)"', dom)
+                self.assertEqual(sorted(names), ["100%", "b"])
+        # Typed as it is, the name finds its tensor's card.
+        _, lines = self.card("#tensor=100%")
+        self.assertEqual(lines[0], "100%")
+        self.assertIn("lifetime: steps -10 to -10 (1 step)", lines)
+
+
 class LargePlanTest(unittest.TestCase):
     """100,000 buffers: the HTML stays small and draws on a canvas in
     bounded time."""

@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "base/text.h"
 #include "engine/plan.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
@@ -56,6 +57,10 @@ const std::vector<HostileName>& Hostile() {
       {"w\\xFF", "w\\\\xFF", true},                          // the text \xFF
       {"x\ny</title>&", "x\\x0Ay</title>&", true},           // markup, newline
       {"caf\xc3\xa9 */ ?\?/", "caf\xc3\xa9 */ ?\?/", true},  // kept as it is
+      // U+202E reverses what follows as shown (a C header's comment, a
+      // terminal); U+2028 ends a line.
+      {"rtl\xe2\x80\xae", "rtl\\xE2\\x80\\xAE", true},
+      {"ls\xe2\x80\xa8", "ls\\xE2\\x80\\xA8", true},
   };
   return *names;
 }
@@ -338,6 +343,53 @@ TEST(TextCliTest, CsvIdsAreUtf8Text) {
         google::protobuf::util::JsonStringToMessage(ok.out, &response).ok());
     EXPECT_THAT(Names(response),
                 UnorderedElementsAreArray({"a\\xEF\\xBF\\xBE", "b\\x7F"}));
+  }
+  // --format csv writes the ids cleaned too: a raw DEL, carriage return or
+  // escape sequence would rewrite the terminal it is shown on.
+  WriteFile(dir + "/ctl.csv",
+            "id,lower,upper,size\nb\x7f,1,3,64\nc\r\x1b[2K,0,2,64\n");
+  const testing::CommandResult csv = testing::RunCommand(
+      MEMPLAN_CLI_PATH, {"plan", dir + "/ctl.csv", "--format=csv"});
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_THAT(csv.out, HasSubstr("\nb\\x7F,1,3,64,"));
+  EXPECT_THAT(csv.out, HasSubstr("\nc\\x0D\\x1B[2K,0,2,64,"));
+  EXPECT_EQ(csv.out.find_first_of("\r\x1b\x7f"), std::string::npos);
+}
+
+// --dump_graph writes the graph memplan plans, names as the plan has
+// them: it reads back, and plans to the same names and offsets, where a
+// model's names are not UTF-8 (JSON cannot hold those bytes).
+TEST(TextCliTest, DumpedGraphsReadBackWithTheSameNames) {
+  const std::string dir = TempDir("dump");
+  WriteFile(dir + "/model.onnx", OnnxModel());
+  WriteFile(dir + "/model.tflite", TfliteModel());
+  for (const char* file : {"model.onnx", "model.tflite"}) {
+    SCOPED_TRACE(file);
+    const std::string dump = dir + "/" + file + ".json";
+    const testing::CommandResult model = testing::RunCommand(
+        MEMPLAN_CLI_PATH, {"plan", dir + "/" + file, "--format=json",
+                           "--no_timings", "--dump_graph", dump});
+    ASSERT_EQ(model.exit_code, 0) << model.err;
+    EXPECT_EQ(model.err, "");  // no protobuf complaint about the bytes
+    const testing::CommandResult back = testing::RunCommand(
+        MEMPLAN_CLI_PATH, {"plan", dump, "--format=json", "--no_timings"});
+    ASSERT_EQ(back.exit_code, 0) << back.err;
+    v1::PlanResponse a, b;
+    ASSERT_TRUE(
+        google::protobuf::util::JsonStringToMessage(model.out, &a).ok());
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(back.out, &b).ok());
+    EXPECT_THAT(Names(a), UnorderedElementsAreArray(CleanNames()));
+    // Read back, the rule applies again: plain names stay as they are, an
+    // escape's backslash is doubled (distinct names stay distinct).
+    std::vector<std::string> again;
+    for (const std::string& name : Names(a)) {
+      again.push_back(base::SafeName(name));
+    }
+    EXPECT_EQ(Names(b), again);
+    EXPECT_EQ(a.arena_size_bytes(), b.arena_size_bytes());
+    for (int i = 0; i < a.assignments_size() && i < b.assignments_size(); ++i) {
+      EXPECT_EQ(a.assignments(i).offset(), b.assignments(i).offset());
+    }
   }
 }
 
