@@ -17,7 +17,7 @@ namespace memplan::engine {
 namespace {
 
 // Bumped whenever the key's canonical form or the entry's layout changes.
-constexpr int64_t kCacheFormat = 1;
+constexpr int64_t kCacheFormat = 2;  // 2: optimize keyed for every strategy
 // The planner's version: a plan made by another build is another plan.
 constexpr char kPlannerVersion[] = MEMPLAN_VERSION " " MEMPLAN_GIT_COMMIT;
 constexpr char kEntryMagic[] = "memplan-plan\n";
@@ -83,7 +83,8 @@ void KeyOptions(const planner::PlanOptions& o, KeyWriter* w) {
   const std::string strategy = o.strategy.empty() ? "auto" : o.strategy;
   w->Int(o.alignment);
   w->Str(strategy);
-  w->Int(o.optimize && strategy == "auto");  // ignored otherwise
+  // Not only for auto: the exact search climbs first when asked to.
+  w->Int(o.optimize);
   w->Int(o.capacity.has_value());
   w->Int(o.capacity.value_or(0));
   w->Int(static_cast<int64_t>(o.memory_spaces.size()));

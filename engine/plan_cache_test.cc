@@ -139,6 +139,22 @@ TEST(CacheKeyTest, EverySizeLifetimeAndOptionChangesIt) {
   }
 }
 
+// --optimize changes the plan of the exact search too (it climbs first):
+// two requests that differ only in it never share an entry, whatever the
+// strategy (a replica served one the other's plan).
+TEST(CacheKeyTest, OptimizeIsKeyedForEveryStrategy) {
+  const planner::Problem p = planner::testing::RandomProblem(30, 2, 64);
+  for (const char* strategy :
+       {"auto", "exact", "hill_climb", "best_fit_size"}) {
+    planner::PlanOptions plain;
+    plain.strategy = strategy;
+    planner::PlanOptions optimized = plain;
+    optimized.optimize = true;
+    EXPECT_NE(BuffersCacheKey(p, plain), BuffersCacheKey(p, optimized))
+        << strategy;
+  }
+}
+
 // The key covers every field of these types (GraphCacheKey,
 // BuffersCacheKey, KeyOptions in plan_cache.cc) and an entry every field of
 // the choices (PutChoices). A type that grows fails here first: add the new

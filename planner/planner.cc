@@ -946,6 +946,8 @@ absl::Status AssignMemorySpaces(const PlanOptions& options,
   // One fixed name (each space's winner is in memory_spaces): metrics
   // label by it, and a client must not be able to mint label values.
   result->strategy = "memory_pools";
+  // The rule of every plan (and of an adopted one): at the bound, optimal.
+  result->proven_optimal = result->solution.arena_size == result->lower_bound;
   return absl::OkStatus();
 }
 

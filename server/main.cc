@@ -104,9 +104,13 @@ ABSL_FLAG(int64_t, cache_bytes, int64_t{64} << 20,
           "bytes of plans kept in process, least recently used out first; "
           "0 keeps none in process (with redis, every lookup asks Redis)");
 ABSL_FLAG(int64_t, cache_timeout_ms, 5,
-          "with --cache=redis://...: the longest a Plan call waits for a "
-          "Redis connection, read or write; past it the call goes on "
-          "without the cache");
+          "with --cache=redis://...: the longest one Redis command of a Plan "
+          "call takes, from the wait for a connection to the last byte of "
+          "its reply; past it the call goes on without the cache");
+ABSL_FLAG(int64_t, cache_max_entry_bytes, int64_t{64} << 20,
+          "with --cache=redis://...: the largest plan entry stored in or "
+          "read from Redis (a longer reply fails its lookup, whatever sent "
+          "it)");
 
 namespace memplan::server {
 namespace {
@@ -138,6 +142,8 @@ absl::StatusOr<PlanCacheParts> MakePlanCache(Metrics* metrics,
     RedisStoreOptions redis;
     redis.timeout = absl::Milliseconds(
         std::max<int64_t>(1, absl::GetFlag(FLAGS_cache_timeout_ms)));
+    redis.max_reply_bytes =
+        std::max<int64_t>(1024, absl::GetFlag(FLAGS_cache_max_entry_bytes));
     redis.on_change = [metrics, health](bool up) {
       metrics->PlanCacheStoreUp("redis", up);
       health->SetServing(kCacheHealthName, up);

@@ -1,6 +1,7 @@
 #include "server/redis_store.h"
 
 #include <hiredis/hiredis.h>
+#include <poll.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "base/text.h"
 
 namespace memplan::server {
 namespace {
@@ -42,9 +44,16 @@ bool ParseUrl(absl::string_view url, std::string* host, int* port) {
   return true;
 }
 
-// The reply's text, for errors.
+// The reply's text.
 std::string ReplyText(const redisReply* r) {
   return r->str != nullptr ? std::string(r->str, r->len) : std::string();
+}
+
+// A reply's text quoted in an error or the log: whatever sent it, it cannot
+// start a line of its own (the text rule) nor fill the log.
+std::string QuotedReply(const std::string& text) {
+  constexpr size_t kMaxQuoted = 256;
+  return base::SafeText(base::Utf8Prefix(text, kMaxQuoted));
 }
 
 }  // namespace
@@ -102,7 +111,7 @@ redisContext* RedisStore::Connect(std::string* error) const {
     auto* r = static_cast<redisReply*>(redisCommand(c, "PING"));
     const bool pong =
         r != nullptr && r->type == REDIS_REPLY_STATUS && ReplyText(r) == "PONG";
-    if (r != nullptr && !pong) *error = "PING: " + ReplyText(r);
+    if (r != nullptr && !pong) *error = "PING: " + QuotedReply(ReplyText(r));
     if (r != nullptr) freeReplyObject(r);
     if (pong) return c;
   }
@@ -164,37 +173,44 @@ void RedisStore::CheckIdle() {
   mu_.Unlock();
   auto* r = static_cast<redisReply*>(redisCommand(c, "PING"));
   const int error = errno;
-  const bool broken = r == nullptr;
+  Failure failure = Failure::kNone;
+  if (r == nullptr) {
+    // The socket's own timeout (redisSetTimeout) ends a PING unanswered.
+    failure =
+        c->err == REDIS_ERR_IO && (error == EAGAIN || error == EWOULDBLOCK)
+            ? Failure::kTimeout
+            : Failure::kBroken;
+  }
   if (r != nullptr) freeReplyObject(r);
-  Release(c, broken, error);
+  Release(c, failure);
   mu_.Lock();
 }
 
-redisContext* RedisStore::Acquire() {
+redisContext* RedisStore::Acquire(absl::Time deadline) {
   const auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return !idle_.empty() || open_ == 0 || stopping_;
   };
   absl::MutexLock lock(&mu_);
-  mu_.AwaitWithTimeout(absl::Condition(&ready), options_.timeout);
+  mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
   if (idle_.empty()) return nullptr;
   redisContext* c = idle_.back();
   idle_.pop_back();
   return c;
 }
 
-void RedisStore::Release(redisContext* context, bool broken, int error) {
-  if (!broken) {
+void RedisStore::Release(redisContext* context, Failure failure) {
+  if (failure == Failure::kNone) {
     absl::MutexLock lock(&mu_);
     idle_.push_back(context);
     return;
   }
-  // A timeout (EAGAIN) leaves a reply in flight: this connection is done,
-  // the others are not. Anything else (the server closed the connection,
-  // a reset) reached the same server as the idle ones, which have most
-  // likely failed too: closed now, so that no call waits on them (the
-  // connector remakes them, at once if the server is fine).
-  const bool timeout =
-      context->err == REDIS_ERR_IO && (error == EAGAIN || error == EWOULDBLOCK);
+  // A timeout (or a reply too large) leaves a reply in flight: this
+  // connection is done, the others are not. Anything else (the server
+  // closed the connection, a reset) reached the same server as the idle
+  // ones, which have most likely failed too: closed now, so that no call
+  // waits on them (the connector remakes them, at once if the server is
+  // fine).
+  const bool timeout = failure == Failure::kTimeout;
   const std::string why = context->errstr;
   redisFree(context);
   std::vector<redisContext*> idle;
@@ -207,9 +223,34 @@ void RedisStore::Release(redisContext* context, bool broken, int error) {
   for (redisContext* c : idle) redisFree(c);
 }
 
+namespace {
+
+// Waits until `fd` is ready for `events` (POLLIN, POLLOUT) or `deadline`
+// passes; false on the deadline. An error or hang-up counts as ready: the
+// read or write that follows reports it.
+bool WaitFor(int fd, short events, absl::Time deadline) {
+  for (;;) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) return false;
+    pollfd p{fd, events, 0};
+    const int ms = static_cast<int>(std::min<int64_t>(
+        absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))),
+        60'000));
+    const int got = ::poll(&p, 1, ms);
+    if (got > 0) return true;
+    if (got < 0 && errno != EINTR) return true;  // the read reports it
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<RedisStore::Reply> RedisStore::Command(
     const std::vector<std::string>& args) {
-  redisContext* c = Acquire();
+  // The timeout bounds the whole call (the wait for a connection, the
+  // write, every read): a Redis that answers a byte at a time holds a
+  // call no longer than one that does not answer.
+  const absl::Time deadline = absl::Now() + options_.timeout;
+  redisContext* c = Acquire(deadline);
   if (c == nullptr) {
     return absl::UnavailableError(
         absl::StrCat("redis ", url_, ": no connection within the timeout"));
@@ -220,20 +261,50 @@ absl::StatusOr<RedisStore::Reply> RedisStore::Command(
     argv.push_back(a.data());
     lengths.push_back(a.size());
   }
-  auto* r = static_cast<redisReply*>(redisCommandArgv(
-      c, static_cast<int>(args.size()), argv.data(), lengths.data()));
-  if (r == nullptr) {  // I/O error or timeout: the connection is done
-    const int error = errno;
-    const std::string why = c->errstr;
-    Release(c, /*broken=*/true, error);
+  const auto fail = [&](Failure failure, const std::string& why) {
+    Release(c, failure);
     return absl::UnavailableError(absl::StrCat("redis ", url_, ": ", why));
+  };
+  if (redisAppendCommandArgv(c, static_cast<int>(args.size()), argv.data(),
+                             lengths.data()) != REDIS_OK) {
+    return fail(Failure::kBroken, c->errstr);
   }
+  for (int done = 0; !done;) {
+    if (!WaitFor(c->fd, POLLOUT, deadline)) {
+      return fail(Failure::kTimeout, "timed out writing");
+    }
+    if (redisBufferWrite(c, &done) != REDIS_OK) {
+      return fail(Failure::kBroken, c->errstr);
+    }
+  }
+  void* raw = nullptr;
+  for (;;) {
+    if (redisGetReplyFromReader(c, &raw) != REDIS_OK) {
+      return fail(Failure::kBroken, c->errstr);
+    }
+    if (raw != nullptr) break;
+    // What is buffered of a reply still coming: bounded, whatever the
+    // server sends (an entry is never larger; Put keeps none that is).
+    if (c->reader != nullptr &&
+        c->reader->len > static_cast<size_t>(options_.max_reply_bytes)) {
+      return fail(Failure::kTimeout,
+                  absl::StrCat("a reply over ", options_.max_reply_bytes,
+                               " bytes (--cache_max_entry_bytes)"));
+    }
+    if (!WaitFor(c->fd, POLLIN, deadline)) {
+      return fail(Failure::kTimeout, "timed out reading");
+    }
+    if (redisBufferRead(c) != REDIS_OK) {
+      return fail(Failure::kBroken, c->errstr);
+    }
+  }
+  auto* r = static_cast<redisReply*>(raw);
   Reply reply{r->type, ReplyText(r)};
   freeReplyObject(r);
-  Release(c, /*broken=*/false);
+  Release(c, Failure::kNone);
   if (reply.type == REDIS_REPLY_ERROR) {  // e.g. OOM with noeviction
     return absl::UnavailableError(
-        absl::StrCat("redis ", url_, ": ", reply.text));
+        absl::StrCat("redis ", url_, ": ", QuotedReply(reply.text)));
   }
   return reply;
 }
@@ -250,6 +321,13 @@ absl::StatusOr<std::optional<std::string>> RedisStore::Get(
 }
 
 absl::Status RedisStore::Put(const std::string& key, const std::string& entry) {
+  if (static_cast<int64_t>(entry.size()) > options_.max_reply_bytes) {
+    // No reader would take it back.
+    return absl::FailedPreconditionError(
+        absl::StrCat("redis ", url_, ": an entry of ", entry.size(),
+                     " bytes, over --cache_max_entry_bytes (",
+                     options_.max_reply_bytes, "), is not stored"));
+  }
   return Command({"SET", kKeyPrefix + key, entry}).status();
 }
 

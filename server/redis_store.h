@@ -5,13 +5,13 @@
 // Redis evicts them itself (maxmemory-policy allkeys-lru).
 //
 // A Redis that is down, slow or full never holds a call up for long: every
-// call takes a pooled connection within the timeout or goes without, and
-// every socket read and write is bounded by the same timeout (hiredis
-// redisSetTimeout). Connections are made, and remade with backoff after a
-// failure, by a thread of the store's own, so that a name lookup or a
-// connect never runs on a call's thread; the same thread PINGs a quiet
-// store every second. Up/down changes are logged on stderr and reported to
-// `on_change`.
+// call, from the wait for a pooled connection to the last byte of its
+// reply, ends within the timeout or goes without, and a reply is read
+// only up to a bound (max_reply_bytes), whatever the server sends. Connections
+// are made, and remade with backoff after a failure, by a thread of the store's
+// own, so that a name lookup or a connect never runs on a call's thread; the
+// same thread PINGs a quiet store every second. Up/down changes are logged on
+// stderr and reported to `on_change`.
 //
 //   auto store = server::RedisStore::Open("redis://127.0.0.1:6379", {});
 //   engine::PlanCache cache({.store = store->get()});
@@ -38,9 +38,12 @@ struct redisContext;  // hiredis
 namespace memplan::server {
 
 struct RedisStoreOptions {
-  // Bound of a connect and of every socket read or write, and the longest
-  // a call waits for a free connection. Default 5 ms.
+  // Bound of a connect, and of a whole call: the wait for a free
+  // connection, the command's write and its reply's reads. Default 5 ms.
   absl::Duration timeout = absl::Milliseconds(5);
+  // The largest reply read (an entry): a longer one fails its call and
+  // closes its connection; Put stores no larger entry. Default 64 MiB.
+  int64_t max_reply_bytes = int64_t{64} << 20;
   // Connections kept open. Default 8. REQUIRES >= 1.
   int connections = 8;
   // After a failed connect, the wait before the next one: doubled per
@@ -83,12 +86,16 @@ class RedisStore final : public engine::PlanStore {
     std::string text;
   };
   absl::StatusOr<Reply> Command(const std::vector<std::string>& args);
-  // A connection to use, or null (none within the timeout).
-  redisContext* Acquire();
-  // Gives a connection back; a broken one is closed and remade (`error`:
-  // errno of its failure; anything but a timeout closes the idle ones
-  // too).
-  void Release(redisContext* context, bool broken, int error = 0);
+  // A connection to use, or null (none by `deadline`).
+  redisContext* Acquire(absl::Time deadline);
+  // How a call on a connection ended.
+  enum class Failure {
+    kNone,     // answered: the connection is reused
+    kTimeout,  // a reply in flight (or too large): this connection closed
+    kBroken,   // the server closed it, a reset: the idle ones closed too
+  };
+  // Gives a connection back; a failed one is closed and remade.
+  void Release(redisContext* context, Failure failure);
   // The store's thread: keeps `connections` open, with backoff.
   void Connector();
   redisContext* Connect(std::string* error) const;
