@@ -19,6 +19,11 @@
 FROM debian:bookworm AS build
 # Build parallelism; empty means one job per core.
 ARG MEMPLAN_JOBS=
+# The source's git commit (the context has no .git): the version the
+# binaries print and the plan cache keys by, so that replicas of two images
+# never share entries. `--build-arg MEMPLAN_GIT_COMMIT=$(git rev-parse
+# --short=12 HEAD)`; without it the version says "unknown".
+ARG MEMPLAN_GIT_COMMIT=
 ENV DEBIAN_FRONTEND=noninteractive
 WORKDIR /src
 COPY scripts/setup.sh scripts/setup.sh
@@ -26,7 +31,7 @@ RUN scripts/setup.sh --build-only && rm -rf /var/lib/apt/lists/*
 COPY . .
 RUN JOBS="${MEMPLAN_JOBS:-$(nproc)}" \
  && cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DMEMPLAN_BUILD_BENCH=OFF \
+      -DMEMPLAN_BUILD_BENCH=OFF -DMEMPLAN_GIT_COMMIT="$MEMPLAN_GIT_COMMIT" \
  && cmake --build /build -j "$JOBS"
 # The unit tests: the libraries' own folders (tests/ holds the end-to-end
 # tests, which need the deploy tools and run in CI instead).

@@ -2,12 +2,17 @@
 # target): the project version, the git commit of the source tree (with
 # "-dirty" for uncommitted changes) and the build type. The file is only
 # rewritten when its contents change, so nothing rebuilds needlessly.
-# Inputs: SOURCE_DIR, OUTPUT, VERSION, BUILD_TYPE.
+# Inputs: SOURCE_DIR, OUTPUT, VERSION, BUILD_TYPE, and COMMIT: the commit to
+# name where the source tree is no git checkout (may be empty).
 execute_process(
   COMMAND git -C "${SOURCE_DIR}" rev-parse --short=12 HEAD
   OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE
   RESULT_VARIABLE failed ERROR_QUIET)
-if(failed OR commit STREQUAL "")
+if((failed OR commit STREQUAL "") AND NOT COMMIT STREQUAL "")
+  # No git in the tree (an image built from an archive): the commit the
+  # builder named (-DMEMPLAN_GIT_COMMIT=..., the Dockerfile's build arg).
+  set(commit "${COMMIT}")
+elseif(failed OR commit STREQUAL "")
   set(commit "unknown")
 else()
   execute_process(

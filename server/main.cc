@@ -166,6 +166,17 @@ absl::StatusOr<PlanCacheParts> MakePlanCache(Metrics* metrics,
   parts.cache = std::make_unique<engine::PlanCache>(options);
   parts.note = absl::StrCat("plan cache ", bytes >> 20, " MiB in process",
                             parts.store != nullptr ? " + " + kind : "");
+  if (parts.store != nullptr &&
+      absl::string_view(MEMPLAN_GIT_COMMIT) == "unknown") {
+    // Entries are keyed by the build: builds that cannot tell theirs apart
+    // would serve each other's plans.
+    std::fprintf(stderr,
+                 "memplan-server: warning: this build does not know its git "
+                 "commit (built without .git): replicas of other such builds "
+                 "share its plan cache entries; build with "
+                 "-DMEMPLAN_GIT_COMMIT=... (the image: --build-arg "
+                 "MEMPLAN_GIT_COMMIT=...)\n");
+  }
   return parts;
 }
 

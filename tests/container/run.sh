@@ -281,6 +281,7 @@ main() {
   fi
   nice -n 10 podman build --isolation chroot --pull=never --format docker \
     --build-arg "MEMPLAN_JOBS=$JOBS" \
+    --build-arg "MEMPLAN_GIT_COMMIT=$(git -C "$ROOT" rev-parse --short=12 HEAD)" \
     -t "$IMAGE" -f "$ctx/Dockerfile" "$ctx" \
     >"$WORK/build.log" 2>&1 || { tail -40 "$WORK/build.log" >&2; fail "podman build"; }
   cp "$WORK/build.log" "${TMPDIR:-/tmp}/memplan-container-build.log"
