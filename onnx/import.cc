@@ -683,10 +683,55 @@ absl::StatusOr<int64_t> OnnxTensorBytes(int32_t elem_type,
   return (total_bits + 7) / 8;
 }
 
+namespace {
+
+// An import's error as the user sees it: the model's text it quotes
+// escaped (a name holding a newline cannot start a line of a log), and
+// the warnings the import made before it failed (a dim defaulted to 1 is
+// often the cause: Silero VAD's Conv then sizes a negative dim).
+absl::Status ImportError(const absl::Status& s,
+                         const std::vector<std::string>& warnings) {
+  if (s.ok() || s.code() == absl::StatusCode::kDeadlineExceeded) return s;
+  std::string message = base::SafeText(s.message());
+  constexpr size_t kMaxNotes = 4;
+  for (size_t i = 0; i < warnings.size() && i < kMaxNotes; ++i) {
+    absl::StrAppend(&message, i == 0 ? " (import warnings: " : "; ",
+                    base::SafeText(warnings[i]));
+  }
+  if (warnings.size() > kMaxNotes) {
+    absl::StrAppend(&message, "; and ", warnings.size() - kMaxNotes, " more");
+  }
+  if (!warnings.empty()) message += ")";
+  absl::Status out(s.code(), message);
+  s.ForEachPayload([&out](absl::string_view url, const absl::Cord& payload) {
+    out.SetPayload(url, payload);
+  });
+  return out;
+}
+
+// ImportOnnx, the warnings made so far in *kept, on failure too.
+absl::StatusOr<ImportedModel> ImportOnnxWithWarnings(
+    absl::string_view bytes, absl::string_view name,
+    const ModelOptions& options, std::vector<std::string>* kept);
+
+}  // namespace
+
 absl::StatusOr<ImportedModel> ImportOnnx(absl::string_view bytes,
                                          absl::string_view name,
                                          const ModelOptions& options) {
   std::vector<std::string> warnings;
+  absl::StatusOr<ImportedModel> imported =
+      ImportOnnxWithWarnings(bytes, name, options, &warnings);
+  if (!imported.ok()) return ImportError(imported.status(), warnings);
+  return imported;
+}
+
+namespace {
+
+absl::StatusOr<ImportedModel> ImportOnnxWithWarnings(
+    absl::string_view bytes, absl::string_view name,
+    const ModelOptions& options, std::vector<std::string>* kept) {
+  std::vector<std::string>& warnings = *kept;
   // The parsed model lives on an arena: its hundreds of thousands of
   // messages go at once when the import ends (declared first: last freed).
   google::protobuf::Arena arena;
@@ -704,8 +749,10 @@ absl::StatusOr<ImportedModel> ImportOnnx(absl::string_view bytes,
   if (!result.ok()) return result.status();
   warnings.insert(warnings.end(), result->warnings.begin(),
                   result->warnings.end());
-  result->warnings = std::move(warnings);
+  result->warnings = warnings;
   return result;
 }
+
+}  // namespace
 
 }  // namespace memplan::formats

@@ -91,6 +91,14 @@ absl::StatusOr<Window> ReadWindow(OnnxNodeContext& c, size_t spatial,
     if (w.strides[i] <= 0 || w.dilations[i] <= 0 || w.kernel[i] <= 0) {
       return NodeError(c, "has a kernel, stride or dilation below 1");
     }
+    // What WindowOutput computes, in 64 bits: the dilated kernel's span and
+    // the two pads of the dim.
+    int64_t span = 0, pads = 0;
+    if (__builtin_mul_overflow(w.dilations[i], w.kernel[i] - 1, &span) ||
+        __builtin_add_overflow(span, 1, &span) ||
+        __builtin_add_overflow(w.pads[i], w.pads[i + spatial], &pads)) {
+      return NodeError(c, "a dilated kernel or its pads pass 64 bits");
+    }
   }
   return w;
 }

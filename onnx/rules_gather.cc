@@ -153,8 +153,16 @@ absl::Status RangeOp(OnnxNodeContext& c) {
       return absl::OkStatus();
     }
     if ((*d)[0] == 0) return NodeError(c, "delta is 0");
-    const double count =
-        std::max(std::ceil(((*l)[0] - (*s)[0]) / (*d)[0]), 0.0);
+    // As ONNX Runtime counts: limit - start in the element type (float32:
+    // 0.4f - 0.1f is 0.3000000119f, so 4 elements of step 0.1f, where the
+    // difference in double gives 3), then divided in double; the elements
+    // added up in the element type too.
+    const bool single = type == kFloat;
+    const double span =
+        single ? static_cast<double>(static_cast<float>(
+                     static_cast<float>((*l)[0]) - static_cast<float>((*s)[0])))
+               : (*l)[0] - (*s)[0];
+    const double count = std::max(std::ceil(span / (*d)[0]), 0.0);
     if (!std::isfinite(count) || count > 9e18) {
       return NodeError(c, "gives ", count, " elements: too many");
     }
@@ -162,7 +170,13 @@ absl::Status RangeOp(OnnxNodeContext& c) {
     SetOut(c, 0, type, {SymDim(n)});
     if (n <= kMaxOnnxContent) {
       std::vector<double> r;
-      for (int64_t i = 0; i < n; ++i) r.push_back((*s)[0] + i * (*d)[0]);
+      double value = (*s)[0];
+      for (int64_t i = 0; i < n; ++i) {
+        r.push_back(value);
+        value = single ? static_cast<double>(static_cast<float>(value) +
+                                             static_cast<float>((*d)[0]))
+                       : value + (*d)[0];
+      }
       SetReals(c, 0, std::move(r));
     }
     return absl::OkStatus();

@@ -3,10 +3,12 @@
 // sizes), and GridSample (the grid's spatial dims).
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/text.h"
 #include "onnx/internal/rule_helpers.h"
 
 namespace memplan::formats::internal {
@@ -65,11 +67,15 @@ absl::Status PadOp(OnnxNodeContext& c) {
   return absl::OkStatus();
 }
 
-// floor(d x scale), symbolically when the scale is n or 1/n.
+// floor(d x scale), symbolically when the scale is n or 1/n. Scales are
+// float32 (a Resize's scales tensor, an Upsample's attribute), and ONNX
+// Runtime multiplies in float: 3 x float(7/3) is 7 there (6.99999976 in
+// double, which would plan a row short of what the runtime writes).
 SymDim ScaleDim(OnnxNodeContext& c, const SymDim& d, double scale) {
   if (d.is_constant()) {
-    const double v = std::floor(static_cast<double>(d.constant()) * scale);
-    if (std::fabs(v) < 9e18) return SymDim(static_cast<int64_t>(v));
+    const float v = std::floor(static_cast<float>(d.constant()) *
+                               static_cast<float>(scale));
+    if (std::fabs(v) < 9e18f) return SymDim(static_cast<int64_t>(v));
     return c.UnknownDim("a dim scaled past 64 bits", false, {});
   }
   if (scale >= 1 && scale == std::floor(scale) && scale < 1e9) {
@@ -80,6 +86,51 @@ SymDim ScaleDim(OnnxNodeContext& c, const SymDim& d, double scale) {
     return c.table->FloorDiv(d, SymDim(static_cast<int64_t>(inverse)));
   }
   return c.UnknownDim("a dim scaled by a fraction", false, c.table->Leaves(d));
+}
+
+// Resize-18's sizes under keep_aspect_ratio_policy not_larger or
+// not_smaller: one scale for the axes, the least (or greatest) of size / in
+// over them, and each output dim round(scale x in), in float as ONNX
+// Runtime computes it (roundf: halves away from zero).
+absl::Status KeepAspectRatio(OnnxNodeContext& c, const OnnxValue& x,
+                             const std::vector<int64_t>& axes,
+                             const std::vector<SymDim>& sizes, bool not_larger,
+                             bool not_smaller) {
+  if (!not_larger && !not_smaller) {
+    return NodeError(c, "keep_aspect_ratio_policy '",
+                     base::SafeText(c.Str("keep_aspect_ratio_policy", "")),
+                     "' is not stretch, not_larger or not_smaller");
+  }
+  float scale = not_larger ? std::numeric_limits<float>::max()
+                           : std::numeric_limits<float>::lowest();
+  for (size_t j = 0; j < axes.size(); ++j) {
+    const SymDim& in = x.dims[axes[j]];
+    if (!in.is_constant() || !sizes[j].is_constant()) {
+      std::vector<SymDim> out = x.dims;
+      for (int64_t a : axes) {
+        out[a] = c.UnknownDim("a dim kept in aspect ratio with unknown sizes",
+                              false, c.table->Leaves(x.dims[a]));
+      }
+      SetOut(c, 0, x.elem_type, out);
+      return absl::OkStatus();
+    }
+    if (in.constant() <= 0 || sizes[j].constant() < 0) {
+      return NodeError(c, "sizes ", sizes[j].constant(), " for a dim of ",
+                       in.constant(), " with keep_aspect_ratio_policy");
+    }
+    const float s = static_cast<float>(sizes[j].constant()) /
+                    static_cast<float>(in.constant());
+    scale = not_larger ? std::min(scale, s) : std::max(scale, s);
+  }
+  std::vector<SymDim> out = x.dims;
+  for (int64_t a : axes) {
+    const float v =
+        std::roundf(scale * static_cast<float>(x.dims[a].constant()));
+    if (!(v < 9e18f)) return NodeError(c, "scales a dim past 64 bits");
+    out[a] = SymDim(static_cast<int64_t>(v));
+  }
+  SetOut(c, 0, x.elem_type, out);
+  return absl::OkStatus();
 }
 
 absl::Status ResizeOp(OnnxNodeContext& c) {
@@ -113,7 +164,10 @@ absl::Status ResizeOp(OnnxNodeContext& c) {
     if (auto s = ShapeFromInput(c, sizes_at, &sizes); !s.ok()) return s;
     if (!sizes || sizes->size() != axes.size()) return FallBackToOnnx();
     const std::string policy = c.Str("keep_aspect_ratio_policy", "stretch");
-    if (policy != "stretch") return FallBackToOnnx();
+    if (policy != "stretch") {
+      return KeepAspectRatio(c, *x, axes, *sizes, policy == "not_larger",
+                             policy == "not_smaller");
+    }
     for (size_t j = 0; j < axes.size(); ++j) out[axes[j]] = (*sizes)[j];
     if (auto s = CheckNotNegative(c, out); !s.ok()) return s;
     SetOut(c, 0, x->elem_type, out);

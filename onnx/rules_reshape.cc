@@ -2,6 +2,7 @@
 // their number: Reshape (0 and -1 resolved), Flatten, Squeeze, Unsqueeze,
 // Transpose, DepthToSpace and SpaceToDepth.
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -234,7 +235,9 @@ absl::Status DepthSpaceOp(OnnxNodeContext& c) {
   const OnnxValue* x = c.In(0);
   if (!HasShape(x) || x->dims.size() != 4) return FallBackToOnnx();
   const int64_t b = c.Int("blocksize", 0);
-  if (b <= 0) return NodeError(c, "blocksize ", b, " is not positive");
+  if (b <= 0 || b > std::numeric_limits<int32_t>::max()) {
+    return NodeError(c, "blocksize ", b, " is not from 1 to 2^31 - 1");
+  }
   DimTable& t = *c.table;
   const SymDim bb(b * b), bs(b);
   std::vector<SymDim> out = x->dims;

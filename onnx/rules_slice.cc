@@ -3,6 +3,7 @@
 // when known.
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -135,7 +136,7 @@ absl::Status SplitOp(OnnxNodeContext& c) {
     return NodeError(c, "axis ", c.Int("axis", 0), " is out of range");
   }
   const int64_t n = static_cast<int64_t>(c.out.size());
-  if (n == 0) return absl::OkStatus();
+  if (n == 0) return NodeError(c, "Split has no outputs");
   absl::StatusOr<std::vector<SymDim>> sizes = SplitSizes(c, x->dims[axis], n);
   if (!sizes.ok()) return sizes.status();
   if (auto s = CheckNotNegative(c, *sizes); !s.ok()) return s;
@@ -290,6 +291,9 @@ absl::Status SliceOp(OnnxNodeContext& c) {
                        rank);
     }
     if (a.steps[j] == 0) return NodeError(c, "a step is 0");
+    if (a.steps[j] == std::numeric_limits<int64_t>::min()) {
+      return NodeError(c, "a step is -2^63, which has no magnitude in 64 bits");
+    }
     out[d] =
         SliceLength(*c.table, x->dims[d], a.starts[j], a.ends[j], a.steps[j]);
     concrete =

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <limits>
 #include <unordered_map>
 #include <utility>
 
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status.h"
+#include "base/text.h"
 #include "onnx/defs/schema.h"
 #include "onnx/internal/model_reading.h"
 #include "onnx/shape_inference/implementation.h"
@@ -80,14 +82,17 @@ int64_t CountValues(const onnx::GraphProto& g) {
 
 std::string OnnxNodeLabel(const onnx::NodeProto& node, int index,
                           absl::string_view path) {
-  std::string op = IsDefaultDomain(node.domain())
-                       ? node.op_type()
-                       : absl::StrCat(node.domain(), ".", node.op_type());
-  std::string label =
-      node.name().empty()
-          ? absl::StrCat("node #", index, " (", op, ")")
-          : absl::StrCat("node '", node.name(), "' (", op, ", #", index, ")");
-  if (!path.empty()) absl::StrAppend(&label, " in ", path);
+  // The model's text, quoted in messages: escaped (base/text.h), so that a
+  // name holding a newline cannot start a line of a log or a terminal.
+  std::string op =
+      base::SafeText(IsDefaultDomain(node.domain())
+                         ? node.op_type()
+                         : absl::StrCat(node.domain(), ".", node.op_type()));
+  std::string label = node.name().empty()
+                          ? absl::StrCat("node #", index, " (", op, ")")
+                          : absl::StrCat("node '", base::SafeText(node.name()),
+                                         "' (", op, ", #", index, ")");
+  if (!path.empty()) absl::StrAppend(&label, " in ", base::SafeText(path));
   return label;
 }
 
@@ -441,6 +446,10 @@ class Evaluator {
         v->content.reset();
       }
     }
+    if (absl::Status s = CheckForOnnxInference(c); !s.ok()) {
+      s.SetPayload(kShapeErrorPayload, absl::Cord("1"));
+      return s;
+    }
     OnnxFallback(c);
     return absl::OkStatus();
   }
@@ -506,6 +515,83 @@ class Evaluator {
     for (OnnxValue* v : c.out) {
       if (v != nullptr) v->why_unknown = why;
     }
+  }
+
+  // What ONNX 1.12's inference of these ops trusts without checking: a
+  // stride, dilation or kernel below 1 divides by zero; a kernel, stride
+  // or weight of another rank than the input's spatial dims reads past a
+  // vector; a blocksize past 2^31 squares to 0; a Split without outputs or
+  // an STFT frame step of 0 divides by zero; an STFT signal of rank below
+  // 3 is read past its dims. Any of these kills the process with a signal
+  // no try catches, so a node holding one is refused before ONNX is asked
+  // (memplan's rules refuse the same where they size the node themselves).
+  static absl::Status CheckForOnnxInference(OnnxNodeContext& c) {
+    const std::string& op = c.node->op_type();
+    static const auto* windowed = new absl::flat_hash_set<std::string>{
+        "Conv",          "ConvInteger", "QLinearConv", "DeformConv",
+        "ConvTranspose", "MaxPool",     "AveragePool", "LpPool"};
+    const auto error = [&c](const auto&... parts) {
+      return absl::InvalidArgumentError(absl::StrCat(c.label, ": ", parts...));
+    };
+    if (windowed->contains(op)) {
+      if (c.Attr("group") != nullptr && c.Int("group", 1) < 1) {
+        return error("group ", c.Int("group", 1), " is below 1");
+      }
+      for (const char* attr : {"kernel_shape", "strides", "dilations"}) {
+        for (int64_t v : c.Ints(attr)) {
+          if (v < 1) return error(attr, " holds ", v, ", below 1");
+        }
+      }
+      const OnnxValue* x = c.In(0);
+      if (x == nullptr || !x->has_shape) return absl::OkStatus();
+      if (x->dims.size() < 3) {
+        return error("input of rank ", x->dims.size(),
+                     ": a convolution or pooling needs a batch, a channel "
+                     "and at least one spatial dim");
+      }
+      const size_t spatial = x->dims.size() - 2;
+      const size_t weight = op == "QLinearConv" ? 3 : 1;
+      const OnnxValue* w =
+          absl::StrContains(op, "Conv") ? c.In(weight) : nullptr;
+      if (w != nullptr && w->has_shape && w->dims.size() != x->dims.size()) {
+        return error("weight of rank ", w->dims.size(),
+                     " for an input of rank ", x->dims.size());
+      }
+      for (const char* attr : {"kernel_shape", "strides", "dilations",
+                               "output_padding", "output_shape"}) {
+        const size_t n = c.Ints(attr).size();
+        if (n != 0 && n != spatial) {
+          return error(attr, " has ", n, " values for ", spatial,
+                       " spatial dims");
+        }
+      }
+      const size_t pads = c.Ints("pads").size();
+      if (pads != 0 && pads != 2 * spatial) {
+        return error("pads has ", pads, " values for ", spatial,
+                     " spatial dims");
+      }
+    } else if (op == "DepthToSpace" || op == "SpaceToDepth") {
+      const int64_t b = c.Int("blocksize", 0);
+      if (b < 1 || b > std::numeric_limits<int32_t>::max()) {
+        return error("blocksize ", b, " is not from 1 to 2^31 - 1");
+      }
+    } else if (op == "Split") {
+      if (c.out.empty()) return error("Split has no outputs");
+    } else if (op == "STFT") {
+      const OnnxValue* signal = c.In(0);
+      if (signal != nullptr && signal->has_shape && signal->dims.size() != 3) {
+        return error("signal of rank ", signal->dims.size(),
+                     " (STFT reads [batch, length, 1 or 2])");
+      }
+      if (const std::vector<SymDim>* step = c.Ints(1); step != nullptr) {
+        for (const SymDim& d : *step) {
+          if (d.is_constant() && d.constant() < 1) {
+            return error("frame_step ", d.constant(), " is below 1");
+          }
+        }
+      }
+    }
+    return absl::OkStatus();
   }
 
   // Runs ONNX's inference function for this one node on what is known;

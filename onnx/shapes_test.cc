@@ -5,8 +5,11 @@
 // error) and, where dims have no values, the symbolic shapes it carries.
 #include "onnx/shapes.h"
 
+#include <functional>
+#include <limits>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -665,6 +668,185 @@ TEST(OnnxShapesTest, ContentsOfGatherConcatAndTransposeAreFolded) {
   g.Ints("flat", {-1}).Add("Reshape", {"row", "flat"}, {"target"});
   g.Add("ConstantOfShape", {"target"}, {"y"}).Output("y");
   EXPECT_THAT(SymbolicDims(m, "y"), ElementsAre("5", "batch"));
+}
+
+}  // namespace
+}  // namespace memplan::formats
+
+namespace memplan::formats {
+namespace {
+
+// A float32 Constant named `name` holding `values` (a scalar when dims is
+// empty).
+void FloatConstant(OnnxTestGraph g, const std::string& name,
+                   const std::vector<float>& values,
+                   const std::vector<int64_t>& dims) {
+  onnx::TensorProto t;
+  t.set_data_type(kFloat);
+  for (int64_t d : dims) t.add_dims(d);
+  for (float v : values) t.add_float_data(v);
+  g.Node("Constant", {}, {name}).Tensor("value", t);
+}
+
+// Nodes ONNX 1.12's own inference trusts without checking (a stride of 0
+// divides by zero, a kernel of another rank than the input reads past a
+// vector, a blocksize of 2^32 squares to 0, a Split without outputs
+// divides by 0): each is an error naming the node, never a signal that
+// ends the process, and a server with it, on a request of 200 bytes.
+TEST(OnnxShapesTest, HostileAttributesAndRanksAreErrorsNotCrashes) {
+  struct Case {
+    std::string label;
+    std::function<void(OnnxTestGraph)> build;
+    std::string error;
+  };
+  const auto image = [](OnnxTestGraph g) {
+    g.Input("x", kFloat, {"1", "4", "8", "8"})
+        .FloatInitializer("w", {1, 4, 3, 3});
+  };
+  const std::vector<Case> cases = {
+      {"Conv strides 0",
+       [&](OnnxTestGraph g) {
+         image(g);
+         g.Node("Conv", {"x", "w"}, {"y"}).Ints("strides", {0, 0});
+       },
+       "node #0 (Conv): has a kernel, stride or dilation below 1"},
+      {"MaxPool strides 0",
+       [&](OnnxTestGraph g) {
+         image(g);
+         g.Node("MaxPool", {"x"}, {"y"})
+             .Ints("kernel_shape", {2, 2})
+             .Ints("strides", {0, 0});
+       },
+       "(MaxPool): has a kernel, stride or dilation below 1"},
+      {"AveragePool strides 0",
+       [&](OnnxTestGraph g) {
+         image(g);
+         g.Node("AveragePool", {"x"}, {"y"})
+             .Ints("kernel_shape", {2, 2})
+             .Ints("strides", {1, 0});
+       },
+       "(AveragePool): has a kernel, stride or dilation below 1"},
+      {"Conv dilation past 64 bits",
+       [&](OnnxTestGraph g) {
+         image(g);
+         g.Node("Conv", {"x", "w"}, {"y"})
+             .Ints("dilations", {int64_t{1} << 62, 1});
+       },
+       "(Conv): a dilated kernel or its pads pass 64 bits"},
+      {"Conv of a rank-2 input",
+       [&](OnnxTestGraph g) {
+         g.Input("x", kFloat, {"1", "4"}).FloatInitializer("w", {1, 4, 3, 3});
+         g.Add("Conv", {"x", "w"}, {"y"});
+       },
+       "(Conv): input of rank 2: a convolution or pooling needs"},
+      {"ConvTranspose weight of another rank",
+       [&](OnnxTestGraph g) {
+         g.Input("x", kFloat, {"1", "4", "8", "8"})
+             .FloatInitializer("w", {4, 1, 3});
+         g.Add("ConvTranspose", {"x", "w"}, {"y"});
+       },
+       "(ConvTranspose): weight of rank 3 for an input of rank 4"},
+      {"DepthToSpace blocksize 2^32",
+       [&](OnnxTestGraph g) {
+         image(g);
+         g.Node("DepthToSpace", {"x"}, {"y"})
+             .Int("blocksize", int64_t{1} << 32);
+       },
+       "(DepthToSpace): blocksize 4294967296 is not from 1 to 2^31 - 1"},
+      {"Split without outputs",
+       [&](OnnxTestGraph g) {
+         image(g);
+         g.Node("Split", {"x"}, {}).Int("axis", 1);
+         g.Add("Relu", {"x"}, {"y"});
+       },
+       "(Split): Split has no outputs"},
+      {"Slice step -2^63",
+       [&](OnnxTestGraph g) {
+         image(g);
+         g.Ints("starts", {7}).Ints("ends", {0}).Ints("axes", {2});
+         g.Ints("steps", {std::numeric_limits<int64_t>::min()});
+         g.Add("Slice", {"x", "starts", "ends", "axes", "steps"}, {"y"});
+       },
+       "(Slice): a step is -2^63"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.label);
+    OnnxTestModel m(13);
+    c.build(m.graph());
+    m.graph().Output("y");
+    EXPECT_THAT(ImportError(m), HasSubstr(c.error));
+  }
+  // STFT (opset 17) has no rule of memplan's: ONNX's inference sizes it,
+  // and a signal of rank 1 is refused before it is asked.
+  OnnxTestModel stft(17);
+  stft.graph().Input("signal", kFloat, {"64"}).Ints("step", {8}, true);
+  stft.graph().Add("STFT", {"signal", "step"}, {"y"}).Output("y");
+  EXPECT_THAT(ImportError(stft),
+              HasSubstr("(STFT): signal of rank 1 (STFT reads [batch, "
+                        "length, 1 or 2])"));
+}
+
+// Resize multiplies in float as ONNX Runtime does: 3 x float(7/3) is 7
+// there (6.99999976 in double: a row short of what the runtime writes).
+TEST(OnnxShapesTest, ResizeScalesMultiplyInFloat) {
+  OnnxTestModel m(13);
+  auto g = m.graph();
+  g.Input("x", kFloat, {"1", "1", "3", "3"});
+  FloatConstant(g, "scales", {1.f, 1.f, 7.f / 3.f, 5.f / 3.f}, {4});
+  g.Add("Resize", {"x", "", "scales"}, {"y"}).Output("y");
+  EXPECT_EQ(Import(m, {})["y"], 7 * 5 * 4);
+}
+
+// A float Range counts as ONNX Runtime does: limit - start in float
+// (0.4f - 0.1f = 0.3000000119f), so 4 elements of 0.1f (3 in double).
+TEST(OnnxShapesTest, FloatRangeCountsInItsElementType) {
+  OnnxTestModel m(13);
+  auto g = m.graph();
+  FloatConstant(g, "start", {0.1f}, {});
+  FloatConstant(g, "limit", {0.4f}, {});
+  FloatConstant(g, "delta", {0.1f}, {});
+  g.Add("Range", {"start", "limit", "delta"}, {"y"}).Output("y");
+  EXPECT_EQ(Import(m, {})["y"], 4 * 4);
+}
+
+// Resize-18's sizes with keep_aspect_ratio_policy: one scale for the axes
+// (the least of size / dim for not_larger, the greatest for not_smaller),
+// each dim round(scale x dim).
+TEST(OnnxShapesTest, ResizeKeepsTheAspectRatioAsAsked) {
+  for (const auto& [policy, h, w] :
+       std::vector<std::tuple<std::string, int, int>>{{"not_larger", 2, 4},
+                                                      {"not_smaller", 4, 8}}) {
+    SCOPED_TRACE(policy);
+    OnnxTestModel m(18);
+    auto g = m.graph();
+    g.Input("x", kFloat, {"1", "3", "5", "10"}).Ints("sizes", {4, 4});
+    g.Node("Resize", {"x", "", "", "sizes"}, {"y"})
+        .Ints("axes", {2, 3})
+        .Str("keep_aspect_ratio_policy", policy);
+    g.Output("y");
+    EXPECT_EQ(Import(m, {})["y"], 3 * h * w * 4);
+  }
+}
+
+// The model's text in an error is escaped (a node named with a newline
+// cannot start a line of the server's log), and a failed import says what
+// it assumed: Silero VAD fails on the dims defaulted to 1.
+TEST(OnnxShapesTest, ImportErrorsEscapeNamesAndCarryTheWarnings) {
+  OnnxTestModel m(13);
+  auto g = m.graph();
+  g.Input("x", kFloat, {"1", ""});
+  g.Add("Relu", {"nowhere"}, {"y"}, "evil\nmemplan-server: FORGED");
+  g.Output("y");
+  const std::string error = ImportError(m);
+  EXPECT_THAT(error, HasSubstr("node 'evil\\x0Amemplan-server: FORGED'"));
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  OnnxTestModel reshape(13);
+  auto r = reshape.graph();
+  r.Input("x", kFloat, {"1", ""}).Ints("shape", {2});
+  r.Add("Reshape", {"x", "shape"}, {"y"}).Output("y");
+  EXPECT_THAT(ImportError(reshape),
+              HasSubstr("(import warnings: graph input 'x': dim 1 is dynamic "
+                        "and unnamed; using 1 (set it with --input x=SHAPE))"));
 }
 
 }  // namespace

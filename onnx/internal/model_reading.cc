@@ -109,16 +109,35 @@ absl::Status SanitizeTensor(onnx::TensorProto* t, absl::string_view where) {
   return absl::OkStatus();
 }
 
-// Renames ops whose shapes changed after the opsets ONNX 1.12 knows, so its
-// inference leaves them to memplan's rules instead of applying an older
-// schema (ReduceMean-13 would reduce every axis of a ReduceMean-18).
+// Ops whose inference in ONNX 1.12 trusts its attributes and input ranks
+// (a stride of 0 divides by zero, a kernel longer than the input's spatial
+// rank reads past a vector, a blocksize of 2^32 squares to 0, a Split
+// without outputs divides by 0): one hostile node kills the process with
+// a signal no try can catch. memplan's own rules (rules_conv.cc,
+// rules_reshape.cc, rules_slice.cc) check what they read and evaluate
+// these; STFT goes to OnnxFallback, which checks its rank first.
+bool UnsafeForOnnxInference(absl::string_view op) {
+  static const auto* ops = new absl::flat_hash_set<absl::string_view>{
+      "Conv",          "ConvInteger",  "QLinearConv", "DeformConv",
+      "ConvTranspose", "MaxPool",      "AveragePool", "LpPool",
+      "DepthToSpace",  "SpaceToDepth", "Split",       "STFT"};
+  return ops->contains(op);
+}
+
+// Renames, while ONNX's inference runs, ops whose shapes changed after the
+// opsets ONNX 1.12 knows, so its inference leaves them to memplan's rules
+// instead of applying an older schema (ReduceMean-13 would reduce every
+// axis of a ReduceMean-18), and ops ONNX cannot infer safely
+// (UnsafeForOnnxInference).
 void HideChangedOps(onnx::ModelProto* model, bool hide) {
   const int opset = DefaultOpset(*model);
-  if (opset <= OnnxNewestKnownOpset()) return;
+  const bool newer = opset > OnnxNewestKnownOpset();
   ForEachMutableGraph(model->mutable_graph(), [&](onnx::GraphProto* g) {
     for (onnx::NodeProto& n : *g->mutable_node()) {
       if (!(n.domain().empty() || n.domain() == "ai.onnx")) continue;
-      if (hide && OnnxOpChangedAfterKnownOpsets(n.op_type(), opset)) {
+      if (hide &&
+          ((newer && OnnxOpChangedAfterKnownOpsets(n.op_type(), opset)) ||
+           UnsafeForOnnxInference(n.op_type()))) {
         n.set_op_type(kHiddenPrefix + n.op_type());
       } else if (!hide && absl::StartsWith(n.op_type(), kHiddenPrefix)) {
         n.set_op_type(n.op_type().substr(sizeof(kHiddenPrefix) - 1));
