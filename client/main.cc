@@ -370,6 +370,16 @@ int RunPlan(const std::vector<std::string>& args) {
   if (auto s = WriteEmitted(*targets, &planned->response); !s.ok()) {
     return Fail(s);
   }
+  for (const EmitTarget& t : *targets) {
+    // Standard output holds that file (`-o - > plan.h`): a report after it
+    // would break it. Warnings still go to standard error.
+    if (t.path == "-") {
+      for (const std::string& w : planned->response.warnings()) {
+        std::fprintf(stderr, "memplan: warning: %s\n", w.c_str());
+      }
+      return 0;
+    }
+  }
   return PrintPlan(*input, *planned);
 }
 

@@ -63,8 +63,17 @@ absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Open(
   std::string host;
   int port = 0;
   if (!ParseUrl(url, &host, &port)) {
+    // Credentials (redis://user:secret@host) are not supported, and not
+    // echoed into the log either.
+    std::string shown = url;
+    const size_t scheme = shown.find("//"), at = shown.rfind('@');
+    if (scheme != std::string::npos && at != std::string::npos && at > scheme) {
+      shown.replace(scheme + 2, at - scheme - 2, "***");
+    }
     return absl::InvalidArgumentError(absl::StrCat(
-        "--cache: expected memory, off or redis://HOST:PORT, got '", url, "'"));
+        "--cache: expected memory, off or redis://HOST:PORT (no password or "
+        "TLS: keep Redis on a private network), got '",
+        base::SafeText(shown), "'"));
   }
   return std::unique_ptr<RedisStore>(
       new RedisStore(url, std::move(host), port, options));

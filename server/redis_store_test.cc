@@ -176,5 +176,15 @@ TEST(RedisStoreTest, ReplyTextCannotForgeALineOfTheLog) {
   }
 }
 
+// A URL with credentials is refused (no AUTH, no TLS), without its
+// secret in the message that goes to the log.
+TEST(RedisStoreTest, CredentialsAreRefusedWithoutEchoingThem) {
+  auto store = RedisStore::Open("redis://user:s3cret@127.0.0.1:6379", {});
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(store.status().message(), HasSubstr("'redis://***@127.0.0.1"));
+  EXPECT_THAT(store.status().message(), ::testing::Not(HasSubstr("s3cret")));
+}
+
 }  // namespace
 }  // namespace memplan::server

@@ -251,6 +251,21 @@ TEST_F(CliUsabilityTest, StandardOutputThatCannotBeWrittenIsExit73) {
   EXPECT_EQ(inspect.exit_code, 73);
 }
 
+// `-o -` puts the file on standard output, alone: `> plan.h` is a header
+// (the report after it broke it).
+TEST_F(CliUsabilityTest, AFileOnStandardOutputIsAloneThere) {
+  const std::string graph = kExamples + "transformer_encoder.json";
+  CommandResult header =
+      RunCli({"plan", graph, "--emit", "c_header", "-o", "-"});
+  ASSERT_EQ(header.exit_code, 0) << header.err;
+  CommandResult file =
+      RunCli({"plan", graph, "--emit", "c_header", "-o", Path("plan.h")});
+  ASSERT_EQ(file.exit_code, 0) << file.err;
+  std::ifstream in(Path("plan.h"));
+  EXPECT_EQ(header.out, std::string(std::istreambuf_iterator<char>(in), {}));
+  EXPECT_THAT(header.out, Not(HasSubstr("arena:")));
+}
+
 // A CSV holds one offset column: offsets of several pools, each from its
 // own base, would read as overlapping buffers.
 TEST_F(CliUsabilityTest, CsvOutputOfPoolsIsAUsageError) {
