@@ -134,4 +134,38 @@ std::string Sha256::Hex(const Digest& digest) {
   return out;
 }
 
+Sha256::Digest HmacSha256(absl::string_view key, absl::string_view message) {
+  constexpr size_t kBlock = 64;
+  std::array<uint8_t, kBlock> k{};  // the key, zero-padded to a block
+  if (key.size() > kBlock) {
+    const Sha256::Digest d = Sha256::Of(key);
+    std::copy(d.begin(), d.end(), k.begin());
+  } else {
+    std::copy(key.begin(), key.end(), k.begin());
+  }
+  std::array<char, kBlock> ipad, opad;
+  for (size_t i = 0; i < kBlock; ++i) {
+    ipad[i] = static_cast<char>(k[i] ^ 0x36);
+    opad[i] = static_cast<char>(k[i] ^ 0x5c);
+  }
+  Sha256 inner;
+  inner.Update(absl::string_view(ipad.data(), kBlock));
+  inner.Update(message);
+  const Sha256::Digest inner_digest = inner.Finish();
+  Sha256 outer;
+  outer.Update(absl::string_view(opad.data(), kBlock));
+  outer.Update(absl::string_view(
+      reinterpret_cast<const char*>(inner_digest.data()), inner_digest.size()));
+  return outer.Finish();
+}
+
+bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  return diff == 0;
+}
+
 }  // namespace memplan::base

@@ -49,6 +49,16 @@ class Sha256 {
   uint64_t length_ = 0;  // message bytes so far
 };
 
+// HMAC-SHA256 (RFC 2104) of `message` under `key` (any length): a tag only
+// a holder of the key can make, for entries a shared store hands back
+// (checked against RFC 4231's test cases in sha256_test.cc).
+Sha256::Digest HmacSha256(absl::string_view key, absl::string_view message);
+
+// Whether `a` and `b` are equal, in time that depends on their lengths
+// alone (comparing a tag byte by byte until the first difference would
+// tell an attacker how much of a forged one is right).
+bool ConstantTimeEquals(absl::string_view a, absl::string_view b);
+
 }  // namespace memplan::base
 
 #endif  // MEMPLAN_BASE_SHA256_H_

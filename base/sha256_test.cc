@@ -44,5 +44,30 @@ TEST(Sha256Test, Int64IsEightLittleEndianBytes) {
   EXPECT_EQ(a.Finish(), b.Finish());
 }
 
+// RFC 4231, test cases 1, 2, 3 and 6: a short key, a key shorter than the
+// tag, bytes that are not text, and a key longer than a block (hashed
+// first).
+TEST(HmacSha256Test, Rfc4231Vectors) {
+  EXPECT_EQ(Sha256::Hex(HmacSha256(std::string(20, '\x0b'), "Hi There")),
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+  EXPECT_EQ(Sha256::Hex(HmacSha256("Jefe", "what do ya want for nothing?")),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  EXPECT_EQ(
+      Sha256::Hex(HmacSha256(std::string(20, '\xaa'), std::string(50, '\xdd'))),
+      "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe");
+  EXPECT_EQ(Sha256::Hex(HmacSha256(
+                std::string(131, '\xaa'),
+                "Test Using Larger Than Block-Size Key - Hash Key First")),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+}
+
+TEST(HmacSha256Test, ConstantTimeEqualsComparesWholeStrings) {
+  EXPECT_TRUE(ConstantTimeEquals("", ""));
+  EXPECT_TRUE(ConstantTimeEquals("abc", "abc"));
+  EXPECT_FALSE(ConstantTimeEquals("abc", "abd"));
+  EXPECT_FALSE(ConstantTimeEquals("xbc", "abc"));
+  EXPECT_FALSE(ConstantTimeEquals("abc", "abcd"));
+}
+
 }  // namespace
 }  // namespace memplan::base

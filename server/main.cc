@@ -38,6 +38,7 @@
 #include "base/parallel.h"
 #include "base/process_memory.h"
 #include "base/worker_pool.h"
+#include "formats/file_io.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "memplan/version.h"
@@ -107,6 +108,12 @@ ABSL_FLAG(int64_t, cache_timeout_ms, 5,
           "with --cache=redis://...: the longest one Redis command of a Plan "
           "call takes, from the wait for a connection to the last byte of "
           "its reply; past it the call goes on without the cache");
+ABSL_FLAG(std::string, cache_secret_file, "",
+          "with --cache=redis://...: a file holding a secret every replica "
+          "shares (16 bytes or more; a final newline is not part of it): "
+          "entries are signed with it and only signed ones are served; "
+          "without it any writer to Redis can put a plan in front of the "
+          "replicas");
 ABSL_FLAG(int64_t, cache_max_entry_bytes, int64_t{64} << 20,
           "with --cache=redis://...: the largest plan entry stored in or "
           "read from Redis (a longer reply fails its lookup, whatever sent "
@@ -144,6 +151,30 @@ absl::StatusOr<PlanCacheParts> MakePlanCache(Metrics* metrics,
         std::max<int64_t>(1, absl::GetFlag(FLAGS_cache_timeout_ms)));
     redis.max_reply_bytes =
         std::max<int64_t>(1024, absl::GetFlag(FLAGS_cache_max_entry_bytes));
+    if (const std::string path = absl::GetFlag(FLAGS_cache_secret_file);
+        !path.empty()) {
+      absl::StatusOr<std::string> secret = formats::ReadFile(path, 4096);
+      if (!secret.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--cache_secret_file: ", secret.status().message()));
+      }
+      while (!secret->empty() &&
+             (secret->back() == '\n' || secret->back() == '\r')) {
+        secret->pop_back();
+      }
+      if (secret->size() < 16) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--cache_secret_file: ", path, " holds ", secret->size(),
+            " bytes; a shared secret needs 16 or more (e.g. head -c 32 "
+            "/dev/urandom | base64)"));
+      }
+      redis.secret = *std::move(secret);
+    } else if (kind != "memory") {
+      std::fprintf(stderr,
+                   "memplan-server: warning: plan cache entries in Redis are "
+                   "not signed (--cache_secret_file): anything that can "
+                   "write to it can put a plan in front of every replica\n");
+    }
     redis.on_change = [metrics, health](bool up) {
       metrics->PlanCacheStoreUp("redis", up);
       health->SetServing(kCacheHealthName, up);

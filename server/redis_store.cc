@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "base/sha256.h"
 #include "base/text.h"
 
 namespace memplan::server {
@@ -318,6 +319,21 @@ absl::StatusOr<RedisStore::Reply> RedisStore::Command(
   return reply;
 }
 
+namespace {
+
+// The tag of an entry under `secret`: HMAC-SHA256 of the key (64 hex
+// digits: fixed length, so the two cannot run into each other) and the
+// entry's bytes.
+std::string EntryTag(const std::string& secret, const std::string& key,
+                     absl::string_view entry) {
+  const base::Sha256::Digest d =
+      base::HmacSha256(secret, absl::StrCat(key, entry));
+  return std::string(reinterpret_cast<const char*>(d.data()), d.size());
+}
+constexpr size_t kTagBytes = 32;
+
+}  // namespace
+
 absl::StatusOr<std::optional<std::string>> RedisStore::Get(
     const std::string& key) {
   absl::StatusOr<Reply> r = Command({"GET", kKeyPrefix + key});
@@ -326,10 +342,29 @@ absl::StatusOr<std::optional<std::string>> RedisStore::Get(
   if (r->type != REDIS_REPLY_STRING) {
     return absl::InternalError("redis: GET answered something else");
   }
-  return std::move(r->text);
+  if (options_.secret.empty()) return std::move(r->text);
+  // Signed: the tag first, then the entry. Without a valid tag it reads
+  // as an empty entry, which the cache refuses, counts and drops.
+  const absl::string_view text = r->text;
+  if (text.size() < kTagBytes ||
+      !base::ConstantTimeEquals(
+          text.substr(0, kTagBytes),
+          EntryTag(options_.secret, key, text.substr(kTagBytes)))) {
+    return std::string();
+  }
+  return std::string(text.substr(kTagBytes));
 }
 
 absl::Status RedisStore::Put(const std::string& key, const std::string& entry) {
+  if (!options_.secret.empty()) {
+    return PutValue(key,
+                    absl::StrCat(EntryTag(options_.secret, key, entry), entry));
+  }
+  return PutValue(key, entry);
+}
+
+absl::Status RedisStore::PutValue(const std::string& key,
+                                  const std::string& entry) {
   if (static_cast<int64_t>(entry.size()) > options_.max_reply_bytes) {
     // No reader would take it back.
     return absl::FailedPreconditionError(

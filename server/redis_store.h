@@ -44,6 +44,12 @@ struct RedisStoreOptions {
   // The largest reply read (an entry): a longer one fails its call and
   // closes its connection; Put stores no larger entry. Default 64 MiB.
   int64_t max_reply_bytes = int64_t{64} << 20;
+  // A secret the replicas share: with one, every entry stored carries an
+  // HMAC-SHA256 of its key and bytes under it, and an entry read without a
+  // valid one reads as empty (the cache refuses, counts and drops it), so
+  // only a holder of the secret can put a plan in front of a replica.
+  // Default empty: entries unsigned (any writer to Redis can).
+  std::string secret;
   // Connections kept open. Default 8. REQUIRES >= 1.
   int connections = 8;
   // After a failed connect, the wait before the next one: doubled per
@@ -86,6 +92,8 @@ class RedisStore final : public engine::PlanStore {
     std::string text;
   };
   absl::StatusOr<Reply> Command(const std::vector<std::string>& args);
+  // SETs `value` (an entry, signed when there is a secret) under `key`.
+  absl::Status PutValue(const std::string& key, const std::string& value);
   // A connection to use, or null (none by `deadline`).
   redisContext* Acquire(absl::Time deadline);
   // How a call on a connection ended.

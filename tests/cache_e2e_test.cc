@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -401,6 +403,56 @@ TEST_F(CacheE2eTest, APoisonedEntryIsNeverReturned) {
   EXPECT_TRUE(served.cached());
   EXPECT_EQ(Overlap(served), "");
   EXPECT_EQ(b.Metric("memplan_plan_cache_verification_failures_total"), 0);
+}
+
+// With a shared secret (--cache_secret_file), replicas serve only entries
+// signed with it: a valid plan written into Redis by anything else (here a
+// larger one, said to be optimal, which the verifier cannot tell from the
+// server's own) is refused; what one replica stores, the other serves.
+TEST_F(CacheE2eTest, WithASecretOnlySignedEntriesAreServed) {
+  const std::string secret_file =
+      ::testing::TempDir() + "memplan_cache_secret_" + std::to_string(getpid());
+  {
+    std::ofstream(secret_file) << "a secret of the replicas, 42 bytes long.\n";
+  }
+  const v1::PlanRequest request = Chain(40, 5);
+  absl::StatusOr<planner::PlanOptions> options =
+      api::OptionsFromProto(request.options(), api::Budgets{});
+  ASSERT_TRUE(options.ok());
+  const planner::Graph graph = api::GraphFromProto(request.graph());
+  absl::StatusOr<planner::PlanResult> plan =
+      planner::PlanGraph(graph, *options, nullptr, nullptr);
+  ASSERT_TRUE(plan.ok());
+  planner::PlanResult larger = *plan;  // valid: every offset moved up
+  for (planner::Offset& o : larger.solution.offsets) o += 4096;
+  larger.solution.arena_size += 4096;
+  larger.proven_optimal = true;
+  const std::optional<std::string> key = engine::GraphCacheKey(graph, *options);
+  ASSERT_TRUE(key.has_value());
+  redisReply* set =
+      redis_->Command({"SET", "memplan:plan:" + *key,
+                       engine::EncodeCacheEntry(*key, *options, larger)});
+  ASSERT_NE(set, nullptr);
+  freeReplyObject(set);
+
+  const std::vector<std::string> signing = {"--cache_secret_file=" +
+                                            secret_file};
+  Replica a(redis_->url(), signing);
+  ASSERT_TRUE(a.WaitStoreUp()) << "no Redis connection";
+  v1::PlanResponse r;
+  ASSERT_TRUE(a.Plan(request, &r).ok());
+  EXPECT_FALSE(r.cached());
+  EXPECT_EQ(r.arena_size_bytes(), plan->solution.arena_size);
+  EXPECT_EQ(a.Metric("memplan_plan_cache_verification_failures_total",
+                     {{"store", "redis"}}),
+            1);
+  Replica b(redis_->url(), signing);
+  ASSERT_TRUE(b.WaitStoreUp()) << "no Redis connection";
+  v1::PlanResponse served;
+  ASSERT_TRUE(b.Plan(request, &served).ok());
+  EXPECT_TRUE(served.cached());
+  EXPECT_EQ(served.arena_size_bytes(), plan->solution.arena_size);
+  std::remove(secret_file.c_str());
 }
 
 // Eight identical requests at once on each of two replicas sharing Redis:

@@ -277,6 +277,20 @@ def check_plan_cache(objects, dep, where):
         c.check([p.get("port") for p in rule.get("ports", [])] in
                 ([port], [ports.get("redis")]),
                 f"{where}: Redis admits them on its port only")
+    # Entries signed with a secret the replicas share, mounted read-only
+    # from a Secret where --cache_secret_file looks for it.
+    secret_file = flag_value(ct.get("args", []), "cache_secret_file")
+    if not c.check(secret_file is not None,
+                   f"{where}: the plan cache's entries are signed "
+                   "(--cache_secret_file)"):
+        return
+    pod_spec = dep["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod_spec.get("volumes", [])}
+    mounts = [m for m in ct.get("volumeMounts", [])
+              if secret_file.startswith(m["mountPath"].rstrip("/") + "/")]
+    c.check(len(mounts) == 1 and mounts[0].get("readOnly") is True and
+            "secret" in volumes.get(mounts[0]["name"], {}),
+            f"{where}: {secret_file} is in a read-only Secret volume")
 
 
 def check_tree(path):
