@@ -526,6 +526,7 @@ class Evaluator {
   // no try catches, so a node holding one is refused before ONNX is asked
   // (memplan's rules refuse the same where they size the node themselves).
   static absl::Status CheckForOnnxInference(OnnxNodeContext& c) {
+    if (!IsDefaultDomain(c.node->domain())) return absl::OkStatus();
     const std::string& op = c.node->op_type();
     static const auto* windowed = new absl::flat_hash_set<std::string>{
         "Conv",          "ConvInteger", "QLinearConv", "DeformConv",

@@ -709,7 +709,7 @@ TEST(OnnxShapesTest, HostileAttributesAndRanksAreErrorsNotCrashes) {
          image(g);
          g.Node("Conv", {"x", "w"}, {"y"}).Ints("strides", {0, 0});
        },
-       "node #0 (Conv): has a kernel, stride or dilation below 1"},
+       "node #0 (Conv): strides holds 0, below 1"},
       {"MaxPool strides 0",
        [&](OnnxTestGraph g) {
          image(g);
@@ -717,7 +717,7 @@ TEST(OnnxShapesTest, HostileAttributesAndRanksAreErrorsNotCrashes) {
              .Ints("kernel_shape", {2, 2})
              .Ints("strides", {0, 0});
        },
-       "(MaxPool): has a kernel, stride or dilation below 1"},
+       "(MaxPool): strides holds 0, below 1"},
       {"AveragePool strides 0",
        [&](OnnxTestGraph g) {
          image(g);
@@ -725,7 +725,7 @@ TEST(OnnxShapesTest, HostileAttributesAndRanksAreErrorsNotCrashes) {
              .Ints("kernel_shape", {2, 2})
              .Ints("strides", {1, 0});
        },
-       "(AveragePool): has a kernel, stride or dilation below 1"},
+       "(AveragePool): strides holds 0, below 1"},
       {"Conv dilation past 64 bits",
        [&](OnnxTestGraph g) {
          image(g);
@@ -784,6 +784,54 @@ TEST(OnnxShapesTest, HostileAttributesAndRanksAreErrorsNotCrashes) {
   EXPECT_THAT(ImportError(stft),
               HasSubstr("(STFT): signal of rank 1 (STFT reads [batch, "
                         "length, 1 or 2])"));
+}
+
+// A model with functions of its own (torch.onnx's export_modules_as_
+// functions): a node calling one is sized by ONNX's whole-model pass from
+// the shapes flowing in, Conv's included; a function body's Conv holding a
+// stride of 0 is refused before that pass divides by it.
+TEST(OnnxShapesTest, ModelLocalFunctionsAfterConvAndHostileBodies) {
+  const auto with_function = [](OnnxTestModel* m, const std::string& name,
+                                const std::string& op,
+                                const std::vector<int64_t>& strides) {
+    auto* o = m->proto().add_opset_import();
+    o->set_domain("local");
+    o->set_version(1);
+    onnx::FunctionProto* f = m->proto().add_functions();
+    f->set_name(name);
+    f->set_domain("local");
+    f->add_input("A");
+    f->add_input("W");
+    f->add_output("B");
+    auto* fo = f->add_opset_import();
+    fo->set_domain("");
+    fo->set_version(13);
+    onnx::NodeProto* n = f->add_node();
+    n->set_op_type(op);
+    n->add_input("A");
+    if (op == "Conv") n->add_input("W");
+    n->add_output("B");
+    if (!strides.empty()) OnnxTestNode(n).Ints("strides", strides);
+  };
+  OnnxTestModel good(13);
+  with_function(&good, "MyRelu", "Relu", {});
+  auto g = good.graph();
+  g.Input("x", kFloat, {"1", "3", "8", "8"})
+      .FloatInitializer("w", {4, 3, 3, 3});
+  g.Node("Conv", {"x", "w"}, {"c"}).Ints("pads", {1, 1, 1, 1});
+  g.Node("MyRelu", {"c", "w"}, {"y"}).proto()->set_domain("local");
+  g.Output("y");
+  EXPECT_EQ(Import(good, {})["y"], 4 * 8 * 8 * 4);
+  OnnxTestModel bad(13);
+  with_function(&bad, "BadConv", "Conv", {0, 0});
+  auto b = bad.graph();
+  b.Input("x", kFloat, {"1", "3", "8", "8"})
+      .FloatInitializer("w", {4, 3, 3, 3});
+  b.Node("BadConv", {"x", "w"}, {"y"}).proto()->set_domain("local");
+  b.Output("y");
+  EXPECT_THAT(ImportError(bad),
+              HasSubstr("function 'BadConv': node #0 (Conv): strides holds 0, "
+                        "below 1"));
 }
 
 // Resize multiplies in float as ONNX Runtime does: 3 x float(7/3) is 7

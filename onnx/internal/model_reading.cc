@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <map>
 #include <queue>
 #include <string>
@@ -13,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
+#include "base/text.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/repeated_field.h"
 #include "onnx/defs/schema.h"
@@ -129,15 +131,22 @@ bool UnsafeForOnnxInference(absl::string_view op) {
 // instead of applying an older schema (ReduceMean-13 would reduce every
 // axis of a ReduceMean-18), and ops ONNX cannot infer safely
 // (UnsafeForOnnxInference).
+//
+// Not the unsafe ops of a model with functions of its own: a node calling
+// one is sized by this pass alone (OnnxFallback knows only ONNX's
+// schemas), which needs the shapes flowing into it; such a model's unsafe
+// nodes, in its graphs and its functions' bodies, pass CheckAttributes'
+// checks of what they hold literally instead (not those of input ranks).
 void HideChangedOps(onnx::ModelProto* model, bool hide) {
   const int opset = DefaultOpset(*model);
   const bool newer = opset > OnnxNewestKnownOpset();
+  const bool unsafe = model->functions_size() == 0;
   ForEachMutableGraph(model->mutable_graph(), [&](onnx::GraphProto* g) {
     for (onnx::NodeProto& n : *g->mutable_node()) {
       if (!(n.domain().empty() || n.domain() == "ai.onnx")) continue;
       if (hide &&
           ((newer && OnnxOpChangedAfterKnownOpsets(n.op_type(), opset)) ||
-           UnsafeForOnnxInference(n.op_type()))) {
+           (unsafe && UnsafeForOnnxInference(n.op_type())))) {
         n.set_op_type(kHiddenPrefix + n.op_type());
       } else if (!hide && absl::StartsWith(n.op_type(), kHiddenPrefix)) {
         n.set_op_type(n.op_type().substr(sizeof(kHiddenPrefix) - 1));
@@ -450,9 +459,70 @@ absl::Status SanitizeTensors(onnx::ModelProto* model, absl::string_view name,
   return status;
 }
 
+namespace {
+
+// The attribute values of an UnsafeForOnnxInference node that ONNX 1.12's
+// inference divides by or squares without checking, as the node holds
+// them (a value a function's caller passes in is not known here): OK, or
+// INVALID_ARGUMENT naming the node.
+absl::Status CheckUnsafeAttributes(const onnx::NodeProto& n, int index,
+                                   absl::string_view where) {
+  if (!(n.domain().empty() || n.domain() == "ai.onnx") ||
+      !UnsafeForOnnxInference(n.op_type())) {
+    return absl::OkStatus();
+  }
+  const auto bad = [&](const auto&... parts) {
+    return Invalid(where, ": ", OnnxNodeLabel(n, index, ""), ": ", parts...);
+  };
+  for (const onnx::AttributeProto& a : n.attribute()) {
+    if (!a.ref_attr_name().empty()) continue;  // the caller's value
+    if (a.name() == "strides" || a.name() == "dilations" ||
+        a.name() == "kernel_shape") {
+      for (int64_t v : a.ints()) {
+        if (v < 1) return bad(a.name(), " holds ", v, ", below 1");
+      }
+    } else if (a.name() == "group" && a.i() < 1) {
+      return bad("group ", a.i(), " is below 1");
+    } else if (a.name() == "blocksize" &&
+               (a.i() < 1 || a.i() > std::numeric_limits<int32_t>::max())) {
+      return bad("blocksize ", a.i(), " is not from 1 to 2^31 - 1");
+    }
+  }
+  if (n.op_type() == "Split" && n.output_size() == 0) {
+    return bad("Split has no outputs");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status CheckAttributes(const onnx::ModelProto& model,
                              absl::string_view name,
                              const base::CancelToken* cancel) {
+  // Nodes whose literal attributes would crash ONNX's inference: in every
+  // graph, and in the bodies of the model's own functions (and their
+  // subgraphs), which that inference walks too.
+  absl::Status unsafe;
+  const auto check_graph = [&](const onnx::GraphProto& g) {
+    for (int i = 0; i < g.node_size() && unsafe.ok(); ++i) {
+      unsafe = CheckUnsafeAttributes(g.node(i), i, name);
+    }
+  };
+  ForEachGraph(model.graph(), check_graph);
+  for (const onnx::FunctionProto& f : model.functions()) {
+    for (int i = 0; i < f.node_size() && unsafe.ok(); ++i) {
+      unsafe = CheckUnsafeAttributes(
+          f.node(i), i,
+          absl::StrCat(name, ": function '", base::SafeText(f.name()), "'"));
+      for (const onnx::AttributeProto& a : f.node(i).attribute()) {
+        if (a.has_g() && unsafe.ok()) ForEachGraph(a.g(), check_graph);
+        for (const onnx::GraphProto& sub : a.graphs()) {
+          if (unsafe.ok()) ForEachGraph(sub, check_graph);
+        }
+      }
+    }
+  }
+  if (!unsafe.ok()) return unsafe;
   std::map<std::string, int> opsets;
   for (const onnx::OperatorSetIdProto& o : model.opset_import()) {
     opsets[o.domain() == "ai.onnx" ? "" : o.domain()] =
