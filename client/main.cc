@@ -580,12 +580,14 @@ int main(int argc, char** argv) {
   // No exception may escape: a bug is reported as one, with exit 70.
   try {
     const int code = memplan::client::Run(argc, argv);
-    // Output lost (a full disk) is never a success.
+    // Output lost (a full disk) is never a success (a command that failed
+    // has said why already).
+    if (code != 0) return code;
     if (absl::Status s = memplan::formats::FlushStdout(); !s.ok()) {
       std::fprintf(stderr, "memplan: %s\n", std::string(s.message()).c_str());
-      return code == 0 ? 73 : code;
+      return 73;
     }
-    return code;
+    return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "memplan: internal error: %s\n", e.what());
   } catch (...) {

@@ -288,7 +288,7 @@ void HeaderWriter::Preamble() {
       " * and lifetime, steps [first, end). Two tensors whose lifetimes\n"
       " * overlap never share a byte, except a tensor written in place over\n"
       " * the one named in reuses[]. Steps run from FIRST_STEP (0 unless\n"
-      " * the input has earlier ones) for STEP_COUNT steps.\n"
+      " * the input has earlier ones) to END_STEP - 1: STEP_COUNT steps.\n"
       " *\n"
       " * The arrays are defined where ",
       Macro("IMPLEMENTATION"),
@@ -301,21 +301,28 @@ void HeaderWriter::Preamble() {
 void HeaderWriter::Macros() {
   const int pools = std::max<int>(1, static_cast<int>(r_.memory_spaces.size()));
   Column pool_bytes{"pool_bytes", "arena bytes of each memory pool", {}, {}};
-  // Steps FIRST_STEP to FIRST_STEP + STEP_COUNT - 1: from 0 for a graph;
-  // a buffer list may start earlier (its steps are any integers).
+  // Steps FIRST_STEP to END_STEP - 1 (STEP_COUNT of them): from 0 for a
+  // graph; a buffer list may start earlier (its steps are any integers
+  // within +-2^62, so the count may be 2^63: written unsigned then).
   int64_t first_step = 0, end_step = 0;
   for (const planner::TensorPlacement& p : r_.tensors) {
     first_step = std::min(first_step, p.start);
     end_step = std::max(end_step, p.end);
   }
-  absl::StrAppend(&out_, "#define ", Macro("ARENA_BYTES"), " ",
-                  r_.solution.arena_size, "\n#define ", Macro("ALIGNMENT"), " ",
-                  in_.options->alignment, "\n#define ",
-                  Macro("LOWER_BOUND_BYTES"), " ", r_.lower_bound, "\n#define ",
-                  Macro("TENSOR_COUNT"), " ", r_.tensors.size(), "\n#define ",
-                  Macro("FIRST_STEP"), " ", first_step, "\n#define ",
-                  Macro("STEP_COUNT"), " ", end_step - first_step, "\n#define ",
-                  Macro("POOL_COUNT"), " ", pools, "\n");
+  const uint64_t step_count =
+      static_cast<uint64_t>(end_step) - static_cast<uint64_t>(first_step);
+  const std::string count_text =
+      step_count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+          ? absl::StrCat(step_count, "ULL")
+          : absl::StrCat(step_count);
+  absl::StrAppend(
+      &out_, "#define ", Macro("ARENA_BYTES"), " ", r_.solution.arena_size,
+      "\n#define ", Macro("ALIGNMENT"), " ", in_.options->alignment,
+      "\n#define ", Macro("LOWER_BOUND_BYTES"), " ", r_.lower_bound,
+      "\n#define ", Macro("TENSOR_COUNT"), " ", r_.tensors.size(), "\n#define ",
+      Macro("FIRST_STEP"), " ", first_step, "\n#define ", Macro("END_STEP"),
+      " ", end_step, "\n#define ", Macro("STEP_COUNT"), " ", count_text,
+      "\n#define ", Macro("POOL_COUNT"), " ", pools, "\n");
   const std::vector<std::string> pool_ids = PoolIds();
   for (int k = 0; k < static_cast<int>(r_.memory_spaces.size()); ++k) {
     const planner::MemorySpacePlan& space = r_.memory_spaces[k];

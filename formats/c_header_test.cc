@@ -50,8 +50,7 @@ int main(void) {
   }
   if (at != MEMPLAN_ID_ARENA_BYTES) return 2;
   if (other_unit_tensor_count() != MEMPLAN_ID_TENSOR_COUNT) return 3;
-  for (step = MEMPLAN_ID_FIRST_STEP;
-       step < MEMPLAN_ID_FIRST_STEP + MEMPLAN_ID_STEP_COUNT; ++step) {
+  for (step = MEMPLAN_ID_FIRST_STEP; step < MEMPLAN_ID_END_STEP; ++step) {
     for (b = 0; b < MEMPLAN_ID_ARENA_BYTES; ++b) owner[b] = -1;
     for (t = 0; t < MEMPLAN_ID_TENSOR_COUNT; ++t) {
       const int64_t o = PFX_offsets[t];
@@ -351,9 +350,33 @@ TEST(CHeaderTest, StepsOfABufferListMayStartBelowZero) {
   const std::string id = CHeaderIdFor(input);
   const std::string macro = "#define MEMPLAN_" + absl::AsciiStrToUpper(id);
   EXPECT_THAT(*header, HasSubstr(macro + "_FIRST_STEP -9\n"));
-  EXPECT_THAT(*header, HasSubstr(macro + "_STEP_COUNT 15\n"));  // to 5
+  EXPECT_THAT(*header, HasSubstr(macro + "_END_STEP 6\n"));
+  EXPECT_THAT(*header, HasSubstr(macro + "_STEP_COUNT 15\n"));
   // Each tensor checked at each of its 30 steps (from 0: 11 of them).
   EXPECT_EQ(CompileAndRun(*header, id), "exit 0: ok 30\n");
+  // Steps from -2^62 to 2^62: 2^63 of them, past int64_t (written
+  // unsigned), the bounds still int64_t constants.
+  planner::Problem far;
+  far.buffers.resize(2);
+  far.buffers[0].name = "a";
+  far.buffers[0].start = -(int64_t{1} << 62);
+  far.buffers[0].end = far.buffers[0].start + 1;
+  far.buffers[1].name = "b";
+  far.buffers[1].end = int64_t{1} << 62;
+  far.buffers[1].start = far.buffers[1].end - 1;
+  for (planner::Buffer& b : far.buffers) b.size = 16;
+  absl::StatusOr<planner::PlanResult> far_plan =
+      planner::PlanBuffers(far, options, nullptr, nullptr);
+  ASSERT_TRUE(far_plan.ok()) << far_plan.status();
+  const CHeaderInput far_input{"far steps", &*far_plan, &options, nullptr};
+  absl::StatusOr<std::string> far_header = EmitCHeader(far_input);
+  ASSERT_TRUE(far_header.ok()) << far_header.status();
+  const std::string far_macro =
+      "#define MEMPLAN_" + absl::AsciiStrToUpper(CHeaderIdFor(far_input));
+  EXPECT_THAT(*far_header,
+              HasSubstr(far_macro + "_STEP_COUNT 9223372036854775808ULL\n"));
+  EXPECT_THAT(*far_header,
+              HasSubstr(far_macro + "_END_STEP 4611686018427387904\n"));
 }
 
 }  // namespace

@@ -139,6 +139,12 @@ absl::StatusOr<PlanCacheParts> MakePlanCache(Metrics* metrics,
   PlanCacheParts parts;
   const std::string kind = absl::GetFlag(FLAGS_cache);
   const int64_t bytes = std::max<int64_t>(0, absl::GetFlag(FLAGS_cache_bytes));
+  const std::string secret_file = absl::GetFlag(FLAGS_cache_secret_file);
+  if (!secret_file.empty() && !absl::StartsWith(kind, "redis://")) {
+    return absl::InvalidArgumentError(
+        "--cache_secret_file signs entries stored in Redis: it needs "
+        "--cache=redis://HOST:PORT");
+  }
   if (kind == "off" || (kind == "memory" && bytes == 0)) {
     parts.note = "plan cache off";
     return parts;
@@ -151,8 +157,7 @@ absl::StatusOr<PlanCacheParts> MakePlanCache(Metrics* metrics,
         std::max<int64_t>(1, absl::GetFlag(FLAGS_cache_timeout_ms)));
     redis.max_reply_bytes =
         std::max<int64_t>(1024, absl::GetFlag(FLAGS_cache_max_entry_bytes));
-    if (const std::string path = absl::GetFlag(FLAGS_cache_secret_file);
-        !path.empty()) {
+    if (const std::string& path = secret_file; !path.empty()) {
       absl::StatusOr<std::string> secret = formats::ReadFile(path, 4096);
       if (!secret.ok()) {
         return absl::InvalidArgumentError(
@@ -169,11 +174,6 @@ absl::StatusOr<PlanCacheParts> MakePlanCache(Metrics* metrics,
             "/dev/urandom | base64)"));
       }
       redis.secret = *std::move(secret);
-    } else if (kind != "memory") {
-      std::fprintf(stderr,
-                   "memplan-server: warning: plan cache entries in Redis are "
-                   "not signed (--cache_secret_file): anything that can "
-                   "write to it can put a plan in front of every replica\n");
     }
     redis.on_change = [metrics, health](bool up) {
       metrics->PlanCacheStoreUp("redis", up);
@@ -188,6 +188,12 @@ absl::StatusOr<PlanCacheParts> MakePlanCache(Metrics* metrics,
         RedisStore::Open(kind, redis);
     if (!store.ok()) return store.status();
     parts.store = *std::move(store);
+    if (redis.secret.empty()) {
+      std::fprintf(stderr,
+                   "memplan-server: warning: plan cache entries in Redis are "
+                   "not signed (--cache_secret_file): anything that can "
+                   "write to it can put a plan in front of every replica\n");
+    }
     // A moment for the first connection, so that the first calls find it.
     parts.store->WaitUntilUp(absl::Milliseconds(200));
     options.store = parts.store.get();

@@ -19,6 +19,8 @@ namespace memplan::server {
 namespace {
 
 constexpr char kKeyPrefix[] = "memplan:plan:";
+// A bulk reply's framing around its bytes ("$<length>\r\n", "\r\n").
+constexpr size_t kReplyFraming = 32;
 // How often a quiet store checks a connection (PING), so that a Redis that
 // went away while no call used it is reported, and its dead connections
 // are remade before the next call needs one.
@@ -192,7 +194,7 @@ void RedisStore::CheckIdle() {
             : Failure::kBroken;
   }
   if (r != nullptr) freeReplyObject(r);
-  Release(c, failure);
+  Release(c, failure, "no answer to PING");
   mu_.Lock();
 }
 
@@ -208,7 +210,8 @@ redisContext* RedisStore::Acquire(absl::Time deadline) {
   return c;
 }
 
-void RedisStore::Release(redisContext* context, Failure failure) {
+void RedisStore::Release(redisContext* context, Failure failure,
+                         const std::string& reason) {
   if (failure == Failure::kNone) {
     absl::MutexLock lock(&mu_);
     idle_.push_back(context);
@@ -221,7 +224,7 @@ void RedisStore::Release(redisContext* context, Failure failure) {
   // waits on them (the connector remakes them, at once if the server is
   // fine).
   const bool timeout = failure == Failure::kTimeout;
-  const std::string why = context->errstr;
+  const std::string why = context->errstr[0] != '\0' ? context->errstr : reason;
   redisFree(context);
   std::vector<redisContext*> idle;
   {
@@ -272,7 +275,7 @@ absl::StatusOr<RedisStore::Reply> RedisStore::Command(
     lengths.push_back(a.size());
   }
   const auto fail = [&](Failure failure, const std::string& why) {
-    Release(c, failure);
+    Release(c, failure, why);
     return absl::UnavailableError(absl::StrCat("redis ", url_, ": ", why));
   };
   if (redisAppendCommandArgv(c, static_cast<int>(args.size()), argv.data(),
@@ -283,9 +286,23 @@ absl::StatusOr<RedisStore::Reply> RedisStore::Command(
     if (!WaitFor(c->fd, POLLOUT, deadline)) {
       return fail(Failure::kTimeout, "timed out writing");
     }
-    if (redisBufferWrite(c, &done) != REDIS_OK) {
+    // A write on this blocking socket waits for room up to its send
+    // timeout: what is left of the call's.
+    const absl::Duration left =
+        std::max(deadline - absl::Now(), absl::Milliseconds(1));
+    if (redisSetTimeout(c, absl::ToTimeval(left)) != REDIS_OK) {
       return fail(Failure::kBroken, c->errstr);
     }
+    errno = 0;
+    if (redisBufferWrite(c, &done) != REDIS_OK) {
+      const bool timed_out = errno == EAGAIN || errno == EWOULDBLOCK;
+      return fail(timed_out ? Failure::kTimeout : Failure::kBroken,
+                  timed_out ? "timed out writing" : c->errstr);
+    }
+  }
+  // Back to the store's timeout, which the connector's PING relies on.
+  if (redisSetTimeout(c, absl::ToTimeval(options_.timeout)) != REDIS_OK) {
+    return fail(Failure::kBroken, c->errstr);
   }
   void* raw = nullptr;
   for (;;) {
@@ -294,9 +311,11 @@ absl::StatusOr<RedisStore::Reply> RedisStore::Command(
     }
     if (raw != nullptr) break;
     // What is buffered of a reply still coming: bounded, whatever the
-    // server sends (an entry is never larger; Put keeps none that is).
+    // server sends (an entry and its reply's framing are never larger; Put
+    // keeps none that is).
     if (c->reader != nullptr &&
-        c->reader->len > static_cast<size_t>(options_.max_reply_bytes)) {
+        c->reader->len >
+            static_cast<size_t>(options_.max_reply_bytes) + kReplyFraming) {
       return fail(Failure::kTimeout,
                   absl::StrCat("a reply over ", options_.max_reply_bytes,
                                " bytes (--cache_max_entry_bytes)"));
@@ -311,7 +330,10 @@ absl::StatusOr<RedisStore::Reply> RedisStore::Command(
   auto* r = static_cast<redisReply*>(raw);
   Reply reply{r->type, ReplyText(r)};
   freeReplyObject(r);
-  Release(c, Failure::kNone);
+  // Bytes past the reply (a server that sent more than it was asked for)
+  // would be read as the next call's reply: the connection is done.
+  const bool extra = c->reader != nullptr && c->reader->len > c->reader->pos;
+  Release(c, extra ? Failure::kTimeout : Failure::kNone, "bytes past a reply");
   if (reply.type == REDIS_REPLY_ERROR) {  // e.g. OOM with noeviction
     return absl::UnavailableError(
         absl::StrCat("redis ", url_, ": ", QuotedReply(reply.text)));

@@ -102,8 +102,10 @@ class RedisStore final : public engine::PlanStore {
     kTimeout,  // a reply in flight (or too large): this connection closed
     kBroken,   // the server closed it, a reset: the idle ones closed too
   };
-  // Gives a connection back; a failed one is closed and remade.
-  void Release(redisContext* context, Failure failure);
+  // Gives a connection back; a failed one is closed and remade (`reason`
+  // is logged if it was the last one open and hiredis names no error).
+  void Release(redisContext* context, Failure failure,
+               const std::string& reason = "");
   // The store's thread: keeps `connections` open, with backoff.
   void Connector();
   redisContext* Connect(std::string* error) const;

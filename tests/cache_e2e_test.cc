@@ -415,6 +415,10 @@ TEST_F(CacheE2eTest, WithASecretOnlySignedEntriesAreServed) {
   {
     std::ofstream(secret_file) << "a secret of the replicas, 42 bytes long.\n";
   }
+  struct Remove {
+    const std::string& path;
+    ~Remove() { std::remove(path.c_str()); }
+  } remove_secret{secret_file};
   const v1::PlanRequest request = Chain(40, 5);
   absl::StatusOr<planner::PlanOptions> options =
       api::OptionsFromProto(request.options(), api::Budgets{});
@@ -452,7 +456,6 @@ TEST_F(CacheE2eTest, WithASecretOnlySignedEntriesAreServed) {
   ASSERT_TRUE(b.Plan(request, &served).ok());
   EXPECT_TRUE(served.cached());
   EXPECT_EQ(served.arena_size_bytes(), plan->solution.arena_size);
-  std::remove(secret_file.c_str());
 }
 
 // Eight identical requests at once on each of two replicas sharing Redis:
