@@ -498,7 +498,9 @@ TEST(TfliteReaderTest, ScratchTensorsArePlannedForTheOperatorReadingThem) {
 // Vela placed keep its layout inside one block (the scratch tensor), and
 // the planned model gives TFLite Micro Vela's offsets again.
 TEST(TfliteReaderTest, AVelaModelKeepsVelasOfflinePlan) {
-  absl::StatusOr<ImportedModel> m = Import(testing::EthosUModel(true).Build());
+  // The bytes outlive the import (ImportedModel::tflite is a view of them).
+  const std::string vela = testing::EthosUModel(true).Build();
+  absl::StatusOr<ImportedModel> m = Import(vela);
   ASSERT_TRUE(m.ok()) << m.status();
   ASSERT_EQ(m->graph->tensors_size(), 3);  // cms, flash, the block
   const int block = TensorIndex(*m, "main_split_1_scratch");
@@ -530,7 +532,8 @@ TEST(TfliteReaderTest, AVelaModelKeepsVelasOfflinePlan) {
                testing::VelaOffsets().end());
   words.back() = -1;  // z
   online.metadata = {{"OfflineMemoryAllocation", testing::Int32Words(words)}};
-  m = Import(online.Build());
+  const std::string online_bytes = online.Build();
+  m = Import(online_bytes);
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_THAT(m->main_outputs, ElementsAre(TensorIndex(*m, "z")));
   plan = Plan(*m);

@@ -5,10 +5,13 @@
 #include <optional>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "proto/convert.h"
 #include "tflite/model.h"
+#include "tflite/reader.h"
 
 namespace memplan::formats {
 namespace {
@@ -384,6 +387,33 @@ std::string ReadPlanWords(const TfliteModel& m) {
   return words;
 }
 
+// TFLite Micro's arena buffer alignment (MicroArenaBufferAlignment).
+constexpr int64_t kTflmBufferAlignment = 16;
+
+// TFLite Micro never resizes a tensor: it allocates every one from the
+// shape stored in the file. A plan made for other shapes (--dim batch=N,
+// --input) would put tensors where TFLM's larger ones overlap their
+// neighbours, or waste what smaller ones leave: refused for this file.
+absl::Status CheckStoredShape(const TfliteModel& m, const TfliteTensorRef& ref,
+                              const planner::TensorPlacement& planned) {
+  const tfl::Tensor& tensor = m.tensor(ref.subgraph, ref.tensor);
+  if (tensor.shape() == nullptr) return absl::OkStatus();
+  std::vector<int64_t> dims;
+  for (int32_t d : *tensor.shape()) {
+    if (d < 0) return absl::OkStatus();  // no size TFLM could allocate
+    dims.push_back(d);
+  }
+  int type = tensor.type();
+  if (type == tfl::TensorType_INT4) type = tfl::TensorType_INT8;  // unpacked
+  absl::StatusOr<int64_t> stored = TfliteTensorBytes(type, dims, "");
+  if (!stored.ok() || *stored == planned.size) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "emit tflite: tensor '", api::Clip(planned.name), "' is planned at ",
+      planned.size, " bytes, but TFLite Micro allocates ", *stored,
+      " from the shape stored in the file (it never resizes): plan the "
+      "model at its stored shapes (without --dim or --input) to emit it"));
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<int32_t>> OfflinePlanOffsets(
@@ -403,11 +433,26 @@ absl::StatusOr<std::vector<int32_t>> OfflinePlanOffsets(
   std::vector<int32_t> offsets(m->tensor_count(), -1);
   for (size_t i = 0; i < result.tensors.size(); ++i) {
     if (model.graph->tensors(static_cast<int>(i)).constant()) continue;
+    if (absl::Status s =
+            CheckStoredShape(*m, model.tflite_tensors[i], result.tensors[i]);
+        !s.ok()) {
+      return s;
+    }
     const planner::Offset o = result.OffsetOf(i);
     if (o > std::numeric_limits<int32_t>::max()) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "emit tflite: tensor '", result.tensors[i].name, "' is at offset ", o,
+          "emit tflite: tensor '", api::Clip(result.tensors[i].name),
+          "' is at offset ", o,
           "; TFLite Micro's offline plan holds offsets below 2^31"));
+    }
+    // TFLM takes offline offsets as they are, and its kernels expect every
+    // buffer aligned as its own allocator aligns them.
+    if (o >= 0 && o % kTflmBufferAlignment != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "emit tflite: tensor '", api::Clip(result.tensors[i].name),
+          "' is at offset ", o, ", not a multiple of ", kTflmBufferAlignment,
+          " (TFLite Micro's buffer alignment): plan with --alignment ",
+          kTflmBufferAlignment, " or more to emit it"));
     }
     const TfliteTensorRef& ref = model.tflite_tensors[i];
     offsets[m->global_index(ref.subgraph, ref.tensor)] =

@@ -220,6 +220,78 @@ TEST(TfliteWriterTest, ConstantsAreOnlineEvenWhenPlannedInTheArena) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+// TFLite Micro allocates every tensor from the shape stored in the file
+// and never resizes: a plan made with another batch (--dim batch=1 for a
+// stored [8, 16]) would put its 512-byte tensors 64 bytes apart, live
+// together. Such a plan is refused for the file; at the stored batch (or
+// without --dim) it is written.
+TEST(TfliteWriterTest, APlanOfOtherShapesThanTheFileSaysIsRefused) {
+  TfliteBuilder b;
+  auto& g = b.Subgraph("main");
+  const int x = g.Tensor("x", {8, 16});
+  const int h = g.Tensor("h", {8, 16});
+  const int y = g.Tensor("y", {8, 16});
+  for (int t : {x, h, y}) g.tensors[t].signature = {-1, 16};
+  g.Op(ts::BuiltinOperator_RELU, {x}, {h});
+  g.Op(ts::BuiltinOperator_RELU, {h}, {y});
+  g.inputs = {x};
+  g.outputs = {y};
+  const std::string in = b.Build();
+  for (int64_t batch : {1, 8}) {
+    SCOPED_TRACE(batch);
+    ModelOptions options;
+    options.dims = {{"batch", batch}};
+    absl::StatusOr<ImportedModel> m = ImportTflite(in, "m", options);
+    ASSERT_TRUE(m.ok()) << m.status();
+    absl::StatusOr<planner::PlanResult> plan = Plan(*m, false);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    absl::StatusOr<std::vector<int32_t>> offsets =
+        OfflinePlanOffsets(*m, *plan);
+    if (batch == 8) {
+      EXPECT_TRUE(offsets.ok()) << offsets.status();
+      continue;
+    }
+    EXPECT_EQ(offsets.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(offsets.status().message(),
+                HasSubstr("tensor 'x' is planned at 64 bytes, but TFLite "
+                          "Micro allocates 512 from the shape stored in the "
+                          "file"));
+  }
+}
+
+// TFLM takes an offline offset as it is and aligns its own buffers to 16:
+// a plan made with --alignment 1 whose tensor lands off 16 is refused.
+TEST(TfliteWriterTest, OffsetsOffTflmsAlignmentAreRefused) {
+  TfliteBuilder b;
+  auto& g = b.Subgraph("main");
+  const int x = g.Tensor("x", {5}, ts::TensorType_INT8);
+  const int h = g.Tensor("h", {5}, ts::TensorType_INT8);
+  const int y = g.Tensor("y", {5}, ts::TensorType_INT8);
+  g.Op(ts::BuiltinOperator_RELU, {x}, {h});
+  g.Op(ts::BuiltinOperator_RELU, {h}, {y});
+  g.inputs = {x};
+  g.outputs = {y};
+  const std::string in = b.Build();
+  absl::StatusOr<ImportedModel> m = ImportTflite(in, "m", {});
+  ASSERT_TRUE(m.ok()) << m.status();
+  planner::PlanOptions options;
+  options.alignment = 1;
+  absl::StatusOr<planner::PlanResult> plan = planner::PlanGraph(
+      api::GraphFromProto(*m->graph), options, nullptr, nullptr);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  bool off_alignment = false;
+  for (size_t t = 0; t < plan->tensors.size(); ++t) {
+    off_alignment = off_alignment || plan->OffsetOf(t) % 16 != 0;
+  }
+  ASSERT_TRUE(off_alignment);  // x and h live together: one is at 5
+  absl::StatusOr<std::vector<int32_t>> offsets = OfflinePlanOffsets(*m, *plan);
+  EXPECT_EQ(offsets.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(offsets.status().message(),
+              HasSubstr("not a multiple of 16 (TFLite Micro's buffer "
+                        "alignment): plan with --alignment 16"));
+  EXPECT_TRUE(OfflinePlanOffsets(*m, *Plan(*m, false)).ok());
+}
+
 // A token that has fired stops the planned model before it is written or
 // read back: DEADLINE_EXCEEDED.
 TEST(TfliteWriterTest, EmittingStopsWhenTheCallEnds) {
