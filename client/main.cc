@@ -221,7 +221,8 @@ std::string TextReport(const Planned& planned) {
     absl::StrAppend(
         &out, "runtime:      ", r.runtime_arena_bytes(),
         " bytes of TFLite Micro's arena hold the tensors it plans (this "
-        "plan, rounded up to 16);\n              its arena needs more: "
+        "plan, rounded up to 16,\n              and any it places itself); "
+        "its arena needs more: "
         "TFLite Micro's persistent allocations and kernels' scratch\n"
         "              buffers, which only TFLite Micro knows "
         "(docs/inputs.md)\n");

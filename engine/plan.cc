@@ -1,6 +1,9 @@
 #include "engine/plan.h"
 
+#include <algorithm>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -12,6 +15,7 @@
 #include "engine/names.h"
 #include "planner/tflm_greedy.h"
 #include "tflite/tflm_baseline.h"
+#include "tflite/writer.h"
 
 namespace memplan::engine {
 namespace {
@@ -146,6 +150,56 @@ void LabelModelIo(const formats::ImportedModel& model,
   label(model.scratch, planner::TensorKind::kScratch);
 }
 
+// TFLite models: the head of TFLM's arena running the planned file. TFLM
+// places the tensors it plans and the offline plan leaves at -1 (a tensor
+// without data that no op reads or writes, live in no scope) itself,
+// around the planned ones: its planner, with the plan's offsets fixed,
+// says where (the plan's arena rounded up when it leaves none).
+absl::Status SetTflmRuntime(const base::CancelToken* cancel,
+                            PlanOutcome* outcome) {
+  const formats::ImportedModel& model = *outcome->model;
+  const int64_t a = planner::kTflmAlignment;
+  const int64_t rounded = (outcome->result.solution.arena_size + a - 1) / a * a;
+  absl::StatusOr<std::vector<int32_t>> offline =
+      formats::OfflinePlanOffsets(model, outcome->result);
+  if (!offline.ok() || !model.tflm_uses_status.ok() ||
+      offline->size() != model.tflm_uses.size()) {
+    return absl::OkStatus();  // not a plan TFLM can run (emit says why)
+  }
+  std::vector<int64_t> size(model.tflm_uses.size(), 0);
+  std::vector<std::string> name(model.tflm_uses.size());
+  const formats::TfliteModel* m = model.tflite.get();
+  for (size_t i = 0; i < model.tflite_tensors.size(); ++i) {
+    const formats::TfliteTensorRef& ref = model.tflite_tensors[i];
+    const int64_t g = m->global_index(ref.subgraph, ref.tensor);
+    size[g] = model.graph->tensors(static_cast<int>(i)).size_bytes();
+    name[g] = model.graph->tensors(static_cast<int>(i)).name();
+  }
+  std::vector<planner::TflmBuffer> buffers;
+  std::vector<std::string> online;
+  for (size_t g = 0; g < model.tflm_uses.size(); ++g) {
+    const formats::TflmTensorUse& u = model.tflm_uses[g];
+    if (!u.planned || size[g] <= 0) continue;
+    buffers.push_back(
+        {(size[g] + a - 1) / a * a, u.first, u.last, (*offline)[g]});
+    if ((*offline)[g] < 0) online.push_back(absl::StrCat("'", name[g], "'"));
+  }
+  outcome->tflm_runtime_bytes = rounded;
+  if (online.empty()) return absl::OkStatus();
+  absl::StatusOr<planner::TflmPlan> plan =
+      planner::TflmGreedyPlanner(std::move(buffers)).Plan(cancel);
+  if (!plan.ok()) return plan.status();
+  outcome->tflm_runtime_bytes = std::max(rounded, plan->arena_size);
+  outcome->warnings.push_back(absl::StrCat(
+      online.size(),
+      " tensor(s) without data that TFLite Micro places itself "
+      "(the plan leaves them to it; no op reads or writes ",
+      online.size() == 1 ? "it" : "them", "): ", base::ListFew(online, 4),
+      "; the runtime figure counts them (some TFLite Micro versions refuse "
+      "such a model: 'invalid lifetime')"));
+  return absl::OkStatus();
+}
+
 // TFLite models: the arena TFLite Micro's own planner would need for the
 // same tensors (the response's baseline). Its planner is quadratic, so very
 // large models go without.
@@ -162,10 +216,10 @@ absl::Status SetTflmBaseline(const base::CancelToken* cancel,
     return absl::OkStatus();
   }
   absl::StatusOr<planner::TflmPlan> plan =
-      planner::TflmGreedyPlanner(*std::move(buffers)).Plan(cancel);
+      planner::TflmGreedyPlanner(*buffers).Plan(cancel);
   if (!plan.ok()) return plan.status();
   outcome->tflm_arena_bytes = plan->arena_size;
-  return absl::OkStatus();
+  return SetTflmRuntime(cancel, outcome);
 }
 
 }  // namespace
@@ -247,8 +301,8 @@ void Response(const PlanOutcome& outcome, std::vector<EmittedFile>* files,
   if (outcome.model.has_value() &&
       outcome.model->format == formats::Format::kTflite) {
     const int64_t a = planner::kTflmAlignment;
-    response->set_runtime_arena_bytes(
-        (outcome.result.solution.arena_size + a - 1) / a * a);
+    response->set_runtime_arena_bytes(outcome.tflm_runtime_bytes.value_or(
+        (outcome.result.solution.arena_size + a - 1) / a * a));
   }
   // Like stage_micros, left out with no_timings: the same request then
   // always gives the same bytes, from the cache or not.

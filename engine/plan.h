@@ -61,6 +61,11 @@ struct PlanOutcome {
   std::vector<EmittedFile> files;     // as asked, in that order
   // TFLite models: the arena TFLite Micro's own planner would need.
   std::optional<int64_t> tflm_arena_bytes;
+  // TFLite models: the head of TFLite Micro's arena running this plan (the
+  // planned .tflite): the plan's arena rounded up to 16, or more where
+  // TFLM places tensors the plan leaves to it (a tensor without data that
+  // no op uses). Unset when the plan cannot be emitted for TFLM.
+  std::optional<int64_t> tflm_runtime_bytes;
   // When the request carried a model: what it imported to (its names
   // cleaned, engine/names.h).
   std::optional<formats::ImportedModel> model;

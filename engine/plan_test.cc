@@ -308,6 +308,25 @@ TEST(PlanTest, TfliteModelsReportTheArenaTflmNeedsAndTheBaseline) {
   EXPECT_EQ(g->runtime_arena_bytes(), 0);
 }
 
+// A tensor without data that no op reads or writes is left to TFLite
+// Micro by the offline plan, and TFLM places it in its arena all the same
+// (400 bytes here, where the plan's tensors take 32): the runtime figure
+// counts it, and a warning names it.
+TEST(PlanTest, TensorsTflmPlacesItselfCountInTheRuntimeFigure) {
+  formats::testing::TfliteBuilder b = formats::testing::ChainModel();
+  b.subgraphs[0].Tensor("unused", {100});  // 400 bytes, no data, no op
+  v1::PlanRequest request;
+  request.mutable_model()->set_data(b.Build());
+  request.mutable_model()->set_name("chain.tflite");
+  absl::StatusOr<v1::PlanResponse> r = PlanToResponse(request);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GE(r->runtime_arena_bytes(), 400);
+  EXPECT_EQ(r->runtime_arena_bytes(), r->baseline().arena_size_bytes());
+  EXPECT_THAT(r->warnings(),
+              ::testing::Contains(HasSubstr(
+                  "1 tensor(s) without data that TFLite Micro places itself")));
+}
+
 // TFLite models have TFLite Micro's lifetimes by default; keeping the
 // inputs keeps the main graph's input to the end of the run, and the
 // planned model still carries the plan.
