@@ -14,10 +14,14 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "base/cancel.h"
 #include "base/text.h"
 #include "engine/model_import.h"
 #include "engine/plan.h"
@@ -114,16 +118,66 @@ struct Plan {
   std::string json() const { return formats::ToJson(response); }
 };
 
-// Plans with the GIL released: planning may take up to its budget.
+// Plans with the GIL released (planning may take up to its budget), on a
+// thread of its own, while this one looks for a signal every 50 ms: Ctrl-C
+// cancels the plan and raises KeyboardInterrupt at once, not when the
+// budget ends (the handler of a signal runs only on Python's main thread,
+// holding the GIL).
 Plan Run(const v1::PlanRequest& request) {
   absl::StatusOr<v1::PlanResponse> response;
+  base::CancelToken cancel;
+  absl::Notification done;
+  bool interrupted = false;
   {
     py::gil_scoped_release release;
-    response =
-        engine::PlanToResponse(request, engine::Limits{}, nullptr, nullptr);
+    std::thread planner([&] {
+      response =
+          engine::PlanToResponse(request, engine::Limits{}, nullptr, &cancel);
+      done.Notify();
+    });
+    while (!done.WaitForNotificationWithTimeout(absl::Milliseconds(50))) {
+      py::gil_scoped_acquire acquire;
+      if (PyErr_CheckSignals() != 0) {  // the handler raised: cancel
+        interrupted = true;
+        cancel.Cancel();
+        break;
+      }
+    }
+    planner.join();  // a cancelled plan ends within the planner's poll
   }
+  if (interrupted) throw py::error_already_set();
   if (!response.ok()) Raise(response.status());
   return Plan{*std::move(response)};
+}
+
+// An int argument as Python means it: bool (an int subclass) and anything
+// not an int is a TypeError, a value past 64 bits an OverflowError, both
+// naming `what`.
+int64_t IntArg(const py::handle& h, const std::string& what) {
+  if (PyBool_Check(h.ptr()) || !PyLong_Check(h.ptr())) {
+    throw py::type_error(absl::StrCat(
+        what, " must be an int, not ",
+        std::string(py::str(py::type::handle_of(h).attr("__name__")))));
+  }
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+  if (overflow != 0) {
+    PyErr_Clear();
+    PyErr_SetString(PyExc_OverflowError,
+                    absl::StrCat(what, " does not fit in 64 bits").c_str());
+    throw py::error_already_set();
+  }
+  return v;
+}
+
+// A buffer's name: a str as it is, bytes as they are (the text rule then
+// escapes what is not UTF-8), anything else a TypeError.
+std::string NameArg(const py::handle& h) {
+  if (py::isinstance<py::str>(h)) return py::cast<std::string>(h);
+  if (py::isinstance<py::bytes>(h)) return py::cast<std::string>(h);
+  throw py::type_error(absl::StrCat(
+      "a buffer's name must be a str or bytes, not ",
+      std::string(py::str(py::type::handle_of(h).attr("__name__")))));
 }
 
 // One buffer from a tuple (name, start, end, size[, alignment]) or a dict
@@ -132,27 +186,40 @@ void AddBuffer(const py::handle& item, v1::PlanRequest* request) {
   v1::Buffer* b = request->add_buffers();
   if (py::isinstance<py::dict>(item)) {
     py::dict d = py::reinterpret_borrow<py::dict>(item);
-    b->set_id(py::str(d["name"]));
-    b->set_start(d["start"].cast<int64_t>());
-    b->set_end(d["end"].cast<int64_t>());
-    b->set_size(d["size"].cast<int64_t>());
-    b->set_alignment(d.contains("alignment") ? d["alignment"].cast<int64_t>()
-                                             : 1);
+    for (const char* key : {"name", "start", "end", "size"}) {
+      if (!d.contains(key)) {
+        throw py::value_error(absl::StrCat(
+            "a buffer dict needs 'name', 'start', 'end' and 'size'; this one "
+            "has no '",
+            key, "'"));
+      }
+    }
+    b->set_id(NameArg(d["name"]));
+    b->set_start(IntArg(d["start"], "a buffer's start"));
+    b->set_end(IntArg(d["end"], "a buffer's end"));
+    b->set_size(IntArg(d["size"], "a buffer's size"));
+    b->set_alignment(d.contains("alignment")
+                         ? IntArg(d["alignment"], "a buffer's alignment")
+                         : 1);
     if (d.contains("fixed_offset")) {
-      b->set_fixed_offset(d["fixed_offset"].cast<int64_t>());
+      b->set_fixed_offset(IntArg(d["fixed_offset"], "a buffer's fixed_offset"));
     }
     return;
   }
-  py::tuple t = py::cast<py::tuple>(item);
+  if (!py::isinstance<py::tuple>(item) && !py::isinstance<py::list>(item)) {
+    throw py::type_error(
+        "a buffer is a (name, start, end, size[, alignment]) tuple or a dict");
+  }
+  py::sequence t = py::reinterpret_borrow<py::sequence>(item);
   if (t.size() < 4 || t.size() > 5) {
     throw py::value_error(
         "a buffer is (name, start, end, size[, alignment]) or a dict");
   }
-  b->set_id(py::str(t[0]));
-  b->set_start(t[1].cast<int64_t>());
-  b->set_end(t[2].cast<int64_t>());
-  b->set_size(t[3].cast<int64_t>());
-  b->set_alignment(t.size() == 5 ? t[4].cast<int64_t>() : 1);
+  b->set_id(NameArg(t[0]));
+  b->set_start(IntArg(t[1], "a buffer's start"));
+  b->set_end(IntArg(t[2], "a buffer's end"));
+  b->set_size(IntArg(t[3], "a buffer's size"));
+  b->set_alignment(t.size() == 5 ? IntArg(t[4], "a buffer's alignment") : 1);
 }
 
 Plan PlanBuffers(const py::iterable& buffers, const Options& options) {
@@ -291,11 +358,16 @@ PYBIND11_MODULE(memplan, m) {
       py::arg("graph"), py::kw_only(), MEMPLAN_OPTION_ARGS);
   m.def(
       "plan_file",
-      [](const std::string& path, const std::map<std::string, int64_t>& dims,
+      [](const py::object& path_like,
+         const std::map<std::string, int64_t>& dims,
          const std::map<std::string, std::vector<int64_t>>& shapes,
          const std::string& strategy, bool optimize, int64_t time_budget_ms,
          int64_t effort, std::optional<int64_t> capacity, int64_t alignment,
          const std::string& weights, const std::string& io) {
+        // A str, bytes or os.PathLike (pathlib.Path), as open() takes.
+        const py::object fs =
+            py::module_::import("os").attr("fspath")(path_like);
+        const std::string path = py::cast<std::string>(fs);
         return memplan::python::PlanFile(
             path, dims, shapes,
             Options{strategy, optimize, time_budget_ms, effort, capacity,

@@ -100,6 +100,48 @@ class MemplanModuleTest(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, "unsupported input format"):
                 memplan.plan_file(f.name)
 
+    def test_arguments_of_the_wrong_type_say_so(self):
+        for bad, error, pattern in [
+                (("a", 0, 1, 8.5), TypeError, "size must be an int, not float"),
+                (("a", 0, 1, "8"), TypeError, "size must be an int, not str"),
+                (("a", 0, 1, True), TypeError, "size must be an int, not bool"),
+                (("a", 0, 1, 2 ** 70), OverflowError,
+                 "size does not fit in 64 bits"),
+                ((42, 0, 1, 8), TypeError, "name must be a str or bytes"),
+                ({"name": "a", "start": 0, "end": 1}, ValueError,
+                 "has no 'size'")]:
+            with self.subTest(bad=bad):
+                with self.assertRaisesRegex(error, pattern):
+                    memplan.plan_buffers([bad])
+        # bytes are names too: what is not UTF-8 is escaped (the text rule)
+        plan = memplan.plan_buffers([(b"\xff\xfe", 0, 1, 8)])
+        self.assertEqual(list(plan.offsets), ["\\xFF\\xFE"])
+
+    def test_paths_may_be_path_objects(self):
+        import pathlib
+        plan = memplan.plan_file(
+            pathlib.Path(SOURCE) / "examples" / "resnet50.json")
+        self.assertGreaterEqual(plan.arena, plan.lower_bound)
+
+    def test_ctrl_c_cancels_a_long_plan_at_once(self):
+        # A search given 20 s, interrupted after 1 s: KeyboardInterrupt
+        # comes within a second, not when the budget ends.
+        import signal
+        import threading
+        import time
+        buffers = [("b%d" % i, i % 97, i % 97 + 1 + (i * 7) % 50,
+                    64 * (1 + (i * 13) % 29)) for i in range(3000)]
+        timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+        start = time.monotonic()
+        timer.start()
+        try:
+            with self.assertRaises(KeyboardInterrupt):
+                memplan.plan_buffers(buffers, strategy="exact",
+                                     time_budget_ms=20000)
+        finally:
+            timer.cancel()
+        self.assertLess(time.monotonic() - start, 6.0)
+
     def test_version(self):
         self.assertRegex(memplan.__version__, r"^\d+\.\d+\.\d+$")
 
