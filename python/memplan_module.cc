@@ -11,6 +11,7 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <optional>
 #include <string>
@@ -127,12 +128,20 @@ Plan Run(const v1::PlanRequest& request) {
   absl::StatusOr<v1::PlanResponse> response;
   base::CancelToken cancel;
   absl::Notification done;
+  std::exception_ptr thrown;
   bool interrupted = false;
   {
     py::gil_scoped_release release;
     std::thread planner([&] {
-      response =
-          engine::PlanToResponse(request, engine::Limits{}, nullptr, &cancel);
+      // Whatever it throws (std::bad_alloc) is rethrown on the calling
+      // thread, where pybind11 makes it a Python exception: escaping a
+      // std::thread it would end the process.
+      try {
+        response =
+            engine::PlanToResponse(request, engine::Limits{}, nullptr, &cancel);
+      } catch (...) {
+        thrown = std::current_exception();
+      }
       done.Notify();
     });
     while (!done.WaitForNotificationWithTimeout(absl::Milliseconds(50))) {
@@ -146,21 +155,24 @@ Plan Run(const v1::PlanRequest& request) {
     planner.join();  // a cancelled plan ends within the planner's poll
   }
   if (interrupted) throw py::error_already_set();
+  if (thrown) std::rethrow_exception(thrown);
   if (!response.ok()) Raise(response.status());
   return Plan{*std::move(response)};
 }
 
-// An int argument as Python means it: bool (an int subclass) and anything
-// not an int is a TypeError, a value past 64 bits an OverflowError, both
-// naming `what`.
+// An int argument as Python means it: anything with __index__ (int,
+// numpy's integers), but not bool (an int subclass) nor a float or str (a
+// TypeError); a value past 64 bits an OverflowError; both naming `what`.
 int64_t IntArg(const py::handle& h, const std::string& what) {
-  if (PyBool_Check(h.ptr()) || !PyLong_Check(h.ptr())) {
+  if (PyBool_Check(h.ptr()) || !PyIndex_Check(h.ptr())) {
     throw py::type_error(absl::StrCat(
         what, " must be an int, not ",
         std::string(py::str(py::type::handle_of(h).attr("__name__")))));
   }
+  py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(h.ptr()));
+  if (!index) throw py::error_already_set();
   int overflow = 0;
-  const long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+  const long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
   if (overflow != 0) {
     PyErr_Clear();
     PyErr_SetString(PyExc_OverflowError,

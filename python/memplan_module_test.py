@@ -113,6 +113,15 @@ class MemplanModuleTest(unittest.TestCase):
             with self.subTest(bad=bad):
                 with self.assertRaisesRegex(error, pattern):
                     memplan.plan_buffers([bad])
+        # numpy's integers are ints (they have __index__)
+        try:
+            import numpy
+        except ImportError:
+            numpy = None
+        if numpy is not None:
+            plan = memplan.plan_buffers(
+                [("a", numpy.int64(0), numpy.int32(2), numpy.int64(64))])
+            self.assertEqual(plan.arena, 64)
         # bytes are names too: what is not UTF-8 is escaped (the text rule)
         plan = memplan.plan_buffers([(b"\xff\xfe", 0, 1, 8)])
         self.assertEqual(list(plan.offsets), ["\\xFF\\xFE"])

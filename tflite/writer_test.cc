@@ -259,6 +259,28 @@ TEST(TfliteWriterTest, APlanOfOtherShapesThanTheFileSaysIsRefused) {
   }
 }
 
+// A Vela model whose kept tensors reach past its scratch tensor's shape:
+// the block memplan plans grows past that shape (TFLM allocates the tensor,
+// the kept tensors stay at Vela's offsets), and the file is written all the
+// same (the stored-shape check is for the tensors TFLM sizes itself).
+TEST(TfliteWriterTest, AGrownVelaBlockIsWritten) {
+  testing::TfliteBuilder b = testing::EthosUModel(false);
+  std::vector<int32_t> words = {0, 1, 7};
+  std::vector<int32_t> offsets = testing::VelaOffsets();
+  offsets[5] = testing::kVelaScratch;  // y past the scratch tensor's end
+  words.insert(words.end(), offsets.begin(), offsets.end());
+  b.metadata = {{"OfflineMemoryAllocation", testing::Int32Words(words)}};
+  const std::string in = b.Build();
+  absl::StatusOr<ImportedModel> m = ImportTflite(in, "m", {});
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_THAT(m->warnings, ::testing::Contains(HasSubstr("grown from")));
+  absl::StatusOr<planner::PlanResult> plan = Plan(*m, false);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  absl::StatusOr<std::vector<int32_t>> out = OfflinePlanOffsets(*m, *plan);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[5] - (*out)[3], testing::kVelaScratch);  // y: kept
+}
+
 // TFLM takes an offline offset as it is and aligns its own buffers to 16:
 // a plan made with --alignment 1 whose tensor lands off 16 is refused.
 TEST(TfliteWriterTest, OffsetsOffTflmsAlignmentAreRefused) {
