@@ -117,6 +117,9 @@ class Evaluator {
       opsets_[o.domain() == "ai.onnx" ? "" : o.domain()] =
           static_cast<int>(o.version());
     }
+    for (const onnx::FunctionProto& f : model.functions()) {
+      functions_[absl::StrCat(f.domain(), ":", f.name())] = &f;
+    }
   }
 
   absl::StatusOr<OnnxEvaluation> Run() {
@@ -446,9 +449,15 @@ class Evaluator {
         v->content.reset();
       }
     }
-    if (absl::Status s = CheckForOnnxInference(c); !s.ok()) {
-      s.SetPayload(kShapeErrorPayload, absl::Cord("1"));
-      return s;
+    absl::Status checked = CheckForOnnxInference(c);
+    auto local =
+        functions_.find(absl::StrCat(c.node->domain(), ":", c.node->op_type()));
+    if (checked.ok() && local != functions_.end()) {
+      checked = CheckFunctionBody(c, *local->second);
+    }
+    if (!checked.ok()) {
+      checked.SetPayload(kShapeErrorPayload, absl::Cord("1"));
+      return checked;
     }
     OnnxFallback(c);
     return absl::OkStatus();
@@ -595,10 +604,84 @@ class Evaluator {
     return absl::OkStatus();
   }
 
+  // A node calling one of the model's own functions: ONNX infers the body
+  // with the call's inputs (ONNX's whole-model pass leaves such calls to
+  // this, see HideChangedOps), after the body's nodes that ONNX cannot
+  // infer safely pass CheckForOnnxInference with what is known of them:
+  // attributes the call passes in (ref_attr_name) resolved, the ranks of
+  // inputs that are the function's own (a value computed inside the body
+  // is not known here: ONNX's inference of it is unchecked).
+  absl::Status CheckFunctionBody(OnnxNodeContext& c,
+                                 const onnx::FunctionProto& f) const {
+    std::map<std::string, OnnxValue*> formal;
+    for (int k = 0; k < f.input_size(); ++k) {
+      formal[f.input(k)] =
+          k < static_cast<int>(c.in.size()) ? c.in[k] : nullptr;
+    }
+    for (int k = 0; k < f.node_size(); ++k) {
+      onnx::NodeProto body = f.node(k);
+      for (onnx::AttributeProto& a : *body.mutable_attribute()) {
+        if (a.ref_attr_name().empty()) continue;
+        for (const onnx::AttributeProto& given : c.node->attribute()) {
+          if (given.name() != a.ref_attr_name()) continue;
+          const std::string name = a.name();
+          a = given;
+          a.set_name(name);
+        }
+      }
+      OnnxNodeContext bc;
+      bc.node = &body;
+      bc.opset = c.opset;
+      const std::string label =
+          absl::StrCat(c.label, ": function ", base::SafeText(f.name()), "'s ",
+                       OnnxNodeLabel(body, k, ""));
+      bc.label = label;
+      bc.table = c.table;
+      for (const std::string& in : body.input()) {
+        auto it = formal.find(in);
+        bc.in.push_back(it == formal.end() ? nullptr : it->second);
+      }
+      bc.out.assign(static_cast<size_t>(body.output_size()), nullptr);
+      if (absl::Status s = CheckForOnnxInference(bc); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  // A call of function `f` (its body checked: CheckFunctionBody), inferred
+  // by ONNX with the call's inputs.
+  void LocalFunction(OnnxNodeContext& c, const onnx::FunctionProto& f) {
+    OnnxInputs in;
+    FillOnnxInputs(c, &in);
+    onnx::NodeProto copy = *c.node;
+    std::string error;
+    try {
+      onnx::shape_inference::InferenceContextImpl ctx(copy, in.types_by_name,
+                                                      in.data_by_name, {});
+      onnx::shape_inference::InferShapeForFunctionNode(
+          f, onnx::OpSchemaRegistry::Instance(), ctx, {}, functions_);
+      for (size_t k = 0; k < c.out.size(); ++k) {
+        if (c.out[k] != nullptr && k < ctx.allOutputTypes_.size()) {
+          FromInferred(c, ctx.allOutputTypes_[k], in.params, c.out[k]);
+        }
+      }
+      return;
+    } catch (const std::exception& e) {
+      error = e.what();
+    } catch (...) {
+      error = "unknown exception";
+    }
+    if (error.size() > 200) error = error.substr(0, 200) + "...";
+    AllUnknown(c, absl::StrCat("ONNX's shape inference of function ",
+                               base::SafeText(f.name()), " failed: ", error));
+  }
+
   // Runs ONNX's inference function for this one node on what is known;
   // whatever ONNX throws becomes the outputs' why_unknown.
   void OnnxFallback(OnnxNodeContext& c) {
     const onnx::NodeProto& node = *c.node;
+    auto local =
+        functions_.find(absl::StrCat(node.domain(), ":", node.op_type()));
+    if (local != functions_.end()) return LocalFunction(c, *local->second);
     const onnx::OpSchema* schema =
         c.opset < 0 ? nullptr
                     : onnx::OpSchemaRegistry::Schema(
@@ -1289,7 +1372,10 @@ class Evaluator {
     return absl::OkStatus();
   }
 
-  const onnx::ModelProto& model_;      // after ONNX's inference
+  const onnx::ModelProto& model_;  // after ONNX's inference
+  // The model's own functions by "domain:name", as ONNX's inference keys
+  // them.
+  std::unordered_map<std::string, const onnx::FunctionProto*> functions_;
   const OnnxEvalOptions& options_;     // --dim and --input
   const std::string name_;             // for messages
   std::map<std::string, int> opsets_;  // domain ("" default) -> version

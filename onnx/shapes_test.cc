@@ -832,6 +832,50 @@ TEST(OnnxShapesTest, ModelLocalFunctionsAfterConvAndHostileBodies) {
   EXPECT_THAT(ImportError(bad),
               HasSubstr("function 'BadConv': node #0 (Conv): strides holds 0, "
                         "below 1"));
+  // A stride the call passes in (ref_attr_name), and a weight of another
+  // rank than the input the call passes: refused at the call, before
+  // ONNX infers the body (SIGFPE and SIGSEGV there).
+  OnnxTestModel ref(13);
+  with_function(&ref, "RefConv", "Conv", {});
+  {
+    onnx::AttributeProto* a =
+        ref.proto().mutable_functions(0)->mutable_node(0)->add_attribute();
+    a->set_name("strides");
+    a->set_type(onnx::AttributeProto::INTS);
+    a->set_ref_attr_name("s");
+    ref.proto().mutable_functions(0)->add_attribute("s");
+  }
+  auto r = ref.graph();
+  r.Input("x", kFloat, {"1", "3", "8", "8"})
+      .FloatInitializer("w", {4, 3, 3, 3});
+  auto call = r.Node("RefConv", {"x", "w"}, {"y"});
+  call.proto()->set_domain("local");
+  call.Ints("s", {0, 0});
+  r.Output("y");
+  EXPECT_THAT(ImportError(ref),
+              HasSubstr("node #0 (local.RefConv): function RefConv's node #0 "
+                        "(Conv): strides holds 0, below 1"));
+  OnnxTestModel rank(13);
+  with_function(&rank, "MyConv", "Conv", {});
+  auto k = rank.graph();
+  k.Input("x", kFloat, {"1", "3", "8", "8"})
+      .FloatInitializer("w", {4, 3, 3, 3, 1, 1});
+  k.Node("MyConv", {"x", "w"}, {"y"}).proto()->set_domain("local");
+  k.Output("y");
+  EXPECT_THAT(ImportError(rank),
+              HasSubstr("function MyConv's node #0 (Conv): weight of rank 6 "
+                        "for an input of rank 4"));
+  // The main graph's own Conv in a model with functions: checked as in any.
+  OnnxTestModel main_conv(13);
+  with_function(&main_conv, "MyRelu", "Relu", {});
+  auto mc = main_conv.graph();
+  mc.Input("x", kFloat, {"1", "3", "8", "8"})
+      .FloatInitializer("w", {4, 3, 3, 3, 1, 1});
+  mc.Add("Conv", {"x", "w"}, {"c"});
+  mc.Node("MyRelu", {"c", "w"}, {"y"}).proto()->set_domain("local");
+  mc.Output("y");
+  EXPECT_THAT(ImportError(main_conv),
+              HasSubstr("(Conv): weight of rank 6 for an input of rank 4"));
 }
 
 // Resize multiplies in float as ONNX Runtime does: 3 x float(7/3) is 7

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
@@ -131,25 +132,32 @@ bool UnsafeForOnnxInference(absl::string_view op) {
 // instead of applying an older schema (ReduceMean-13 would reduce every
 // axis of a ReduceMean-18), and ops ONNX cannot infer safely
 // (UnsafeForOnnxInference).
-//
-// Not the unsafe ops of a model with functions of its own: a node calling
-// one is sized by this pass alone (OnnxFallback knows only ONNX's
-// schemas), which needs the shapes flowing into it; such a model's unsafe
-// nodes, in its graphs and its functions' bodies, pass CheckAttributes'
-// checks of what they hold literally instead (not those of input ranks).
+// Nodes calling one of the model's own functions are hidden too: ONNX
+// would infer the body's nodes unchecked; memplan's evaluation infers each
+// call with ONNX once the body's unsafe nodes passed their checks
+// (shapes.cc, LocalFunction).
 void HideChangedOps(onnx::ModelProto* model, bool hide) {
   const int opset = DefaultOpset(*model);
   const bool newer = opset > OnnxNewestKnownOpset();
-  const bool unsafe = model->functions_size() == 0;
+  absl::flat_hash_set<std::string> functions;
+  for (const onnx::FunctionProto& f : model->functions()) {
+    functions.insert(absl::StrCat(f.domain(), ":", f.name()));
+  }
   ForEachMutableGraph(model->mutable_graph(), [&](onnx::GraphProto* g) {
     for (onnx::NodeProto& n : *g->mutable_node()) {
-      if (!(n.domain().empty() || n.domain() == "ai.onnx")) continue;
-      if (hide &&
-          ((newer && OnnxOpChangedAfterKnownOpsets(n.op_type(), opset)) ||
-           (unsafe && UnsafeForOnnxInference(n.op_type())))) {
+      if (!hide) {
+        if (absl::StartsWith(n.op_type(), kHiddenPrefix)) {
+          n.set_op_type(n.op_type().substr(sizeof(kHiddenPrefix) - 1));
+        }
+        continue;
+      }
+      const bool call =
+          functions.contains(absl::StrCat(n.domain(), ":", n.op_type()));
+      const bool onnx_op = n.domain().empty() || n.domain() == "ai.onnx";
+      if (call || (onnx_op && ((newer && OnnxOpChangedAfterKnownOpsets(
+                                             n.op_type(), opset)) ||
+                               UnsafeForOnnxInference(n.op_type())))) {
         n.set_op_type(kHiddenPrefix + n.op_type());
-      } else if (!hide && absl::StartsWith(n.op_type(), kHiddenPrefix)) {
-        n.set_op_type(n.op_type().substr(sizeof(kHiddenPrefix) - 1));
       }
     }
   });
