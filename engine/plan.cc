@@ -168,12 +168,14 @@ absl::Status SetTflmRuntime(const base::CancelToken* cancel,
   }
   std::vector<int64_t> size(model.tflm_uses.size(), 0);
   std::vector<std::string> name(model.tflm_uses.size());
+  std::vector<int> graph_index(model.tflm_uses.size(), -1);
   const formats::TfliteModel* m = model.tflite.get();
   for (size_t i = 0; i < model.tflite_tensors.size(); ++i) {
     const formats::TfliteTensorRef& ref = model.tflite_tensors[i];
     const int64_t g = m->global_index(ref.subgraph, ref.tensor);
     size[g] = model.graph->tensors(static_cast<int>(i)).size_bytes();
     name[g] = model.graph->tensors(static_cast<int>(i)).name();
+    graph_index[g] = static_cast<int>(i);
   }
   std::vector<planner::TflmBuffer> buffers;
   std::vector<std::string> online;
@@ -182,7 +184,15 @@ absl::Status SetTflmRuntime(const base::CancelToken* cancel,
     if (!u.planned || size[g] <= 0) continue;
     buffers.push_back(
         {(size[g] + a - 1) / a * a, u.first, u.last, (*offline)[g]});
-    if ((*offline)[g] < 0) online.push_back(absl::StrCat("'", name[g], "'"));
+    if ((*offline)[g] >= 0) continue;
+    online.push_back(absl::StrCat("'", name[g], "'"));
+    // Without data, it is no weight kept in the model (the graph's rule
+    // calls a tensor no op makes one).
+    const int i = graph_index[g];
+    if (i >= 0 &&
+        outcome->result.tensors[i].kind == planner::TensorKind::kWeight) {
+      outcome->result.weights_bytes -= size[g];
+    }
   }
   outcome->tflm_runtime_bytes = rounded;
   if (online.empty()) return absl::OkStatus();

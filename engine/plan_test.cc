@@ -322,6 +322,7 @@ TEST(PlanTest, TensorsTflmPlacesItselfCountInTheRuntimeFigure) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_GE(r->runtime_arena_bytes(), 400);
   EXPECT_EQ(r->runtime_arena_bytes(), r->baseline().arena_size_bytes());
+  EXPECT_EQ(r->weights_bytes(), 12);  // w's; 'unused' holds no data
   EXPECT_THAT(r->warnings(),
               ::testing::Contains(HasSubstr(
                   "1 tensor(s) without data that TFLite Micro places itself")));
