@@ -114,6 +114,7 @@ absl::StatusOr<std::string> EmitFile(const std::string& format,
     header.id = request.c_header_id();
     header.content = request.model().data();
     header.cancel = cancel;
+    header.tflm_arena_bytes = outcome.tflm_runtime_bytes;
     return formats::EmitCHeader(header);
   }
   if (format == "svg") {

@@ -323,6 +323,14 @@ TEST(PlanTest, TensorsTflmPlacesItselfCountInTheRuntimeFigure) {
   EXPECT_GE(r->runtime_arena_bytes(), 400);
   EXPECT_EQ(r->runtime_arena_bytes(), r->baseline().arena_size_bytes());
   EXPECT_EQ(r->weights_bytes(), 12);  // w's; 'unused' holds no data
+  // The C header says the same arena for TFLite Micro.
+  request.add_emit("c_header");
+  absl::StatusOr<v1::PlanResponse> h = PlanToResponse(request);
+  ASSERT_TRUE(h.ok()) << h.status();
+  ASSERT_EQ(h->files_size(), 1);
+  EXPECT_THAT(h->files(0).data(),
+              HasSubstr(absl::StrCat("_TFLM_ARENA_BYTES ",
+                                     h->runtime_arena_bytes(), "\n")));
   EXPECT_THAT(r->warnings(),
               ::testing::Contains(HasSubstr(
                   "1 tensor(s) without data that TFLite Micro places itself")));

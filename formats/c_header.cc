@@ -138,7 +138,9 @@ class HeaderWriter {
                       a,
                       "), besides its own persistent allocations. */\n#define ",
                       Macro("TFLM_ARENA_BYTES"), " ",
-                      (r_.solution.arena_size + a - 1) / a * a, "\n");
+                      std::max((r_.solution.arena_size + a - 1) / a * a,
+                               in_.tflm_arena_bytes.value_or(0)),
+                      "\n");
       DeclareBufferPlan();
     }
     absl::StrAppend(&out_, "\n#ifdef MEMPLAN_", macro_, "_IMPLEMENTATION\n");

@@ -24,6 +24,7 @@
 #ifndef MEMPLAN_FORMATS_C_HEADER_H_
 #define MEMPLAN_FORMATS_C_HEADER_H_
 
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -54,6 +55,10 @@ struct CHeaderInput {
   // Polled as the header is written: DEADLINE_EXCEEDED once it fires.
   // Default: none.
   const base::CancelToken* cancel = nullptr;
+  // TFLite: the head of TFLite Micro's arena running this plan, when it is
+  // more than the plan's arena rounded up to 16 (tensors TFLM places
+  // itself: engine's runtime figure). Default: none.
+  std::optional<int64_t> tflm_arena_bytes;
 };
 
 // The C99 header text for a plan. The error of the TFLM walk when a TFLite
