@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 
 namespace memplan::formats {
@@ -21,6 +22,17 @@ namespace {
 
 // The reason of the last failed system call.
 std::string Reason() { return std::strerror(errno); }
+
+// NOT_FOUND for an input that cannot be opened (missing, unreadable: the
+// CLI's exit 66), carrying errno (kErrnoPayload) for callers that tell
+// those apart (the Python module's FileNotFoundError, PermissionError).
+absl::Status CannotOpen(const std::string& path) {
+  const int error = errno;
+  absl::Status s = absl::NotFoundError(
+      absl::StrCat("cannot open ", path, ": ", std::strerror(error)));
+  s.SetPayload(kErrnoPayload, absl::Cord(absl::StrCat(error)));
+  return s;
+}
 
 // Reads from `fd` until end of file, failing past `max_bytes`.
 absl::StatusOr<std::string> ReadBounded(int fd, const std::string& name,
@@ -68,8 +80,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path,
     return ReadBounded(STDIN_FILENO, "standard input", max_bytes);
   struct stat info;
   if (::stat(path.c_str(), &info) != 0) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot open ", path, ": ", Reason()));
+    return CannotOpen(path);
   }
   if (S_ISDIR(info.st_mode)) {
     return absl::NotFoundError(
@@ -82,8 +93,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path,
   }
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot open ", path, ": ", Reason()));
+    return CannotOpen(path);
   }
   absl::StatusOr<std::string> bytes = ReadBounded(fd, path, max_bytes);
   ::close(fd);
@@ -161,8 +171,7 @@ absl::StatusOr<FileBytes> FileBytes::Open(const std::string& path,
   }
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot open ", path, ": ", Reason()));
+    return CannotOpen(path);
   }
   const size_t size = static_cast<size_t>(info.st_size);
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);

@@ -23,6 +23,9 @@
 
 namespace memplan::formats {
 
+// The payload of an open failure's status: errno, in decimal.
+inline constexpr char kErrnoPayload[] = "memplan.errno";
+
 // The default bound on one input file: 512 MiB.
 inline constexpr int64_t kDefaultMaxInputBytes = int64_t{512} << 20;
 

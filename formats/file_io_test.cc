@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -104,6 +105,27 @@ TEST_F(FileIoTest, EndlessStreamStopsAtTheLimit) {
   absl::StatusOr<std::string> r = ReadFile(fifo, 1 << 20);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
   writer.join();  // its writes fail once the reader has closed the pipe
+}
+
+// An input that cannot be opened is NOT_FOUND (the CLI's exit 66) with
+// its errno attached, for callers that tell a missing file from an
+// unreadable one (the Python module).
+TEST_F(FileIoTest, OpenFailuresCarryTheirErrno) {
+  for (const std::string& path :
+       {dir_ + "/missing.json", dir_ + "/missing/x.json"}) {
+    absl::StatusOr<std::string> r = ReadFile(path, 100);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
+    auto e = r.status().GetPayload(kErrnoPayload);
+    ASSERT_TRUE(e.has_value()) << path;
+    EXPECT_EQ(std::string(*e), std::to_string(ENOENT));
+  }
+  const std::string file = dir_ + "/file";
+  ASSERT_TRUE(WriteFileAtomically(file, "x").ok());
+  absl::StatusOr<FileBytes> under_a_file =
+      FileBytes::Open(file + "/x", 100, 100);
+  EXPECT_EQ(under_a_file.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(std::string(*under_a_file.status().GetPayload(kErrnoPayload)),
+            std::to_string(ENOTDIR));
 }
 
 TEST_F(FileIoTest, WritesAtomicallyAndLeavesNothingOnFailure) {

@@ -10,6 +10,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <exception>
 #include <map>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
@@ -46,9 +48,19 @@ namespace {
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kOutOfRange:
       throw py::value_error(message);
-    case absl::StatusCode::kNotFound:
-      PyErr_SetString(PyExc_FileNotFoundError, message.c_str());
+    case absl::StatusCode::kNotFound: {
+      // A file that cannot be opened: the OSError subclass of its errno.
+      PyObject* type = PyExc_FileNotFoundError;
+      if (auto e = s.GetPayload(formats::kErrnoPayload); e.has_value()) {
+        int error = 0;
+        if (absl::SimpleAtoi(std::string(*e), &error) &&
+            (error == EACCES || error == EPERM)) {
+          type = PyExc_PermissionError;
+        }
+      }
+      PyErr_SetString(type, message.c_str());
       throw py::error_already_set();
+    }
     case absl::StatusCode::kResourceExhausted:
       PyErr_SetString(PyExc_MemoryError, message.c_str());
       throw py::error_already_set();

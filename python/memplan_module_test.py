@@ -126,6 +126,35 @@ class MemplanModuleTest(unittest.TestCase):
         plan = memplan.plan_buffers([(b"\xff\xfe", 0, 1, 8)])
         self.assertEqual(list(plan.offsets), ["\\xFF\\xFE"])
 
+    def test_an_unreadable_file_is_a_permission_error(self):
+        import subprocess
+        import sys
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "graph.json")
+            with open(path, "w") as f:
+                f.write("{}")
+            os.chmod(path, 0)
+            os.chmod(d, 0o755)
+            code = ("import memplan\n"
+                    "try:\n"
+                    "    memplan.plan_file(%r)\n"
+                    "except PermissionError as e:\n"
+                    "    print('PermissionError', e)\n" % path)
+            cmd = [sys.executable, "-c", code]
+            env = dict(os.environ)
+            if os.geteuid() == 0:  # root reads any file: as nobody, with
+                # a copy of the module nobody can read (the build tree may
+                # be in root's home)
+                import shutil
+                shutil.copy(memplan.__file__, d)
+                env["PYTHONPATH"] = d
+                cmd = ["setpriv", "--reuid=65534", "--regid=65534",
+                       "--clear-groups"] + cmd
+            out = subprocess.run(cmd, capture_output=True, text=True,
+                                 timeout=60, env=env, cwd=d)
+            self.assertIn("PermissionError", out.stdout, out.stderr)
+            self.assertIn("Permission denied", out.stdout)
+
     def test_paths_may_be_path_objects(self):
         import pathlib
         plan = memplan.plan_file(
