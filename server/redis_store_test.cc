@@ -31,6 +31,7 @@ enum class Mode {
   kForgedError,  // PING: an error whose text holds a newline and a line
   kDrip,         // GET: a 2,000-byte value, one byte every 3 ms
   kLarge,        // GET: a 100,000-byte value at once
+  kNoRead,       // after PING, reads nothing more (a write fills the socket)
 };
 
 // A fake Redis on 127.0.0.1, one thread per connection; every socket is
@@ -88,6 +89,9 @@ class FakeRedis {
         Send(fd, mode_ == Mode::kForgedError
                      ? "-ERR nope\nmemplan-server: FORGED reachable\r\n"
                      : "+PONG\r\n");
+        if (mode_ == Mode::kNoRead) {
+          while (!stop_) absl::SleepFor(absl::Milliseconds(10));
+        }
       } else if (absl::StrContains(in, "GET")) {
         in.clear();
         if (mode_ == Mode::kLarge) {
@@ -152,6 +156,24 @@ TEST(RedisStoreTest, AReplyOverTheBoundFailsItsCall) {
   absl::Status put = (*store)->Put("k", std::string(5000, 'x'));
   EXPECT_EQ(put.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(put.message(), HasSubstr("5000 bytes"));
+}
+
+// A Redis that stops reading holds a store no longer than the timeout
+// either: a write waits for room only as long as the call has left (the
+// socket's own timeout would let each write wait the whole timeout).
+TEST(RedisStoreTest, AWriteNobodyReadsEndsWithinTheTimeout) {
+  FakeRedis fake(Mode::kNoRead);
+  RedisStoreOptions o = Options();
+  o.max_reply_bytes = int64_t{64} << 20;
+  auto store = RedisStore::Open(fake.url(), o);
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->WaitUntilUp(absl::Seconds(10)));
+  const absl::Time start = absl::Now();
+  absl::Status put = (*store)->Put("k", std::string(32 << 20, 'x'));
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(put.code(), absl::StatusCode::kUnavailable) << put;
+  EXPECT_THAT(put.message(), HasSubstr("timed out writing"));
+  EXPECT_LT(took, absl::Seconds(1));  // 100 ms and a loaded machine's slack
 }
 
 // What a Redis answers reaches the log escaped: its newline cannot start
