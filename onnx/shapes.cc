@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -459,7 +460,7 @@ class Evaluator {
       checked.SetPayload(kShapeErrorPayload, absl::Cord("1"));
       return checked;
     }
-    OnnxFallback(c);
+    OnnxFallback(c, local == functions_.end() ? nullptr : local->second);
     return absl::OkStatus();
   }
 
@@ -647,9 +648,13 @@ class Evaluator {
     return absl::OkStatus();
   }
 
-  // A call of function `f` (its body checked: CheckFunctionBody), inferred
-  // by ONNX with the call's inputs.
-  void LocalFunction(OnnxNodeContext& c, const onnx::FunctionProto& f) {
+  // Runs `infer` (an ONNX inference function) for this one node on what is
+  // known; whatever ONNX throws becomes the outputs' why_unknown, after
+  // "ONNX's shape inference`what` failed: ".
+  void InferWithOnnx(
+      OnnxNodeContext& c, absl::string_view what,
+      absl::FunctionRef<void(onnx::shape_inference::InferenceContextImpl&)>
+          infer) {
     OnnxInputs in;
     FillOnnxInputs(c, &in);
     onnx::NodeProto copy = *c.node;
@@ -657,8 +662,7 @@ class Evaluator {
     try {
       onnx::shape_inference::InferenceContextImpl ctx(copy, in.types_by_name,
                                                       in.data_by_name, {});
-      onnx::shape_inference::InferShapeForFunctionNode(
-          f, onnx::OpSchemaRegistry::Instance(), ctx, {}, functions_);
+      infer(ctx);
       for (size_t k = 0; k < c.out.size(); ++k) {
         if (c.out[k] != nullptr && k < ctx.allOutputTypes_.size()) {
           FromInferred(c, ctx.allOutputTypes_[k], in.params, c.out[k]);
@@ -671,17 +675,24 @@ class Evaluator {
       error = "unknown exception";
     }
     if (error.size() > 200) error = error.substr(0, 200) + "...";
-    AllUnknown(c, absl::StrCat("ONNX's shape inference of function ",
-                               base::SafeText(f.name()), " failed: ", error));
+    AllUnknown(
+        c, absl::StrCat("ONNX's shape inference", what, " failed: ", error));
   }
 
-  // Runs ONNX's inference function for this one node on what is known;
-  // whatever ONNX throws becomes the outputs' why_unknown.
-  void OnnxFallback(OnnxNodeContext& c) {
+  // Sizes this node with ONNX: a call of one of the model's own functions
+  // (`local`, its body checked: CheckFunctionBody) with the call's inputs,
+  // any other node with its op's schema.
+  void OnnxFallback(OnnxNodeContext& c, const onnx::FunctionProto* local) {
+    if (local != nullptr) {
+      return InferWithOnnx(
+          c, absl::StrCat(" of function ", base::SafeText(local->name())),
+          [&](onnx::shape_inference::InferenceContextImpl& ctx) {
+            onnx::shape_inference::InferShapeForFunctionNode(
+                *local, onnx::OpSchemaRegistry::Instance(), ctx, {},
+                functions_);
+          });
+    }
     const onnx::NodeProto& node = *c.node;
-    auto local =
-        functions_.find(absl::StrCat(node.domain(), ":", node.op_type()));
-    if (local != functions_.end()) return LocalFunction(c, *local->second);
     const onnx::OpSchema* schema =
         c.opset < 0 ? nullptr
                     : onnx::OpSchemaRegistry::Schema(
@@ -689,32 +700,14 @@ class Evaluator {
                           IsDefaultDomain(node.domain()) ? "" : node.domain());
     const std::string reason = NoSchemaReason(c, schema);
     if (!reason.empty()) return AllUnknown(c, reason);
-    OnnxInputs in;
-    FillOnnxInputs(c, &in);
-    onnx::NodeProto copy = node;
-    std::string error;
-    try {
-      onnx::shape_inference::InferenceContextImpl ctx(copy, in.types_by_name,
-                                                      in.data_by_name, {});
+    InferWithOnnx(c, "", [&](onnx::shape_inference::InferenceContextImpl& ctx) {
       if (schema->has_type_and_shape_inference_function()) {
         schema->GetTypeAndShapeInferenceFunction()(ctx);
       } else if (schema->HasFunction() && schema->GetFunction() != nullptr) {
         onnx::shape_inference::InferShapeForFunctionNode(
             *schema->GetFunction(), onnx::OpSchemaRegistry::Instance(), ctx);
       }
-      for (size_t k = 0; k < c.out.size(); ++k) {
-        if (c.out[k] != nullptr) {
-          FromInferred(c, ctx.allOutputTypes_[k], in.params, c.out[k]);
-        }
-      }
-      return;
-    } catch (const std::exception& e) {
-      error = e.what();
-    } catch (...) {
-      error = "unknown exception";
-    }
-    if (error.size() > 200) error = error.substr(0, 200) + "...";
-    AllUnknown(c, absl::StrCat("ONNX's shape inference failed: ", error));
+    });
   }
 
   // The TypeProto ONNX's inference sees for a value; dims that are not

@@ -20,6 +20,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -225,8 +226,37 @@ std::string Overlap(const v1::PlanResponse& r) {
   return "";
 }
 
+// What a server plans for `request` and the key it stores it under,
+// computed here as the server does.
+struct ServerPlan {
+  planner::PlanOptions options;
+  std::string key;
+  planner::PlanResult plan;
+};
+std::optional<ServerPlan> PlanAsTheServerDoes(const v1::PlanRequest& request) {
+  absl::StatusOr<planner::PlanOptions> options =
+      api::OptionsFromProto(request.options(), api::Budgets{});
+  if (!options.ok()) return std::nullopt;
+  const planner::Graph graph = api::GraphFromProto(request.graph());
+  absl::StatusOr<planner::PlanResult> plan =
+      planner::PlanGraph(graph, *options, nullptr, nullptr);
+  const std::optional<std::string> key = engine::GraphCacheKey(graph, *options);
+  if (!plan.ok() || !key.has_value()) return std::nullopt;
+  return ServerPlan{*options, *key, *std::move(plan)};
+}
+
 class CacheE2eTest : public ::testing::Test {
  protected:
+  // Writes `plan` as the entry of `server`'s key, straight into Redis (as
+  // another writer could).
+  bool SetEntry(const ServerPlan& server, const planner::PlanResult& plan) {
+    redisReply* set = redis_->Command(
+        {"SET", "memplan:plan:" + server.key,
+         engine::EncodeCacheEntry(server.key, server.options, plan)});
+    if (set == nullptr) return false;
+    freeReplyObject(set);
+    return true;
+  }
   void SetUp() override {
     if (access(kRedisServer, X_OK) != 0) {
       GTEST_SKIP() << kRedisServer
@@ -359,14 +389,9 @@ TEST_F(CacheE2eTest, RedisKilledMidLoadFailsNoCallAndHitsResumeAfter) {
 TEST_F(CacheE2eTest, APoisonedEntryIsNeverReturned) {
   const v1::PlanRequest request = Chain(40, 3);
   // The plan the server would make, forged.
-  absl::StatusOr<planner::PlanOptions> options =
-      api::OptionsFromProto(request.options(), api::Budgets{});
-  ASSERT_TRUE(options.ok());
-  const planner::Graph graph = api::GraphFromProto(request.graph());
-  absl::StatusOr<planner::PlanResult> plan =
-      planner::PlanGraph(graph, *options, nullptr, nullptr);
-  ASSERT_TRUE(plan.ok());
-  planner::PlanResult forged = *plan;
+  const std::optional<ServerPlan> plan = PlanAsTheServerDoes(request);
+  ASSERT_TRUE(plan.has_value());
+  planner::PlanResult forged = plan->plan;
   // t0 and t1 are live together (op1 reads t0, writes t1): same offset.
   const int t0 = forged.tensors[1].buffer, t1 = forged.tensors[2].buffer;
   ASSERT_GE(t0, 0);
@@ -378,12 +403,7 @@ TEST_F(CacheE2eTest, APoisonedEntryIsNeverReturned) {
         std::max(forged.solution.arena_size,
                  forged.solution.offsets[i] + forged.problem.buffers[i].size);
   }
-  const std::optional<std::string> key = engine::GraphCacheKey(graph, *options);
-  ASSERT_TRUE(key.has_value());
-  const std::string entry = engine::EncodeCacheEntry(*key, *options, forged);
-  redisReply* set = redis_->Command({"SET", "memplan:plan:" + *key, entry});
-  ASSERT_NE(set, nullptr);
-  freeReplyObject(set);
+  ASSERT_TRUE(SetEntry(*plan, forged));
 
   Replica a(redis_->url());
   ASSERT_TRUE(a.WaitStoreUp()) << "no Redis connection";
@@ -391,7 +411,7 @@ TEST_F(CacheE2eTest, APoisonedEntryIsNeverReturned) {
   ASSERT_TRUE(a.Plan(request, &r).ok());
   EXPECT_FALSE(r.cached());
   EXPECT_EQ(Overlap(r), "");
-  EXPECT_EQ(r.arena_size_bytes(), plan->solution.arena_size);
+  EXPECT_EQ(r.arena_size_bytes(), plan->plan.solution.arena_size);
   EXPECT_EQ(a.Metric("memplan_plan_cache_verification_failures_total",
                      {{"store", "redis"}}),
             1);
@@ -420,24 +440,13 @@ TEST_F(CacheE2eTest, WithASecretOnlySignedEntriesAreServed) {
     ~Remove() { std::remove(path.c_str()); }
   } remove_secret{secret_file};
   const v1::PlanRequest request = Chain(40, 5);
-  absl::StatusOr<planner::PlanOptions> options =
-      api::OptionsFromProto(request.options(), api::Budgets{});
-  ASSERT_TRUE(options.ok());
-  const planner::Graph graph = api::GraphFromProto(request.graph());
-  absl::StatusOr<planner::PlanResult> plan =
-      planner::PlanGraph(graph, *options, nullptr, nullptr);
-  ASSERT_TRUE(plan.ok());
-  planner::PlanResult larger = *plan;  // valid: every offset moved up
+  const std::optional<ServerPlan> plan = PlanAsTheServerDoes(request);
+  ASSERT_TRUE(plan.has_value());
+  planner::PlanResult larger = plan->plan;  // valid: every offset moved up
   for (planner::Offset& o : larger.solution.offsets) o += 4096;
   larger.solution.arena_size += 4096;
   larger.proven_optimal = true;
-  const std::optional<std::string> key = engine::GraphCacheKey(graph, *options);
-  ASSERT_TRUE(key.has_value());
-  redisReply* set =
-      redis_->Command({"SET", "memplan:plan:" + *key,
-                       engine::EncodeCacheEntry(*key, *options, larger)});
-  ASSERT_NE(set, nullptr);
-  freeReplyObject(set);
+  ASSERT_TRUE(SetEntry(*plan, larger));
 
   const std::vector<std::string> signing = {"--cache_secret_file=" +
                                             secret_file};
@@ -446,7 +455,7 @@ TEST_F(CacheE2eTest, WithASecretOnlySignedEntriesAreServed) {
   v1::PlanResponse r;
   ASSERT_TRUE(a.Plan(request, &r).ok());
   EXPECT_FALSE(r.cached());
-  EXPECT_EQ(r.arena_size_bytes(), plan->solution.arena_size);
+  EXPECT_EQ(r.arena_size_bytes(), plan->plan.solution.arena_size);
   EXPECT_EQ(a.Metric("memplan_plan_cache_verification_failures_total",
                      {{"store", "redis"}}),
             1);
@@ -455,7 +464,7 @@ TEST_F(CacheE2eTest, WithASecretOnlySignedEntriesAreServed) {
   v1::PlanResponse served;
   ASSERT_TRUE(b.Plan(request, &served).ok());
   EXPECT_TRUE(served.cached());
-  EXPECT_EQ(served.arena_size_bytes(), plan->solution.arena_size);
+  EXPECT_EQ(served.arena_size_bytes(), plan->plan.solution.arena_size);
 }
 
 // Eight identical requests at once on each of two replicas sharing Redis:
