@@ -388,7 +388,11 @@ class GraphBuilder {
   std::string UniqueName(const OnnxValue& v, const OnnxGraphRun& run) {
     if (run.parent == nullptr) return v.name;
     std::string name = v.name;
-    if (used_names_.contains(name)) name = run.path + "/" + v.name;
+    // A function body's names mean nothing outside it (every call has
+    // them): under the call's path.
+    if (run.function || used_names_.contains(name)) {
+      name = run.path + "/" + v.name;
+    }
     while (used_names_.contains(name)) name += "_";
     used_names_.insert(name);
     return name;
@@ -447,6 +451,17 @@ class GraphBuilder {
     }
     for (const OnnxNodeRun& nr : run.nodes) {
       if (Stop()) return internal::ImportCancelled(name_);
+      if (IsCall(nr)) {
+        // The call's outputs (values its body makes) keep the caller's
+        // names; the rest of the body is named as a subgraph's values.
+        ++result_.stats.function_calls;
+        for (int id : nr.outputs) {
+          if (id < 0) continue;
+          if (auto s = AddTensor(id, run, body); !s.ok()) return s;
+        }
+        if (auto s = AddTensors(*nr.bodies[0].run, body); !s.ok()) return s;
+        continue;
+      }
       for (const OnnxBodyRun& b : nr.bodies) {
         if (auto s = AddTensors(*b.run, true); !s.ok()) return s;
       }
@@ -557,6 +572,10 @@ class GraphBuilder {
     for (const OnnxNodeRun& nr : run.nodes) {
       if (Stop()) return;
       const std::string name = OpName(run, nr);
+      if (IsCall(nr)) {
+        AddCall(name, nr);
+        continue;
+      }
       if (nr.bodies.empty()) {
         v1::Op* op = NewOp(name);
         AppendPlanned(nr.inputs, op->mutable_inputs());
@@ -571,6 +590,29 @@ class GraphBuilder {
         AddLoop(name, nr, type == "Scan");
       }
     }
+  }
+
+  static bool IsCall(const OnnxNodeRun& nr) {
+    return !nr.bodies.empty() && nr.bodies[0].run->function;
+  }
+
+  // A call of one of the model's functions: its body's nodes in its place
+  // (as ONNX Runtime runs a function it inlined); an output that is not a
+  // value the body makes (a formal input passed through, one value given
+  // twice) is a copy made at the end.
+  void AddCall(const std::string& name, const OnnxNodeRun& nr) {
+    const OnnxGraphRun& body = *nr.bodies[0].run;
+    AddOps(body);
+    std::vector<int> from, to;
+    for (size_t k = 0; k < nr.outputs.size() && k < body.outputs.size(); ++k) {
+      if (nr.outputs[k] < 0 || nr.outputs[k] == body.outputs[k]) continue;
+      from.push_back(body.outputs[k]);
+      to.push_back(nr.outputs[k]);
+    }
+    if (to.empty()) return;
+    v1::Op* copy = NewOp(name + "/outputs");
+    AppendPlanned(from, copy->mutable_inputs());
+    AppendPlanned(to, copy->mutable_outputs());
   }
 
   // Both branches (or the one that runs) one after the other.

@@ -47,6 +47,11 @@ constexpr int kTypeCount = sizeof(kElementTypes) / sizeof(kElementTypes[0]);
 // cannot run), as opposed to a broken or hostile model.
 constexpr char kShapeErrorPayload[] = "memplan.onnx.shape_error";
 
+// What the path of a call's body (its nodes' labels, its values' names)
+// keeps of the caller's path and the function's name: a body is evaluated
+// at every call, nested calls deep.
+constexpr size_t kMaxCallPathBytes = 256;
+
 // Ops whose outputs are not folded to constants even from constant inputs.
 bool NonDeterministic(const std::string& op) {
   return op == "RandomNormal" || op == "RandomUniform" ||
@@ -164,6 +169,7 @@ class Evaluator {
          r = const_cast<OnnxGraphRun*>(r->parent)) {
       auto it = r->scope.find(name);
       if (it == r->scope.end()) {
+        if (r->function) break;  // a function body sees no enclosing graph
         crossed.push_back(r);
         continue;
       }
@@ -348,11 +354,17 @@ class Evaluator {
         nr->inputs.push_back(id);
         continue;
       }
+      if (run->omitted.contains(in)) {  // a function input the call omits
+        nr->inputs.push_back(-1);
+        continue;
+      }
       auto it = producers_.back().find(in);
       if (it == producers_.back().end()) {
         return Invalid(nr->label, " reads '", in,
-                       "', which is no graph input, initializer or node "
-                       "output");
+                       run->function ? "', which is no input of the function "
+                                       "nor made by a node of its body"
+                                     : "', which is no graph input, "
+                                       "initializer or node output");
       }
       return Invalid(
           nr->label, " reads '", in, "' before ",
@@ -401,12 +413,23 @@ class Evaluator {
     if (IsDefaultDomain(node.domain()) &&
         (op == "If" || op == "Loop" || (op == "Scan" && Opset("") >= 9))) {
       if (depth >= kMaxOnnxNesting) {
-        return Invalid(nr.label, ": subgraphs nested more than ",
+        return Invalid(nr.label,
+                       ": subgraphs and function calls nested "
+                       "more than ",
                        kMaxOnnxNesting, " deep");
       }
       status = op == "If"     ? EvalIf(run, node, &nr, depth)
                : op == "Loop" ? EvalLoop(run, node, &nr, depth)
                               : EvalScan(run, node, &nr, depth);
+    } else if (const onnx::FunctionProto* f = LocalFunction(node)) {
+      if (depth >= kMaxOnnxNesting) {
+        return Invalid(nr.label,
+                       ": function calls and subgraphs nested more "
+                       "than ",
+                       kMaxOnnxNesting, " deep (function ",
+                       base::BoundedMessage(f->name(), 64), " calls itself?)");
+      }
+      status = EvalCall(run, node, *f, &nr, depth);
     } else {
       if (HasGraphAttribute(node)) CaptureNames(run, node, &nr);
       status = EvalOrdinary(node, &nr);
@@ -451,16 +474,11 @@ class Evaluator {
       }
     }
     absl::Status checked = CheckForOnnxInference(c);
-    auto local =
-        functions_.find(absl::StrCat(c.node->domain(), ":", c.node->op_type()));
-    if (checked.ok() && local != functions_.end()) {
-      checked = CheckFunctionBody(c, *local->second);
-    }
     if (!checked.ok()) {
       checked.SetPayload(kShapeErrorPayload, absl::Cord("1"));
       return checked;
     }
-    OnnxFallback(c, local == functions_.end() ? nullptr : local->second);
+    OnnxFallback(c);
     return absl::OkStatus();
   }
 
@@ -605,54 +623,10 @@ class Evaluator {
     return absl::OkStatus();
   }
 
-  // A node calling one of the model's own functions: ONNX infers the body
-  // with the call's inputs (ONNX's whole-model pass leaves such calls to
-  // this, see HideChangedOps), after the body's nodes that ONNX cannot
-  // infer safely pass CheckForOnnxInference with what is known of them:
-  // attributes the call passes in (ref_attr_name) resolved, the ranks of
-  // inputs that are the function's own (a value computed inside the body
-  // is not known here: ONNX's inference of it is unchecked).
-  absl::Status CheckFunctionBody(OnnxNodeContext& c,
-                                 const onnx::FunctionProto& f) const {
-    std::map<std::string, OnnxValue*> formal;
-    for (int k = 0; k < f.input_size(); ++k) {
-      formal[f.input(k)] =
-          k < static_cast<int>(c.in.size()) ? c.in[k] : nullptr;
-    }
-    for (int k = 0; k < f.node_size(); ++k) {
-      onnx::NodeProto body = f.node(k);
-      for (onnx::AttributeProto& a : *body.mutable_attribute()) {
-        if (a.ref_attr_name().empty()) continue;
-        for (const onnx::AttributeProto& given : c.node->attribute()) {
-          if (given.name() != a.ref_attr_name()) continue;
-          const std::string name = a.name();
-          a = given;
-          a.set_name(name);
-        }
-      }
-      OnnxNodeContext bc;
-      bc.node = &body;
-      bc.opset = c.opset;
-      const std::string label =
-          absl::StrCat(c.label, ": function ", base::SafeText(f.name()), "'s ",
-                       OnnxNodeLabel(body, k, ""));
-      bc.label = label;
-      bc.table = c.table;
-      for (const std::string& in : body.input()) {
-        auto it = formal.find(in);
-        bc.in.push_back(it == formal.end() ? nullptr : it->second);
-      }
-      bc.out.assign(static_cast<size_t>(body.output_size()), nullptr);
-      if (absl::Status s = CheckForOnnxInference(bc); !s.ok()) return s;
-    }
-    return absl::OkStatus();
-  }
-
   // Runs `infer` (an ONNX inference function) for this one node on what is
-  // known; whatever ONNX throws becomes the outputs' why_unknown, after
-  // "ONNX's shape inference`what` failed: ".
+  // known; whatever ONNX throws becomes the outputs' why_unknown.
   void InferWithOnnx(
-      OnnxNodeContext& c, absl::string_view what,
+      OnnxNodeContext& c,
       absl::FunctionRef<void(onnx::shape_inference::InferenceContextImpl&)>
           infer) {
     OnnxInputs in;
@@ -675,23 +649,11 @@ class Evaluator {
       error = "unknown exception";
     }
     if (error.size() > 200) error = error.substr(0, 200) + "...";
-    AllUnknown(
-        c, absl::StrCat("ONNX's shape inference", what, " failed: ", error));
+    AllUnknown(c, absl::StrCat("ONNX's shape inference failed: ", error));
   }
 
-  // Sizes this node with ONNX: a call of one of the model's own functions
-  // (`local`, its body checked: CheckFunctionBody) with the call's inputs,
-  // any other node with its op's schema.
-  void OnnxFallback(OnnxNodeContext& c, const onnx::FunctionProto* local) {
-    if (local != nullptr) {
-      return InferWithOnnx(
-          c, absl::StrCat(" of function ", base::SafeText(local->name())),
-          [&](onnx::shape_inference::InferenceContextImpl& ctx) {
-            onnx::shape_inference::InferShapeForFunctionNode(
-                *local, onnx::OpSchemaRegistry::Instance(), ctx, {},
-                functions_);
-          });
-    }
+  // Sizes this node with its op's schema in ONNX.
+  void OnnxFallback(OnnxNodeContext& c) {
     const onnx::NodeProto& node = *c.node;
     const onnx::OpSchema* schema =
         c.opset < 0 ? nullptr
@@ -700,7 +662,7 @@ class Evaluator {
                           IsDefaultDomain(node.domain()) ? "" : node.domain());
     const std::string reason = NoSchemaReason(c, schema);
     if (!reason.empty()) return AllUnknown(c, reason);
-    InferWithOnnx(c, "", [&](onnx::shape_inference::InferenceContextImpl& ctx) {
+    InferWithOnnx(c, [&](onnx::shape_inference::InferenceContextImpl& ctx) {
       if (schema->has_type_and_shape_inference_function()) {
         schema->GetTypeAndShapeInferenceFunction()(ctx);
       } else if (schema->HasFunction() && schema->GetFunction() != nullptr) {
@@ -858,16 +820,20 @@ class Evaluator {
         node.op_type() == "Constant" ||
         (any_input && all_constant && nr->bodies.empty() &&
          nr->captured.empty() && !NonDeterministic(node.op_type()));
+    // A call's outputs are its body's values (EvalCall): marked there.
+    const bool call = !nr->bodies.empty() && nr->bodies[0].run->function;
     for (size_t k = 0; k < nr->outputs.size(); ++k) {
       if (nr->outputs[k] < 0) continue;
       OnnxValue& v = V(nr->outputs[k]);
       MergeGlobal(GlobalType(run->graph, v.name), &v);
       if (auto s = Override(&v); !s.ok()) return s;
-      v.folded = !v.constant && foldable && node.op_type() != "Constant";
-      v.constant = v.constant || foldable;
-      if (!v.content) {
-        v.from_data = from_data;
-        if (!from_data) v.taint = taint;
+      if (!call) {
+        v.folded = !v.constant && foldable && node.op_type() != "Constant";
+        v.constant = v.constant || foldable;
+        if (!v.content) {
+          v.from_data = from_data;
+          if (!from_data) v.taint = taint;
+        }
       }
       if (auto s = CheckSize(*nr, v); !s.ok()) return s;
     }
@@ -951,6 +917,146 @@ class Evaluator {
       if (!d.is_constant()) return false;
     }
     return true;
+  }
+
+  // --- Calls of the model's own functions ----------------------------------
+
+  // The model's function `node` calls, or null (an op with a rule of
+  // memplan's is that op).
+  const onnx::FunctionProto* LocalFunction(const onnx::NodeProto& node) {
+    if (functions_.empty() ||
+        FindOnnxShapeRule(node.domain(), node.op_type()) != nullptr) {
+      return nullptr;
+    }
+    auto it = functions_.find(absl::StrCat(node.domain(), ":", node.op_type()));
+    return it == functions_.end() ? nullptr : it->second;
+  }
+
+  // A call of one of the model's own functions (torch.onnx's
+  // export_modules_as_functions, the dynamo exporter's modules): its body
+  // runs in the call's place, as ONNX Runtime runs a function it inlined.
+  // The body is evaluated as a subgraph is, node by node, on the call's
+  // inputs, with the attributes the call passes in and the function's
+  // opsets, so each body node passes the checks of any node knowing what
+  // the nodes before it made. Its values are planned as the graph's are; a
+  // call's output is the body value that makes it (one that is a formal
+  // input, or a second output of one value, is a copy: import.cc).
+  absl::Status EvalCall(OnnxGraphRun* run, const onnx::NodeProto& node,
+                        const onnx::FunctionProto& f, OnnxNodeRun* nr,
+                        int depth) {
+    absl::StatusOr<const onnx::GraphProto*> graph =
+        FunctionGraph(f, node, nr->label);
+    if (!graph.ok()) return graph.status();
+    for (const onnx::OperatorSetIdProto& o : f.opset_import()) {
+      // A domain only the function imports (the model's version wins).
+      opsets_.try_emplace(o.domain() == "ai.onnx" ? "" : o.domain(),
+                          static_cast<int>(o.version()));
+    }
+    std::unique_ptr<OnnxGraphRun> body =
+        NewBody(run, *graph, node, nr->index, f.name());
+    body->path = base::BoundedMessage(body->path, kMaxCallPathBytes);
+    body->function = true;
+    for (int k = 0; k < f.input_size(); ++k) {
+      const int id =
+          k < static_cast<int>(nr->inputs.size()) ? nr->inputs[k] : -1;
+      if (id >= 0) {
+        body->scope[f.input(k)] = id;
+      } else {
+        body->omitted.insert(f.input(k));
+      }
+    }
+    if (auto s = EvalGraph(body.get(), depth + 1); !s.ok()) return s;
+    absl::flat_hash_set<int> taken(nr->inputs.begin(), nr->inputs.end());
+    for (size_t k = 0; k < nr->outputs.size(); ++k) {
+      const int out = nr->outputs[k];
+      if (out < 0) continue;
+      OnnxValue& v = V(out);
+      if (k >= body->outputs.size()) {
+        v.why_unknown =
+            absl::StrCat("function ", base::BoundedMessage(f.name(), 64),
+                         " has no output #", k);
+        continue;
+      }
+      const int made = body->outputs[k];
+      if (taken.insert(made).second) {
+        V(made).name = v.name;  // the call's output is the body's value
+        nr->outputs[k] = made;
+        continue;
+      }
+      const OnnxValue& from = V(made);  // a copy of it
+      v.elem_type = from.elem_type;
+      v.tensor = from.tensor;
+      v.has_shape = from.has_shape;
+      v.dims = from.dims;
+      v.content = from.content;
+      v.constant = from.constant;
+      v.folded = from.folded || from.constant;
+      v.from_data = from.from_data;
+      v.taint = from.taint;
+      v.why_unknown = from.why_unknown;
+    }
+    nr->bodies.push_back(
+        {base::BoundedMessage(f.name(), kMaxCallPathBytes), std::move(body)});
+    return absl::OkStatus();
+  }
+
+  // The body of `f` as a graph for `call`: made once per function, or for
+  // each call when its nodes take attributes from the call (ref_attr_name;
+  // one the call does not pass is left out: its default). Every call
+  // counts the function's size against kMaxOnnxFunctionBytes.
+  absl::StatusOr<const onnx::GraphProto*> FunctionGraph(
+      const onnx::FunctionProto& f, const onnx::NodeProto& call,
+      absl::string_view label) {
+    auto [it, added] = function_info_.try_emplace(&f);
+    FunctionInfo& info = it->second;
+    if (added) {
+      info.bytes = static_cast<int64_t>(f.ByteSizeLong());
+      for (const onnx::NodeProto& n : f.node()) {
+        for (const onnx::AttributeProto& a : n.attribute()) {
+          info.references = info.references || !a.ref_attr_name().empty();
+        }
+      }
+    }
+    function_nodes_ += f.node_size();
+    function_bytes_ += info.bytes;
+    if (function_nodes_ > kMaxOnnxFunctionNodes ||
+        function_bytes_ > kMaxOnnxFunctionBytes) {
+      return Invalid(label, ": calls of the model's functions run more than ",
+                     kMaxOnnxFunctionNodes, " body nodes or ",
+                     kMaxOnnxFunctionBytes >> 20, " MiB of bodies in all");
+    }
+    if (info.graph != nullptr && !info.references) return info.graph;
+    onnx::GraphProto& g = result_.function_graphs.emplace_back();
+    g.set_name(f.name());
+    *g.mutable_node() = f.node();
+    for (const std::string& out : f.output()) g.add_output()->set_name(out);
+    if (info.references) {
+      for (onnx::NodeProto& n : *g.mutable_node()) {
+        ResolveAttributeReferences(call, &n);
+      }
+    }
+    info.graph = &g;
+    return info.graph;
+  }
+
+  static void ResolveAttributeReferences(const onnx::NodeProto& call,
+                                         onnx::NodeProto* node) {
+    auto* attributes = node->mutable_attribute();
+    for (int i = attributes->size() - 1; i >= 0; --i) {
+      onnx::AttributeProto& a = (*attributes)[i];
+      if (a.ref_attr_name().empty()) continue;
+      const onnx::AttributeProto* given = nullptr;
+      for (const onnx::AttributeProto& g : call.attribute()) {
+        if (g.name() == a.ref_attr_name()) given = &g;
+      }
+      if (given == nullptr) {
+        attributes->DeleteSubrange(i, 1);
+        continue;
+      }
+      const std::string name = a.name();
+      a = *given;
+      a.set_name(name);
+    }
   }
 
   // --- Subgraphs
@@ -1369,6 +1475,15 @@ class Evaluator {
   // The model's own functions by "domain:name", as ONNX's inference keys
   // them.
   std::unordered_map<std::string, const onnx::FunctionProto*> functions_;
+  // What FunctionGraph knows of a function.
+  struct FunctionInfo {
+    int64_t bytes = 0;                        // its serialized size
+    bool references = false;                  // takes the call's attributes
+    const onnx::GraphProto* graph = nullptr;  // its body (the last made)
+  };
+  std::unordered_map<const onnx::FunctionProto*, FunctionInfo> function_info_;
+  int64_t function_nodes_ = 0;         // body nodes of calls evaluated
+  int64_t function_bytes_ = 0;         // bytes of functions called
   const OnnxEvalOptions& options_;     // --dim and --input
   const std::string name_;             // for messages
   std::map<std::string, int> opsets_;  // domain ("" default) -> version

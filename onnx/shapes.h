@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -50,8 +51,14 @@ namespace memplan::formats {
 inline constexpr int64_t kMaxOnnxContent = 4096;
 // A value larger than this (1 TiB) is an error naming its node.
 inline constexpr int64_t kMaxOnnxValueBytes = int64_t{1} << 40;
-// Subgraphs nested deeper than this are an error.
+// Subgraphs and calls of a model's functions nested deeper than this are
+// an error.
 inline constexpr int kMaxOnnxNesting = 16;
+// Calls of a model's functions: at most this many body nodes evaluated in
+// all, and this many bytes of bodies (each call counts its function's size:
+// a function calling another twice, nested, doubles the work at each level).
+inline constexpr int64_t kMaxOnnxFunctionNodes = 250000;
+inline constexpr int64_t kMaxOnnxFunctionBytes = int64_t{256} << 20;
 // A shape computed with more dims than this is an error naming its node.
 inline constexpr int64_t kMaxOnnxRank = 64;
 
@@ -88,7 +95,8 @@ struct OnnxGraphRun;
 
 // A subgraph that a node runs.
 struct OnnxBodyRun {
-  std::string attribute;              // "then_branch", "else_branch", "body"
+  // "then_branch", "else_branch", "body"; a call's: the function's name
+  std::string attribute;
   std::unique_ptr<OnnxGraphRun> run;  // the subgraph as evaluated
 };
 
@@ -120,6 +128,11 @@ struct OnnxGraphRun {
   std::vector<int> captured;       // values of enclosing graphs it reads
   absl::flat_hash_map<std::string, int> scope;  // names defined here
   const OnnxGraphRun* parent = nullptr;         // the enclosing graph, if any
+  // The body of a call of one of the model's functions: it sees only what
+  // the call passes in (its formal inputs name the caller's values; those
+  // the call omits are in `omitted`), not the enclosing graphs.
+  bool function = false;
+  absl::flat_hash_set<std::string> omitted;
 };
 
 // The result of EvaluateOnnxShapes.
@@ -134,6 +147,10 @@ struct OnnxEvaluation {
   std::deque<OnnxValue> values;        // every value evaluated, by id
   std::unique_ptr<OnnxGraphRun> main;  // the main graph
   std::vector<std::string> warnings;   // e.g. an If whose branches disagree
+  // The bodies of the model's functions as graphs (OnnxGraphRun::graph of
+  // a call's body): one per function, or one per call for a function
+  // whose nodes take attributes from the call (ref_attr_name).
+  std::deque<::ONNX_NAMESPACE::GraphProto> function_graphs;
 };
 
 // How to evaluate.

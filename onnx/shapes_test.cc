@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "onnx/defs/schema.h"
@@ -30,6 +31,8 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
 
 constexpr int kFloat = kOnnxFloat;
 constexpr int kInt64 = kOnnxInt64;
@@ -787,9 +790,9 @@ TEST(OnnxShapesTest, HostileAttributesAndRanksAreErrorsNotCrashes) {
 }
 
 // A model with functions of its own (torch.onnx's export_modules_as_
-// functions): a node calling one is sized by ONNX's whole-model pass from
-// the shapes flowing in, Conv's included; a function body's Conv holding a
-// stride of 0 is refused before that pass divides by it.
+// functions): a node calling one is sized from the shapes flowing in,
+// Conv's included; a function body's Conv holding a stride of 0 is refused
+// before ONNX's whole-model pass divides by it.
 TEST(OnnxShapesTest, ModelLocalFunctionsAfterConvAndHostileBodies) {
   const auto with_function = [](OnnxTestModel* m, const std::string& name,
                                 const std::string& op,
@@ -833,8 +836,8 @@ TEST(OnnxShapesTest, ModelLocalFunctionsAfterConvAndHostileBodies) {
               HasSubstr("function 'BadConv': node #0 (Conv): strides holds 0, "
                         "below 1"));
   // A stride the call passes in (ref_attr_name), and a weight of another
-  // rank than the input the call passes: refused at the call, before
-  // ONNX infers the body (SIGFPE and SIGSEGV there).
+  // rank than the input the call passes: refused in the body (ONNX's
+  // inference of the body died of SIGFPE and SIGSEGV on them).
   OnnxTestModel ref(13);
   with_function(&ref, "RefConv", "Conv", {});
   {
@@ -853,8 +856,8 @@ TEST(OnnxShapesTest, ModelLocalFunctionsAfterConvAndHostileBodies) {
   call.Ints("s", {0, 0});
   r.Output("y");
   EXPECT_THAT(ImportError(ref),
-              HasSubstr("node #0 (local.RefConv): function RefConv's node #0 "
-                        "(Conv): strides holds 0, below 1"));
+              HasSubstr("node #0 (Conv) in RefConv_0/RefConv: has a kernel, "
+                        "stride or dilation below 1"));
   OnnxTestModel rank(13);
   with_function(&rank, "MyConv", "Conv", {});
   auto k = rank.graph();
@@ -863,7 +866,7 @@ TEST(OnnxShapesTest, ModelLocalFunctionsAfterConvAndHostileBodies) {
   k.Node("MyConv", {"x", "w"}, {"y"}).proto()->set_domain("local");
   k.Output("y");
   EXPECT_THAT(ImportError(rank),
-              HasSubstr("function MyConv's node #0 (Conv): weight of rank 6 "
+              HasSubstr("node #0 (Conv) in MyConv_0/MyConv: weight of rank 6 "
                         "for an input of rank 4"));
   // The main graph's own Conv in a model with functions: checked as in any.
   OnnxTestModel main_conv(13);
@@ -876,6 +879,168 @@ TEST(OnnxShapesTest, ModelLocalFunctionsAfterConvAndHostileBodies) {
   mc.Output("y");
   EXPECT_THAT(ImportError(main_conv),
               HasSubstr("(Conv): weight of rank 6 for an input of rank 4"));
+}
+
+// A call of one of the model's functions runs its body in its place, as
+// ONNX Runtime runs a function it inlined: the body is evaluated node by
+// node on the call's inputs, so what a body node computes is known to the
+// checks of the nodes after it (a Conv of a flattened input was read past
+// its dims by ONNX's inference of the body: SIGSEGV), and the body's
+// values are planned. A function calling itself, or calls doubling at
+// every level, end in an error, not in a stack overflow or hours of work.
+TEST(OnnxShapesTest, FunctionCallsRunTheirBodiesInPlace) {
+  // Adds function `name` (domain "local") to `m`, its nodes `ops`:
+  // {op, inputs, outputs, domain}.
+  struct Op {
+    std::string op;
+    std::vector<std::string> in, out;
+    std::string domain;
+  };
+  const auto add_function = [](OnnxTestModel* m, const std::string& name,
+                               const std::vector<std::string>& in,
+                               const std::vector<Op>& ops) {
+    if (m->proto().opset_import_size() == 1) {
+      auto* o = m->proto().add_opset_import();
+      o->set_domain("local");
+      o->set_version(1);
+    }
+    onnx::FunctionProto* f = m->proto().add_functions();
+    f->set_name(name);
+    f->set_domain("local");
+    for (const std::string& i : in) f->add_input(i);
+    f->add_output("B");
+    for (const char* domain : {"", "local"}) {
+      auto* fo = f->add_opset_import();
+      fo->set_domain(domain);
+      fo->set_version(*domain == '\0' ? 13 : 1);
+    }
+    for (const Op& op : ops) {
+      onnx::NodeProto* n = f->add_node();
+      n->set_op_type(op.op);
+      n->set_domain(op.domain);
+      for (const std::string& i : op.in) n->add_input(i);
+      for (const std::string& o : op.out) n->add_output(o);
+    }
+    return f;
+  };
+  const auto call = [](OnnxTestModel* m, const std::string& name,
+                       const std::vector<std::string>& in) {
+    auto g = m->graph();
+    g.Input("x", kFloat, {"1", "3", "8", "8"})
+        .FloatInitializer("w", {4, 3, 3, 3});
+    auto node = g.Node(name, in, {"y"});
+    node.proto()->set_domain("local");
+    g.Output("y");
+    return node;
+  };
+
+  // The body's Relu output is planned beside the call's output, named
+  // under the call.
+  OnnxTestModel inlined(13);
+  onnx::FunctionProto* f =
+      add_function(&inlined, "ReluConv", {"A", "W"},
+                   {{"Relu", {"A"}, {"R"}}, {"Conv", {"R", "W"}, {"B"}}});
+  OnnxTestNode(f->mutable_node(1)).Ints("pads", {1, 1, 1, 1});
+  call(&inlined, "ReluConv", {"x", "w"});
+  EXPECT_THAT(Import(inlined, {}),
+              UnorderedElementsAre(Pair("x", 3 * 8 * 8 * 4),
+                                   Pair("w", 4 * 3 * 3 * 3 * 4),
+                                   Pair("ReluConv_0/ReluConv/R", 3 * 8 * 8 * 4),
+                                   Pair("y", 4 * 8 * 8 * 4)));
+  // An output that is an input passed through is a copy of it.
+  OnnxTestModel through(13);
+  f = add_function(&through, "Pass", {"A"}, {});
+  f->set_output(0, "A");
+  call(&through, "Pass", {"x"});
+  EXPECT_THAT(Import(through, {}),
+              UnorderedElementsAre(Pair("x", 3 * 8 * 8 * 4),
+                                   Pair("w", 4 * 3 * 3 * 3 * 4),
+                                   Pair("y", 3 * 8 * 8 * 4)));
+
+  OnnxTestModel flat(13);
+  add_function(&flat, "FlatConv", {"A", "W"},
+               {{"Flatten", {"A"}, {"F"}}, {"Conv", {"F", "W"}, {"B"}}});
+  call(&flat, "FlatConv", {"x", "w"});
+  EXPECT_THAT(ImportError(flat),
+              HasSubstr("node #1 (Conv) in FlatConv_0/FlatConv: input of rank "
+                        "2: a convolution or pooling needs a batch, a channel "
+                        "and at least one spatial dim"));
+
+  OnnxTestModel nested(13);
+  add_function(&nested, "FlatConv", {"A", "W"},
+               {{"Flatten", {"A"}, {"F"}}, {"Conv", {"F", "W"}, {"B"}}});
+  add_function(&nested, "Outer", {"A", "W"},
+               {{"FlatConv", {"A", "W"}, {"B"}, "local"}});
+  call(&nested, "Outer", {"x", "w"});
+  EXPECT_THAT(ImportError(nested),
+              HasSubstr("node #1 (Conv) in Outer_0/Outer/FlatConv_0/FlatConv: "
+                        "input of rank 2"));
+
+  OnnxTestModel itself(13);
+  add_function(&itself, "Rec", {"A"}, {{"Rec", {"A"}, {"B"}, "local"}});
+  call(&itself, "Rec", {"x"});
+  EXPECT_THAT(ImportError(itself),
+              HasSubstr("function calls and subgraphs nested more than 16 "
+                        "deep (function Rec calls itself?)"));
+
+  // F0 calls F1 four times, ... F9 is a Relu: 4^9 Relu nodes.
+  OnnxTestModel doubling(13);
+  for (int level = 0; level < 10; ++level) {
+    std::vector<Op> ops;
+    if (level == 9) {
+      ops.push_back({"Relu", {"A"}, {"B"}});
+    } else {
+      const std::string next = absl::StrCat("F", level + 1);
+      ops = {{next, {"A"}, {"C1"}, "local"},
+             {next, {"C1"}, {"C2"}, "local"},
+             {next, {"C2"}, {"C3"}, "local"},
+             {next, {"C3"}, {"B"}, "local"}};
+    }
+    add_function(&doubling, absl::StrCat("F", level), {"A"}, ops);
+  }
+  call(&doubling, "F0", {"x"});
+  EXPECT_THAT(ImportError(doubling),
+              HasSubstr("calls of the model's functions run more than 250000 "
+                        "body nodes or 256 MiB of bodies in all"));
+
+  // Shape arithmetic inside the body: B = Reshape(A, [A's dim 0, -1]).
+  OnnxTestModel shaped(13);
+  f = add_function(&shaped, "Flat2", {"A"},
+                   {{"Shape", {"A"}, {"S"}},
+                    {"Constant", {}, {"Zero"}},
+                    {"Constant", {}, {"One"}},
+                    {"Constant", {}, {"Rest"}},
+                    {"Slice", {"S", "Zero", "One"}, {"N"}},
+                    {"Concat", {"N", "Rest"}, {"To"}},
+                    {"Reshape", {"A", "To"}, {"B"}}});
+  OnnxTestNode(f->mutable_node(1)).Tensor("value", OnnxInt64Tensor({0}));
+  OnnxTestNode(f->mutable_node(2)).Tensor("value", OnnxInt64Tensor({1}));
+  OnnxTestNode(f->mutable_node(3)).Tensor("value", OnnxInt64Tensor({-1}));
+  OnnxTestNode(f->mutable_node(5)).Int("axis", 0);
+  call(&shaped, "Flat2", {"x"});
+  shaped.graph().Add("Relu", {"y"}, {"z"}).Output("z");
+  const Sizes sizes = Import(shaped, {});
+  EXPECT_EQ(sizes.at("y"), 3 * 8 * 8 * 4);
+  EXPECT_EQ(sizes.at("z"), 3 * 8 * 8 * 4);
+
+  // A stride the call does not pass keeps its default (1).
+  OnnxTestModel unset(13);
+  f = add_function(&unset, "RefConv", {"A", "W"},
+                   {{"Conv", {"A", "W"}, {"B"}}});
+  f->add_attribute("s");
+  onnx::AttributeProto* strides = f->mutable_node(0)->add_attribute();
+  strides->set_name("strides");
+  strides->set_type(onnx::AttributeProto::INTS);
+  strides->set_ref_attr_name("s");
+  OnnxTestNode(f->mutable_node(0)).Ints("pads", {1, 1, 1, 1});
+  call(&unset, "RefConv", {"x", "w"});
+  EXPECT_EQ(Import(unset, {}).at("y"), 4 * 8 * 8 * 4);
+  // ... and a stride of 2 passed in halves the output.
+  OnnxTestModel set(13);
+  *set.proto().mutable_functions() = unset.proto().functions();
+  *set.proto().mutable_opset_import() = unset.proto().opset_import();
+  call(&set, "RefConv", {"x", "w"}).Ints("s", {2, 2});
+  EXPECT_EQ(Import(set, {}).at("y"), 4 * 4 * 4 * 4);
 }
 
 // Resize multiplies in float as ONNX Runtime does: 3 x float(7/3) is 7

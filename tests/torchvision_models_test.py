@@ -301,11 +301,74 @@ class ExternalDataChecks(ModelChecks):
         self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
 
 
+class FunctionChecks(ModelChecks):
+    """An architecture whose blocks are functions of the model (torch.onnx's
+    export_modules_as_functions): each call runs its body in its place, as
+    ONNX Runtime runs it once it inlined the function, so the plan is the
+    plain export's: the same arena and bound, the same tensor sizes, the
+    body's values named under their call. ONNX's inference of the main
+    graph does not see into the bodies, so the plain export stands in for
+    it."""
+
+    def plain(self):
+        if not hasattr(type(self), "plain_response"):
+            architecture = export_torchvision.FUNCTIONS[self.NAME][0]
+            path = export(architecture)
+            code, out, message = plan(path, cwd=os.path.dirname(path))
+            self.assertEqual(code, 0, message)
+            type(self).plain_response = json.loads(out)
+        return type(self).plain_response
+
+    def test_model_calls_functions(self):
+        import onnx
+        model = onnx.load(self.path, load_external_data=False)
+        self.assertGreater(len(model.functions), 0)
+        called = {n.op_type for n in model.graph.node}
+        self.assertTrue(called & {f.name for f in model.functions})
+
+    def test_sizes_match_onnx_shape_inference(self):
+        r, plain = self.response(), self.plain()
+        for field in ("arena_size_bytes", "lower_bound_bytes",
+                      "weights_bytes"):
+            self.assertEqual(r[field], plain[field], field)
+        self.assertEqual(sorted(int(a["size"]) for a in r["assignments"]),
+                         sorted(int(a["size"]) for a in plain["assignments"]))
+
+    def test_every_value_is_planned_or_a_weight(self):
+        r, view = self.response(), self.view
+        planned = {a["name"] for a in r["assignments"]}
+        unplanned = {u["name"] for u in r["unplanned"]}
+        self.assertEqual(planned & unplanned, set())
+        # The main graph's values are all there under their names; the
+        # rest are the bodies' values, under the path of their call.
+        self.assertEqual(view.values - planned - unplanned, set())
+        calls = {n.name for n in onnx_graph(self.path).node
+                 if n.op_type in onnx_functions(self.path)}
+        inside = planned - view.values
+        self.assertGreater(len(inside), 0)
+        self.assertEqual({n for n in inside
+                          if not any(n.startswith(c + "/") for c in calls)},
+                         set())
+        self.assertEqual(unplanned, view.weights)
+
+
+def onnx_graph(path):
+    import onnx
+    return onnx.load(path, load_external_data=False).graph
+
+
+def onnx_functions(path):
+    import onnx
+    model = onnx.load(path, load_external_data=False)
+    return {f.name for f in model.functions}
+
+
 def cases():
     """name -> TestCase class, one per model of the export script."""
     out = {}
     for name in export_torchvision.MODELS:
         base = (ExternalDataChecks if name == export_torchvision.EXTERNAL
+                else FunctionChecks if name in export_torchvision.FUNCTIONS
                 else ModelChecks)
         out[name] = type(name, (base, unittest.TestCase), {"NAME": name})
     return out

@@ -133,9 +133,9 @@ bool UnsafeForOnnxInference(absl::string_view op) {
 // axis of a ReduceMean-18), and ops ONNX cannot infer safely
 // (UnsafeForOnnxInference).
 // Nodes calling one of the model's own functions are hidden too: ONNX
-// would infer the body's nodes unchecked; memplan's evaluation infers each
-// call with ONNX once the body's unsafe nodes passed their checks
-// (shapes.cc, LocalFunction).
+// would infer the body's nodes unchecked (and a function calling itself
+// without end); memplan's evaluation runs each call's body node by node,
+// every node checked (shapes.cc, EvalCall).
 void HideChangedOps(onnx::ModelProto* model, bool hide) {
   const int opset = DefaultOpset(*model);
   const bool newer = opset > OnnxNewestKnownOpset();

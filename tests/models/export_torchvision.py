@@ -7,8 +7,10 @@ external data.
 
     /usr/bin/python3 tests/models/export_torchvision.py CACHE_DIR [NAME...]
 
-NAME is a torchvision.models constructor (resnet18, resnet101, ...) or
-`external_2g`; without names, every model of MODELS. Each model is written
+NAME is a torchvision.models constructor (resnet18, resnet101, ...),
+`external_2g`, or one of FUNCTIONS (an architecture whose blocks are
+exported as ONNX functions of the model); without names, every model of
+MODELS. Each model is written
 to CACHE_DIR/NAME.onnx through a temporary file renamed into place, so a
 model that is there is whole; models already there are skipped (and torch
 is not even loaded). One line per model on stdout: `NAME PATH SECONDS`
@@ -32,7 +34,13 @@ import time
 # The tests' set, in the order they run: the architectures issue 29 names
 # and one over gRPC's 64 MiB message limit (resnet101, ~170 MB).
 MODELS = ["resnet18", "googlenet", "densenet121", "mobilenet_v3_small",
-          "efficientnet_b0", "resnet101", "external_2g"]
+          "efficientnet_b0", "resnet101", "external_2g",
+          "resnet18_functions"]
+# Models whose modules of one class are exported as functions of the model
+# (torch.onnx's export_modules_as_functions, opset 15 and up): name ->
+# (architecture, module class in torchvision.models).
+FUNCTIONS = {"resnet18_functions": ("resnet18", "resnet.BasicBlock")}
+FUNCTIONS_OPSET = 15
 EXTERNAL = "external_2g"
 # Input side per architecture (224 unless named).
 INPUT_SIDE = {"inception_v3": 299}
@@ -54,11 +62,19 @@ def missing_packages():
 
 def export_torchvision(name, path):
     """torchvision.models.<name>(weights=None), eval, exported at opset 13
-    with a 1x3xSxS input, into `path` through a temporary file."""
+    with a 1x3xSxS input (one of FUNCTIONS: its architecture, at opset 15
+    with its blocks as functions), into `path` through a temporary file."""
     import torch
     import torchvision
 
     torch.manual_seed(0)  # the same random weights on every run
+    options = {"opset_version": OPSET}
+    if name in FUNCTIONS:
+        name, module = FUNCTIONS[name]
+        owner, cls = module.split(".")
+        options = {"opset_version": FUNCTIONS_OPSET,
+                   "export_modules_as_functions": {
+                       getattr(getattr(torchvision.models, owner), cls)}}
     builder = getattr(torchvision.models, name, None)
     if builder is None:
         raise KeyError(name)
@@ -72,8 +88,8 @@ def export_torchvision(name, path):
     tmp = "%s.tmp.%d" % (path, os.getpid())
     try:
         with torch.no_grad():
-            torch.onnx.export(model, x, tmp, opset_version=OPSET,
-                              input_names=["input"], output_names=["logits"])
+            torch.onnx.export(model, x, tmp, input_names=["input"],
+                              output_names=["logits"], **options)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
