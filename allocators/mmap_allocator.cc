@@ -101,12 +101,19 @@ MmapSubAllocator::MmapSubAllocator() : MmapSubAllocator(MmapOptions()) {}
 MmapSubAllocator::MmapSubAllocator(const MmapOptions& options)
     : directory_(options.directory.empty() ? DefaultMmapDirectory()
                                            : options.directory),
-      reserve_storage_(options.reserve_storage) {}
+      reserve_storage_(options.reserve_storage),
+      max_blocks_(options.max_blocks) {}
 
 void* MmapSubAllocator::Alloc(size_t alignment, size_t bytes) {
-  absl::StatusOr<void*> p =
-      MapBlock(directory_, reserve_storage_, bytes, alignment);
-  if (p.ok()) return *p;
+  absl::StatusOr<void*> p = absl::ResourceExhaustedError(absl::StrCat(
+      "mmap: ", max_blocks_,
+      " blocks are mapped already (MmapOptions::max_blocks: a process may "
+      "map only vm.max_map_count regions)"));
+  if (blocks_.fetch_add(1) < max_blocks_) {
+    p = MapBlock(directory_, reserve_storage_, bytes, alignment);
+    if (p.ok()) return *p;
+  }
+  blocks_.fetch_sub(1);
   absl::MutexLock lock(&mu_);
   last_failure_ = p.status();
   return nullptr;
@@ -114,6 +121,7 @@ void* MmapSubAllocator::Alloc(size_t alignment, size_t bytes) {
 
 void MmapSubAllocator::Free(void* ptr, size_t bytes) {
   internal::Unmap(ptr, bytes);
+  blocks_.fetch_sub(1);
 }
 
 absl::Status MmapSubAllocator::LastFailure() const {

@@ -18,6 +18,7 @@
 #ifndef MEMPLAN_ALLOCATORS_MMAP_ALLOCATOR_H_
 #define MEMPLAN_ALLOCATORS_MMAP_ALLOCATOR_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -41,6 +42,11 @@ struct MmapOptions {
   // full disk fails the allocation instead of killing the process with
   // SIGBUS when a page is first written. Default true.
   bool reserve_storage = true;
+  // Blocks mapped at once, at most: each is a mapping, and a process may
+  // hold only vm.max_map_count (65530 by default) of them, its threads'
+  // stacks and libraries included. One more is refused (a failure).
+  // Default 16384.
+  int64_t max_blocks = 16384;
 };
 
 // $TMPDIR when set and not empty, else "/tmp".
@@ -54,8 +60,9 @@ class MmapSubAllocator final : public SubAllocator {
   MmapSubAllocator();
   explicit MmapSubAllocator(const MmapOptions& options);
 
-  // nullptr when the file cannot be made, grown or mapped, or the
-  // alignment is not a power of two; LastFailure() says why.
+  // nullptr when the file cannot be made, grown or mapped, the alignment
+  // is not a power of two, or max_blocks are mapped; LastFailure() says
+  // why.
   void* Alloc(size_t alignment, size_t bytes) override;
   void Free(void* ptr, size_t bytes) override;
 
@@ -67,7 +74,9 @@ class MmapSubAllocator final : public SubAllocator {
 
  private:
   const std::string directory_;
-  const bool reserve_storage_;  // MmapOptions::reserve_storage
+  const bool reserve_storage_;      // MmapOptions::reserve_storage
+  const int64_t max_blocks_;        // MmapOptions::max_blocks
+  std::atomic<int64_t> blocks_{0};  // mapped now
   mutable absl::Mutex mu_;
   absl::Status last_failure_ ABSL_GUARDED_BY(mu_);
 };

@@ -27,8 +27,10 @@ namespace memplan::allocators {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::Each;
 using ::testing::EndsWith;
 using ::testing::HasSubstr;
+using ::testing::NotNull;
 
 // Entries in a directory.
 int CountEntries(const std::string& dir) {
@@ -146,6 +148,27 @@ TEST_F(MmapAllocatorTest, MissingDirectoryIsACountedFailure) {
   EXPECT_EQ(why.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(why.message(),
               HasSubstr("cannot create a file in '" + dir_ + "/missing'"));
+}
+
+// A process may hold only vm.max_map_count mappings, its threads' stacks
+// included: a replay with more live blocks would starve the whole server.
+TEST_F(MmapAllocatorTest, BlocksPastMaxBlocksAreCountedFailures) {
+  options_.max_blocks = 3;
+  MmapAllocator files(options_);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 3; ++i) blocks.push_back(files.Allocate(100, 64));
+  EXPECT_THAT(blocks, Each(NotNull()));
+  EXPECT_EQ(files.Allocate(100, 64), nullptr);
+  EXPECT_EQ(files.GetStats().num_alloc_failures, 1);
+  EXPECT_EQ(files.LastFailure().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(
+      files.LastFailure().message(),
+      HasSubstr("3 blocks are mapped already (MmapOptions::max_blocks"));
+  EXPECT_EQ(Files().size(), 3u);
+  ASSERT_TRUE(files.Deallocate(blocks.back()).ok());
+  blocks.back() = files.Allocate(100, 64);  // room again
+  EXPECT_NE(blocks.back(), nullptr);
+  for (void* p : blocks) EXPECT_TRUE(files.Deallocate(p).ok());
 }
 
 TEST_F(MmapAllocatorTest, FileAsDirectoryIsACountedFailure) {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <utility>
 
@@ -16,7 +17,11 @@ namespace memplan::allocators {
 
 TensorId Trace::NumIds() const {
   TensorId n = 0;
-  for (const TraceEvent& e : events) n = std::max(n, e.id + 1);
+  for (const TraceEvent& e : events) {
+    if (e.id >= n) {
+      n = e.id < std::numeric_limits<TensorId>::max() ? e.id + 1 : e.id;
+    }
+  }
   return n;
 }
 
@@ -149,6 +154,34 @@ absl::Status BadEvent(const Trace& trace, size_t index, std::string_view why) {
       absl::string_view(why.data(), why.size())));
 }
 
+// What every event must be before a replay sizes its tables by the ids: an
+// id from 0 to twice the event count (ids are dense: a trace of n events
+// has at most n tensors), an allocation of a size above 0 and a
+// power-of-two alignment.
+absl::Status CheckTrace(const Trace& trace) {
+  const auto max_id = static_cast<TensorId>(2 * trace.events.size());
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& e = trace.events[i];
+    if (e.id < 0) return BadEvent(trace, i, "has a negative id");
+    if (e.id > max_id) {
+      return BadEvent(
+          trace, i,
+          absl::StrCat("has an id past twice the trace's ", trace.events.size(),
+                       " events (ids are dense, from 0)"));
+    }
+    if (e.kind != EventKind::kAlloc) continue;
+    if (e.size <= 0) {
+      return BadEvent(trace, i, absl::StrCat("has size ", e.size));
+    }
+    if (e.alignment <= 0 || (e.alignment & (e.alignment - 1)) != 0) {
+      return BadEvent(
+          trace, i,
+          absl::StrCat("has alignment ", e.alignment, ", not a power of two"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Checks that event `index` is legal given the tensors' states.
 absl::Status CheckEvent(const Trace& trace, size_t index,
                         const std::vector<Life>& life) {
@@ -236,6 +269,7 @@ int64_t Quantile(std::vector<int64_t> samples, double q) {
 absl::StatusOr<ReplayResult> ReplayTrace(const Trace& trace,
                                          Allocator& allocator,
                                          const ReplayOptions& options) {
+  if (absl::Status s = CheckTrace(trace); !s.ok()) return s;
   DynamicReplay r{&allocator, {}, {}, {}, {}, {}};
   const auto n = static_cast<size_t>(trace.NumIds());
   r.ptrs.assign(n, nullptr);
@@ -386,7 +420,8 @@ absl::Status CheckPlacement(const Trace& trace,
           absl::StrCat(trace.TensorName(e.id), " has no offset"));
     }
     const int64_t off = offsets[e.id];
-    if (off < 0 || e.size <= 0 || off + e.size > arena_size ||
+    if (off < 0 || e.size <= 0 || off > arena_size ||
+        e.size > arena_size - off ||
         (e.alignment > 0 && off % e.alignment != 0)) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s: offset %d, size %d, alignment %d do not fit an arena of %d "
@@ -437,6 +472,7 @@ absl::Status CheckAllLive(const StaticReplay& r) {
 absl::StatusOr<ReplayResult> ReplayStaticPlan(
     const Trace& trace, const std::vector<int64_t>& offsets, int64_t arena_size,
     Allocator& arena_source, const StaticReplayOptions& options) {
+  if (absl::Status s = CheckTrace(trace); !s.ok()) return s;
   if (absl::Status s = CheckPlacement(trace, offsets, arena_size); !s.ok()) {
     return s;
   }
@@ -464,8 +500,11 @@ absl::StatusOr<ReplayResult> ReplayStaticPlan(
       return Stopped(i);
     }
     if (bytes_since_poll >= kStopBytes) bytes_since_poll = 0;
-    bytes_since_poll += trace.events[i].size;
     if (absl::Status s = CheckEvent(trace, i, r.life); !s.ok()) return s;
+    // A free's own size is not trusted: the bytes its check reads are the
+    // allocation's (CheckTrace bounds those by the arena).
+    const TraceEvent& e = trace.events[i];
+    bytes_since_poll += e.kind == EventKind::kAlloc ? e.size : r.sizes[e.id];
     if (absl::Status s = StaticStep(r, i); !s.ok()) return s;
     if (options.check_all_live_at_each_event) {
       if (absl::Status s = CheckAllLive(r); !s.ok()) return s;

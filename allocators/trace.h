@@ -114,8 +114,10 @@ struct ReplayResult {
 // Replays `trace` on `allocator` (normally a fresh one). A failed
 // allocation is counted and its free skipped; tensors still live at the end
 // are freed untimed. GetStats() is read after every allocation, outside
-// the timed section. INVALID_ARGUMENT for a malformed trace (an id
-// allocated twice, freed before it is allocated or twice); a Deallocate
+// the timed section. INVALID_ARGUMENT for a malformed trace (an id below 0
+// or past twice the event count, an allocation of size <= 0 or of an
+// alignment that is not a power of two, an id allocated twice, freed
+// before it is allocated or twice), before any work; a Deallocate
 // error is returned as is; DEADLINE_EXCEEDED when options.should_stop said
 // so (everything still live is freed first).
 absl::StatusOr<ReplayResult> ReplayTrace(
@@ -139,8 +141,9 @@ struct StaticReplayOptions {
 // offsets[id]. When a tensor is born, a pattern unique to it is written over
 // all its bytes; it is checked as StaticReplayOptions says. DATA_LOSS,
 // naming the overwritten tensor and a later-born tensor that overlaps it,
-// when a pattern changed; INVALID_ARGUMENT when an offset is missing, out
-// of the arena or misaligned; RESOURCE_EXHAUSTED when the arena cannot be
+// when a pattern changed; INVALID_ARGUMENT for a malformed trace (as
+// ReplayTrace) or when an offset is missing, out of the arena or
+// misaligned; RESOURCE_EXHAUSTED when the arena cannot be
 // allocated; DEADLINE_EXCEEDED when options.replay.should_stop said so.
 // peak_bytes_in_use and peak_bytes_reserved are arena_size.
 absl::StatusOr<ReplayResult> ReplayStaticPlan(

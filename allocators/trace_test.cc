@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "allocators/bfc_allocator.h"
@@ -162,6 +164,48 @@ TEST(ReplayTraceTest, RejectsMalformedTraces) {
   EXPECT_EQ(ReplayTrace(early, buffers).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(buffers.GetStats().bytes_in_use, 0);  // cleaned up
+}
+
+// A hostile trace is refused before any table is sized by its ids: an id
+// of INT64_MAX overflowed NumIds (SIGSEGV), a free of id 2^40 made a
+// 2^40-entry table (std::bad_alloc), an offset near INT64_MAX passed the
+// arena check (SIGSEGV writing past it).
+TEST(ReplayTraceTest, HostileTracesAreInvalidArgumentsBeforeAnyWork) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  const std::pair<std::vector<TraceEvent>, std::string> cases[] = {
+      {{{EventKind::kAlloc, kMax, 64, 64}}, "has an id past twice"},
+      {{{EventKind::kAlloc, 0, 64, 64},
+        {EventKind::kFree, int64_t{1} << 40, 64, 64}},
+       "has an id past twice"},
+      {{{EventKind::kAlloc, -1, 64, 64}}, "has a negative id"},
+      {{{EventKind::kAlloc, 0, 0, 64}}, "has size 0"},
+      {{{EventKind::kAlloc, 0, -5, 64}}, "has size -5"},
+      {{{EventKind::kAlloc, 0, 64, 3}}, "has alignment 3, not a power of two"},
+      {{{EventKind::kAlloc, 0, 64, 0}}, "has alignment 0"},
+  };
+  for (const auto& [events, message] : cases) {
+    Trace trace;
+    trace.events = events;
+    BufferAllocator buffers;
+    absl::Status dynamic = ReplayTrace(trace, buffers).status();
+    EXPECT_EQ(dynamic.code(), absl::StatusCode::kInvalidArgument) << message;
+    EXPECT_THAT(dynamic.message(), HasSubstr(message));
+    EXPECT_EQ(buffers.GetStats().num_allocs, 0) << message;
+    BfcAllocator bfc(BfcAllocator::Options{});
+    absl::Status planned = ReplayStaticPlan(trace, {0, 0}, 4096, bfc).status();
+    EXPECT_EQ(planned.code(), absl::StatusCode::kInvalidArgument) << message;
+    EXPECT_THAT(planned.message(), HasSubstr(message));
+  }
+  // An offset whose end passes INT64_MAX is out of the arena.
+  Trace one;
+  one.events = {{EventKind::kAlloc, 0, 128, 1}, {EventKind::kFree, 0, 128, 1}};
+  BfcAllocator bfc(BfcAllocator::Options{});
+  absl::Status far = ReplayStaticPlan(one, {kMax - 64}, 4096, bfc).status();
+  EXPECT_EQ(far.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(far.message(), HasSubstr("do not fit an arena of 4096 bytes"));
+  // A free's own size is not what the replay reads: the allocation's is.
+  one.events[1].size = kMax;
+  EXPECT_TRUE(ReplayStaticPlan(one, {0}, 4096, bfc).ok());
 }
 
 // A correct plan for SmallGraph: input, weight and hidden are live

@@ -91,13 +91,24 @@ absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv,
                                                     int first) {
   std::vector<std::string> positional;
   std::map<std::string, std::vector<std::string>> lists;
+  bool options = true;  // until "--": what follows it is positional
   for (int i = first; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "-" || !absl::StartsWith(arg, "-")) {
+    if (options && arg == "--") {
+      options = false;
+      continue;
+    }
+    if (!options || arg == "-" || !absl::StartsWith(arg, "-")) {
       positional.push_back(arg);
       continue;
     }
-    std::string name = arg.substr(arg.find_first_not_of('-'));
+    const size_t start = arg.find_first_not_of('-');
+    if (start == std::string::npos || start > 2) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown flag ", arg.substr(0, 64),
+                       " (\"--\" alone ends the flags)"));
+    }
+    std::string name = arg.substr(start);
     std::string value;
     const size_t eq = name.find('=');
     const bool has_value = eq != std::string::npos;

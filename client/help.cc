@@ -129,8 +129,10 @@ std::string InspectHelp() {
       "memplan inspect [flags] FILE\n"
       "Describes an input without planning it: for a model, its inputs and\n"
       "outputs with shapes and element types, the symbolic dims to set with\n"
-      "--dim, weight bytes, op count and op types; for CSV or JSON, the\n"
-      "counts and the lower bound.\n\n",
+      "--dim (with plan), weight bytes, op count and op types; for CSV or\n"
+      "JSON, the counts and the lower bound plan would report (the request's\n"
+      "options and --alignment, --weights, --io, as for plan). In-process:\n"
+      "--dim, --input, --emit, -o, --dump_graph and --server are plan's.\n\n",
       InputHelp(), "  --format=text|json\n\n", kFlagSyntax, kExitCodes);
 }
 

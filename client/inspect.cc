@@ -11,8 +11,7 @@
 #include "engine/model_import.h"
 #include "formats/model.h"
 #include "planner/graph.h"
-#include "planner/liveness.h"
-#include "planner/problem.h"
+#include "planner/planner.h"
 #include "proto/convert.h"
 
 namespace memplan::client {
@@ -32,11 +31,14 @@ void AddValues(const std::vector<formats::ValueSummary>& values,
 
 absl::StatusOr<v1::InputSummary> SummarizeModelInput(const Input& input) {
   const v1::ModelFile& model = input.request.model();
+  // The model's own format: a JSON request may carry one.
+  absl::StatusOr<formats::Format> format = engine::ModelFileFormat(model);
+  if (!format.ok()) return format.status();
   absl::StatusOr<formats::ModelSummary> m =
-      engine::SummarizeModel(input.format, model.data(), model.name());
+      engine::SummarizeModel(*format, model.data(), model.name());
   if (!m.ok()) return m.status();
   v1::InputSummary s;
-  s.set_format(std::string(formats::FormatName(input.format)));
+  s.set_format(std::string(formats::FormatName(*format)));
   s.set_producer(base::SafeText(m->producer));
   s.set_version(base::SafeText(m->version));
   s.set_subgraphs(m->subgraphs);
@@ -70,28 +72,25 @@ absl::StatusOr<v1::InputSummary> SummarizeModelInput(const Input& input) {
 }
 
 // A graph: counts, weights (no producer, or marked constant) and the lower
-// bound of the activations, inputs and outputs (what plan would place).
-absl::StatusOr<v1::InputSummary> SummarizeGraph(const v1::Graph& g) {
+// bound of what plan would place under the request's options (alignment,
+// weights, io), as the plan reports it.
+absl::StatusOr<v1::InputSummary> SummarizeGraph(
+    const v1::Graph& g, const planner::PlanOptions& options) {
   v1::InputSummary s;
   s.set_format("json");
   s.set_tensors(g.tensors_size());
   s.set_ops(g.ops_size());
-  std::vector<planner::TensorKind> kinds;
-  const planner::Graph graph = api::GraphFromProto(g);
-  absl::StatusOr<planner::Problem> p =
-      planner::AnalyzeLiveness(graph, api::kDefaultAlignment, &kinds);
-  if (!p.ok()) return p.status();
-  planner::Problem planned;
-  for (size_t t = 0; t < kinds.size(); ++t) {
-    if (kinds[t] == planner::TensorKind::kWeight) {
-      s.set_weight_bytes(s.weight_bytes() + p->buffers[t].size);
-    } else {
-      planned.buffers.push_back(p->buffers[t]);
-    }
+  absl::StatusOr<planner::PlanResult> preview =
+      planner::PreviewGraph(api::GraphFromProto(g), options);
+  if (!preview.ok()) return preview.status();
+  s.set_weight_bytes(preview->weights_bytes);
+  s.set_lower_bound_bytes(preview->lower_bound);
+  for (const std::string& name : g.inputs()) {
+    s.add_inputs()->set_name(base::SafeName(name));
   }
-  s.set_lower_bound_bytes(planner::LowerBound(planned));
-  for (const std::string& name : g.inputs()) s.add_inputs()->set_name(name);
-  for (const std::string& name : g.outputs()) s.add_outputs()->set_name(name);
+  for (const std::string& name : g.outputs()) {
+    s.add_outputs()->set_name(base::SafeName(name));
+  }
   return s;
 }
 
@@ -155,12 +154,18 @@ void AppendValues(
 absl::StatusOr<v1::InputSummary> Summarize(const Input& input) {
   const v1::PlanRequest& r = input.request;
   if (r.has_model()) return SummarizeModelInput(input);
-  if (r.has_graph()) return SummarizeGraph(r.graph());
+  absl::StatusOr<planner::PlanOptions> options =
+      api::OptionsFromProto(r.options(), api::Budgets{});
+  if (!options.ok()) return options.status();
+  if (r.has_graph()) return SummarizeGraph(r.graph(), *options);
+  // A buffer list, checked as plan checks it.
+  absl::StatusOr<planner::PlanResult> preview = planner::PreviewBuffers(
+      api::BuffersFromProto(r.buffers(), options->alignment), *options);
+  if (!preview.ok()) return preview.status();
   v1::InputSummary s;
   s.set_format(std::string(formats::FormatName(input.format)));
   s.set_buffers(r.buffers_size());
-  s.set_lower_bound_bytes(planner::LowerBound(
-      api::BuffersFromProto(r.buffers(), api::kDefaultAlignment)));
+  s.set_lower_bound_bytes(preview->lower_bound);
   return s;
 }
 

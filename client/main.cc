@@ -39,6 +39,7 @@
 #include "formats/request_json.h"
 #include "pictures/bench_html.h"
 #include "planner/planner.h"
+#include "planner/tflm_greedy.h"
 #include "proto/convert.h"
 
 namespace memplan::client {
@@ -52,13 +53,15 @@ constexpr int kUsage = 64, kDataErr = 65, kNoInput = 66, kUnavailable = 69,
 
 // A usage error: the error, and where the command's help is (the overview,
 // a list of the commands, when there is no command).
+// The error may quote arguments: escaped and cut short like any.
 int Usage(const std::string& command, const std::string& error) {
+  const std::string safe = base::BoundedMessage(error);
   if (CommandHelp(command).empty()) {
-    std::fprintf(stderr, "memplan: %s\n\n%s", error.c_str(),
+    std::fprintf(stderr, "memplan: %s\n\n%s", safe.c_str(),
                  OverviewHelp().c_str());
   } else {
     std::fprintf(stderr, "memplan: %s\nrun 'memplan help %s' for its flags\n",
-                 error.c_str(), command.c_str());
+                 safe.c_str(), command.c_str());
   }
   return kUsage;
 }
@@ -117,14 +120,15 @@ absl::Status ApplyMemoryPools(v1::PlanOptions* o) {
   for (const std::string& list : absl::GetFlag(FLAGS_memory_pool)) {
     for (absl::string_view item :
          absl::StrSplit(list, ',', absl::SkipEmpty())) {
-      std::pair<std::string, std::string> kv = absl::StrSplit(item, '=');
+      const std::vector<std::string> kv = absl::StrSplit(item, '=');
       int64_t capacity = 0;
-      if (kv.first.empty() || !absl::SimpleAtoi(kv.second, &capacity)) {
+      if (kv.size() != 2 || kv[0].empty() ||
+          !absl::SimpleAtoi(kv[1], &capacity)) {
         return absl::InvalidArgumentError(absl::StrCat(
             "--memory_pool: '", item, "' is not NAME=BYTES (0: unbounded)"));
       }
       v1::MemoryPool* pool = o->add_memory_pools();
-      pool->set_name(kv.first);
+      pool->set_name(kv[0]);
       pool->set_capacity_bytes(capacity);
     }
   }
@@ -177,6 +181,9 @@ absl::StatusOr<Planned> PlanRequest(const v1::PlanRequest& request) {
   engine::ToResponse(std::move(*outcome), nullptr, &Workers(),
                      &planned.response);
   planned.result = std::move(outcome->result);
+  // As the response has them (none with --no_timings), so that the text
+  // report is the same in-process and with --server.
+  if (request.no_timings()) planned.result.stages.clear();
   return planned;
 }
 
@@ -189,12 +196,18 @@ absl::Status DumpGraph(const Input& input, const std::string& path) {
     if (!model.ok()) return model.status();
     dump.clear_model();
     *dump.mutable_graph() = *model->graph;  // a copy: off the arena
+    if (model->format == formats::Format::kTflite &&
+        dump.options().alignment() == 0) {
+      // What a TFLite model is planned with (TFLM's), which the graph alone
+      // would not get.
+      dump.mutable_options()->set_alignment(planner::kTflmAlignment);
+    }
   }
   dump.clear_emit();
   // The names as the plan has them (the text rule): a model's or a CSV's
   // bytes may not be UTF-8, which JSON cannot hold, and the dump must read
   // back to the same graph (SafeName keeps distinct names distinct).
-  engine::CleanGraphNames(dump.mutable_graph());
+  if (dump.has_graph()) engine::CleanGraphNames(dump.mutable_graph());
   for (v1::Buffer& b : *dump.mutable_buffers()) {
     *b.mutable_id() = base::SafeName(b.id());
   }
@@ -294,7 +307,20 @@ absl::StatusOr<std::vector<EmitTarget>> CheckPlanFlags() {
   if (format != "text" && format != "json" && format != "csv") {
     return absl::InvalidArgumentError("--format must be text, json or csv");
   }
-  return EmitTargets();
+  absl::StatusOr<std::vector<EmitTarget>> targets = EmitTargets();
+  if (!targets.ok()) return targets;
+  const std::string dump = absl::GetFlag(FLAGS_dump_graph);
+  if (dump == "-") {
+    return absl::InvalidArgumentError(
+        "--dump_graph needs a file (standard output holds the plan)");
+  }
+  for (const EmitTarget& t : *targets) {
+    if (!dump.empty() && t.path == dump) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--dump_graph and -o both write '", dump, "'"));
+    }
+  }
+  return targets;
 }
 
 // Writes the files of `targets`, asked for after the request's own emit
@@ -326,11 +352,12 @@ void WarnAboutRequestEmit(const v1::PlanRequest& request) {
   if (request.emit_size() == 0 || absl::GetFlag(FLAGS_format) == "json") {
     return;
   }
-  std::fprintf(stderr,
-               "memplan: warning: the request's emit (%s) returns files in "
-               "the JSON response only (--format json); write them with "
-               "--emit FORMAT -o FILE\n",
-               absl::StrJoin(request.emit(), ", ").c_str());
+  std::fprintf(
+      stderr,
+      "memplan: warning: the request's emit (%s) returns files in "
+      "the JSON response only (--format json); write them with "
+      "--emit FORMAT -o FILE\n",
+      base::BoundedMessage(absl::StrJoin(request.emit(), ", "), 200).c_str());
 }
 
 int RunPlan(const std::vector<std::string>& args) {
@@ -499,8 +526,29 @@ int RunInspect(const std::vector<std::string>& args) {
   if (format != "text" && format != "json") {
     return Usage("inspect", "inspect --format must be text or json");
   }
+  // What inspect cannot honour is a usage error, not silently dropped: it
+  // describes the input as stored, in-process, and writes no file.
+  const std::pair<const char*, bool> unused[] = {
+      {"--dim", !absl::GetFlag(FLAGS_dim).empty()},
+      {"--input", !absl::GetFlag(FLAGS_input).empty()},
+      {"--emit", !absl::GetFlag(FLAGS_emit).empty()},
+      {"-o", !absl::GetFlag(FLAGS_output).empty()},
+      {"--dump_graph", !absl::GetFlag(FLAGS_dump_graph).empty()},
+      {"--server", Remote()}};
+  for (const auto& [flag, given] : unused) {
+    if (given) {
+      return Usage("inspect",
+                   absl::StrCat("inspect does not take ", flag,
+                                " (it describes the input as stored, "
+                                "in-process; plan takes it)"));
+    }
+  }
   absl::StatusOr<Input> input = ReadInput(args[0], InputOptionsFromFlags());
   if (!input.ok()) return Fail(input.status());
+  // The options plan would use, for the lower bound it would report.
+  if (auto s = ApplyPlanFlags(input->request.mutable_options()); !s.ok()) {
+    return Fail(s);
+  }
   absl::StatusOr<v1::InputSummary> summary = Summarize(*input);
   if (!summary.ok()) return Fail(summary.status());
   std::cout << (format == "json" ? formats::ToJson(*summary)
@@ -543,6 +591,9 @@ int Run(int argc, char** argv) {
   }
   if (command == "help" || command == "--help" || command == "-h") {
     const std::string help = argc > 2 ? CommandHelp(argv[2]) : "";
+    if (argc > 2 && help.empty()) {
+      return Usage("", absl::StrCat("no command '", argv[2], "' to help with"));
+    }
     std::printf("%s", help.empty() ? OverviewHelp().c_str() : help.c_str());
     return 0;
   }
@@ -553,10 +604,13 @@ int Run(int argc, char** argv) {
     return 0;
   }
   absl::StatusOr<std::vector<std::string>> args = ParseFlags(argc, argv, 2);
+  if (args.ok() && absl::GetFlag(FLAGS_deadline) <= absl::ZeroDuration()) {
+    args = absl::InvalidArgumentError("--deadline must be above 0 (inf: none)");
+  }
   if (!args.ok()) {
     if (command == "health") {
       std::fprintf(stderr, "memplan: %s\n",
-                   std::string(args.status().message()).c_str());
+                   base::BoundedMessage(args.status().message()).c_str());
       return 1;
     }
     return Usage(command, std::string(args.status().message()));

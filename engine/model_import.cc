@@ -47,20 +47,30 @@ absl::StatusOr<ModelSummary> SummarizeModel(Format format,
   return Invalid(name, ": ", FormatName(format), " is not a model format");
 }
 
+std::string ModelFileName(const v1::ModelFile& model) {
+  return model.name().empty() ? "model" : api::Clip(model.name(), 256);
+}
+
+absl::StatusOr<Format> ModelFileFormat(const v1::ModelFile& model) {
+  absl::StatusOr<Format> format =
+      model.format().empty() ? SniffFormat(model.data(), ModelFileName(model))
+                             : FormatFromName(model.format());
+  if (!format.ok()) return format.status();
+  if (!IsModel(*format)) {
+    return Invalid(ModelFileName(model),
+                   ": model.format must be onnx or tflite, not ",
+                   FormatName(*format));
+  }
+  return format;
+}
+
 absl::StatusOr<ImportedModel> ImportModelFile(const v1::ModelFile& model,
                                               const base::CancelToken* cancel) {
   // The name messages start with: escaped and cut (api::Clip), so that a
   // request's name cannot forge a line of them.
-  const std::string name =
-      model.name().empty() ? "model" : api::Clip(model.name(), 256);
-  absl::StatusOr<Format> format = model.format().empty()
-                                      ? SniffFormat(model.data(), name)
-                                      : FormatFromName(model.format());
+  const std::string name = ModelFileName(model);
+  absl::StatusOr<Format> format = ModelFileFormat(model);
   if (!format.ok()) return format.status();
-  if (!IsModel(*format)) {
-    return Invalid(name, ": model.format must be onnx or tflite, not ",
-                   FormatName(*format));
-  }
   ModelOptions options;
   options.cancel = cancel;
   for (const auto& [dim, value] : model.dims()) {

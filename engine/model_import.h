@@ -27,6 +27,13 @@ namespace memplan::engine {
 [[nodiscard]] absl::StatusOr<formats::ModelSummary> SummarizeModel(
     formats::Format format, absl::string_view bytes, absl::string_view name);
 
+// A request's model: its name as messages quote it (escaped, cut; "model"
+// when it has none), and its format (model.format, or sniffed from the
+// bytes when empty; INVALID_ARGUMENT when not onnx or tflite).
+std::string ModelFileName(const v1::ModelFile& model);
+[[nodiscard]] absl::StatusOr<formats::Format> ModelFileFormat(
+    const v1::ModelFile& model);
+
 // Imports a model of `format` (kOnnx or kTflite). `name` (usually the path)
 // appears in messages and names the graph when the model does not.
 // INVALID_ARGUMENT naming what is wrong (not a model of that format,

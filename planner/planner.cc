@@ -1432,4 +1432,33 @@ absl::StatusOr<PlanResult> AdoptBuffersPlan(Problem problem,
   return result;
 }
 
+absl::StatusOr<PlanResult> PreviewGraph(const Graph& graph,
+                                        const PlanOptions& options,
+                                        const base::CancelToken* cancel) {
+  PlanResult result;
+  std::vector<InPlaceTensor> aliases;
+  if (absl::Status s =
+          GraphBuffers(graph, options, nullptr, cancel, &result, &aliases);
+      !s.ok()) {
+    return s;
+  }
+  result.lower_bound = PaddedLowerBound(result.problem);
+  result.unaligned_lower_bound = LowerBound(result.problem);
+  return result;
+}
+
+absl::StatusOr<PlanResult> PreviewBuffers(Problem problem,
+                                          const PlanOptions& options,
+                                          const base::CancelToken* cancel) {
+  PlanResult result;
+  if (absl::Status s =
+          ListBuffers(std::move(problem), options, cancel, &result);
+      !s.ok()) {
+    return s;
+  }
+  result.lower_bound = PaddedLowerBound(result.problem);
+  result.unaligned_lower_bound = LowerBound(result.problem);
+  return result;
+}
+
 }  // namespace memplan::planner

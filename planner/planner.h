@@ -205,6 +205,17 @@ struct PlanResult {
     Problem problem, const PlanOptions& options, base::WorkerPool* workers,
     const base::CancelToken* cancel);
 
+// What PlanGraph and PlanBuffers would plan, without planning: the buffers
+// (liveness, kinds, in-place merges; a list validated), the tensor table,
+// weights_bytes and the lower bounds; no offsets (`memplan inspect`). The
+// same errors but FAILED_PRECONDITION; `cancel` may be null.
+[[nodiscard]] absl::StatusOr<PlanResult> PreviewGraph(
+    const Graph& graph, const PlanOptions& options,
+    const base::CancelToken* cancel = nullptr);
+[[nodiscard]] absl::StatusOr<PlanResult> PreviewBuffers(
+    Problem problem, const PlanOptions& options,
+    const base::CancelToken* cancel = nullptr);
+
 // What a plan chose, without the problem it was made for: what a plan
 // cache keeps (engine/plan_cache.h). Indices are those of the planned
 // buffers (PlanResult::problem.buffers) that the same request gives.

@@ -183,11 +183,13 @@ std::string FormatReport(const PlanResult& result, int max_picture_rows) {
   AppendSummary(result, &out);
   AppendMemoryPools(result, &out);
   AppendPools(result, &out);
-  absl::StrAppend(&out, "stages (us):  ");
-  for (const StageTime& s : result.stages) {
-    absl::StrAppend(&out, s.stage, "=", s.micros, " ");
+  if (!result.stages.empty()) {  // none with no_timings
+    absl::StrAppend(&out, "stages (us):  ");
+    for (const StageTime& s : result.stages) {
+      absl::StrAppend(&out, s.stage, "=", s.micros, " ");
+    }
+    absl::StrAppend(&out, "\n");
   }
-  absl::StrAppend(&out, "\n");
   // With several memories the ASCII picture would need one per memory; the
   // SVG/HTML pictures stack them.
   if (result.memory_spaces.empty()) {

@@ -100,7 +100,7 @@ HealthService::ServingStatus HealthService::StatusLocked(
 
 void HealthService::SetServing(const std::string& service, bool serving) {
   absl::MutexLock lock(&mu_);
-  serving_[service] = serving;
+  serving_[service] = serving && !all_down_;
   for (Watcher* w : watchers_) {
     if (w->name() == service) w->Send(StatusLocked(service));
   }
@@ -108,6 +108,7 @@ void HealthService::SetServing(const std::string& service, bool serving) {
 
 void HealthService::SetAllServing(bool serving) {
   absl::MutexLock lock(&mu_);
+  all_down_ = !serving;
   for (auto& [name, value] : serving_) value = serving;
   for (Watcher* w : watchers_) w->Send(StatusLocked(w->name()));
 }

@@ -37,7 +37,9 @@ class HealthService final : public grpc::health::v1::Health::CallbackService {
   HealthService& operator=(const HealthService&) = delete;
 
   // SERVING or NOT_SERVING for `service` ("" is the server as a whole);
-  // Watch streams of `service` get the change.
+  // Watch streams of `service` get the change. After SetAllServing(false)
+  // (shutdown), a service is not set SERVING again (a cache coming back
+  // during the drain): SetAllServing(true) ends that.
   void SetServing(const std::string& service, bool serving);
   // The same for every service set so far.
   void SetAllServing(bool serving);
@@ -70,7 +72,8 @@ class HealthService final : public grpc::health::v1::Health::CallbackService {
   absl::Mutex mu_;  // ordered before every Watcher's own mutex
   std::map<std::string, bool> serving_ ABSL_GUARDED_BY(mu_);
   std::set<Watcher*> watchers_ ABSL_GUARDED_BY(mu_);
-  bool ended_ ABSL_GUARDED_BY(mu_) = false;  // EndWatches() was called
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;     // EndWatches() was called
+  bool all_down_ ABSL_GUARDED_BY(mu_) = false;  // SetAllServing(false)
 };
 
 }  // namespace memplan::server

@@ -96,6 +96,13 @@ TEST_F(HealthServiceTest, CheckAnswersWhatWasSet) {
   health_->SetAllServing(false);
   EXPECT_EQ(Check(""), "NOT_SERVING");
   EXPECT_EQ(Check(kService), "NOT_SERVING");
+  // Shutting down: a service coming up (the cache's Redis back) does not
+  // make probes see SERVING again during the drain.
+  health_->SetServing(kService, true);
+  EXPECT_EQ(Check(kService), "NOT_SERVING");
+  health_->SetAllServing(true);
+  health_->SetServing(kService, true);
+  EXPECT_EQ(Check(kService), "SERVING");
 }
 
 TEST_F(HealthServiceTest, WatchSendsTheStatusThenEveryChange) {

@@ -12,9 +12,11 @@
 //   4. open health Watch streams end (UNAVAILABLE), the server stops
 //      listening and closes its connections (gRPC gives calls 0.1 s, then
 //      cancels them), and the process exits 0.
-// A second signal during the drain ends it and cancels the calls in progress.
+// A second signal during the drain, or while calls still run after it, ends
+// the wait and cancels the calls in progress.
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
@@ -65,6 +67,9 @@ ABSL_FLAG(int64_t, max_model_bytes, int64_t{256} << 20,
           "also bounded by --max_request_bytes");
 ABSL_FLAG(int, max_in_flight, 64,
           "requests planned at once; more answer RESOURCE_EXHAUSTED");
+ABSL_FLAG(int, max_benchmarks, 2,
+          "Benchmark calls replaying at once (each may touch "
+          "--max_benchmark_bytes); more answer RESOURCE_EXHAUSTED");
 ABSL_FLAG(int64_t, default_time_budget_ms, 1000,
           "search time for a plan when the request sets none");
 ABSL_FLAG(int64_t, max_time_budget_ms, 60000,
@@ -228,6 +233,7 @@ ServiceOptions OptionsFromFlags() {
   options.limits.budgets.max_budget =
       absl::Milliseconds(absl::GetFlag(FLAGS_max_time_budget_ms));
   options.max_in_flight = std::max(1, absl::GetFlag(FLAGS_max_in_flight));
+  options.max_benchmarks = absl::GetFlag(FLAGS_max_benchmarks);
   options.benchmark.plan = options.limits;
   options.benchmark.max_bytes = absl::GetFlag(FLAGS_max_benchmark_bytes);
   options.benchmark.max_ops = absl::GetFlag(FLAGS_max_benchmark_ops);
@@ -295,10 +301,19 @@ bool SignalBefore(absl::Time deadline) {
 }
 
 // Waits until no Plan/Benchmark call is in progress, or `until`; true when
-// none is.
-bool CallsEnded(const PlannerService& service, absl::Time until) {
+// none is. With `signalled`, a signal meanwhile (a second Ctrl-C) ends the
+// wait and sets it.
+bool CallsEnded(const PlannerService& service, absl::Time until,
+                bool* signalled = nullptr) {
   while (service.in_flight() > 0 && absl::Now() < until) {
-    absl::SleepFor(absl::Milliseconds(5));
+    const absl::Time next =
+        std::min(until, absl::Now() + absl::Milliseconds(5));
+    if (signalled == nullptr) {
+      absl::SleepFor(next - absl::Now());
+    } else if (SignalBefore(next)) {
+      *signalled = true;
+      return false;
+    }
   }
   return service.in_flight() == 0;
 }
@@ -313,7 +328,9 @@ void Log(absl::Time signalled, const std::string& what) {
 // `cancel` (at once after a second signal).
 void FinishCalls(const Serving& s, absl::Time signalled,
                  const ShutdownTimes& times, bool second_signal) {
-  if (!second_signal && CallsEnded(*s.service, times.cancel)) return;
+  if (!second_signal && CallsEnded(*s.service, times.cancel, &second_signal)) {
+    return;
+  }
   Log(signalled,
       absl::StrCat(second_signal ? "second signal: " : "", "cancelling ",
                    s.service->in_flight(), " calls in progress"));
@@ -352,7 +369,39 @@ void WaitForSignalThenShutdown(const Serving& serving) {
   ShutDown(serving, signal_number);
 }
 
+// Flag values no server can run with: a message naming the flag, or "".
+std::string BadFlag() {
+  const std::pair<const char*, double> at_least_zero[] = {
+      {"grace_seconds", absl::GetFlag(FLAGS_grace_seconds)},
+      {"drain_seconds", absl::GetFlag(FLAGS_drain_seconds)}};
+  for (const auto& [name, value] : at_least_zero) {
+    if (!std::isfinite(value) || value < 0) {
+      return absl::StrCat("--", name, " must be a number of seconds >= 0");
+    }
+  }
+  const double benchmark = absl::GetFlag(FLAGS_max_benchmark_seconds);
+  if (!std::isfinite(benchmark) || benchmark <= 0) {
+    return "--max_benchmark_seconds must be a number of seconds above 0";
+  }
+  const std::pair<const char*, int64_t> above_zero[] = {
+      {"max_request_bytes", absl::GetFlag(FLAGS_max_request_bytes)},
+      {"max_benchmark_bytes", absl::GetFlag(FLAGS_max_benchmark_bytes)},
+      {"max_benchmark_ops", absl::GetFlag(FLAGS_max_benchmark_ops)},
+      {"max_benchmarks", absl::GetFlag(FLAGS_max_benchmarks)}};
+  for (const auto& [name, value] : above_zero) {
+    if (value <= 0) return absl::StrCat("--", name, " must be above 0");
+  }
+  if (absl::GetFlag(FLAGS_worker_threads) < 0) {
+    return "--worker_threads must be 0 (one per core) or more";
+  }
+  return "";
+}
+
 int Run() {
+  if (const std::string bad = BadFlag(); !bad.empty()) {
+    std::fprintf(stderr, "memplan-server: %s\n", bad.c_str());
+    return 1;
+  }
   const int threads = absl::GetFlag(FLAGS_worker_threads) > 0
                           ? absl::GetFlag(FLAGS_worker_threads)
                           : base::UsableCores();
@@ -405,6 +454,9 @@ int Run() {
   int port = 0;
   const std::string address = absl::GetFlag(FLAGS_address);
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  // gRPC sets SO_REUSEPORT by default: a second server started on a port in
+  // use would start and silently take part of the first one's connections.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(static_cast<int>(
       std::min<int64_t>(absl::GetFlag(FLAGS_max_request_bytes), INT32_MAX)));
   builder.RegisterService(&service);

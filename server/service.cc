@@ -5,6 +5,7 @@
 #include <exception>
 #include <string>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -217,6 +218,15 @@ grpc::Status PlannerService::RunBenchmark(grpc::ServerContext* context,
                                           const v1::BenchmarkRequest& request,
                                           v1::BenchmarkResponse* response) {
   return Guarded("Benchmark", [&] {
+    if (benchmarks_.fetch_add(1) >= options_.max_benchmarks) {
+      benchmarks_.fetch_sub(1);
+      return grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("the server is busy: ", options_.max_benchmarks,
+                       " Benchmark calls in progress (--max_benchmarks); "
+                       "retry later"));
+    }
+    absl::Cleanup done = [this] { benchmarks_.fetch_sub(1); };
     ClientGoneProbe client_gone(context);
     base::CancelToken cancel(shutdown_, CallDeadline(*context),
                              [&client_gone] { return client_gone(); });

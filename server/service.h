@@ -35,6 +35,11 @@ struct ServiceOptions {
   // Requests handled at once; one more answers RESOURCE_EXHAUSTED at once.
   // Default 64. REQUIRES >= 1.
   int max_in_flight = 64;
+  // Benchmark calls replaying at once, among those; one more answers
+  // RESOURCE_EXHAUSTED at once. Each may touch BenchmarkLimits::max_bytes
+  // and map files (mmap): the server's memory and map count stay bounded
+  // whatever the clients do. Default 2. REQUIRES >= 1.
+  int max_benchmarks = 2;
   // The plan cache Plan calls go through (engine/plan_cache.h). Default
   // null: none. Must outlive the service.
   engine::PlanCache* plan_cache = nullptr;
@@ -160,6 +165,7 @@ class PlannerService final : public grpc::Service {
   Metrics* const metrics_;
   IdleMemoryReturner* const memory_;
   std::atomic<int> in_flight_{0};
+  std::atomic<int> benchmarks_{0};  // Benchmark calls replaying
   std::atomic<bool> admitting_{true};
 };
 

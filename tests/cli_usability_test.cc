@@ -11,7 +11,9 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/process_memory.h"
 #include "gmock/gmock.h"
@@ -356,6 +358,133 @@ TEST_F(CliUsabilityTest, UsageErrorsSayWhereHelpIsInsteadOfPrintingIt) {
   EXPECT_THAT(typo.err, Not(HasSubstr("--arena_allocator")));
   // Without a command, the overview lists the commands.
   EXPECT_THAT(RunCli({}).err, HasSubstr("memplan plan [flags] FILE"));
+}
+
+// "--" ends the flags (it crashed the flag parser: exit 70); a bad command
+// to help with, a deadline that can never be met and a pool size with two
+// '=' are usage errors, not silently something else.
+TEST_F(CliUsabilityTest, DoubleDashEndsTheFlagsAndBadValuesAreUsageErrors) {
+  const std::string csv = kExamples + "minimalloc_example.csv";
+  CommandResult dashed = RunCli({"plan", "--format=json", "--", csv});
+  EXPECT_EQ(dashed.exit_code, 0) << dashed.err;
+  for (const char* arg : {"---", "---format=json"}) {
+    CommandResult r = RunCli({"plan", arg, csv});
+    EXPECT_EQ(r.exit_code, 64) << arg;
+    EXPECT_THAT(r.err, HasSubstr(std::string("unknown flag ") + arg));
+  }
+  EXPECT_EQ(RunCli({"health", "--"}).exit_code, 1);
+  CommandResult help = RunCli({"help", "bogus"});
+  EXPECT_EQ(help.exit_code, 64);
+  EXPECT_THAT(help.err, HasSubstr("no command 'bogus' to help with"));
+  for (const char* deadline :
+       {"--deadline=0s", "--deadline=-1s", "--deadline=-inf"}) {
+    CommandResult r = RunCli({"plan", deadline, csv});
+    EXPECT_EQ(r.exit_code, 64) << deadline;
+    EXPECT_THAT(r.err, HasSubstr("--deadline must be above 0")) << deadline;
+  }
+  CommandResult pool = RunCli({"plan", "--memory_pool", "a=1=2", csv});
+  EXPECT_NE(pool.exit_code, 0);
+  EXPECT_THAT(pool.err, HasSubstr("'a=1=2' is not NAME=BYTES"));
+  // An argument quoted in an error is escaped: no terminal control.
+  CommandResult esc = RunCli({"plan", "--\x1b]0;title\x07", csv});
+  EXPECT_EQ(esc.exit_code, 64);
+  EXPECT_THAT(esc.err, Not(HasSubstr("\x1b")));
+}
+
+// inspect checks a buffer list as plan does and reports the bound plan
+// would, under the same options; it quotes a graph's names escaped and
+// refuses the flags it cannot honour.
+TEST_F(CliUsabilityTest, InspectAgreesWithPlan) {
+  for (const char* csv :
+       {"id,lower,upper,size\na,0,1,-5\n",
+        "id,lower,upper,size\na,0,10,4611686018427387904\n"
+        "b,0,10,4611686018427387904\nc,0,10,4611686018427387904\n"}) {
+    CommandResult inspect = RunCli({"inspect", Write("bad.csv", csv)});
+    CommandResult plan = RunCli({"plan", Write("bad.csv", csv)});
+    EXPECT_EQ(plan.exit_code, 65) << plan.err;
+    EXPECT_EQ(inspect.exit_code, 65) << inspect.out;
+  }
+  const std::vector<std::string> options = {"--alignment=4096",
+                                            "--weights=arena", "--io=exclude"};
+  for (const std::string& file :
+       {kExamples + "resnet50.json", kExamples + "minimalloc_example.csv"}) {
+    std::vector<std::string> inspect = {"inspect", "--format=json", file};
+    std::vector<std::string> plan = {"plan", "--format=json", file};
+    inspect.insert(inspect.end(), options.begin(), options.end());
+    plan.insert(plan.end(), options.begin(), options.end());
+    if (absl::EndsWith(file, ".csv")) {  // weights and io are a graph's
+      inspect.resize(4);
+      plan.resize(4);
+    }
+    CommandResult i = RunCli(inspect), p = RunCli(plan);
+    ASSERT_EQ(i.exit_code, 0) << i.err;
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    v1::InputSummary summary;
+    v1::PlanResponse response;
+    ASSERT_TRUE(
+        google::protobuf::util::JsonStringToMessage(i.out, &summary).ok());
+    ASSERT_TRUE(
+        google::protobuf::util::JsonStringToMessage(p.out, &response).ok());
+    EXPECT_EQ(summary.lower_bound_bytes(), response.lower_bound_bytes())
+        << file;
+  }
+  const std::string graph = Write(
+      "esc.json",
+      R"({"graph": {"tensors": [{"name": "in\u001b]0;x\u0007", "size_bytes": 64},
+       {"name": "out\r\nFAKE", "size_bytes": 64}],
+       "ops": [{"name": "o", "inputs": ["in\u001b]0;x\u0007"],
+                "outputs": ["out\r\nFAKE"]}],
+       "inputs": ["in\u001b]0;x\u0007"], "outputs": ["out\r\nFAKE"]}})");
+  CommandResult names = RunCli({"inspect", graph});
+  ASSERT_EQ(names.exit_code, 0) << names.err;
+  EXPECT_THAT(names.out, Not(HasSubstr("\x1b")));
+  EXPECT_THAT(names.out, Not(HasSubstr("\r")));
+  for (const std::vector<std::string>& flags :
+       std::vector<std::vector<std::string>>{{"--dim", "batch=1"},
+                                             {"--emit", "svg", "-o", "x.svg"},
+                                             {"--server=127.0.0.1:1"}}) {
+    std::vector<std::string> args = {"inspect"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back(kExamples + "resnet50.json");
+    CommandResult r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 64) << flags[0];
+    EXPECT_THAT(r.err, HasSubstr("inspect does not take")) << flags[0];
+  }
+}
+
+// --dump_graph writes what reads back to the same plan: a buffer list's
+// dump is a buffer list (it was a request with both), and it is a file
+// of its own, never standard output beside the plan.
+TEST_F(CliUsabilityTest, DumpedBufferListsReplanToTheSameArena) {
+  const std::string csv = kExamples + "minimalloc_example.csv";
+  CommandResult first = RunCli({"plan", "--format=json", "--no_timings",
+                                "--dump_graph", Path("dump.json"), csv});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  CommandResult again =
+      RunCli({"plan", "--format=json", "--no_timings", Path("dump.json")});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  v1::PlanResponse a, b;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(first.out, &a).ok());
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(again.out, &b).ok());
+  EXPECT_EQ(a.arena_size_bytes(), b.arena_size_bytes());
+  EXPECT_EQ(a.assignments_size(), b.assignments_size());
+  CommandResult out = RunCli({"plan", "--dump_graph=-", csv});
+  EXPECT_EQ(out.exit_code, 64);
+  EXPECT_THAT(out.err, HasSubstr("--dump_graph needs a file"));
+  CommandResult same = RunCli({"plan", "--dump_graph", Path("x.svg"), "--emit",
+                               "svg", "-o", Path("x.svg"), csv});
+  EXPECT_EQ(same.exit_code, 64);
+}
+
+// --no_timings leaves the stage line out of the text report, in-process as
+// with --server: the report is the same from run to run.
+TEST_F(CliUsabilityTest, NoTimingsTextHasNoStageLine) {
+  CommandResult r =
+      RunCli({"plan", "--no_timings", kExamples + "transformer_encoder.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, Not(HasSubstr("stages (us)")));
+  EXPECT_THAT(RunCli({"plan", kExamples + "transformer_encoder.json"}).out,
+              HasSubstr("stages (us)"));
 }
 
 TEST_F(CliUsabilityTest, InProcessOverALimitIsBadInputNotRetryLater) {

@@ -456,6 +456,71 @@ TEST(ServerLimitsTest, BusyServerAnswersResourceExhaustedAtOnce) {
   EXPECT_TRUE(WIFEXITED(server.Stop(SIGTERM, 10)));
 }
 
+// Benchmark calls replay at most --max_benchmarks at once (each may touch
+// --max_benchmark_bytes and map a file per block): one more is busy at
+// once, while Plan calls go on.
+TEST(ServerLimitsTest, BenchmarksBeyondTheirLimitAreBusy) {
+  testing::ServerProcess server(
+      MEMPLAN_SERVER_PATH,
+      {"--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
+       "--max_benchmarks=1", "--max_benchmark_ops=1000000000",
+       "--max_benchmark_seconds=600", "--max_benchmark_bytes=4000000000"});
+  ASSERT_GT(server.port(), 0);
+  const int metrics_port = testing::MetricsPort(server.first_line());
+  ASSERT_GT(metrics_port, 0) << server.first_line();
+  auto channel =
+      grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
+  v1::BenchmarkRequest slow;  // minutes, unless its deadline ends it
+  slow.set_workload("allocation");
+  slow.set_workload_size(999'999);
+  slow.set_repetitions(10);
+  grpc::Status slow_status;
+  std::atomic<bool> slow_done{false};
+  grpc::ClientContext slow_context;
+  slow_context.set_deadline(std::chrono::system_clock::now() +
+                            std::chrono::seconds(60));
+  std::thread first([&] {
+    v1::BenchmarkResponse response;
+    slow_status = v1::MemoryPlanner::NewStub(channel)->Benchmark(
+        &slow_context, slow, &response);
+    slow_done = true;
+  });
+  bool running = false;
+  const absl::Time until = absl::Now() + absl::Seconds(15);
+  while (!slow_done && absl::Now() < until) {
+    if (Sample(Scrape(metrics_port), "memplan_planner_queue_depth") >= 1) {
+      running = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  grpc::Status second;
+  grpc::Status plan;
+  if (running) {
+    v1::BenchmarkRequest small;
+    small.set_workload("allocation");
+    small.set_workload_size(100);
+    grpc::ClientContext context;
+    v1::BenchmarkResponse response;
+    second = v1::MemoryPlanner::NewStub(channel)->Benchmark(&context, small,
+                                                            &response);
+    grpc::ClientContext plan_context;
+    v1::PlanResponse plan_response;
+    plan = v1::MemoryPlanner::NewStub(channel)->Plan(
+        &plan_context, SmallGraph(), &plan_response);
+  }
+  slow_context.TryCancel();
+  first.join();
+  ASSERT_TRUE(running) << "the slow Benchmark never showed in the queue";
+  EXPECT_EQ(second.error_code(), grpc::RESOURCE_EXHAUSTED)
+      << second.error_message();
+  EXPECT_THAT(second.error_message(),
+              HasSubstr("1 Benchmark calls in progress (--max_benchmarks)"));
+  EXPECT_TRUE(plan.ok()) << plan.error_message();
+  EXPECT_EQ(slow_status.error_code(), grpc::CANCELLED);
+  EXPECT_TRUE(WIFEXITED(server.Stop(SIGTERM, 10)));
+}
+
 // memplan_planner_queue_depth counts every call running, when calls start
 // at once, and comes back to 0 once they have ended. (Two calls admitted at
 // the same moment once left it at 1 with 2 running: each set the gauge from
@@ -464,8 +529,8 @@ TEST(ServerLimitsTest, QueueDepthCountsCallsStartedTogether) {
   testing::ServerProcess server(
       MEMPLAN_SERVER_PATH,
       {"--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
-       "--max_benchmark_ops=1000000000", "--max_benchmark_seconds=600",
-       "--max_benchmark_bytes=4000000000"});
+       "--max_benchmarks=6", "--max_benchmark_ops=1000000000",
+       "--max_benchmark_seconds=600", "--max_benchmark_bytes=4000000000"});
   ASSERT_GT(server.port(), 0);
   const int metrics_port = testing::MetricsPort(server.first_line());
   ASSERT_GT(metrics_port, 0) << server.first_line();
@@ -528,6 +593,36 @@ TEST(ServerLimitsTest, MetricsPortInUseIsAClearStartupError) {
   EXPECT_THAT(second.err, HasSubstr("cannot serve metrics on 127.0.0.1:" +
                                     std::to_string(taken)));
   first.Stop(SIGTERM, 10);
+}
+
+// gRPC's default SO_REUSEPORT would let a second server start on the port
+// and take part of the first one's calls without a word.
+TEST(ServerLimitsTest, PortInUseIsAClearStartupError) {
+  testing::ServerProcess first(MEMPLAN_SERVER_PATH, {"--address=127.0.0.1:0"});
+  ASSERT_GT(first.port(), 0);
+  testing::CommandResult second = testing::RunCommand(
+      MEMPLAN_SERVER_PATH, {"--address=" + first.address()}, "", 20);
+  EXPECT_EQ(second.exit_code, 1);
+  EXPECT_THAT(second.err, HasSubstr("cannot listen on " + first.address()));
+  first.Stop(SIGTERM, 10);
+}
+
+// A value no server can run with is refused at start, naming the flag:
+// nan seconds drained for the whole grace, a negative Benchmark limit
+// failed every Benchmark with DEADLINE_EXCEEDED.
+TEST(ServerLimitsTest, UnusableFlagValuesAreStartupErrors) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"--drain_seconds=nan", "--drain_seconds must be"},
+      {"--grace_seconds=-1", "--grace_seconds must be"},
+      {"--max_benchmark_seconds=-1", "--max_benchmark_seconds must be"},
+      {"--max_benchmark_bytes=0", "--max_benchmark_bytes must be above 0"},
+      {"--worker_threads=-2", "--worker_threads must be"}};
+  for (const auto& [flag, message] : cases) {
+    testing::CommandResult r = testing::RunCommand(
+        MEMPLAN_SERVER_PATH, {"--address=127.0.0.1:0", flag}, "", 20);
+    EXPECT_EQ(r.exit_code, 1) << flag;
+    EXPECT_THAT(r.err, HasSubstr(message)) << flag;
+  }
 }
 
 TEST(ServerLimitsTest, OversizedMessageIsResourceExhausted) {

@@ -430,6 +430,39 @@ TEST(ShutdownTest, SecondSignalEndsTheDrain) {
   EXPECT_LT(Seconds(t1, Clock::now()), 4);
 }
 
+// After the drain, calls still in progress may run until the grace ends
+// (cancelled then): a second signal in that time cancels them at once, as
+// one during the drain does.
+TEST(ShutdownTest, SecondSignalAfterTheDrainCancelsAtOnce) {
+  auto server = StartServer(/*drain=*/0.5);
+  ASSERT_GT(server->port(), 0) << server->first_line();
+  const int metrics_port = testing::MetricsPort(server->first_line());
+  ASSERT_GT(metrics_port, 0) << server->first_line();
+  Call long_call;
+  std::thread long_thread([&] {
+    auto stub = v1::MemoryPlanner::NewStub(Channel(server->address(), 301));
+    long_call = PlanCall(stub.get(), ExactSearch(60000), 120);
+  });
+  if (!Running(metrics_port, 1)) {
+    server->Stop(SIGKILL, 10);
+    long_thread.join();
+    FAIL() << "the plan was not seen running";
+  }
+  kill(server->pid(), SIGTERM);
+  // Past the drain (0.5 s), before the calls are cancelled (grace - 0.5 s).
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  const auto t1 = Clock::now();
+  const int status = server->Stop(SIGINT, kGrace + 20);
+  long_thread.join();
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  // Without it the call would run until 5.5 s after SIGTERM (3.5 s more).
+  EXPECT_LT(Seconds(t1, Clock::now()), 2.5);
+  EXPECT_TRUE(long_call.code == grpc::StatusCode::OK ||
+              long_call.code == grpc::StatusCode::UNAVAILABLE)
+      << long_call.code << " " << long_call.message;
+}
+
 // Issue 31: under two Benchmark calls that would take minutes (a
 // 999,999-allocation workload on every allocator, ten times), SIGTERM
 // took 23.7 s to exit against a 5 s grace: workload generation and its

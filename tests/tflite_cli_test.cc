@@ -104,6 +104,16 @@ TEST_F(TfliteCliTest, PlansATfliteFileAgainstTflmsOwnPlanner) {
   CommandResult io = RunCli({"plan", "--io=exclude", Path("m2.tflite")});
   EXPECT_EQ(io.exit_code, 65);
   EXPECT_THAT(io.err, HasSubstr("io 'exclude' does not apply to TFLite"));
+  // The graph --dump_graph writes keeps TFLM's alignment: planned again,
+  // it gives the same arena (a dump planned at 64 was larger).
+  CommandResult dumped = RunCli({"plan", "--format=json", "--dump_graph",
+                                 Path("dump.json"), Path("m2.tflite")});
+  ASSERT_EQ(dumped.exit_code, 0) << dumped.err;
+  CommandResult again = RunCli({"plan", "--format=json", Path("dump.json")});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(ParsePlanJson(again.out).options().alignment(), 16);
+  EXPECT_EQ(ParsePlanJson(again.out).arena_size_bytes(),
+            response.arena_size_bytes());
 }
 
 // The same plan and byte-identical files whether the server imports the
