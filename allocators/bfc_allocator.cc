@@ -104,9 +104,22 @@ void BfcAllocator::RegionManager::SetHandle(const void* p, ChunkHandle h) {
 BfcAllocator::BfcAllocator(const Options& options)
     : BfcAllocator(std::make_unique<SystemSubAllocator>(), options) {}
 
+// The options as the allocator runs them: a limit past what sizes and the
+// stats can count (INT64_MAX) is that, rounded down to a chunk; a first
+// region below one chunk is one chunk (0 would never double).
+BfcAllocator::Options BfcAllocator::Sane(Options options) {
+  constexpr size_t kMaxLimit =
+      static_cast<size_t>(std::numeric_limits<int64_t>::max()) /
+      kMinAllocationSize * kMinAllocationSize;
+  options.memory_limit = std::min(options.memory_limit, kMaxLimit);
+  options.initial_region_bytes =
+      std::max(options.initial_region_bytes, kMinAllocationSize);
+  return options;
+}
+
 BfcAllocator::BfcAllocator(std::unique_ptr<SubAllocator> sub_allocator,
                            const Options& options)
-    : options_(options), sub_allocator_(std::move(sub_allocator)) {
+    : options_(Sane(options)), sub_allocator_(std::move(sub_allocator)) {
   assert(sub_allocator_ != nullptr && options.memory_limit > 0);
   absl::MutexLock lock(&mu_);
   curr_region_bytes_ = InitialRegionBytes();
@@ -115,7 +128,7 @@ BfcAllocator::BfcAllocator(std::unique_ptr<SubAllocator> sub_allocator,
     bins_.emplace_back(ChunkOrder{&chunks_},
                        internal::RecyclingAllocator<ChunkHandle>(&bin_nodes_));
   }
-  stats_.bytes_limit = static_cast<int64_t>(options.memory_limit);
+  stats_.bytes_limit = static_cast<int64_t>(options_.memory_limit);
 }
 
 size_t BfcAllocator::InitialRegionBytes() const {
@@ -223,7 +236,8 @@ bool BfcAllocator::Extend(size_t rounded) {
   if (rounded > available) return false;
   bool increased = false;
   while (rounded > curr_region_bytes_) {
-    curr_region_bytes_ *= 2;
+    curr_region_bytes_ =
+        curr_region_bytes_ <= SIZE_MAX / 2 ? curr_region_bytes_ * 2 : rounded;
     increased = true;
   }
   size_t bytes = std::min(curr_region_bytes_, available);

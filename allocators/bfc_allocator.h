@@ -123,14 +123,16 @@ class BfcAllocator final : public Allocator {
   static constexpr size_t kMaxInternalFragmentation = size_t{128} << 20;
 
   struct Options {
-    // The most the allocator takes from the sub-allocator, in total.
+    // The most the allocator takes from the sub-allocator, in total (one
+    // above INT64_MAX is taken as that, rounded down to 256 bytes).
     // Default 1 GiB. REQUIRES > 0.
     size_t memory_limit = size_t{1} << 30;
     // true: start with a region of initial_region_bytes and grow by regions
     // that double. false: one region of memory_limit bytes on first use.
     // Default true.
     bool allow_growth = true;
-    // The first region's size when allow_growth (TF: 2 MiB). Default 2 MiB.
+    // The first region's size when allow_growth (TF: 2 MiB; below 256
+    // bytes, 256). Default 2 MiB.
     size_t initial_region_bytes = size_t{2} << 20;
     // Give wholly free regions back before failing an allocation (TF's
     // garbage_collection). Default false.
@@ -178,6 +180,9 @@ class BfcAllocator final : public Allocator {
   static int BinNumForSize(size_t bytes);
 
  private:
+  // The options as the allocator runs them (see Options).
+  static Options Sane(Options options);
+
   using ChunkHandle = int32_t;  // index into chunks_
   static constexpr ChunkHandle kInvalidChunkHandle = -1;
   static constexpr int kInvalidBinNum = -1;

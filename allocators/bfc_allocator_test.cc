@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <random>
 #include <thread>
@@ -224,6 +225,29 @@ TEST(BfcAllocatorTest, CustomMemoryLimit) {
     EXPECT_EQ(a.GetStats().num_alloc_failures, 1);
     ASSERT_TRUE(a.Deallocate(small).ok());
   }
+}
+
+// A first region of 0 bytes never doubled (Allocate spun forever under the
+// lock); a limit of SIZE_MAX let sizes wrap (SIZE_MAX - 10 came back as a
+// 0-byte chunk) and the region size double past SIZE_MAX (a hang).
+TEST(BfcAllocatorTest, ExtremeOptionsNeitherHangNorWrap) {
+  BfcAllocator::Options zero = Growing(kMiB);
+  zero.initial_region_bytes = 0;
+  BfcAllocator a(zero);
+  void* p = a.Allocate(1024, 64);
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(a.Deallocate(p).ok());
+  BfcAllocator::Options unbounded;
+  unbounded.memory_limit = SIZE_MAX;
+  BfcAllocator b(unbounded);
+  EXPECT_EQ(b.GetStats().bytes_limit,
+            std::numeric_limits<int64_t>::max() / 256 * 256);
+  EXPECT_EQ(b.Allocate(SIZE_MAX - 10, 64), nullptr);
+  EXPECT_EQ(b.Allocate((size_t{1} << 63) + 1, 64), nullptr);
+  EXPECT_EQ(b.GetStats().num_alloc_failures, 2);
+  void* q = b.Allocate(1000, 64);  // still serves what fits
+  ASSERT_NE(q, nullptr);
+  ASSERT_TRUE(b.Deallocate(q).ok());
 }
 
 // Filling the allocator never reserves more than the limit.

@@ -121,6 +121,26 @@ BufferAllocator::NodeHandle BufferAllocator::TakeBlock(size_t need) {
   return Split(h, need);
 }
 
+// A block of exactly `need` bytes at a multiple of `alignment` (above the
+// allocator's): the smallest of the first kAlignedScan free blocks large
+// enough that starts there, split when larger; else a block of its own
+// from the source (MNN's "separate" allocation). A freed one joins the
+// free list, so a replay asking such alignments again reuses it: without
+// the scan, reserved bytes grew with every such request.
+BufferAllocator::NodeHandle BufferAllocator::TakeAlignedBlock(
+    size_t need, size_t alignment) {
+  constexpr int kAlignedScan = 64;
+  int scanned = 0;
+  for (auto it = free_list_.lower_bound(need);
+       it != free_list_.end() && scanned < kAlignedScan; ++it, ++scanned) {
+    const auto address = reinterpret_cast<uintptr_t>(nodes_[it->second].ptr);
+    if (address % alignment != 0) continue;
+    const NodeHandle h = TakeFree(it);
+    return nodes_[h].size == need ? h : Split(h, need);
+  }
+  return NewSourceBlock(need, alignment);
+}
+
 void* BufferAllocator::Allocate(size_t size, size_t alignment) {
   if (size == 0) return nullptr;
   absl::MutexLock lock(&mu_);
@@ -130,7 +150,7 @@ void* BufferAllocator::Allocate(size_t size, size_t alignment) {
   } else if (size > SIZE_MAX - std::max(alignment, alignment_)) {
     // Too large to round: fall through to the failure count.
   } else if (alignment > alignment_) {
-    h = NewSourceBlock(AlignUp(size, alignment_), alignment);  // "separate"
+    h = TakeAlignedBlock(AlignUp(size, alignment_), alignment);
   } else {
     h = TakeBlock(AlignUp(size, alignment_));
   }
@@ -162,8 +182,10 @@ absl::Status BufferAllocator::Deallocate(void* p) {
   absl::MutexLock lock(&mu_);
   auto it = used_.find(p);
   if (it == used_.end()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "buffer: pointer %p was not allocated here or was already freed", p));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: pointer %p was not allocated here or was already "
+                        "freed",
+                        options_.name, p));
   }
   const NodeHandle h = it->second;
   used_.erase(it);
@@ -223,8 +245,17 @@ absl::StatusOr<DeferredBufferAllocator::BlockId> DeferredBufferAllocator::Alloc(
     return absl::FailedPreconditionError("deferred: Alloc after Compute()");
   }
   if (size == 0) return absl::InvalidArgumentError("deferred: Alloc(0)");
+  // Every offset is at most the sum of the sizes: kept where it cannot
+  // wrap (nor the rounding up).
+  constexpr size_t kMaxTotal = size_t{1} << 62;
+  if (size > kMaxTotal - total_ ||
+      AlignUp(size, alignment_) > kMaxTotal - total_) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "deferred: Alloc(%d) takes the requests past 2^62 bytes", size));
+  }
   Record r;
   r.size = AlignUp(size, alignment_);
+  total_ += r.size;
   r.birth = clock_++;
   r.death = kNever;
   records_.push_back(r);

@@ -51,8 +51,9 @@ namespace memplan::allocators {
 
 // MNN BufferAllocator, eager mode. Every size is rounded up to the
 // allocator's alignment (default 64), so split halves stay aligned. A
-// request for a larger alignment gets a block of its own from the source
-// (MNN's "separate" allocation), which joins the free list when freed.
+// request for a larger alignment takes a free block that starts at a
+// multiple of it, else a block of its own from the source (MNN's
+// "separate" allocation), which joins the free list when freed.
 // Blocks come from a SubAllocator (sub_allocator.h; MNN's
 // BufferAllocator::Allocator): aligned malloc by default, another allocator
 // for RecurseAllocator (recurse_allocator.h), files for MmapSubAllocator.
@@ -117,6 +118,8 @@ class BufferAllocator final : public Allocator {
   void InsertFree(NodeHandle h) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EraseFree(NodeHandle h) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   NodeHandle TakeFree(FreeList::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  NodeHandle TakeAlignedBlock(size_t need, size_t alignment)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   NodeHandle Split(NodeHandle h, size_t size)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   NodeHandle NewSourceBlock(size_t size, size_t alignment)
@@ -153,7 +156,9 @@ class DeferredBufferAllocator {
   ~DeferredBufferAllocator();
 
   // Records a request of `size` bytes (rounded up to the alignment).
-  // INVALID_ARGUMENT for 0 bytes, FAILED_PRECONDITION after Compute().
+  // INVALID_ARGUMENT for 0 bytes, RESOURCE_EXHAUSTED when the requests
+  // would pass 2^62 bytes in all (offsets could not be counted),
+  // FAILED_PRECONDITION after Compute().
   absl::StatusOr<BlockId> Alloc(size_t size);
   // Records the end of a block's life; INVALID_ARGUMENT for an unknown id or
   // a second free, FAILED_PRECONDITION after Compute(). Blocks never freed
@@ -192,6 +197,7 @@ class DeferredBufferAllocator {
   const size_t alignment_;
   std::vector<Record> records_;
   int64_t clock_ = 0;      // advances at every Alloc and Free
+  size_t total_ = 0;       // rounded bytes of every request
   bool computed_ = false;  // Compute() has run
   void* base_ = nullptr;   // the backing block
   size_t total_size_ = 0;  // its size

@@ -1,5 +1,6 @@
 #include "engine/benchmark.h"
 
+#include <map>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -44,16 +45,33 @@ class BenchmarkTest : public ::testing::Test {
   absl::StatusOr<v1::BenchmarkResponse> Run(const v1::BenchmarkRequest& r,
                                             BenchmarkLimits limits = {}) {
     std::vector<std::string> seen;
+    figures_.clear();
     auto result = RunBenchmark(
         r, limits, nullptr, &cancel_,
-        [&](const std::string& name, const allocators::ReplayResult&) {
+        [&](const std::string& name, const allocators::ReplayResult& f) {
           seen.push_back(name);
+          figures_[name] = f;
         });
     observed_ = seen;
     return result;
   }
+  // What the metrics get (the observer) is what the response says.
+  void ExpectObservedAsTheRows(const v1::BenchmarkResponse& r) {
+    EXPECT_EQ(observed_.size(), static_cast<size_t>(r.rows_size()));
+    for (const v1::AllocatorFigures& row : r.rows()) {
+      const allocators::ReplayResult& f = figures_[row.allocator()];
+      EXPECT_EQ(f.peak_bytes_in_use, row.peak_bytes_in_use())
+          << row.allocator();
+      EXPECT_EQ(f.peak_bytes_reserved, row.peak_bytes_reserved())
+          << row.allocator();
+      EXPECT_DOUBLE_EQ(f.fragmentation_at_peak, row.fragmentation_at_peak())
+          << row.allocator();
+      EXPECT_EQ(f.allocations, row.allocations()) << row.allocator();
+    }
+  }
   base::CancelToken cancel_;
   std::vector<std::string> observed_;
+  std::map<std::string, allocators::ReplayResult> figures_;
 };
 
 TEST_F(BenchmarkTest, GraphRowsForEveryAllocatorAndTheStaticPlan) {
@@ -80,6 +98,20 @@ TEST_F(BenchmarkTest, GraphRowsForEveryAllocatorAndTheStaticPlan) {
         << row.allocator();
   }
   EXPECT_EQ(observed_.size(), static_cast<size_t>(rows));
+  ExpectObservedAsTheRows(*r);
+  // With memory pools the static plan is one row, observed once, with
+  // every pool's arena (the metrics held the last pool's alone).
+  v1::BenchmarkRequest pools = ChainGraph();
+  pools.add_allocators("static_plan");
+  v1::MemoryPool* fast = pools.mutable_options()->add_memory_pools();
+  fast->set_name("fast");
+  fast->set_capacity_bytes(65536);
+  pools.mutable_options()->add_memory_pools()->set_name("slow");
+  absl::StatusOr<v1::BenchmarkResponse> pooled = Run(pools);
+  ASSERT_TRUE(pooled.ok()) << pooled.status();
+  ASSERT_EQ(pooled->rows_size(), 1);
+  ExpectObservedAsTheRows(*pooled);
+  EXPECT_EQ(pooled->rows(0).peak_bytes_reserved(), pooled->arena_size_bytes());
 }
 
 // The static plan's arena can come from each arena source.
