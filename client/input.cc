@@ -97,7 +97,8 @@ absl::StatusOr<Input> ReadInput(const std::string& path,
   absl::StatusOr<formats::ModelOptions> model_options =
       ModelOptionsFromFlags(options.dims, options.shapes);
   if (!model_options.ok()) return model_options.status();
-  absl::StatusOr<std::string> model = engine::RequestModelBytes(*format, *file);
+  absl::StatusOr<std::string> model =
+      engine::RequestModelBytes(*format, *file, name);
   if (!model.ok()) return model.status();
   if (auto s =
           SetModel(input, *std::move(model), *model_options, &input.request);

@@ -374,11 +374,12 @@ std::vector<std::string> ArenaAllocatorNames() {
   return names;
 }
 
-absl::StatusOr<v1::BenchmarkResponse> RunBenchmark(
+namespace {
+
+absl::StatusOr<v1::BenchmarkResponse> RunBenchmarkUntil(
     const v1::BenchmarkRequest& request, const BenchmarkLimits& limits,
-    base::WorkerPool* workers, const base::CancelToken* call,
+    base::WorkerPool* workers, const base::CancelToken& cancel,
     const ReplayObserver& observer) {
-  if (auto s = CheckRequest(request); !s.ok()) return s;
   absl::StatusOr<std::vector<std::string>> names = ChooseAllocators(request);
   if (!names.ok()) return names.status();
   const int runs = std::max(1, request.repetitions());
@@ -387,7 +388,6 @@ absl::StatusOr<v1::BenchmarkResponse> RunBenchmark(
                     [](const std::string& n) { return n != kStatic; }));
   const int64_t replays =
       dynamic * runs + (dynamic < static_cast<int64_t>(names->size()));
-  base::CancelToken cancel(call, absl::Now() + limits.max_time);
   absl::StatusOr<Workload> w =
       request.workload().empty()
           ? PlannedWorkload(request, replays, limits, workers, &cancel)
@@ -418,6 +418,31 @@ absl::StatusOr<v1::BenchmarkResponse> RunBenchmark(
             : RunDynamic(name, w->trace, runs, limits, replay, observer);
     if (!row.ok()) return row.status();
     *response.add_rows() = *std::move(row);
+  }
+  return response;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::BenchmarkResponse> RunBenchmark(
+    const v1::BenchmarkRequest& request, const BenchmarkLimits& limits,
+    base::WorkerPool* workers, const base::CancelToken* call,
+    const ReplayObserver& observer) {
+  if (auto s = CheckRequest(request); !s.ok()) return s;
+  const absl::Time limit = absl::Now() + limits.max_time;
+  base::CancelToken cancel(call, limit);
+  absl::StatusOr<v1::BenchmarkResponse> response =
+      RunBenchmarkUntil(request, limits, workers, cancel, observer);
+  // Stopped by the limit, not by the call: the same request would stop
+  // again, so it is over a limit (not "retry").
+  if (!response.ok() && absl::IsDeadlineExceeded(response.status()) &&
+      (call == nullptr || !call->Cancelled()) && absl::Now() >= limit) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the Benchmark ran past its time limit of ",
+        absl::FormatDuration(limits.max_time),
+        " (memplan-server --max_benchmark_seconds): ask for a smaller "
+        "workload_size, fewer repetitions or allocators (",
+        response.status().message(), ")"));
   }
   return response;
 }

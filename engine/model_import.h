@@ -49,8 +49,11 @@ std::string ModelFileName(const v1::ModelFile& model);
 // CLI and the Python module send this in-process and to a server alike, so
 // the plan is the same either way. Errors as LeanOnnxModel.
 // A mapped file's pages are dropped as the walk passes them.
+// A TFLite file without its identifier is refused at once, before any
+// copy (INVALID_ARGUMENT naming `name`, as the import would).
 [[nodiscard]] absl::StatusOr<std::string> RequestModelBytes(
-    formats::Format format, const formats::FileBytes& file);
+    formats::Format format, const formats::FileBytes& file,
+    absl::string_view name = "model");
 
 // The model carried by a request (PlanRequest.model), format detected from
 // its bytes when not given. DEADLINE_EXCEEDED when `cancel` (may be null)

@@ -287,7 +287,7 @@ Plan PlanFile(const std::string& path,
   v1::PlanRequest request;
   if (formats::IsModel(*format)) {
     absl::StatusOr<std::string> lean =
-        engine::RequestModelBytes(*format, *file);
+        engine::RequestModelBytes(*format, *file, path);
     if (!lean.ok()) Raise(lean.status());
     v1::ModelFile* model = request.mutable_model();
     model->set_format(std::string(formats::FormatName(*format)));
