@@ -123,14 +123,31 @@ int64_t NowNs() {
       .count();
 }
 
-// Events between two polls of ReplayOptions::should_stop.
+// Events between two polls of ReplayOptions::should_stop, and the most
+// time between two (allocations can be slow: one of 4 GiB alignment under
+// ASan took long enough that 1024 of them outlasted every time limit).
 constexpr size_t kStopStride = 1024;
+constexpr int64_t kStopIntervalNs = 10'000'000;  // 10 ms
 
-// Whether the replay must stop before event `index`.
-bool MustStop(const ReplayOptions& options, size_t index) {
-  return index % kStopStride == 0 && options.should_stop &&
-         options.should_stop();
-}
+// Polls ReplayOptions::should_stop every kStopStride events or
+// kStopIntervalNs, whichever comes first.
+class StopPoll {
+ public:
+  explicit StopPoll(const ReplayOptions& options)
+      : options_(options), next_ns_(NowNs() + kStopIntervalNs) {}
+
+  // Whether the replay must stop before event `index`.
+  bool operator()(size_t index) {
+    if (!options_.should_stop) return false;
+    if (index % kStopStride != 0 && NowNs() < next_ns_) return false;
+    next_ns_ = NowNs() + kStopIntervalNs;
+    return options_.should_stop();
+  }
+
+ private:
+  const ReplayOptions& options_;
+  int64_t next_ns_;
+};
 
 absl::Status Stopped(size_t index) {
   return absl::DeadlineExceededError(absl::StrCat(
@@ -156,10 +173,12 @@ absl::Status BadEvent(const Trace& trace, size_t index, std::string_view why) {
 
 // What every event must be before a replay sizes its tables by the ids: an
 // id from 0 to twice the event count (ids are dense: a trace of n events
-// has at most n tensors), an allocation of a size above 0 and a
-// power-of-two alignment.
+// has at most n tensors) or below the count of names (a trace of some of a
+// problem's buffers keeps their ids), an allocation of a size above 0 and
+// a power-of-two alignment.
 absl::Status CheckTrace(const Trace& trace) {
-  const auto max_id = static_cast<TensorId>(2 * trace.events.size());
+  const auto max_id = static_cast<TensorId>(
+      std::max(2 * trace.events.size(), trace.names.size()));
   for (size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& e = trace.events[i];
     if (e.id < 0) return BadEvent(trace, i, "has a negative id");
@@ -167,7 +186,8 @@ absl::Status CheckTrace(const Trace& trace) {
       return BadEvent(
           trace, i,
           absl::StrCat("has an id past twice the trace's ", trace.events.size(),
-                       " events (ids are dense, from 0)"));
+                       " events and its ", trace.names.size(),
+                       " names (ids are dense, from 0)"));
     }
     if (e.kind != EventKind::kAlloc) continue;
     if (e.size <= 0) {
@@ -275,9 +295,10 @@ absl::StatusOr<ReplayResult> ReplayTrace(const Trace& trace,
   r.ptrs.assign(n, nullptr);
   r.life.assign(n, Life::kUnborn);
   absl::Status status;
+  StopPoll must_stop(options);
   for (size_t i = 0; i < trace.events.size() && status.ok(); ++i) {
     const TraceEvent& e = trace.events[i];
-    if (MustStop(options, i)) {
+    if (must_stop(i)) {
       status = Stopped(i);
       break;
     }
@@ -493,10 +514,12 @@ absl::StatusOr<ReplayResult> ReplayStaticPlan(
   ReplayResult result;
   const ReplayOptions& replay = options.replay;
   int64_t bytes_since_poll = 0;
+  StopPoll must_stop(replay);
   for (size_t i = 0; i < trace.events.size(); ++i) {
-    // Poll every 1024 events, and after every 16 MiB written or checked.
-    if (MustStop(replay, i) || (bytes_since_poll >= kStopBytes &&
-                                replay.should_stop && replay.should_stop())) {
+    // Poll every 1024 events or 10 ms, and after every 16 MiB written or
+    // checked.
+    if (must_stop(i) || (bytes_since_poll >= kStopBytes && replay.should_stop &&
+                         replay.should_stop())) {
       return Stopped(i);
     }
     if (bytes_since_poll >= kStopBytes) bytes_since_poll = 0;

@@ -1,10 +1,12 @@
 #include "allocators/trace.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -289,8 +291,43 @@ TEST(ReplayStopTest, DynamicReplayStopsAndFreesWhatIsLive) {
   absl::StatusOr<ReplayResult> r =
       ReplayTrace(trace, bfc, StopAfter(2, &polls));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_EQ(polls, 3);  // events 0, 1024, 2048: stopped at the third poll
+  EXPECT_EQ(polls, 3);  // stopped at the third poll
   EXPECT_EQ(bfc.GetStats().bytes_in_use, 0);
+}
+
+// An allocator that takes 2 ms per allocation (as an allocation of a huge
+// alignment can under ASan).
+class SlowAllocator final : public Allocator {
+ public:
+  void* Allocate(size_t size, size_t alignment) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return inner_.Allocate(size, alignment);
+  }
+  absl::Status Deallocate(void* p) override { return inner_.Deallocate(p); }
+  AllocatorStats GetStats() const override { return inner_.GetStats(); }
+  std::string_view Name() const override { return "slow"; }
+
+ private:
+  BufferAllocator inner_;
+};
+
+// The hook is polled every 10 ms too, not only every 1024 events: 500
+// slow allocations (1 s) stopped only at their end.
+TEST(ReplayStopTest, SlowAllocationsAreStoppedWithinMilliseconds) {
+  Trace trace;
+  for (int i = 0; i < 500; ++i) {
+    trace.events.push_back({EventKind::kAlloc, i, 64, 64});
+    trace.events.push_back({EventKind::kFree, i, 64, 64});
+  }
+  SlowAllocator slow;
+  int polls = 0;
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<ReplayResult> r =
+      ReplayTrace(trace, slow, StopAfter(1, &polls));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(polls, 2);
+  EXPECT_LT(std::chrono::steady_clock::now() - start,
+            std::chrono::milliseconds(500));
 }
 
 TEST(ReplayStopTest, StaticReplayStopsInsideAHugeTensor) {

@@ -6,6 +6,7 @@
 // read, 75 deadline or overload.
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <utility>
@@ -314,8 +315,15 @@ absl::StatusOr<std::vector<EmitTarget>> CheckPlanFlags() {
     return absl::InvalidArgumentError(
         "--dump_graph needs a file (standard output holds the plan)");
   }
+  // The same file however spelt (./d.json, d.json); "" when unknown.
+  const auto file = [](const std::string& path) {
+    std::error_code error;
+    std::filesystem::path p = std::filesystem::weakly_canonical(path, error);
+    return error ? std::string() : p.string();
+  };
   for (const EmitTarget& t : *targets) {
-    if (!dump.empty() && t.path == dump) {
+    if (!dump.empty() && (t.path == dump || (!file(dump).empty() &&
+                                             file(t.path) == file(dump)))) {
       return absl::InvalidArgumentError(
           absl::StrCat("--dump_graph and -o both write '", dump, "'"));
     }
@@ -446,8 +454,11 @@ absl::StatusOr<v1::BenchmarkResponse> Bench(const v1::BenchmarkRequest& r) {
                            absl::GetFlag(FLAGS_deadline));
   }
   base::CancelToken cancel(absl::Now() + absl::GetFlag(FLAGS_deadline));
-  return engine::RunBenchmark(r, engine::BenchmarkLimits{}, &Workers(), &cancel,
-                              nullptr);
+  // In-process, --deadline is the only time limit (a server's
+  // --max_benchmark_seconds is the server's).
+  engine::BenchmarkLimits limits;
+  limits.max_time = absl::GetFlag(FLAGS_deadline);
+  return engine::RunBenchmark(r, limits, &Workers(), &cancel, nullptr);
 }
 
 // A table: one row per allocator, reserved bytes against the static plan.

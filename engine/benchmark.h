@@ -62,8 +62,10 @@ std::vector<std::string> ArenaAllocatorNames();
 // when the request is over `limits` (a workload_size over
 // limits.plan.max_tensors included, checked before the workload is made);
 // an allocator listed more than once runs once (one row, where it first
-// appears), so repeats add no work; DEADLINE_EXCEEDED past the time limit
-// or the call's deadline (replays stop within ~1024 events); DATA_LOSS if
+// appears), so repeats add no work; RESOURCE_EXHAUSTED past
+// limits.max_time (naming it: the same request would stop again) and
+// DEADLINE_EXCEEDED past the call's deadline (replays stop within 1024
+// events or 10 ms); DATA_LOSS if
 // the static plan's pattern check fails (an overlap the verifier missed).
 // `workers` and `observer` may be null.
 [[nodiscard]] absl::StatusOr<v1::BenchmarkResponse> RunBenchmark(

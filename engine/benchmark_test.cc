@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -112,6 +113,25 @@ TEST_F(BenchmarkTest, GraphRowsForEveryAllocatorAndTheStaticPlan) {
   ASSERT_EQ(pooled->rows_size(), 1);
   ExpectObservedAsTheRows(*pooled);
   EXPECT_EQ(pooled->rows(0).peak_bytes_reserved(), pooled->arena_size_bytes());
+  // A pool holding the last buffer alone replays a trace of 2 events with
+  // id 39: ids are the problem's, not the pool's.
+  v1::BenchmarkRequest spill;
+  for (int i = 0; i < 40; ++i) {
+    v1::Buffer* b = spill.add_buffers();
+    b->set_id(absl::StrCat("t", i));
+    b->set_start(i);
+    b->set_end(i + 1);
+    b->set_size(i == 39 ? 8192 : 1024);
+  }
+  spill.add_allocators("static_plan");
+  v1::MemoryPool* small = spill.mutable_options()->add_memory_pools();
+  small->set_name("fast");
+  small->set_capacity_bytes(4096);
+  spill.mutable_options()->add_memory_pools()->set_name("slow");
+  absl::StatusOr<v1::BenchmarkResponse> spilled = Run(spill);
+  ASSERT_TRUE(spilled.ok()) << spilled.status();
+  EXPECT_EQ(spilled->rows(0).allocations(), 40);
+  ExpectObservedAsTheRows(*spilled);
 }
 
 // The static plan's arena can come from each arena source.

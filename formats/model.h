@@ -49,7 +49,6 @@ struct ModelStats {
   int64_t subgraphs = 0;           // subgraphs (TFLite) or graph bodies
   int64_t control_flow_nodes = 0;  // nodes running subgraphs (If, Loop...)
   int64_t subgraph_values = 0;     // values inside subgraph bodies
-  int64_t function_calls = 0;      // calls of an ONNX model's own functions
   int64_t empty_values = 0;        // values with zero elements (not planned)
 };
 

@@ -454,7 +454,6 @@ class GraphBuilder {
       if (IsCall(nr)) {
         // The call's outputs (values its body makes) keep the caller's
         // names; the rest of the body is named as a subgraph's values.
-        ++result_.stats.function_calls;
         for (int id : nr.outputs) {
           if (id < 0) continue;
           if (auto s = AddTensor(id, run, body); !s.ok()) return s;
@@ -542,7 +541,10 @@ class GraphBuilder {
   // The node's name, or OpType_index when it has none or repeats one.
   std::string OpName(const OnnxGraphRun& run, const OnnxNodeRun& nr) {
     const onnx::NodeProto& node = run.graph->node(nr.index);
-    std::string name = node.name();
+    // Inside a function the names repeat at every call: cut short (the
+    // op is named under its call's path).
+    std::string name(InFunction(run) ? base::Utf8Prefix(node.name(), 256)
+                                     : absl::string_view(node.name()));
     if (name.empty() || used_ops_.contains(name)) {
       name = absl::StrCat(node.name().empty() ? node.op_type() : node.name(),
                           "_", nr.index);
@@ -590,6 +592,13 @@ class GraphBuilder {
         AddLoop(name, nr, type == "Scan");
       }
     }
+  }
+
+  static bool InFunction(const OnnxGraphRun& run) {
+    for (const OnnxGraphRun* r = &run; r != nullptr; r = r->parent) {
+      if (r->function) return true;
+    }
+    return false;
   }
 
   static bool IsCall(const OnnxNodeRun& nr) {

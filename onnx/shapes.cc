@@ -51,6 +51,8 @@ constexpr char kShapeErrorPayload[] = "memplan.onnx.shape_error";
 // keeps of the caller's path and the function's name: a body is evaluated
 // at every call, nested calls deep.
 constexpr size_t kMaxCallPathBytes = 256;
+// The most a label inside a function body keeps.
+constexpr size_t kMaxCallLabelBytes = 512;
 
 // Ops whose outputs are not folded to constants even from constant inputs.
 bool NonDeterministic(const std::string& op) {
@@ -66,6 +68,36 @@ bool IsDefaultDomain(const std::string& domain) {
 bool HasGraphAttribute(const onnx::NodeProto& node) {
   for (const onnx::AttributeProto& a : node.attribute()) {
     if (a.has_g() || a.graphs_size() > 0) return true;
+  }
+  return false;
+}
+
+// Nodes in a list and in every graph inside them.
+int64_t CountNodes(
+    const google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes) {
+  int64_t n = nodes.size();
+  for (const onnx::NodeProto& node : nodes) {
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.has_g()) n += CountNodes(a.g().node());
+      for (const onnx::GraphProto& g : a.graphs()) n += CountNodes(g.node());
+    }
+  }
+  return n;
+}
+
+// Whether a node, or one inside its graphs, takes an attribute from the
+// function it is in (ref_attr_name).
+bool TakesReferences(const onnx::NodeProto& node) {
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    if (!a.ref_attr_name().empty()) return true;
+    for (const onnx::NodeProto& n : a.g().node()) {  // none when no graph
+      if (TakesReferences(n)) return true;
+    }
+    for (const onnx::GraphProto& g : a.graphs()) {
+      for (const onnx::NodeProto& n : g.node()) {
+        if (TakesReferences(n)) return true;
+      }
+    }
   }
   return false;
 }
@@ -391,7 +423,11 @@ class Evaluator {
         return Invalid("value '", out, "' is produced twice, by ", prior.origin,
                        " and ", nr->label);
       }
-      nr->outputs.push_back(NewValue(out, nr->label));
+      nr->outputs.push_back(
+          NewValue(InFunction(run)
+                       ? std::string(base::Utf8Prefix(out, kMaxCallPathBytes))
+                       : out,
+                   nr->label));
     }
     return absl::OkStatus();
   }
@@ -405,7 +441,12 @@ class Evaluator {
     const onnx::NodeProto& node = run->graph->node(index);
     OnnxNodeRun nr;
     nr.index = index;
-    nr.label = KeepLabel(OnnxNodeLabel(node, index, run->path));
+    // Inside a function a label is made at every call: cut short.
+    nr.label =
+        KeepLabel(InFunction(run) ? base::BoundedMessage(
+                                        OnnxNodeLabel(node, index, run->path),
+                                        kMaxCallLabelBytes)
+                                  : OnnxNodeLabel(node, index, run->path));
     if (auto s = ResolveInputs(run, node, &nr); !s.ok()) return s;
     if (auto s = DefineOutputs(run, node, &nr); !s.ok()) return s;
     const std::string& op = node.op_type();
@@ -921,6 +962,15 @@ class Evaluator {
 
   // --- Calls of the model's own functions ----------------------------------
 
+  // What FunctionGraph knows of a function.
+  struct FunctionInfo {
+    int64_t bytes = 0;                        // its serialized size
+    int64_t nodes = 0;                        // its nodes, in graphs too
+    bool references = false;                  // takes the call's attributes
+    bool defaults = false;                    // gives attribute defaults
+    const onnx::GraphProto* graph = nullptr;  // its body (the last made)
+  };
+
   // The model's function `node` calls, or null (an op with a rule of
   // memplan's is that op).
   const onnx::FunctionProto* LocalFunction(const onnx::NodeProto& node) {
@@ -954,7 +1004,12 @@ class Evaluator {
     }
     std::unique_ptr<OnnxGraphRun> body =
         NewBody(run, *graph, node, nr->index, f.name());
+    // Unique, however many calls share a name or a cut: "#2", "#3"... (the
+    // body's values are named under it).
     body->path = base::BoundedMessage(body->path, kMaxCallPathBytes);
+    if (const int n = ++call_paths_[absl::HashOf(body->path)]; n > 1) {
+      absl::StrAppend(&body->path, "#", n);
+    }
     body->function = true;
     for (int k = 0; k < f.input_size(); ++k) {
       const int id =
@@ -966,6 +1021,8 @@ class Evaluator {
       }
     }
     if (auto s = EvalGraph(body.get(), depth + 1); !s.ok()) return s;
+    // Names are looked up only while a graph is evaluated: a body's go.
+    absl::flat_hash_map<std::string, int>().swap(body->scope);
     absl::flat_hash_set<int> taken(nr->inputs.begin(), nr->inputs.end());
     for (size_t k = 0; k < nr->outputs.size(); ++k) {
       const int out = nr->outputs[k];
@@ -1011,13 +1068,18 @@ class Evaluator {
     FunctionInfo& info = it->second;
     if (added) {
       info.bytes = static_cast<int64_t>(f.ByteSizeLong());
+      info.nodes = CountNodes(f.node());
       for (const onnx::NodeProto& n : f.node()) {
-        for (const onnx::AttributeProto& a : n.attribute()) {
-          info.references = info.references || !a.ref_attr_name().empty();
-        }
+        info.references = info.references || TakesReferences(n);
+      }
+      // FunctionProto.attribute_proto (field 11, ONNX IR 9: attributes'
+      // default values) is newer than ONNX 1.12: kept as unknown bytes.
+      for (int i = 0; i < f.unknown_fields().field_count(); ++i) {
+        info.defaults =
+            info.defaults || f.unknown_fields().field(i).number() == 11;
       }
     }
-    function_nodes_ += f.node_size();
+    function_nodes_ += info.nodes;
     function_bytes_ += info.bytes;
     if (function_nodes_ > kMaxOnnxFunctionNodes ||
         function_bytes_ > kMaxOnnxFunctionBytes) {
@@ -1032,22 +1094,51 @@ class Evaluator {
     for (const std::string& out : f.output()) g.add_output()->set_name(out);
     if (info.references) {
       for (onnx::NodeProto& n : *g.mutable_node()) {
-        ResolveAttributeReferences(call, &n);
+        if (absl::Status s = ResolveAttributeReferences(call, info, &n);
+            !s.ok()) {
+          return Invalid(label, ": function ",
+                         base::BoundedMessage(f.name(), 64), " ", s.message());
+        }
       }
     }
     info.graph = &g;
     return info.graph;
   }
 
-  static void ResolveAttributeReferences(const onnx::NodeProto& call,
-                                         onnx::NodeProto* node) {
+  // Gives `node` and the nodes of its graphs the attributes the call
+  // passes in (ref_attr_name); one the call does not pass is left out (the
+  // op's default), unless the function gives defaults of its own (which
+  // ONNX 1.12 cannot read: an error rather than a plan sized wrongly).
+  static absl::Status ResolveAttributeReferences(const onnx::NodeProto& call,
+                                                 const FunctionInfo& info,
+                                                 onnx::NodeProto* node) {
     auto* attributes = node->mutable_attribute();
     for (int i = attributes->size() - 1; i >= 0; --i) {
       onnx::AttributeProto& a = (*attributes)[i];
-      if (a.ref_attr_name().empty()) continue;
+      if (a.ref_attr_name().empty()) {
+        std::vector<onnx::GraphProto*> graphs;
+        if (a.has_g()) graphs.push_back(a.mutable_g());
+        for (onnx::GraphProto& g : *a.mutable_graphs()) graphs.push_back(&g);
+        for (onnx::GraphProto* g : graphs) {
+          for (onnx::NodeProto& n : *g->mutable_node()) {
+            if (absl::Status s = ResolveAttributeReferences(call, info, &n);
+                !s.ok()) {
+              return s;
+            }
+          }
+        }
+        continue;
+      }
       const onnx::AttributeProto* given = nullptr;
       for (const onnx::AttributeProto& g : call.attribute()) {
         if (g.name() == a.ref_attr_name()) given = &g;
+      }
+      if (given == nullptr && info.defaults) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "gives its attributes default values (ONNX IR 9's "
+            "attribute_proto, which ONNX 1.12 cannot read) and the call "
+            "does not pass '",
+            base::BoundedMessage(a.ref_attr_name(), 64), "'"));
       }
       if (given == nullptr) {
         attributes->DeleteSubrange(i, 1);
@@ -1057,6 +1148,14 @@ class Evaluator {
       a = *given;
       a.set_name(name);
     }
+    return absl::OkStatus();
+  }
+
+  static bool InFunction(const OnnxGraphRun* run) {
+    for (; run != nullptr; run = run->parent) {
+      if (run->function) return true;
+    }
+    return false;
   }
 
   // --- Subgraphs
@@ -1475,17 +1574,13 @@ class Evaluator {
   // The model's own functions by "domain:name", as ONNX's inference keys
   // them.
   std::unordered_map<std::string, const onnx::FunctionProto*> functions_;
-  // What FunctionGraph knows of a function.
-  struct FunctionInfo {
-    int64_t bytes = 0;                        // its serialized size
-    bool references = false;                  // takes the call's attributes
-    const onnx::GraphProto* graph = nullptr;  // its body (the last made)
-  };
   std::unordered_map<const onnx::FunctionProto*, FunctionInfo> function_info_;
-  int64_t function_nodes_ = 0;         // body nodes of calls evaluated
-  int64_t function_bytes_ = 0;         // bytes of functions called
-  const OnnxEvalOptions& options_;     // --dim and --input
-  const std::string name_;             // for messages
+  int64_t function_nodes_ = 0;  // body nodes of calls evaluated
+  int64_t function_bytes_ = 0;
+  // Calls by the hash of their body's path, for unique paths.
+  absl::flat_hash_map<size_t, int> call_paths_;  // bytes of functions called
+  const OnnxEvalOptions& options_;               // --dim and --input
+  const std::string name_;                       // for messages
   std::map<std::string, int> opsets_;  // domain ("" default) -> version
   absl::flat_hash_set<std::string> input_symbols_;  // dims --dim can set
   absl::flat_hash_map<const onnx::GraphProto*,

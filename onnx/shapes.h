@@ -58,7 +58,7 @@ inline constexpr int kMaxOnnxNesting = 16;
 // all, and this many bytes of bodies (each call counts its function's size:
 // a function calling another twice, nested, doubles the work at each level).
 inline constexpr int64_t kMaxOnnxFunctionNodes = 250000;
-inline constexpr int64_t kMaxOnnxFunctionBytes = int64_t{256} << 20;
+inline constexpr int64_t kMaxOnnxFunctionBytes = int64_t{64} << 20;
 // A shape computed with more dims than this is an error naming its node.
 inline constexpr int64_t kMaxOnnxRank = 64;
 

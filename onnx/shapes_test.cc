@@ -881,6 +881,55 @@ TEST(OnnxShapesTest, ModelLocalFunctionsAfterConvAndHostileBodies) {
               HasSubstr("(Conv): weight of rank 6 for an input of rank 4"));
 }
 
+// A node of a test function: {op, inputs, outputs, domain}.
+struct FnOp {
+  std::string op;
+  std::vector<std::string> in, out;
+  std::string domain;
+};
+
+// Adds function `name` (domain "local", output "B") to `m`, its nodes
+// `ops`.
+onnx::FunctionProto* AddFunction(OnnxTestModel* m, const std::string& name,
+                                 const std::vector<std::string>& in,
+                                 const std::vector<FnOp>& ops) {
+  if (m->proto().opset_import_size() == 1) {
+    auto* o = m->proto().add_opset_import();
+    o->set_domain("local");
+    o->set_version(1);
+  }
+  onnx::FunctionProto* f = m->proto().add_functions();
+  f->set_name(name);
+  f->set_domain("local");
+  for (const std::string& i : in) f->add_input(i);
+  f->add_output("B");
+  for (const char* domain : {"", "local"}) {
+    auto* fo = f->add_opset_import();
+    fo->set_domain(domain);
+    fo->set_version(*domain == '\0' ? 13 : 1);
+  }
+  for (const FnOp& op : ops) {
+    onnx::NodeProto* n = f->add_node();
+    n->set_op_type(op.op);
+    n->set_domain(op.domain);
+    for (const std::string& i : op.in) n->add_input(i);
+    for (const std::string& o : op.out) n->add_output(o);
+  }
+  return f;
+}
+
+// The main graph: x [1, 3, 8, 8], w [4, 3, 3, 3], y = name(in...).
+OnnxTestNode CallFunction(OnnxTestModel* m, const std::string& name,
+                          const std::vector<std::string>& in) {
+  auto g = m->graph();
+  g.Input("x", kFloat, {"1", "3", "8", "8"})
+      .FloatInitializer("w", {4, 3, 3, 3});
+  auto node = g.Node(name, in, {"y"});
+  node.proto()->set_domain("local");
+  g.Output("y");
+  return node;
+}
+
 // A call of one of the model's functions runs its body in its place, as
 // ONNX Runtime runs a function it inlined: the body is evaluated node by
 // node on the call's inputs, so what a body node computes is known to the
@@ -889,50 +938,9 @@ TEST(OnnxShapesTest, ModelLocalFunctionsAfterConvAndHostileBodies) {
 // values are planned. A function calling itself, or calls doubling at
 // every level, end in an error, not in a stack overflow or hours of work.
 TEST(OnnxShapesTest, FunctionCallsRunTheirBodiesInPlace) {
-  // Adds function `name` (domain "local") to `m`, its nodes `ops`:
-  // {op, inputs, outputs, domain}.
-  struct Op {
-    std::string op;
-    std::vector<std::string> in, out;
-    std::string domain;
-  };
-  const auto add_function = [](OnnxTestModel* m, const std::string& name,
-                               const std::vector<std::string>& in,
-                               const std::vector<Op>& ops) {
-    if (m->proto().opset_import_size() == 1) {
-      auto* o = m->proto().add_opset_import();
-      o->set_domain("local");
-      o->set_version(1);
-    }
-    onnx::FunctionProto* f = m->proto().add_functions();
-    f->set_name(name);
-    f->set_domain("local");
-    for (const std::string& i : in) f->add_input(i);
-    f->add_output("B");
-    for (const char* domain : {"", "local"}) {
-      auto* fo = f->add_opset_import();
-      fo->set_domain(domain);
-      fo->set_version(*domain == '\0' ? 13 : 1);
-    }
-    for (const Op& op : ops) {
-      onnx::NodeProto* n = f->add_node();
-      n->set_op_type(op.op);
-      n->set_domain(op.domain);
-      for (const std::string& i : op.in) n->add_input(i);
-      for (const std::string& o : op.out) n->add_output(o);
-    }
-    return f;
-  };
-  const auto call = [](OnnxTestModel* m, const std::string& name,
-                       const std::vector<std::string>& in) {
-    auto g = m->graph();
-    g.Input("x", kFloat, {"1", "3", "8", "8"})
-        .FloatInitializer("w", {4, 3, 3, 3});
-    auto node = g.Node(name, in, {"y"});
-    node.proto()->set_domain("local");
-    g.Output("y");
-    return node;
-  };
+  using Op = FnOp;
+  const auto add_function = AddFunction;
+  const auto call = CallFunction;
 
   // The body's Relu output is planned beside the call's output, named
   // under the call.
@@ -1001,7 +1009,7 @@ TEST(OnnxShapesTest, FunctionCallsRunTheirBodiesInPlace) {
   call(&doubling, "F0", {"x"});
   EXPECT_THAT(ImportError(doubling),
               HasSubstr("calls of the model's functions run more than 250000 "
-                        "body nodes or 256 MiB of bodies in all"));
+                        "body nodes or 64 MiB of bodies in all"));
 
   // Shape arithmetic inside the body: B = Reshape(A, [A's dim 0, -1]).
   OnnxTestModel shaped(13);
@@ -1041,6 +1049,106 @@ TEST(OnnxShapesTest, FunctionCallsRunTheirBodiesInPlace) {
   *set.proto().mutable_opset_import() = unset.proto().opset_import();
   call(&set, "RefConv", {"x", "w"}).Ints("s", {2, 2});
   EXPECT_EQ(Import(set, {}).at("y"), 4 * 4 * 4 * 4);
+}
+
+// A body's If whose branch takes an attribute from the call (ref_attr_name)
+// gets it (unresolved, ReduceMean's axes meant every axis: a 4-byte plan
+// for 256 bytes); a function giving attribute defaults ONNX 1.12 cannot
+// read, called without the attribute, is an error; the limits count the
+// nodes inside a body's graphs (an If of 1000 nodes called 256 times ran
+// 44 s and 8 GB); calls that share a name get bodies of distinct paths.
+TEST(OnnxShapesTest, FunctionCallsResolveNestedReferencesAndCountEveryNode) {
+  // B = If(true) { ReduceMean(A, axes=@ax, keepdims=0) } for both branches.
+  const auto reduce_in_if = [](OnnxTestModel* m) {
+    onnx::FunctionProto* f =
+        AddFunction(m, "Reduce", {"A"},
+                    {{"Constant", {}, {"cond"}}, {"If", {"cond"}, {"B"}}});
+    f->add_attribute("ax");
+    onnx::TensorProto yes;
+    yes.set_data_type(kOnnxBool);
+    yes.add_int32_data(1);
+    OnnxTestNode(f->mutable_node(0)).Tensor("value", yes);
+    for (const char* branch : {"then_branch", "else_branch"}) {
+      onnx::GraphProto* g = OnnxTestNode(f->mutable_node(1)).Graph(branch);
+      onnx::NodeProto* r = g->add_node();
+      r->set_op_type("ReduceMean");
+      r->add_input("A");
+      r->add_output(absl::StrCat(branch, "_r"));
+      onnx::AttributeProto* axes = r->add_attribute();
+      axes->set_name("axes");
+      axes->set_type(onnx::AttributeProto::INTS);
+      axes->set_ref_attr_name("ax");
+      OnnxTestNode(r).Int("keepdims", 0);
+      g->add_output()->set_name(absl::StrCat(branch, "_r"));
+    }
+    return f;
+  };
+  OnnxTestModel nested(13);
+  reduce_in_if(&nested);
+  CallFunction(&nested, "Reduce", {"x"}).Ints("ax", {1});
+  EXPECT_EQ(Import(nested, {}).at("y"), 8 * 8 * 4);
+
+  OnnxTestModel defaults(13);
+  onnx::FunctionProto* f = reduce_in_if(&defaults);
+  onnx::AttributeProto given;  // attribute_proto (IR 9): ax = [1]
+  given.set_name("ax");
+  given.set_type(onnx::AttributeProto::INTS);
+  given.add_ints(1);
+  f->mutable_unknown_fields()->AddLengthDelimited(11,
+                                                  given.SerializeAsString());
+  CallFunction(&defaults, "Reduce", {"x"});
+  EXPECT_THAT(ImportError(defaults),
+              HasSubstr("function Reduce gives its attributes default values "
+                        "(ONNX IR 9's attribute_proto, which ONNX 1.12 cannot "
+                        "read) and the call does not pass 'ax'"));
+
+  // F0 calls F1 four times ... F3 calls Leaf, whose If holds 1000 Relus.
+  OnnxTestModel bomb(13);
+  for (int level = 0; level < 4; ++level) {
+    const std::string next = level == 3 ? "Leaf" : absl::StrCat("F", level + 1);
+    AddFunction(&bomb, absl::StrCat("F", level), {"A"},
+                {{next, {"A"}, {"C1"}, "local"},
+                 {next, {"C1"}, {"C2"}, "local"},
+                 {next, {"C2"}, {"C3"}, "local"},
+                 {next, {"C3"}, {"B"}, "local"}});
+  }
+  onnx::FunctionProto* leaf =
+      AddFunction(&bomb, "Leaf", {"A"},
+                  {{"Constant", {}, {"cond"}}, {"If", {"cond"}, {"B"}}});
+  onnx::TensorProto yes;
+  yes.set_data_type(kOnnxBool);
+  yes.add_int32_data(1);
+  OnnxTestNode(leaf->mutable_node(0)).Tensor("value", yes);
+  for (const char* branch : {"then_branch", "else_branch"}) {
+    onnx::GraphProto* g = OnnxTestNode(leaf->mutable_node(1)).Graph(branch);
+    std::string last = "A";
+    for (int i = 0; i < 1000; ++i) {
+      onnx::NodeProto* r = g->add_node();
+      r->set_op_type("Relu");
+      r->add_input(last);
+      last = absl::StrCat(branch, i);
+      r->add_output(last);
+    }
+    g->add_output()->set_name(last);
+  }
+  CallFunction(&bomb, "F0", {"x"});
+  EXPECT_THAT(ImportError(bomb),
+              HasSubstr("calls of the model's functions run more than 250000 "
+                        "body nodes"));
+
+  // Two calls named "n": their bodies' values are n/Twice/R and
+  // n/Twice#2/R, not names made unique one "_" at a time.
+  OnnxTestModel same(13);
+  AddFunction(&same, "Twice", {"A"},
+              {{"Relu", {"A"}, {"R"}}, {"Relu", {"R"}, {"B"}}});
+  auto g = same.graph();
+  g.Input("x", kFloat, {"1", "3", "8", "8"});
+  g.Node("Twice", {"x"}, {"h"}, "n").proto()->set_domain("local");
+  g.Node("Twice", {"h"}, {"y"}, "n").proto()->set_domain("local");
+  g.Output("y");
+  const Sizes sizes = Import(same, {});
+  EXPECT_EQ(sizes.count("n/Twice/R"), 1u);
+  EXPECT_EQ(sizes.count("n/Twice#2/R"), 1u);
 }
 
 // Resize multiplies in float as ONNX Runtime does: 3 x float(7/3) is 7
