@@ -546,8 +546,7 @@ class GraphBuilder {
     std::string name(InFunction(run) ? base::Utf8Prefix(node.name(), 256)
                                      : absl::string_view(node.name()));
     if (name.empty() || used_ops_.contains(name)) {
-      name = absl::StrCat(node.name().empty() ? node.op_type() : node.name(),
-                          "_", nr.index);
+      name = absl::StrCat(name.empty() ? node.op_type() : name, "_", nr.index);
     }
     if (used_ops_.contains(name) && !run.path.empty()) {
       name = run.path + "/" + name;
