@@ -15,7 +15,10 @@
 //
 // If nodes whose condition is known (computed from shapes) run one branch,
 // evaluated alone; otherwise both are. Loop and Scan bodies are evaluated
-// once with the shapes of their first iteration.
+// once with the shapes of their first iteration. A call of one of the
+// model's own functions runs its body in its place, as a subgraph of its
+// own (OnnxGraphRun::function) for each call, its values planned, as ONNX
+// Runtime runs a function it inlined.
 //
 // Only a size that depends on tensor data stays unknown: such a dim is an
 // unknown atom naming the node that makes it. Errors (INVALID_ARGUMENT)
