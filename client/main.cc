@@ -318,7 +318,10 @@ absl::StatusOr<std::vector<EmitTarget>> CheckPlanFlags() {
   // The same file however spelt (./d.json, d.json); "" when unknown.
   const auto file = [](const std::string& path) {
     std::error_code error;
-    std::filesystem::path p = std::filesystem::weakly_canonical(path, error);
+    // absolute() first: libstdc++ leaves a missing relative "d.json" as
+    // it is, and "./d.json" absolute.
+    std::filesystem::path p = std::filesystem::weakly_canonical(
+        std::filesystem::absolute(path, error), error);
     return error ? std::string() : p.string();
   };
   for (const EmitTarget& t : *targets) {

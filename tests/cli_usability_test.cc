@@ -474,6 +474,11 @@ TEST_F(CliUsabilityTest, DumpedBufferListsReplanToTheSameArena) {
   CommandResult same = RunCli({"plan", "--dump_graph", Path("x.svg"), "--emit",
                                "svg", "-o", Path("x.svg"), csv});
   EXPECT_EQ(same.exit_code, 64);
+  // The same file spelt two ways, neither there yet.
+  CommandResult spelt = RunCli({"plan", "--dump_graph", Path("no/../y.svg"),
+                                "--emit", "svg", "-o", Path("y.svg"), csv});
+  EXPECT_EQ(spelt.exit_code, 64) << spelt.err;
+  EXPECT_FALSE(std::filesystem::exists(Path("y.svg")));
 }
 
 // --no_timings leaves the stage line out of the text report, in-process as
