@@ -192,8 +192,10 @@ absl::StatusOr<Planned> PlanRequest(const v1::PlanRequest& request) {
 absl::Status DumpGraph(const Input& input, const std::string& path) {
   v1::PlanRequest dump = input.request;
   if (dump.has_model()) {
+    // Within --deadline, as the plan's own import.
+    base::CancelToken cancel(absl::Now() + absl::GetFlag(FLAGS_deadline));
     absl::StatusOr<formats::ImportedModel> model =
-        engine::ImportModelFile(dump.model());
+        engine::ImportModelFile(dump.model(), &cancel);
     if (!model.ok()) return model.status();
     dump.clear_model();
     *dump.mutable_graph() = *model->graph;  // a copy: off the arena

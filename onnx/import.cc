@@ -391,7 +391,10 @@ class GraphBuilder {
     // A function body's names mean nothing outside it (every call has
     // them): under the call's path.
     if (run.function || used_names_.contains(name)) {
-      name = run.path + "/" + v.name;
+      // A name inside a function is cut: it is made again at every call.
+      name = absl::StrCat(run.path, "/",
+                          InFunction(run) ? base::Utf8Prefix(v.name, 256)
+                                          : absl::string_view(v.name));
     }
     while (used_names_.contains(name)) name += "_";
     used_names_.insert(name);

@@ -423,11 +423,7 @@ class Evaluator {
         return Invalid("value '", out, "' is produced twice, by ", prior.origin,
                        " and ", nr->label);
       }
-      nr->outputs.push_back(
-          NewValue(InFunction(run)
-                       ? std::string(base::Utf8Prefix(out, kMaxCallPathBytes))
-                       : out,
-                   nr->label));
+      nr->outputs.push_back(NewValue(out, nr->label));
     }
     return absl::OkStatus();
   }
@@ -1004,12 +1000,6 @@ class Evaluator {
     }
     std::unique_ptr<OnnxGraphRun> body =
         NewBody(run, *graph, node, nr->index, f.name());
-    // Unique, however many calls share a name or a cut: "#2", "#3"... (the
-    // body's values are named under it).
-    body->path = base::BoundedMessage(body->path, kMaxCallPathBytes);
-    if (const int n = ++call_paths_[absl::HashOf(body->path)]; n > 1) {
-      absl::StrAppend(&body->path, "#", n);
-    }
     body->function = true;
     for (int k = 0; k < f.input_size(); ++k) {
       const int id =
@@ -1217,6 +1207,18 @@ class Evaluator {
     body->graph = g;
     body->parent = run;
     body->path = OnnxSubgraphPath(run->path, node, index, attribute);
+    if (InFunction(run) || LocalFunction(node) != nullptr) {
+      // Made at every call: cut short and unique, however many calls share
+      // a name or a cut ("#2", "#3"...; the body's values, labels and ops
+      // are named under it).
+      body->path = base::BoundedMessage(body->path, kMaxCallPathBytes);
+      int& next = call_paths_[absl::HashOf(body->path)];
+      std::string unique = body->path;
+      while (!unique_paths_.insert(absl::HashOf(unique)).second) {
+        unique = absl::StrCat(body->path, "#", ++next + 1);
+      }
+      body->path = std::move(unique);
+    }
     return body;
   }
 
@@ -1577,11 +1579,13 @@ class Evaluator {
   std::unordered_map<const onnx::FunctionProto*, FunctionInfo> function_info_;
   int64_t function_nodes_ = 0;  // body nodes of calls evaluated
   int64_t function_bytes_ = 0;
-  // Calls by the hash of their body's path, for unique paths.
-  absl::flat_hash_map<size_t, int> call_paths_;  // bytes of functions called
-  const OnnxEvalOptions& options_;               // --dim and --input
-  const std::string name_;                       // for messages
-  std::map<std::string, int> opsets_;  // domain ("" default) -> version
+  // Bodies run inside functions, by the hash of their path as cut: the
+  // suffixes given so far; and the hashes of the paths given.
+  absl::flat_hash_map<size_t, int> call_paths_;
+  absl::flat_hash_set<size_t> unique_paths_;  // bytes of functions called
+  const OnnxEvalOptions& options_;            // --dim and --input
+  const std::string name_;                    // for messages
+  std::map<std::string, int> opsets_;         // domain ("" default) -> version
   absl::flat_hash_set<std::string> input_symbols_;  // dims --dim can set
   absl::flat_hash_map<const onnx::GraphProto*,
                       absl::flat_hash_map<std::string, const onnx::TypeProto*>>

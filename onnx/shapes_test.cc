@@ -1149,6 +1149,36 @@ TEST(OnnxShapesTest, FunctionCallsResolveNestedReferencesAndCountEveryNode) {
   const Sizes sizes = Import(same, {});
   EXPECT_EQ(sizes.count("n/Twice/R"), 1u);
   EXPECT_EQ(sizes.count("n/Twice#2/R"), 1u);
+
+  // An If with a 100 KB name inside a function: its branches' paths are
+  // cut too (every value and label of every call held the whole name: a
+  // 220 KB model took 4.3 GB).
+  OnnxTestModel named(13);
+  onnx::FunctionProto* with_if =
+      AddFunction(&named, "Branchy", {"A"},
+                  {{"Constant", {}, {"cond"}}, {"If", {"cond"}, {"B"}}});
+  OnnxTestNode(with_if->mutable_node(0)).Tensor("value", yes);
+  with_if->mutable_node(1)->set_name(std::string(100000, 'x'));
+  for (const char* branch : {"then_branch", "else_branch"}) {
+    onnx::GraphProto* b = OnnxTestNode(with_if->mutable_node(1)).Graph(branch);
+    onnx::NodeProto* r = b->add_node();
+    r->set_op_type("Relu");
+    r->add_input("A");
+    r->add_output(absl::StrCat(branch, "_r"));
+    b->add_output()->set_name(absl::StrCat(branch, "_r"));
+  }
+  auto n = named.graph();
+  n.Input("x", kFloat, {"1", "3", "8", "8"});
+  std::string last = "x";
+  for (int i = 0; i < 3; ++i) {
+    const std::string out = i == 2 ? "y" : absl::StrCat("h", i);
+    n.Node("Branchy", {last}, {out}).proto()->set_domain("local");
+    last = out;
+  }
+  n.Output("y");
+  const Sizes branchy = Import(named, {});
+  EXPECT_EQ(branchy.size(), 10u);  // x, h0, h1, y; each call's cond and r
+  for (const auto& [name, bytes] : branchy) EXPECT_LT(name.size(), 1024u);
 }
 
 // Resize multiplies in float as ONNX Runtime does: 3 x float(7/3) is 7
