@@ -85,6 +85,25 @@ int64_t CountNodes(
   return n;
 }
 
+// The bytes of text nodes hold (names, op types, the values they read and
+// make), in their graphs too: what evaluating them again copies into
+// labels, value names and name tables. Tensors they hold are not counted.
+int64_t NameBytes(
+    const google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes) {
+  int64_t n = 0;
+  for (const onnx::NodeProto& node : nodes) {
+    n += static_cast<int64_t>(node.name().size() + node.op_type().size() +
+                              node.domain().size());
+    for (const std::string& s : node.input()) n += s.size();
+    for (const std::string& s : node.output()) n += s.size();
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.has_g()) n += NameBytes(a.g().node());
+      for (const onnx::GraphProto& g : a.graphs()) n += NameBytes(g.node());
+    }
+  }
+  return n;
+}
+
 // Whether a node, or one inside its graphs, takes an attribute from the
 // function it is in (ref_attr_name).
 bool TakesReferences(const onnx::NodeProto& node) {
@@ -1050,18 +1069,22 @@ class Evaluator {
   // The body of `f` as a graph for `call`: made once per function, or for
   // each call when its nodes take attributes from the call (ref_attr_name;
   // one the call does not pass is left out: its default). Every call
-  // counts the function's size against kMaxOnnxFunctionBytes.
+  // counts what it copies against kMaxOnnxFunctionBytes.
   absl::StatusOr<const onnx::GraphProto*> FunctionGraph(
       const onnx::FunctionProto& f, const onnx::NodeProto& call,
       absl::string_view label) {
     auto [it, added] = function_info_.try_emplace(&f);
     FunctionInfo& info = it->second;
     if (added) {
-      info.bytes = static_cast<int64_t>(f.ByteSizeLong());
       info.nodes = CountNodes(f.node());
       for (const onnx::NodeProto& n : f.node()) {
         info.references = info.references || TakesReferences(n);
       }
+      // A call copies the body's text, and the whole body when it takes
+      // the call's attributes.
+      info.bytes = info.references ? static_cast<int64_t>(f.ByteSizeLong())
+                                   : static_cast<int64_t>(f.name().size()) +
+                                         NameBytes(f.node());
       // FunctionProto.attribute_proto (field 11, ONNX IR 9: attributes'
       // default values) is newer than ONNX 1.12: kept as unknown bytes.
       for (int i = 0; i < f.unknown_fields().field_count(); ++i) {

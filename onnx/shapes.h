@@ -58,8 +58,10 @@ inline constexpr int64_t kMaxOnnxValueBytes = int64_t{1} << 40;
 // an error.
 inline constexpr int kMaxOnnxNesting = 16;
 // Calls of a model's functions: at most this many body nodes evaluated in
-// all, and this many bytes of bodies (each call counts its function's size:
-// a function calling another twice, nested, doubles the work at each level).
+// all, and this many bytes of bodies (each call counts the text of its
+// function's nodes, or the whole function when it takes the call's
+// attributes and is copied: a function calling another twice, nested,
+// doubles the work at each level).
 inline constexpr int64_t kMaxOnnxFunctionNodes = 250000;
 inline constexpr int64_t kMaxOnnxFunctionBytes = int64_t{64} << 20;
 // A shape computed with more dims than this is an error naming its node.

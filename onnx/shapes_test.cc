@@ -1176,6 +1176,28 @@ TEST(OnnxShapesTest, FunctionCallsResolveNestedReferencesAndCountEveryNode) {
     last = out;
   }
   n.Output("y");
+  // A body's tensors are not what a call copies: a function holding a
+  // 4 MB Constant called 20 times is no "64 MiB of bodies".
+  OnnxTestModel heavy(13);
+  onnx::FunctionProto* holds =
+      AddFunction(&heavy, "Heavy", {"A"},
+                  {{"Constant", {}, {"big"}}, {"Relu", {"A"}, {"B"}}});
+  onnx::TensorProto big;
+  big.set_data_type(kFloat);
+  big.add_dims(1 << 20);
+  big.mutable_float_data()->Resize(1 << 20, 0.f);
+  OnnxTestNode(holds->mutable_node(0)).Tensor("value", big);
+  auto hg = heavy.graph();
+  hg.Input("x", kFloat, {"1", "3", "8", "8"});
+  std::string before = "x";
+  for (int i = 0; i < 20; ++i) {
+    const std::string out = i == 19 ? "y" : absl::StrCat("h", i);
+    hg.Node("Heavy", {before}, {out}).proto()->set_domain("local");
+    before = out;
+  }
+  hg.Output("y");
+  EXPECT_EQ(Import(heavy, {}).at("y"), 3 * 8 * 8 * 4);
+
   const Sizes branchy = Import(named, {});
   EXPECT_EQ(branchy.size(), 10u);  // x, h0, h1, y; each call's cond and r
   for (const auto& [name, bytes] : branchy) EXPECT_LT(name.size(), 1024u);
