@@ -41,6 +41,16 @@ v1::BenchmarkRequest ChainGraph() {
   return r;
 }
 
+// The static plan alone, in a "fast" pool of `fast_bytes` and an
+// unbounded "slow" one.
+void StaticPlanInTwoPools(v1::BenchmarkRequest* r, int64_t fast_bytes) {
+  r->add_allocators("static_plan");
+  v1::MemoryPool* fast = r->mutable_options()->add_memory_pools();
+  fast->set_name("fast");
+  fast->set_capacity_bytes(fast_bytes);
+  r->mutable_options()->add_memory_pools()->set_name("slow");
+}
+
 class BenchmarkTest : public ::testing::Test {
  protected:
   absl::StatusOr<v1::BenchmarkResponse> Run(const v1::BenchmarkRequest& r,
@@ -103,11 +113,7 @@ TEST_F(BenchmarkTest, GraphRowsForEveryAllocatorAndTheStaticPlan) {
   // With memory pools the static plan is one row, observed once, with
   // every pool's arena (the metrics held the last pool's alone).
   v1::BenchmarkRequest pools = ChainGraph();
-  pools.add_allocators("static_plan");
-  v1::MemoryPool* fast = pools.mutable_options()->add_memory_pools();
-  fast->set_name("fast");
-  fast->set_capacity_bytes(65536);
-  pools.mutable_options()->add_memory_pools()->set_name("slow");
+  StaticPlanInTwoPools(&pools, 65536);
   absl::StatusOr<v1::BenchmarkResponse> pooled = Run(pools);
   ASSERT_TRUE(pooled.ok()) << pooled.status();
   ASSERT_EQ(pooled->rows_size(), 1);
@@ -123,11 +129,7 @@ TEST_F(BenchmarkTest, GraphRowsForEveryAllocatorAndTheStaticPlan) {
     b->set_end(i + 1);
     b->set_size(i == 39 ? 8192 : 1024);
   }
-  spill.add_allocators("static_plan");
-  v1::MemoryPool* small = spill.mutable_options()->add_memory_pools();
-  small->set_name("fast");
-  small->set_capacity_bytes(4096);
-  spill.mutable_options()->add_memory_pools()->set_name("slow");
+  StaticPlanInTwoPools(&spill, 4096);
   absl::StatusOr<v1::BenchmarkResponse> spilled = Run(spill);
   ASSERT_TRUE(spilled.ok()) << spilled.status();
   EXPECT_EQ(spilled->rows(0).allocations(), 40);

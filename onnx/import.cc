@@ -392,9 +392,11 @@ class GraphBuilder {
     // them): under the call's path.
     if (run.function || used_names_.contains(name)) {
       // A name inside a function is cut: it is made again at every call.
-      name = absl::StrCat(run.path, "/",
-                          InFunction(run) ? base::Utf8Prefix(v.name, 256)
-                                          : absl::string_view(v.name));
+      name =
+          absl::StrCat(run.path, "/",
+                       OnnxRunInFunction(run)
+                           ? base::Utf8Prefix(v.name, kMaxOnnxFunctionNameBytes)
+                           : absl::string_view(v.name));
     }
     while (used_names_.contains(name)) name += "_";
     used_names_.insert(name);
@@ -454,7 +456,7 @@ class GraphBuilder {
     }
     for (const OnnxNodeRun& nr : run.nodes) {
       if (Stop()) return internal::ImportCancelled(name_);
-      if (IsCall(nr)) {
+      if (OnnxNodeIsCall(nr)) {
         // The call's outputs (values its body makes) keep the caller's
         // names; the rest of the body is named as a subgraph's values.
         for (int id : nr.outputs) {
@@ -546,8 +548,10 @@ class GraphBuilder {
     const onnx::NodeProto& node = run.graph->node(nr.index);
     // Inside a function the names repeat at every call: cut short (the
     // op is named under its call's path).
-    std::string name(InFunction(run) ? base::Utf8Prefix(node.name(), 256)
-                                     : absl::string_view(node.name()));
+    std::string name(
+        OnnxRunInFunction(run)
+            ? base::Utf8Prefix(node.name(), kMaxOnnxFunctionNameBytes)
+            : absl::string_view(node.name()));
     if (name.empty() || used_ops_.contains(name)) {
       name = absl::StrCat(name.empty() ? node.op_type() : name, "_", nr.index);
     }
@@ -576,7 +580,7 @@ class GraphBuilder {
     for (const OnnxNodeRun& nr : run.nodes) {
       if (Stop()) return;
       const std::string name = OpName(run, nr);
-      if (IsCall(nr)) {
+      if (OnnxNodeIsCall(nr)) {
         AddCall(name, nr);
         continue;
       }
@@ -594,17 +598,6 @@ class GraphBuilder {
         AddLoop(name, nr, type == "Scan");
       }
     }
-  }
-
-  static bool InFunction(const OnnxGraphRun& run) {
-    for (const OnnxGraphRun* r = &run; r != nullptr; r = r->parent) {
-      if (r->function) return true;
-    }
-    return false;
-  }
-
-  static bool IsCall(const OnnxNodeRun& nr) {
-    return !nr.bodies.empty() && nr.bodies[0].run->function;
   }
 
   // A call of one of the model's functions: its body's nodes in its place

@@ -47,13 +47,6 @@ constexpr int kTypeCount = sizeof(kElementTypes) / sizeof(kElementTypes[0]);
 // cannot run), as opposed to a broken or hostile model.
 constexpr char kShapeErrorPayload[] = "memplan.onnx.shape_error";
 
-// What the path of a call's body (its nodes' labels, its values' names)
-// keeps of the caller's path and the function's name: a body is evaluated
-// at every call, nested calls deep.
-constexpr size_t kMaxCallPathBytes = 256;
-// The most a label inside a function body keeps.
-constexpr size_t kMaxCallLabelBytes = 512;
-
 // Ops whose outputs are not folded to constants even from constant inputs.
 bool NonDeterministic(const std::string& op) {
   return op == "RandomNormal" || op == "RandomUniform" ||
@@ -72,53 +65,31 @@ bool HasGraphAttribute(const onnx::NodeProto& node) {
   return false;
 }
 
-// Nodes in a list and in every graph inside them.
-int64_t CountNodes(
-    const google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes) {
-  int64_t n = nodes.size();
-  for (const onnx::NodeProto& node : nodes) {
-    for (const onnx::AttributeProto& a : node.attribute()) {
-      if (a.has_g()) n += CountNodes(a.g().node());
-      for (const onnx::GraphProto& g : a.graphs()) n += CountNodes(g.node());
-    }
-  }
-  return n;
-}
+// What nodes hold, in their graphs too: how many; the bytes of their text
+// (names, op types, the values they read and make: what evaluating them
+// again copies into labels, value names and name tables; not their
+// tensors); whether one takes an attribute from the function it is in
+// (ref_attr_name).
+struct NodesMeasure {
+  int64_t nodes = 0;
+  int64_t text_bytes = 0;
+  bool references = false;
+};
 
-// The bytes of text nodes hold (names, op types, the values they read and
-// make), in their graphs too: what evaluating them again copies into
-// labels, value names and name tables. Tensors they hold are not counted.
-int64_t NameBytes(
-    const google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes) {
-  int64_t n = 0;
+void Measure(const google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes,
+             NodesMeasure* m) {
   for (const onnx::NodeProto& node : nodes) {
-    n += static_cast<int64_t>(node.name().size() + node.op_type().size() +
-                              node.domain().size());
-    for (const std::string& s : node.input()) n += s.size();
-    for (const std::string& s : node.output()) n += s.size();
+    ++m->nodes;
+    m->text_bytes += static_cast<int64_t>(
+        node.name().size() + node.op_type().size() + node.domain().size());
+    for (const std::string& s : node.input()) m->text_bytes += s.size();
+    for (const std::string& s : node.output()) m->text_bytes += s.size();
     for (const onnx::AttributeProto& a : node.attribute()) {
-      if (a.has_g()) n += NameBytes(a.g().node());
-      for (const onnx::GraphProto& g : a.graphs()) n += NameBytes(g.node());
+      m->references = m->references || !a.ref_attr_name().empty();
+      if (a.has_g()) Measure(a.g().node(), m);
+      for (const onnx::GraphProto& g : a.graphs()) Measure(g.node(), m);
     }
   }
-  return n;
-}
-
-// Whether a node, or one inside its graphs, takes an attribute from the
-// function it is in (ref_attr_name).
-bool TakesReferences(const onnx::NodeProto& node) {
-  for (const onnx::AttributeProto& a : node.attribute()) {
-    if (!a.ref_attr_name().empty()) return true;
-    for (const onnx::NodeProto& n : a.g().node()) {  // none when no graph
-      if (TakesReferences(n)) return true;
-    }
-    for (const onnx::GraphProto& g : a.graphs()) {
-      for (const onnx::NodeProto& n : g.node()) {
-        if (TakesReferences(n)) return true;
-      }
-    }
-  }
-  return false;
 }
 
 // Values (inputs, initializers, node outputs) in a graph and all the
@@ -151,6 +122,17 @@ std::string OnnxNodeLabel(const onnx::NodeProto& node, int index,
                                          "' (", op, ", #", index, ")");
   if (!path.empty()) absl::StrAppend(&label, " in ", base::SafeText(path));
   return label;
+}
+
+bool OnnxNodeIsCall(const OnnxNodeRun& nr) {
+  return !nr.bodies.empty() && nr.bodies[0].run->function;
+}
+
+bool OnnxRunInFunction(const OnnxGraphRun& run) {
+  for (const OnnxGraphRun* r = &run; r != nullptr; r = r->parent) {
+    if (r->function) return true;
+  }
+  return false;
 }
 
 std::string OnnxSubgraphPath(absl::string_view parent,
@@ -457,11 +439,11 @@ class Evaluator {
     OnnxNodeRun nr;
     nr.index = index;
     // Inside a function a label is made at every call: cut short.
-    nr.label =
-        KeepLabel(InFunction(run) ? base::BoundedMessage(
-                                        OnnxNodeLabel(node, index, run->path),
-                                        kMaxCallLabelBytes)
-                                  : OnnxNodeLabel(node, index, run->path));
+    nr.label = KeepLabel(
+        OnnxRunInFunction(*run)
+            ? base::BoundedMessage(OnnxNodeLabel(node, index, run->path),
+                                   2 * kMaxOnnxFunctionNameBytes)
+            : OnnxNodeLabel(node, index, run->path));
     if (auto s = ResolveInputs(run, node, &nr); !s.ok()) return s;
     if (auto s = DefineOutputs(run, node, &nr); !s.ok()) return s;
     const std::string& op = node.op_type();
@@ -877,7 +859,7 @@ class Evaluator {
         (any_input && all_constant && nr->bodies.empty() &&
          nr->captured.empty() && !NonDeterministic(node.op_type()));
     // A call's outputs are its body's values (EvalCall): marked there.
-    const bool call = !nr->bodies.empty() && nr->bodies[0].run->function;
+    const bool call = OnnxNodeIsCall(*nr);
     for (size_t k = 0; k < nr->outputs.size(); ++k) {
       if (nr->outputs[k] < 0) continue;
       OnnxValue& v = V(nr->outputs[k]);
@@ -1062,7 +1044,8 @@ class Evaluator {
       v.why_unknown = from.why_unknown;
     }
     nr->bodies.push_back(
-        {base::BoundedMessage(f.name(), kMaxCallPathBytes), std::move(body)});
+        {base::BoundedMessage(f.name(), kMaxOnnxFunctionNameBytes),
+         std::move(body)});
     return absl::OkStatus();
   }
 
@@ -1076,15 +1059,15 @@ class Evaluator {
     auto [it, added] = function_info_.try_emplace(&f);
     FunctionInfo& info = it->second;
     if (added) {
-      info.nodes = CountNodes(f.node());
-      for (const onnx::NodeProto& n : f.node()) {
-        info.references = info.references || TakesReferences(n);
-      }
+      NodesMeasure m;
+      Measure(f.node(), &m);
+      info.nodes = m.nodes;
+      info.references = m.references;
       // A call copies the body's text, and the whole body when it takes
       // the call's attributes.
-      info.bytes = info.references ? static_cast<int64_t>(f.ByteSizeLong())
-                                   : static_cast<int64_t>(f.name().size()) +
-                                         NameBytes(f.node());
+      info.bytes = info.references
+                       ? static_cast<int64_t>(f.ByteSizeLong())
+                       : static_cast<int64_t>(f.name().size()) + m.text_bytes;
       // FunctionProto.attribute_proto (field 11, ONNX IR 9: attributes'
       // default values) is newer than ONNX 1.12: kept as unknown bytes.
       for (int i = 0; i < f.unknown_fields().field_count(); ++i) {
@@ -1164,13 +1147,6 @@ class Evaluator {
     return absl::OkStatus();
   }
 
-  static bool InFunction(const OnnxGraphRun* run) {
-    for (; run != nullptr; run = run->parent) {
-      if (run->function) return true;
-    }
-    return false;
-  }
-
   // --- Subgraphs
   // ---------------------------------------------------------------
 
@@ -1230,11 +1206,11 @@ class Evaluator {
     body->graph = g;
     body->parent = run;
     body->path = OnnxSubgraphPath(run->path, node, index, attribute);
-    if (InFunction(run) || LocalFunction(node) != nullptr) {
+    if (OnnxRunInFunction(*run) || LocalFunction(node) != nullptr) {
       // Made at every call: cut short and unique, however many calls share
       // a name or a cut ("#2", "#3"...; the body's values, labels and ops
       // are named under it).
-      body->path = base::BoundedMessage(body->path, kMaxCallPathBytes);
+      body->path = base::BoundedMessage(body->path, kMaxOnnxFunctionNameBytes);
       int& next = call_paths_[absl::HashOf(body->path)];
       std::string unique = body->path;
       while (!unique_paths_.insert(absl::HashOf(unique)).second) {

@@ -181,6 +181,15 @@ struct OnnxEvalOptions {
 std::string OnnxNodeLabel(const ::ONNX_NAMESPACE::NodeProto& node, int index,
                           absl::string_view path);
 
+// Whether `run` is a function call's body or a graph inside one: its
+// labels, paths and names are made again at every call, so they are cut to
+// kMaxOnnxFunctionNameBytes (labels to twice that).
+bool OnnxRunInFunction(const OnnxGraphRun& run);
+// Whether `nr` calls one of the model's functions (its one body is the
+// function's: OnnxGraphRun::function).
+bool OnnxNodeIsCall(const OnnxNodeRun& nr);
+inline constexpr size_t kMaxOnnxFunctionNameBytes = 256;
+
 // The path of subgraph `attribute` of node #`index` inside the graph at
 // `parent` ("" for the main graph): "If_0/then_branch".
 std::string OnnxSubgraphPath(absl::string_view parent,

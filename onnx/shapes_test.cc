@@ -1051,6 +1051,49 @@ TEST(OnnxShapesTest, FunctionCallsRunTheirBodiesInPlace) {
   EXPECT_EQ(Import(set, {}).at("y"), 4 * 4 * 4 * 4);
 }
 
+// Adds function `name`: B = If(true) with A in scope; `branch` fills each
+// branch graph (named `branch`) and returns its output's name.
+onnx::FunctionProto* AddIfFunction(
+    OnnxTestModel* m, const std::string& name,
+    const std::function<std::string(onnx::GraphProto*, const std::string&)>&
+        branch) {
+  onnx::FunctionProto* f = AddFunction(
+      m, name, {"A"}, {{"Constant", {}, {"cond"}}, {"If", {"cond"}, {"B"}}});
+  onnx::TensorProto yes;
+  yes.set_data_type(kOnnxBool);
+  yes.add_int32_data(1);
+  OnnxTestNode(f->mutable_node(0)).Tensor("value", yes);
+  for (const char* name : {"then_branch", "else_branch"}) {
+    onnx::GraphProto* g = OnnxTestNode(f->mutable_node(1)).Graph(name);
+    g->add_output()->set_name(branch(g, name));
+  }
+  return f;
+}
+
+// Adds `op`(in) -> out to `g`.
+onnx::NodeProto* AddNode(onnx::GraphProto* g, const std::string& op,
+                         const std::string& in, const std::string& out) {
+  onnx::NodeProto* n = g->add_node();
+  n->set_op_type(op);
+  n->add_input(in);
+  n->add_output(out);
+  return n;
+}
+
+// The main graph: x [1, 3, 8, 8], then `calls` calls of `name` in a chain
+// (h0, h1, ...), the last making y.
+void CallInChain(OnnxTestModel* m, const std::string& name, int calls) {
+  auto g = m->graph();
+  g.Input("x", kFloat, {"1", "3", "8", "8"});
+  std::string last = "x";
+  for (int i = 0; i < calls; ++i) {
+    const std::string out = i + 1 == calls ? "y" : absl::StrCat("h", i);
+    g.Node(name, {last}, {out}).proto()->set_domain("local");
+    last = out;
+  }
+  g.Output("y");
+}
+
 // A body's If whose branch takes an attribute from the call (ref_attr_name)
 // gets it (unresolved, ReduceMean's axes meant every axis: a 4-byte plan
 // for 256 bytes); a function giving attribute defaults ONNX 1.12 cannot
@@ -1060,27 +1103,18 @@ TEST(OnnxShapesTest, FunctionCallsRunTheirBodiesInPlace) {
 TEST(OnnxShapesTest, FunctionCallsResolveNestedReferencesAndCountEveryNode) {
   // B = If(true) { ReduceMean(A, axes=@ax, keepdims=0) } for both branches.
   const auto reduce_in_if = [](OnnxTestModel* m) {
-    onnx::FunctionProto* f =
-        AddFunction(m, "Reduce", {"A"},
-                    {{"Constant", {}, {"cond"}}, {"If", {"cond"}, {"B"}}});
+    onnx::FunctionProto* f = AddIfFunction(
+        m, "Reduce", [](onnx::GraphProto* g, const std::string& branch) {
+          const std::string out = branch + "_r";
+          onnx::NodeProto* r = AddNode(g, "ReduceMean", "A", out);
+          onnx::AttributeProto* axes = r->add_attribute();
+          axes->set_name("axes");
+          axes->set_type(onnx::AttributeProto::INTS);
+          axes->set_ref_attr_name("ax");
+          OnnxTestNode(r).Int("keepdims", 0);
+          return out;
+        });
     f->add_attribute("ax");
-    onnx::TensorProto yes;
-    yes.set_data_type(kOnnxBool);
-    yes.add_int32_data(1);
-    OnnxTestNode(f->mutable_node(0)).Tensor("value", yes);
-    for (const char* branch : {"then_branch", "else_branch"}) {
-      onnx::GraphProto* g = OnnxTestNode(f->mutable_node(1)).Graph(branch);
-      onnx::NodeProto* r = g->add_node();
-      r->set_op_type("ReduceMean");
-      r->add_input("A");
-      r->add_output(absl::StrCat(branch, "_r"));
-      onnx::AttributeProto* axes = r->add_attribute();
-      axes->set_name("axes");
-      axes->set_type(onnx::AttributeProto::INTS);
-      axes->set_ref_attr_name("ax");
-      OnnxTestNode(r).Int("keepdims", 0);
-      g->add_output()->set_name(absl::StrCat(branch, "_r"));
-    }
     return f;
   };
   OnnxTestModel nested(13);
@@ -1112,25 +1146,16 @@ TEST(OnnxShapesTest, FunctionCallsResolveNestedReferencesAndCountEveryNode) {
                  {next, {"C2"}, {"C3"}, "local"},
                  {next, {"C3"}, {"B"}, "local"}});
   }
-  onnx::FunctionProto* leaf =
-      AddFunction(&bomb, "Leaf", {"A"},
-                  {{"Constant", {}, {"cond"}}, {"If", {"cond"}, {"B"}}});
-  onnx::TensorProto yes;
-  yes.set_data_type(kOnnxBool);
-  yes.add_int32_data(1);
-  OnnxTestNode(leaf->mutable_node(0)).Tensor("value", yes);
-  for (const char* branch : {"then_branch", "else_branch"}) {
-    onnx::GraphProto* g = OnnxTestNode(leaf->mutable_node(1)).Graph(branch);
-    std::string last = "A";
-    for (int i = 0; i < 1000; ++i) {
-      onnx::NodeProto* r = g->add_node();
-      r->set_op_type("Relu");
-      r->add_input(last);
-      last = absl::StrCat(branch, i);
-      r->add_output(last);
-    }
-    g->add_output()->set_name(last);
-  }
+  AddIfFunction(&bomb, "Leaf",
+                [](onnx::GraphProto* g, const std::string& branch) {
+                  std::string last = "A";
+                  for (int i = 0; i < 1000; ++i) {
+                    const std::string out = absl::StrCat(branch, i);
+                    AddNode(g, "Relu", last, out);
+                    last = out;
+                  }
+                  return last;
+                });
   CallFunction(&bomb, "F0", {"x"});
   EXPECT_THAT(ImportError(bomb),
               HasSubstr("calls of the model's functions run more than 250000 "
@@ -1154,28 +1179,17 @@ TEST(OnnxShapesTest, FunctionCallsResolveNestedReferencesAndCountEveryNode) {
   // cut too (every value and label of every call held the whole name: a
   // 220 KB model took 4.3 GB).
   OnnxTestModel named(13);
-  onnx::FunctionProto* with_if =
-      AddFunction(&named, "Branchy", {"A"},
-                  {{"Constant", {}, {"cond"}}, {"If", {"cond"}, {"B"}}});
-  OnnxTestNode(with_if->mutable_node(0)).Tensor("value", yes);
+  onnx::FunctionProto* with_if = AddIfFunction(
+      &named, "Branchy", [](onnx::GraphProto* g, const std::string& branch) {
+        AddNode(g, "Relu", "A", branch + "_r");
+        return branch + "_r";
+      });
   with_if->mutable_node(1)->set_name(std::string(100000, 'x'));
-  for (const char* branch : {"then_branch", "else_branch"}) {
-    onnx::GraphProto* b = OnnxTestNode(with_if->mutable_node(1)).Graph(branch);
-    onnx::NodeProto* r = b->add_node();
-    r->set_op_type("Relu");
-    r->add_input("A");
-    r->add_output(absl::StrCat(branch, "_r"));
-    b->add_output()->set_name(absl::StrCat(branch, "_r"));
-  }
-  auto n = named.graph();
-  n.Input("x", kFloat, {"1", "3", "8", "8"});
-  std::string last = "x";
-  for (int i = 0; i < 3; ++i) {
-    const std::string out = i == 2 ? "y" : absl::StrCat("h", i);
-    n.Node("Branchy", {last}, {out}).proto()->set_domain("local");
-    last = out;
-  }
-  n.Output("y");
+  CallInChain(&named, "Branchy", 3);
+  const Sizes branchy = Import(named, {});
+  EXPECT_EQ(branchy.size(), 10u);  // x, h0, h1, y; each call's cond and r
+  for (const auto& [name, bytes] : branchy) EXPECT_LT(name.size(), 1024u);
+
   // A body's tensors are not what a call copies: a function holding a
   // 4 MB Constant called 20 times is no "64 MiB of bodies".
   OnnxTestModel heavy(13);
@@ -1187,20 +1201,8 @@ TEST(OnnxShapesTest, FunctionCallsResolveNestedReferencesAndCountEveryNode) {
   big.add_dims(1 << 20);
   big.mutable_float_data()->Resize(1 << 20, 0.f);
   OnnxTestNode(holds->mutable_node(0)).Tensor("value", big);
-  auto hg = heavy.graph();
-  hg.Input("x", kFloat, {"1", "3", "8", "8"});
-  std::string before = "x";
-  for (int i = 0; i < 20; ++i) {
-    const std::string out = i == 19 ? "y" : absl::StrCat("h", i);
-    hg.Node("Heavy", {before}, {out}).proto()->set_domain("local");
-    before = out;
-  }
-  hg.Output("y");
+  CallInChain(&heavy, "Heavy", 20);
   EXPECT_EQ(Import(heavy, {}).at("y"), 3 * 8 * 8 * 4);
-
-  const Sizes branchy = Import(named, {});
-  EXPECT_EQ(branchy.size(), 10u);  // x, h0, h1, y; each call's cond and r
-  for (const auto& [name, bytes] : branchy) EXPECT_LT(name.size(), 1024u);
 }
 
 // Resize multiplies in float as ONNX Runtime does: 3 x float(7/3) is 7

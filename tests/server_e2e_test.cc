@@ -302,6 +302,20 @@ double Sample(const std::string& text, const std::string& series) {
   return std::stod(text.substr(at + series.size() + 2));
 }
 
+// Whether a call shows in the server's queue depth before `done` turns
+// true or `seconds` pass (polled every 20 ms: bounded in count and time).
+bool ShowsInTheQueue(int metrics_port, const std::atomic<bool>& done,
+                     int seconds) {
+  const absl::Time until = absl::Now() + absl::Seconds(seconds);
+  while (!done && absl::Now() < until) {
+    if (Sample(Scrape(metrics_port), "memplan_planner_queue_depth") >= 1) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
 TEST_F(ServerTest, BenchmarkComparesAllocatorsAndMovesTheMetrics) {
   const int metrics_port = testing::MetricsPort(server_->first_line());
   ASSERT_GT(metrics_port, 0) << server_->first_line();
@@ -425,15 +439,7 @@ TEST(ServerLimitsTest, BusyServerAnswersResourceExhaustedAtOnce) {
   // The small request goes only once the big one holds the slot (the
   // server's queue depth shows it), so it cannot take the slot first; the
   // wait is bounded in count and time.
-  bool big_admitted = false;
-  const absl::Time until = absl::Now() + absl::Seconds(60);
-  while (!big_done && absl::Now() < until) {
-    if (Sample(Scrape(metrics_port), "memplan_planner_queue_depth") >= 1) {
-      big_admitted = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const bool big_admitted = ShowsInTheQueue(metrics_port, big_done, 60);
   grpc::Status small_status;
   if (big_admitted) {
     auto stub = v1::MemoryPlanner::NewStub(channel);
@@ -485,15 +491,7 @@ TEST(ServerLimitsTest, BenchmarksBeyondTheirLimitAreBusy) {
         &slow_context, slow, &response);
     slow_done = true;
   });
-  bool running = false;
-  const absl::Time until = absl::Now() + absl::Seconds(15);
-  while (!slow_done && absl::Now() < until) {
-    if (Sample(Scrape(metrics_port), "memplan_planner_queue_depth") >= 1) {
-      running = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const bool running = ShowsInTheQueue(metrics_port, slow_done, 15);
   grpc::Status second;
   grpc::Status plan;
   if (running) {
