@@ -961,10 +961,11 @@ class Evaluator {
 
   // What FunctionGraph knows of a function.
   struct FunctionInfo {
-    int64_t bytes = 0;                        // its serialized size
-    int64_t nodes = 0;                        // its nodes, in graphs too
-    bool references = false;                  // takes the call's attributes
-    bool defaults = false;                    // gives attribute defaults
+    int64_t bytes = 0;        // its serialized size
+    int64_t nodes = 0;        // its nodes, in graphs too
+    bool references = false;  // takes the call's attributes
+    // The attributes' default values (ONNX IR 9's attribute_proto).
+    std::vector<onnx::AttributeProto> defaults;
     const onnx::GraphProto* graph = nullptr;  // its body (the last made)
   };
 
@@ -1070,9 +1071,19 @@ class Evaluator {
                        : static_cast<int64_t>(f.name().size()) + m.text_bytes;
       // FunctionProto.attribute_proto (field 11, ONNX IR 9: attributes'
       // default values) is newer than ONNX 1.12: kept as unknown bytes.
-      for (int i = 0; i < f.unknown_fields().field_count(); ++i) {
-        info.defaults =
-            info.defaults || f.unknown_fields().field(i).number() == 11;
+      const google::protobuf::UnknownFieldSet& unknown = f.unknown_fields();
+      for (int i = 0; i < unknown.field_count(); ++i) {
+        const google::protobuf::UnknownField& field = unknown.field(i);
+        if (field.number() != 11) continue;
+        onnx::AttributeProto& d = info.defaults.emplace_back();
+        if (field.type() !=
+                google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED ||
+            !d.ParseFromString(field.length_delimited())) {
+          return Invalid(label, ": function ",
+                         base::BoundedMessage(f.name(), 64),
+                         " has an attribute default (attribute_proto) that "
+                         "is not an AttributeProto");
+        }
       }
     }
     function_nodes_ += info.nodes;
@@ -1090,11 +1101,7 @@ class Evaluator {
     for (const std::string& out : f.output()) g.add_output()->set_name(out);
     if (info.references) {
       for (onnx::NodeProto& n : *g.mutable_node()) {
-        if (absl::Status s = ResolveAttributeReferences(call, info, &n);
-            !s.ok()) {
-          return Invalid(label, ": function ",
-                         base::BoundedMessage(f.name(), 64), " ", s.message());
-        }
+        ResolveAttributeReferences(call, info, &n);
       }
     }
     info.graph = &g;
@@ -1102,12 +1109,11 @@ class Evaluator {
   }
 
   // Gives `node` and the nodes of its graphs the attributes the call
-  // passes in (ref_attr_name); one the call does not pass is left out (the
-  // op's default), unless the function gives defaults of its own (which
-  // ONNX 1.12 cannot read: an error rather than a plan sized wrongly).
-  static absl::Status ResolveAttributeReferences(const onnx::NodeProto& call,
-                                                 const FunctionInfo& info,
-                                                 onnx::NodeProto* node) {
+  // passes in (ref_attr_name), or the function's defaults for those it
+  // does not; one with neither is left out (the op's own default).
+  static void ResolveAttributeReferences(const onnx::NodeProto& call,
+                                         const FunctionInfo& info,
+                                         onnx::NodeProto* node) {
     auto* attributes = node->mutable_attribute();
     for (int i = attributes->size() - 1; i >= 0; --i) {
       onnx::AttributeProto& a = (*attributes)[i];
@@ -1117,24 +1123,19 @@ class Evaluator {
         for (onnx::GraphProto& g : *a.mutable_graphs()) graphs.push_back(&g);
         for (onnx::GraphProto* g : graphs) {
           for (onnx::NodeProto& n : *g->mutable_node()) {
-            if (absl::Status s = ResolveAttributeReferences(call, info, &n);
-                !s.ok()) {
-              return s;
-            }
+            ResolveAttributeReferences(call, info, &n);
           }
         }
         continue;
       }
+      // The call's value, else the function's default, else none (the
+      // op's own default).
       const onnx::AttributeProto* given = nullptr;
       for (const onnx::AttributeProto& g : call.attribute()) {
         if (g.name() == a.ref_attr_name()) given = &g;
       }
-      if (given == nullptr && info.defaults) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "gives its attributes default values (ONNX IR 9's "
-            "attribute_proto, which ONNX 1.12 cannot read) and the call "
-            "does not pass '",
-            base::BoundedMessage(a.ref_attr_name(), 64), "'"));
+      for (const onnx::AttributeProto& d : info.defaults) {
+        if (given == nullptr && d.name() == a.ref_attr_name()) given = &d;
       }
       if (given == nullptr) {
         attributes->DeleteSubrange(i, 1);
@@ -1143,8 +1144,8 @@ class Evaluator {
       const std::string name = a.name();
       a = *given;
       a.set_name(name);
+      a.clear_ref_attr_name();
     }
-    return absl::OkStatus();
   }
 
   // --- Subgraphs

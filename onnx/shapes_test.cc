@@ -1096,10 +1096,11 @@ void CallInChain(OnnxTestModel* m, const std::string& name, int calls) {
 
 // A body's If whose branch takes an attribute from the call (ref_attr_name)
 // gets it (unresolved, ReduceMean's axes meant every axis: a 4-byte plan
-// for 256 bytes); a function giving attribute defaults ONNX 1.12 cannot
-// read, called without the attribute, is an error; the limits count the
-// nodes inside a body's graphs (an If of 1000 nodes called 256 times ran
-// 44 s and 8 GB); calls that share a name get bodies of distinct paths.
+// for 256 bytes); a function's attribute defaults (IR 9, which ONNX 1.12
+// keeps as unknown bytes) apply where the call passes none; the limits
+// count the nodes inside a body's graphs (an If of 1000 nodes called 256
+// times ran 44 s and 8 GB); calls that share a name get bodies of distinct
+// paths.
 TEST(OnnxShapesTest, FunctionCallsResolveNestedReferencesAndCountEveryNode) {
   // B = If(true) { ReduceMean(A, axes=@ax, keepdims=0) } for both branches.
   const auto reduce_in_if = [](OnnxTestModel* m) {
@@ -1122,19 +1123,31 @@ TEST(OnnxShapesTest, FunctionCallsResolveNestedReferencesAndCountEveryNode) {
   CallFunction(&nested, "Reduce", {"x"}).Ints("ax", {1});
   EXPECT_EQ(Import(nested, {}).at("y"), 8 * 8 * 4);
 
-  OnnxTestModel defaults(13);
-  onnx::FunctionProto* f = reduce_in_if(&defaults);
-  onnx::AttributeProto given;  // attribute_proto (IR 9): ax = [1]
+  // ONNX IR 9's attribute_proto (kept as unknown field 11 by ONNX 1.12):
+  // the function's default, ax = [1], where the call passes none.
+  onnx::AttributeProto given;
   given.set_name("ax");
   given.set_type(onnx::AttributeProto::INTS);
   given.add_ints(1);
-  f->mutable_unknown_fields()->AddLengthDelimited(11,
-                                                  given.SerializeAsString());
+  const auto with_default = [&](OnnxTestModel* m, const std::string& field) {
+    onnx::FunctionProto* f = reduce_in_if(m);
+    f->clear_attribute();
+    f->mutable_unknown_fields()->AddLengthDelimited(11, field);
+  };
+  OnnxTestModel defaults(13);
+  with_default(&defaults, given.SerializeAsString());
   CallFunction(&defaults, "Reduce", {"x"});
-  EXPECT_THAT(ImportError(defaults),
-              HasSubstr("function Reduce gives its attributes default values "
-                        "(ONNX IR 9's attribute_proto, which ONNX 1.12 cannot "
-                        "read) and the call does not pass 'ax'"));
+  EXPECT_EQ(Import(defaults, {}).at("y"), 8 * 8 * 4);  // [1, 8, 8]
+  OnnxTestModel overridden(13);
+  with_default(&overridden, given.SerializeAsString());
+  CallFunction(&overridden, "Reduce", {"x"}).Ints("ax", {2});
+  EXPECT_EQ(Import(overridden, {}).at("y"), 3 * 8 * 4);  // [1, 3, 8]
+  OnnxTestModel garbage(13);
+  with_default(&garbage, "\xff\xff");
+  CallFunction(&garbage, "Reduce", {"x"});
+  EXPECT_THAT(ImportError(garbage),
+              HasSubstr("function Reduce has an attribute default "
+                        "(attribute_proto) that is not an AttributeProto"));
 
   // F0 calls F1 four times ... F3 calls Leaf, whose If holds 1000 Relus.
   OnnxTestModel bomb(13);
