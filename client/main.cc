@@ -6,7 +6,6 @@
 // read, 75 deadline or overload.
 #include <cstdio>
 #include <exception>
-#include <filesystem>
 #include <iostream>
 #include <string>
 #include <utility>
@@ -293,10 +292,13 @@ absl::StatusOr<std::vector<EmitTarget>> EmitTargets() {
   std::vector<EmitTarget> targets;
   for (size_t i = 0; i < formats.size(); ++i) {
     for (const EmitTarget& t : targets) {
-      if (t.path == paths[i]) {
+      if (formats::SameFile(t.path, paths[i])) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "-o ", paths[i], " is given for both --emit ", t.format,
-            " and --emit ", formats[i], "; give each its own file"));
+            "-o ", paths[i],
+            t.path == paths[i] ? ""
+                               : absl::StrCat(" (the file -o ", t.path, ")"),
+            " is given for both --emit ", t.format, " and --emit ", formats[i],
+            "; give each its own file"));
       }
     }
     targets.push_back({formats[i], paths[i]});
@@ -317,18 +319,8 @@ absl::StatusOr<std::vector<EmitTarget>> CheckPlanFlags() {
     return absl::InvalidArgumentError(
         "--dump_graph needs a file (standard output holds the plan)");
   }
-  // The same file however spelt (./d.json, d.json); "" when unknown.
-  const auto file = [](const std::string& path) {
-    std::error_code error;
-    // absolute() first: libstdc++ leaves a missing relative "d.json" as
-    // it is, and "./d.json" absolute.
-    std::filesystem::path p = std::filesystem::weakly_canonical(
-        std::filesystem::absolute(path, error), error);
-    return error ? std::string() : p.string();
-  };
   for (const EmitTarget& t : *targets) {
-    if (!dump.empty() && (t.path == dump || (!file(dump).empty() &&
-                                             file(t.path) == file(dump)))) {
+    if (!dump.empty() && formats::SameFile(t.path, dump)) {
       return absl::InvalidArgumentError(
           absl::StrCat("--dump_graph and -o both write '", dump, "'"));
     }

@@ -6,11 +6,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -247,49 +251,122 @@ void FileBytes::Unmap() {
 
 namespace {
 
-// Writes `contents` to a new temporary file beside `path`, made readable as
-// the umask allows; its name in *temp. Nothing is left on failure.
-absl::Status Stage(const std::string& path, absl::string_view contents,
-                   std::string* temp) {
-  struct stat info;
-  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
-    return CannotWrite(path, "it is a directory");
+// Where a file named `path` is written: a regular file (or none yet) is
+// replaced by a temporary file renamed onto it, a symbolic link's target
+// in its place (the link stays); anything else (a FIFO, a device such as
+// /dev/null or /dev/stdout's pipe) is written in place, as a shell's `>`.
+struct Destination {
+  std::string path;       // what is replaced or written
+  bool in_place = false;  // written in place, not replaced
+  bool exists = false;    // path is a regular file now
+  struct stat info = {};  // its mode and owner when it exists
+  std::string temp;       // the staged file, when replaced
+};
+
+absl::Status Resolve(const std::string& path, Destination* d) {
+  d->path = path;
+  struct stat link;
+  if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+    char* target = ::realpath(path.c_str(), nullptr);
+    if (target == nullptr) {  // a dangling link: created through it
+      d->in_place = true;
+      return absl::OkStatus();
+    }
+    d->path = target;
+    std::free(target);
   }
-  *temp = path + ".tmp.XXXXXX";
-  const int fd = ::mkstemp(temp->data());
+  if (::stat(d->path.c_str(), &d->info) != 0) return absl::OkStatus();
+  if (S_ISDIR(d->info.st_mode)) return CannotWrite(path, "it is a directory");
+  d->exists = S_ISREG(d->info.st_mode);
+  d->in_place = !d->exists;
+  return absl::OkStatus();
+}
+
+// Creates a new file beside `path` (a short name, so that a long file
+// name still has room), mode 0666 less the umask: its descriptor, or -1.
+int CreateTemp(const std::string& path, std::string* temp) {
+  const size_t slash = path.rfind('/');
+  const std::string dir =
+      slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
+  static std::atomic<uint64_t> counter{0};
+  std::random_device random;
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    *temp = absl::StrCat(dir, ".memplan-", ::getpid(), "-",
+                         counter.fetch_add(1), "-", random() % 1000000);
+    const int fd =
+        ::open(temp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  return -1;
+}
+
+// Writes `contents` to a new temporary file beside `d.path` (d->temp),
+// with the mode and owner of the file it replaces. Nothing is left on
+// failure.
+absl::Status Stage(const std::string& path, absl::string_view contents,
+                   Destination* d) {
+  const int fd = CreateTemp(d->path, &d->temp);
   if (fd < 0) return CannotWrite(path, Reason());
+  if (d->exists) {
+    // The owner first (root only; a failure keeps ours), then the mode,
+    // without set-id bits.
+    if (::geteuid() == 0) {
+      [[maybe_unused]] const int owned =
+          ::fchown(fd, d->info.st_uid, d->info.st_gid);
+    }
+    ::fchmod(fd, d->info.st_mode & 0777);
+  }
   const bool written = WriteAll(fd, contents) && ::fsync(fd) == 0;
   const std::string why = written ? "" : Reason();
   if (::close(fd) != 0 || !written) {
-    ::unlink(temp->c_str());
+    ::unlink(d->temp.c_str());
     return CannotWrite(path, why.empty() ? "write failed" : why);
   }
-  const mode_t mask = ::umask(0);  // mkstemp makes 0600; honour the umask
-  ::umask(mask);
-  ::chmod(temp->c_str(), 0666 & ~mask);
+  return absl::OkStatus();
+}
+
+// Writes `contents` into `d.path` as it is (a FIFO, a device).
+absl::Status WriteInPlace(const std::string& path, absl::string_view contents,
+                          const Destination& d) {
+  const int fd =
+      ::open(d.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) return CannotWrite(path, Reason());
+  const bool written = WriteAll(fd, contents);
+  const std::string why = written ? "" : Reason();
+  if (::close(fd) != 0 || !written) {
+    return CannotWrite(path, why.empty() ? "write failed" : why);
+  }
   return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::Status WriteStdout(absl::string_view contents) {
+  errno = 0;
   std::cout.write(contents.data(),
                   static_cast<std::streamsize>(contents.size()));
-  return FlushStdout();
+  const int error = std::cout.good() ? 0 : errno;
+  absl::Status s = FlushStdout();
+  if (!s.ok() && error != 0) {
+    return CannotWrite("standard output", std::strerror(error));
+  }
+  return s;
 }
 
 absl::Status FlushStdout() {
+  // The reason is the errno of the write that failed: known when it
+  // failed here (a write that failed earlier left only its mark, and
+  // usually fails again here).
+  errno = 0;
   std::cout.flush();
   const bool stream_ok = std::cout.good();
-  errno = 0;
   const bool flushed = std::fflush(stdout) == 0;
-  const std::string why = flushed || errno == 0 ? "write failed" : Reason();
+  const int error = errno;
   if (stream_ok && flushed && std::ferror(stdout) == 0) {
     return absl::OkStatus();
   }
-  // (The reason is known where the last flush failed; a write that failed
-  // earlier left only its mark.)
-  return CannotWrite("standard output", why);
+  return CannotWrite("standard output",
+                     error != 0 ? std::strerror(error) : "write failed");
 }
 
 absl::Status WriteFileAtomically(const std::string& path,
@@ -298,34 +375,63 @@ absl::Status WriteFileAtomically(const std::string& path,
 }
 
 absl::Status WriteFilesAtomically(absl::Span<const FileToWrite> files) {
-  std::vector<std::string> temps;  // per file not "-", in order
-  const auto unlink_from = [&temps](size_t first) {
-    for (size_t k = first; k < temps.size(); ++k) ::unlink(temps[k].c_str());
+  std::vector<Destination> to(files.size());
+  const auto unlink_from = [&to](size_t first) {
+    for (size_t k = first; k < to.size(); ++k) {
+      if (!to[k].temp.empty()) ::unlink(to[k].temp.c_str());
+    }
   };
-  for (const FileToWrite& f : files) {
-    if (f.path == "-") continue;
-    std::string temp;
-    if (absl::Status s = Stage(f.path, f.contents, &temp); !s.ok()) {
+  for (size_t k = 0; k < files.size(); ++k) {
+    if (files[k].path == "-") continue;
+    absl::Status s = Resolve(files[k].path, &to[k]);
+    if (s.ok() && !to[k].in_place)
+      s = Stage(files[k].path, files[k].contents, &to[k]);
+    if (!s.ok()) {
       unlink_from(0);
       return s;
     }
-    temps.push_back(std::move(temp));
   }
-  size_t k = 0;
-  for (const FileToWrite& f : files) {
-    if (f.path == "-") continue;
-    if (::rename(temps[k].c_str(), f.path.c_str()) != 0) {
+  for (size_t k = 0; k < files.size(); ++k) {
+    if (to[k].temp.empty()) continue;
+    if (::rename(to[k].temp.c_str(), to[k].path.c_str()) != 0) {
       const std::string reason = Reason();
       unlink_from(k);
-      return CannotWrite(f.path, reason);
+      return CannotWrite(files[k].path, reason);
     }
-    ++k;
+    to[k].temp.clear();
+  }
+  for (size_t k = 0; k < files.size(); ++k) {
+    if (files[k].path == "-" || !to[k].in_place) continue;
+    if (absl::Status s = WriteInPlace(files[k].path, files[k].contents, to[k]);
+        !s.ok()) {
+      return s;
+    }
   }
   for (const FileToWrite& f : files) {
     if (f.path != "-") continue;
     if (absl::Status s = WriteStdout(f.contents); !s.ok()) return s;
   }
   return absl::OkStatus();
+}
+
+bool SameFile(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  if (a == "-" || b == "-") return false;
+  struct stat sa, sb;
+  if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0) {
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  }
+  // Not both there yet: the same path however spelt (./d.json, d.json).
+  // absolute() first: libstdc++ leaves a missing relative "d.json" as it
+  // is, and "./d.json" absolute.
+  const auto canonical = [](const std::string& path) {
+    std::error_code error;
+    std::filesystem::path p = std::filesystem::weakly_canonical(
+        std::filesystem::absolute(path, error), error);
+    return error ? std::string() : p.string();
+  };
+  const std::string ca = canonical(a);
+  return !ca.empty() && ca == canonical(b);
 }
 
 }  // namespace memplan::formats

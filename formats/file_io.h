@@ -89,7 +89,11 @@ class FileBytes {
 };
 
 // Writes `contents` to `path` through a temporary file in the same
-// directory and a rename; "-" writes to standard output. PERMISSION_DENIED
+// directory and a rename; "-" writes to standard output. The file
+// replaced keeps its mode (and its owner, when run as root); a symbolic
+// link's target is replaced, the link kept; a FIFO or a device
+// (/dev/null, /dev/stdout) is written in place, as a shell's `>` does. A
+// hard link to the old file keeps the old contents. PERMISSION_DENIED
 // naming the path when it cannot be written (no such directory, no right,
 // a directory in the way, a full disk); the temporary file is removed on
 // failure.
@@ -118,6 +122,11 @@ struct FileToWrite {
 
 // Flushes standard output (std::cout and stdio): the error as WriteStdout.
 [[nodiscard]] absl::Status FlushStdout();
+
+// Whether `a` and `b` name one file however spelt: the same file when
+// both exist (a link, ./x and x), else the same absolute path once its
+// links are followed. "-" (standard output) is only itself.
+bool SameFile(const std::string& a, const std::string& b);
 
 }  // namespace memplan::formats
 

@@ -147,6 +147,65 @@ TEST_F(FileIoTest, WritesAtomicallyAndLeavesNothingOnFailure) {
   EXPECT_EQ(files, 1);  // out.bin only: no temporary file left behind
 }
 
+// What a shell's `>` keeps, a replacing write keeps: the file's mode, a
+// symbolic link (its target replaced), a FIFO (written in place, not
+// replaced by a file); a file name of 250 bytes leaves the temporary
+// file room.
+TEST_F(FileIoTest, ReplacingKeepsModesLinksAndSpecialFiles) {
+  const std::string secret = dir_ + "/secret.h";
+  ASSERT_TRUE(WriteFileAtomically(secret, "old").ok());
+  ASSERT_EQ(::chmod(secret.c_str(), 0600), 0);
+  ASSERT_TRUE(WriteFileAtomically(secret, "new").ok());
+  struct stat info;
+  ASSERT_EQ(::stat(secret.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+  EXPECT_EQ(*ReadFile(secret, 100), "new");
+
+  const std::string link = dir_ + "/link.h";
+  fs::create_symlink(secret, link);
+  ASSERT_TRUE(WriteFileAtomically(link, "through").ok());
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(*ReadFile(secret, 100), "through");
+
+  const std::string dangling = dir_ + "/dangling.h";
+  fs::create_symlink(dir_ + "/made.h", dangling);
+  ASSERT_TRUE(WriteFileAtomically(dangling, "made").ok());
+  EXPECT_TRUE(fs::is_symlink(dangling));
+  EXPECT_EQ(*ReadFile(dir_ + "/made.h", 100), "made");
+
+  const std::string fifo = dir_ + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  absl::StatusOr<std::string> read;
+  std::thread reader([&] { read = ReadFile(fifo, 100); });
+  ASSERT_TRUE(WriteFileAtomically(fifo, "piped").ok());
+  reader.join();
+  EXPECT_EQ(*read, "piped");
+  EXPECT_TRUE(fs::is_fifo(fifo));
+
+  const std::string long_name = dir_ + "/" + std::string(250, 'a') + ".svg";
+  ASSERT_TRUE(WriteFileAtomically(long_name, "long").ok());
+  EXPECT_EQ(*ReadFile(long_name, 100), "long");
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    (void)entry;
+    ++files;
+  }
+  EXPECT_EQ(files, 6);  // no temporary file left behind
+}
+
+TEST_F(FileIoTest, SameFileHoweverSpelt) {
+  const std::string a = dir_ + "/a.h";
+  EXPECT_TRUE(SameFile(a, dir_ + "/./a.h"));  // neither there yet
+  EXPECT_FALSE(SameFile(a, dir_ + "/b.h"));
+  ASSERT_TRUE(WriteFileAtomically(a, "a").ok());
+  ASSERT_EQ(::link(a.c_str(), (dir_ + "/hard.h").c_str()), 0);
+  fs::create_symlink(a, dir_ + "/soft.h");
+  EXPECT_TRUE(SameFile(a, dir_ + "/hard.h"));
+  EXPECT_TRUE(SameFile(dir_ + "/soft.h", a));
+  EXPECT_TRUE(SameFile("-", "-"));
+  EXPECT_FALSE(SameFile("-", a));
+}
+
 // Resident kilobytes of the mapping holding `address` (/proc/self/smaps).
 int64_t MappedKb(const void* address) {
   std::ifstream smaps("/proc/self/smaps");
