@@ -76,6 +76,9 @@ function stepTicks(lo, hi, max) {
   for (var v = Math.ceil(lo / step) * step; v <= hi && out.length < 100; v += step) out.push(v);
   return out;
 }
+// A step as text: past 2^53 steps come relative to D.base (exact text).
+var base = D.base === undefined ? null : BigInt(D.base);
+function stepText(s) { return base === null ? String(s) : (base + BigInt(s)).toString(); }
 function el(parent, tag, attrs, text) {
   var e = document.createElementNS(NS, tag);
   for (var k in attrs) e.setAttribute(k, attrs[k]);
@@ -208,7 +211,7 @@ function drawOver() {
   stepTicks(Math.ceil(view.x0 - 0.5), Math.floor(view.x1 - 0.5), 12).forEach(function (s) {
     var x = X(s + 0.5);
     el(ax, "line", {x1: x, x2: x, y1: y1, y2: y1 + 5, stroke: "#555"});
-    el(ax, "text", {x: x, y: y1 + 18, "text-anchor": "middle"}, String(s));
+    el(ax, "text", {x: x, y: y1 + 18, "text-anchor": "middle"}, stepText(s));
   });
   el(ax, "text", {x: (x0 + x1) / 2, y: y1 + 36, "text-anchor": "middle", "font-size": 12}, "schedule step (time)");
   el(ax, "text", {transform: "translate(16 " + (y0 + y1) / 2 + ") rotate(-90)", "text-anchor": "middle", "font-size": 12}, "memory offset");
@@ -227,7 +230,7 @@ function drawOver() {
     el(lines, "line", {id: "peak", x1: px, x2: px, y1: y0 - 4, y2: y1, stroke: "#d62728", "stroke-width": 1.5, "stroke-dasharray": "5 3"});
   }
   el(lines, "text", {id: "peak-label", x: Math.min(Math.max(px, x0 + 80), x1 - 80), y: y0 - 8, "text-anchor": "middle", fill: "#d62728"},
-     "peak: step " + D.peak_step + ", " + human(D.peak_bytes) + " live");
+     "peak: step " + stepText(D.peak_step) + ", " + human(D.peak_bytes) + " live");
   if (hovered >= 0) {
     var j = hovered, hx = X(S[j]), ht = Y(O[j] + Z[j]);
     el(over, "rect", {id: "highlight", x: hx - 1, y: ht - 1, width: Math.max(2, X(S[j] + L[j]) - hx + 2),
@@ -389,14 +392,24 @@ std::string PlanJson(const MemoryMap& m, const base::CancelToken* cancel) {
     exact_text = exact_text || inexact(r.start) || inexact(r.end) ||
                  inexact(r.y) || inexact(r.y + r.size);
   }
+  // Then steps go relative to the first (`base`, as text): a page's
+  // doubles hold their differences, where 2^62 - 1 and 2^62 are one
+  // number.
+  const auto step = [&](int64_t v) -> uint64_t {
+    return static_cast<uint64_t>(v) -
+           static_cast<uint64_t>(exact_text ? m.first : 0);
+  };
+  const auto step_text = [&](int64_t v) {
+    return exact_text ? absl::StrCat(step(v)) : absl::StrCat(v);
+  };
   std::string names, s, l, o, z, c, k, obj, ip, x;
   for (size_t i = 0; i < m.rects.size(); ++i) {
     if (StopDrawing(cancel, i)) break;
     const MapRect& r = m.rects[i];
     const char* sep = i == 0 ? "" : ",";
     absl::StrAppend(&names, sep, JsonString(m.names[i]));
-    absl::StrAppend(&s, sep, r.start);
-    absl::StrAppend(&l, sep, r.end - r.start);
+    absl::StrAppend(&s, sep, step_text(r.start));
+    absl::StrAppend(&l, sep, step(r.end) - step(r.start));
     absl::StrAppend(&o, sep, r.y);
     absl::StrAppend(&z, sep, r.size);
     absl::StrAppend(&c, sep, r.color);
@@ -430,8 +443,10 @@ std::string PlanJson(const MemoryMap& m, const base::CancelToken* cancel) {
                     JsonString(line.label), ",", JsonString(line.style), "]");
   }
   return absl::StrCat(
-      "{\"svg_limit\":", kSvgRectLimit, ",\"first\":", m.first,
-      ",\"end\":", m.end, ",\"top\":", m.top, ",\"peak_step\":", m.peak_step,
+      "{\"svg_limit\":", kSvgRectLimit,
+      exact_text ? absl::StrCat(",\"base\":\"", m.first, "\"") : "",
+      ",\"first\":", step_text(m.first), ",\"end\":", step_text(m.end),
+      ",\"top\":", m.top, ",\"peak_step\":", step_text(m.peak_step),
       ",\"peak_bytes\":", m.peak_bytes, ",\"lines\":[", lines, "],\"colors\":[",
       strings(m.colors), "],\"color_names\":[", strings(m.color_names),
       "],\"kinds\":[", strings(kinds), "]",

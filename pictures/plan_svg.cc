@@ -204,10 +204,16 @@ struct Frame {
   double x0, x1, y0, y1;  // plot corners in pixels (y0 top, y1 bottom)
   Step first, end;        // steps across
   Bytes top;              // bytes at y0
-  double X(double step) const {
-    // (In doubles: lifetimes from -2^62 to 2^62 span more than int64_t.)
-    const double span = static_cast<double>(end) - static_cast<double>(first);
-    return x0 + (step - static_cast<double>(first)) / span * (x1 - x0);
+  // The x of `step` plus `part` of a step. Steps count from the first in
+  // unsigned integers (lifetimes from -2^62 to 2^62 span more than
+  // int64_t, and past 2^53 a double cannot tell neighbours apart).
+  double X(Step step, double part = 0) const {
+    const double span = std::max(1.0, Since(end));
+    return x0 + (Since(step) + part) / span * (x1 - x0);
+  }
+  double Since(Step step) const {
+    return static_cast<double>(static_cast<uint64_t>(step) -
+                               static_cast<uint64_t>(first));
   }
   double Y(double bytes) const {
     return y1 - bytes / static_cast<double>(top) * (y1 - y0);
@@ -254,7 +260,7 @@ void AppendAxes(const MemoryMap& m, const Frame& f, std::string* out) {
                     HumanBytes(b), "</text>\n");
   }
   for (int64_t s : StepTicks(m.first, m.end - 1, 12)) {
-    const std::string x = Num(f.X(static_cast<double>(s) + 0.5));
+    const std::string x = Num(f.X(s, 0.5));
     absl::StrAppend(out, "<line x1=\"", x, "\" x2=\"", x, "\" y1=\"", Num(f.y1),
                     "\" y2=\"", Num(f.y1 + 5), "\" stroke=\"#555\"/><text x=\"",
                     x, "\" y=\"", Num(f.y1 + 18), "\" text-anchor=\"middle\">",
@@ -287,8 +293,8 @@ void AppendRects(const MemoryMap& m, const Frame& f,
   for (size_t i = 0; i < m.rects.size(); ++i) {
     if (StopDrawing(cancel, i)) break;
     const MapRect& r = m.rects[i];
-    const double x = f.X(static_cast<double>(r.start));
-    const double w = f.X(static_cast<double>(r.end)) - x;
+    const double x = f.X(r.start);
+    const double w = f.X(r.end) - x;
     const double top = f.Y(static_cast<double>(r.y + r.size));
     const double h = f.Y(static_cast<double>(r.y)) - top;
     std::string style;
@@ -352,7 +358,7 @@ void AppendLines(const MemoryMap& m, const Frame& f, std::string* out) {
                     "\" dy=\"4\" fill=\"", color, "\">", EscapeXml(l.label),
                     "</text>\n");
   }
-  const double px = f.X(static_cast<double>(m.peak_step) + 0.5);
+  const double px = f.X(m.peak_step, 0.5);
   absl::StrAppend(
       out, "<line id=\"peak\" x1=\"", Num(px), "\" x2=\"", Num(px), "\" y1=\"",
       Num(f.y0 - 4), "\" y2=\"", Num(f.y1),

@@ -145,6 +145,33 @@ TEST(PlanSvgTest, LifetimesAndArenasNearTwoToTheSixtyTwoDrawInTheFrame) {
   EXPECT_NEAR(Attr(last, "x") + Attr(last, "width"), x0 + w, 0.01);
 }
 
+// Steps past 2^53 (timestamps in nanoseconds), where a double cannot tell
+// neighbouring steps apart: each lifetime keeps its width (100 and 150
+// steps), the ticks their places and exact labels; one step just under
+// 2^62 fills the plot (its first and end step were one double: NaN).
+TEST(PlanSvgTest, StepsPastTwoToTheFiftyThreeKeepTheirWidths) {
+  const int64_t t = int64_t{1700000000000000000};
+  const std::string svg =
+      PlanSvg(PlanBuffers(planner::testing::ProblemOf(
+                  {{t, t + 100, 64}, {t + 50, t + 200, 32}})),
+              {}, {});
+  const std::optional<PlotFrame> f = FrameOf(svg);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_NEAR(Attr(RectOf(svg, "b0"), "x"), f->x, 0.01);
+  EXPECT_NEAR(Attr(RectOf(svg, "b0"), "width"), f->width / 2, 0.01);
+  EXPECT_NEAR(Attr(RectOf(svg, "b1"), "x"), f->x + f->width / 4, 0.01);
+  EXPECT_NEAR(Attr(RectOf(svg, "b1"), "width"), f->width * 3 / 4, 0.01);
+  EXPECT_THAT(svg, HasSubstr(">1700000000000000100</text>"));
+  EXPECT_EQ(testing::Occurrences(svg, ">1700000000000000100</text>"), 1);
+
+  const int64_t far = (int64_t{1} << 62) - 1;
+  const std::string one = PlanSvg(
+      PlanBuffers(planner::testing::ProblemOf({{far, far + 1, 16}})), {}, {});
+  ASSERT_TRUE(FrameOf(one).has_value());
+  EXPECT_THAT(one, Not(HasSubstr("nan")));
+  EXPECT_NEAR(Attr(RectOf(one, "b0"), "width"), FrameOf(one)->width, 0.01);
+}
+
 // An arena a few hundred bytes short of 2^63 (a buffer pinned just under
 // 2^62, another above it): the plot's headroom stops short of 2^63 instead
 // of wrapping to a negative height.

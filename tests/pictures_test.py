@@ -492,6 +492,33 @@ class HtmlExactFiguresTest(unittest.TestCase):
         self.assertIn("lifetime: steps -10 to -10 (1 step)", lines)
 
 
+    def test_steps_past_two_to_the_fifty_three_keep_their_widths(self):
+        # Nanosecond timestamps: a double cannot tell 1.7e18 from 1.7e18 +
+        # 100, so the page takes steps from the first (exact as text).
+        csv = os.path.join(self.tmp, "epoch.csv")
+        with open(csv, "w") as f:
+            f.write("id,lower,upper,size\n"
+                    "a,1700000000000000000,1700000000000000100,64\n"
+                    "b,1700000000000000050,1700000000000000200,32\n")
+        path = os.path.join(self.tmp, "epoch.html")
+        memplan("plan", csv, "--no_timings", "--emit", "html", "-o", path)
+        dom = headless.dump_dom("file://" + path + "#tensor=b", PAGE_W,
+                                PAGE_H)
+        widths = {}
+        for tag in re.findall(r'<rect [^>]*data-name="[^"]*"[^>]*>', dom):
+            name = re.search(r'data-name="([^"]*)"', tag).group(1)
+            widths[name] = float(re.search(r'\swidth="([^"]*)"', tag).group(1))
+        self.assertEqual(sorted(widths), ["a", "b"])
+        self.assertAlmostEqual(widths["b"] / widths["a"], 1.5, places=2)
+        # Tick labels and the peak are exact.
+        self.assertIn(">1700000000000000100</text>", dom)
+        self.assertRegex(dom, r"peak: step 17000000000000000[5-9]\d")
+        tip = TipText()
+        tip.feed(dom)
+        self.assertIn("lifetime: steps 1700000000000000050 to "
+                      "1700000000000000199 (150 steps)", tip.lines)
+
+
 class LargePlanTest(unittest.TestCase):
     """100,000 buffers: the HTML stays small and draws on a canvas in
     bounded time."""
