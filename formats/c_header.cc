@@ -280,7 +280,10 @@ std::vector<std::string> HeaderWriter::PoolIds() const {
 
 void HeaderWriter::Preamble() {
   absl::StrAppend(
-      &out_, "/* Memory plan of ", CommentText(in_.name),
+      &out_, "/* Memory plan of ",
+      // The file name only: a header committed from one checkout is the
+      // same from another.
+      CommentText(in_.name.substr(in_.name.find_last_of('/') + 1)),
       ", written by memplan.\n"
       " *\n"
       " * Per tensor, in the input's tensor order: its offset in bytes from\n"

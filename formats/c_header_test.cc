@@ -151,7 +151,8 @@ TEST(CHeaderTest, UserIdsAreCIdentifierParts) {
 }
 
 // The default ID: the file name and a hash of the model and the plan, the
-// same every time for the same input, different for different ones.
+// same every time for the same input, different for different ones. The
+// header is the same from any directory: it names the file, not its path.
 TEST(CHeaderTest, DefaultIdsDifferBetweenModelsOfOneName) {
   const planner::PlanOptions options = Options();
   absl::StatusOr<planner::PlanResult> plan = planner::PlanGraph(
@@ -177,6 +178,10 @@ TEST(CHeaderTest, DefaultIdsDifferBetweenModelsOfOneName) {
   ASSERT_TRUE(header.ok()) << header.status();
   EXPECT_THAT(*header, HasSubstr("#ifndef MEMPLAN_KWS_PLAN_H_"));
   EXPECT_THAT(*header, HasSubstr("memplan_kws_offsets["));
+  EXPECT_THAT(*header, HasSubstr("/* Memory plan of model.tflite, written"));
+  CHeaderInput elsewhere = user;
+  elsewhere.name = "/home/someone/checkout/models/model.tflite";
+  EXPECT_EQ(EmitCHeader(elsewhere).value_or(""), *header);
 }
 
 // Pools whose names meet as identifiers get one macro each; a name is cut

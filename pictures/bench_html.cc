@@ -396,15 +396,17 @@ std::string BenchHtml(const v1::BenchmarkResponse& response,
       GroupDigits(response.arena_size_bytes()), " bytes; strategy ",
       response.strategy(), ", arena from ", response.arena_allocator(),
       ") \xC2\xB7 lower bound ", HumanBytes(response.lower_bound_bytes()));
+  // The file name only: a page shared or committed shows no local path.
+  const std::string file = name.substr(name.find_last_of('/') + 1);
   return absl::StrCat(
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       "<title>",
-      EscapeXml(absl::StrCat("memplan bench: ", name)), "</title>\n<style>",
+      EscapeXml(absl::StrCat("memplan bench: ", file)), "</title>\n<style>",
       kCss, "</style>\n</head>\n<body>\n<h1 id=\"title\">memplan bench: ",
-      EscapeXml(name.substr(name.find_last_of('/') + 1)),
-      "</h1>\n<p id=\"figures\">", EscapeXml(figures), "</p>\n",
-      ReservedChart(response), RowCharts(response), PeakChart(response),
-      LatencyChart(response), FiguresTable(response), "</body>\n</html>\n");
+      EscapeXml(file), "</h1>\n<p id=\"figures\">", EscapeXml(figures),
+      "</p>\n", ReservedChart(response), RowCharts(response),
+      PeakChart(response), LatencyChart(response), FiguresTable(response),
+      "</body>\n</html>\n");
 }
 
 }  // namespace memplan::formats
