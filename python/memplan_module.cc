@@ -13,8 +13,10 @@
 #include <cerrno>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -72,27 +74,28 @@ namespace {
   }
 }
 
-// The options every entry point takes, as keyword arguments.
+// The options every entry point takes, as keyword arguments: those given
+// (not None) replace the request's own (a JSON request file's options).
 struct Options {
-  std::string strategy;
-  bool optimize = false;
-  int64_t time_budget_ms = 0;
-  int64_t effort = 0;
+  std::optional<std::string> strategy;
+  std::optional<bool> optimize;
+  std::optional<int64_t> time_budget_ms;
+  std::optional<int64_t> effort;
   std::optional<int64_t> capacity;
-  int64_t alignment = 0;
-  std::string weights;
-  std::string io;
+  std::optional<int64_t> alignment;
+  std::optional<std::string> weights;
+  std::optional<std::string> io;
 };
 
 void Apply(const Options& o, v1::PlanOptions* out) {
-  out->set_strategy(o.strategy);
-  out->set_optimize(o.optimize);
-  out->set_time_budget_ms(o.time_budget_ms);
-  out->set_effort(o.effort);
+  if (o.strategy.has_value()) out->set_strategy(*o.strategy);
+  if (o.optimize.has_value()) out->set_optimize(*o.optimize);
+  if (o.time_budget_ms.has_value()) out->set_time_budget_ms(*o.time_budget_ms);
+  if (o.effort.has_value()) out->set_effort(*o.effort);
   if (o.capacity.has_value()) out->set_capacity(*o.capacity);
-  out->set_alignment(o.alignment);
-  out->set_weights(o.weights);
-  out->set_io(o.io);
+  if (o.alignment.has_value()) out->set_alignment(*o.alignment);
+  if (o.weights.has_value()) out->set_weights(*o.weights);
+  if (o.io.has_value()) out->set_io(*o.io);
 }
 
 // A plan as Python sees it: the figures, offsets by name, and the whole
@@ -128,44 +131,88 @@ struct Plan {
     }
     return out;
   }
-  std::string json() const { return formats::ToJson(response); }
+  std::string json() const {
+    // Seconds for 100k tensors: without the GIL (given up and taken back
+    // by calls, as in Run).
+    PyThreadState* python = PyEval_SaveThread();
+    std::string out;
+    try {
+      out = formats::ToJson(response);
+    } catch (...) {
+      PyEval_RestoreThread(python);
+      throw;
+    }
+    PyEval_RestoreThread(python);
+    return out;
+  }
 };
 
-// Plans with the GIL released (planning may take up to its budget), on a
-// thread of its own, while this one looks for a signal every 50 ms: Ctrl-C
-// cancels the plan and raises KeyboardInterrupt at once, not when the
-// budget ends (the handler of a signal runs only on Python's main thread,
-// holding the GIL).
-Plan Run(const v1::PlanRequest& request) {
+// Makes the request (`make`: parsing, reading a file) and plans it with
+// the GIL released, on a thread of its own, while this one looks for a
+// signal every 50 ms: Ctrl-C cancels the plan and raises KeyboardInterrupt
+// at once, not when the budget ends (the handler of a signal runs only on
+// Python's main thread, holding the GIL). `make` must not touch Python.
+// With `json`, the response as JSON is made there too.
+Plan Run(const std::function<absl::StatusOr<v1::PlanRequest>()>& make,
+         std::string* json = nullptr) {
   absl::StatusOr<v1::PlanResponse> response;
   base::CancelToken cancel;
   absl::Notification done;
   std::exception_ptr thrown;
   bool interrupted = false;
-  {
-    py::gil_scoped_release release;
-    std::thread planner([&] {
+  // The GIL is given up and taken back by calls, not a guard's destructor:
+  // when the interpreter finishes, a daemon thread taking the GIL is ended
+  // by unwinding it (pthread_exit), which from a destructor (noexcept)
+  // would end the process.
+  PyThreadState* python = PyEval_SaveThread();
+  std::optional<std::thread> planner;
+  try {
+    planner.emplace([&] {
       // Whatever it throws (std::bad_alloc) is rethrown on the calling
       // thread, where pybind11 makes it a Python exception: escaping a
       // std::thread it would end the process.
       try {
-        response =
-            engine::PlanToResponse(request, engine::Limits{}, nullptr, &cancel);
+        absl::StatusOr<v1::PlanRequest> request = make();
+        response = request.ok()
+                       ? engine::PlanToResponse(*request, engine::Limits{},
+                                                nullptr, &cancel)
+                       : absl::StatusOr<v1::PlanResponse>(request.status());
+        if (response.ok() && json != nullptr && !cancel.Cancelled()) {
+          *json = formats::ToJson(*response);
+        }
       } catch (...) {
         thrown = std::current_exception();
       }
       done.Notify();
     });
-    while (!done.WaitForNotificationWithTimeout(absl::Milliseconds(50))) {
-      py::gil_scoped_acquire acquire;
-      if (PyErr_CheckSignals() != 0) {  // the handler raised: cancel
-        interrupted = true;
+  } catch (...) {
+    PyEval_RestoreThread(python);
+    throw;
+  }
+  // However Run ends (that unwinding included), the planner is stopped and
+  // joined first: a std::thread destroyed joinable ends the process.
+  struct JoinPlanner {
+    std::thread& thread;
+    base::CancelToken& cancel;
+    ~JoinPlanner() {
+      if (thread.joinable()) {
         cancel.Cancel();
-        break;
+        thread.join();  // a cancelled plan ends within the planner's poll
       }
     }
-    planner.join();  // a cancelled plan ends within the planner's poll
+  } join{*planner, cancel};
+  while (!done.WaitForNotificationWithTimeout(absl::Milliseconds(50))) {
+    PyEval_RestoreThread(python);
+    const bool signalled = PyErr_CheckSignals() != 0;  // the handler raised
+    python = PyEval_SaveThread();
+    if (signalled) {
+      interrupted = true;
+      cancel.Cancel();
+      break;
+    }
   }
+  planner->join();
+  PyEval_RestoreThread(python);
   if (interrupted) throw py::error_already_set();
   if (thrown) std::rethrow_exception(thrown);
   if (!response.ok()) Raise(response.status());
@@ -197,7 +244,14 @@ int64_t IntArg(const py::handle& h, const std::string& what) {
 // A buffer's name: a str as it is, bytes as they are (the text rule then
 // escapes what is not UTF-8), anything else a TypeError.
 std::string NameArg(const py::handle& h) {
-  if (py::isinstance<py::str>(h)) return py::cast<std::string>(h);
+  if (py::isinstance<py::str>(h)) {
+    // A str that is not Unicode text (a lone surrogate, as os.fsdecode
+    // makes of a non-UTF-8 byte) raises UnicodeEncodeError, a ValueError.
+    Py_ssize_t size = 0;
+    const char* utf8 = PyUnicode_AsUTF8AndSize(h.ptr(), &size);
+    if (utf8 == nullptr) throw py::error_already_set();
+    return std::string(utf8, static_cast<size_t>(size));
+  }
   if (py::isinstance<py::bytes>(h)) return py::cast<std::string>(h);
   throw py::type_error(absl::StrCat(
       "a buffer's name must be a str or bytes, not ",
@@ -210,6 +264,20 @@ void AddBuffer(const py::handle& item, v1::PlanRequest* request) {
   v1::Buffer* b = request->add_buffers();
   if (py::isinstance<py::dict>(item)) {
     py::dict d = py::reinterpret_borrow<py::dict>(item);
+    for (const auto& [key, value] : d) {
+      const bool known =
+          py::isinstance<py::str>(key) &&
+          std::set<std::string>{"name", "start",     "end",
+                                "size", "alignment", "fixed_offset"}
+                  .count(py::cast<std::string>(key)) > 0;
+      if (!known) {
+        throw py::value_error(absl::StrCat(
+            "a buffer dict has the key ",
+            base::BoundedMessage(std::string(py::repr(key)), 64),
+            "; it takes 'name', 'start', 'end', 'size', 'alignment' and "
+            "'fixed_offset'"));
+      }
+    }
     for (const char* key : {"name", "start", "end", "size"}) {
       if (!d.contains(key)) {
         throw py::value_error(absl::StrCat(
@@ -251,44 +319,49 @@ Plan PlanBuffers(const py::iterable& buffers, const Options& options) {
   for (const py::handle& item : buffers) AddBuffer(item, &request);
   Apply(options, request.mutable_options());
   request.set_no_timings(true);
-  return Run(request);
+  return Run(
+      [&]() -> absl::StatusOr<v1::PlanRequest> { return std::move(request); });
 }
 
-// A graph given as the JSON contract's dict (tensors, ops, inputs, outputs).
+// A graph given as the JSON contract's dict (tensors, ops, inputs, outputs),
+// or a whole request's.
 Plan PlanGraph(const py::dict& graph, const Options& options) {
   py::module_ json = py::module_::import("json");
   const std::string text = py::str(json.attr("dumps")(graph));
-  absl::StatusOr<v1::PlanRequest> request =
-      formats::ParseRequestJson(text, "graph");
-  if (!request.ok()) Raise(request.status());
-  Apply(options, request->mutable_options());
-  request->set_no_timings(true);
-  return Run(*request);
+  return Run([&]() -> absl::StatusOr<v1::PlanRequest> {
+    absl::StatusOr<v1::PlanRequest> request =
+        formats::ParseRequestJson(text, "graph");
+    if (!request.ok()) return request;
+    Apply(options, request->mutable_options());
+    request->set_no_timings(true);
+    return request;
+  });
 }
 
-// Any file `memplan plan` reads (JSON, CSV, ONNX, TFLite).
-Plan PlanFile(const std::string& path,
-              const std::map<std::string, int64_t>& dims,
-              const std::map<std::string, std::vector<int64_t>>& shapes,
-              const Options& options) {
+// Any file `memplan plan` reads (JSON, CSV, ONNX, TFLite) as a request:
+// with the GIL released (a model of 2 GiB takes a while).
+absl::StatusOr<v1::PlanRequest> FileRequest(
+    const std::string& path, const std::map<std::string, int64_t>& dims,
+    const std::map<std::string, std::vector<int64_t>>& shapes,
+    const Options& options) {
   // Mapped: a model's weights are never read (RequestModelBytes skips them).
   absl::StatusOr<formats::FileBytes> file = formats::FileBytes::Open(
       path, formats::kDefaultMaxInputBytes, formats::kMaxMappedBytes);
-  if (!file.ok()) Raise(file.status());
+  if (!file.ok()) return file.status();
   const absl::string_view bytes = file->view();
   absl::StatusOr<formats::Format> format =
       formats::DetectFormat(path, bytes, "");
-  if (!format.ok()) Raise(format.status());
+  if (!format.ok()) return format.status();
   if (!formats::IsModel(*format) &&
       static_cast<int64_t>(bytes.size()) > formats::kDefaultMaxInputBytes) {
-    Raise(absl::ResourceExhaustedError(absl::StrCat(
-        path, " is larger than ", formats::kDefaultMaxInputBytes, " bytes")));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        path, " is larger than ", formats::kDefaultMaxInputBytes, " bytes"));
   }
   v1::PlanRequest request;
   if (formats::IsModel(*format)) {
     absl::StatusOr<std::string> lean =
         engine::RequestModelBytes(*format, *file, path);
-    if (!lean.ok()) Raise(lean.status());
+    if (!lean.ok()) return lean.status();
     v1::ModelFile* model = request.mutable_model();
     model->set_format(std::string(formats::FormatName(*format)));
     model->set_name(path);
@@ -301,22 +374,46 @@ Plan PlanFile(const std::string& path,
   } else if (*format == formats::Format::kJson) {
     absl::StatusOr<v1::PlanRequest> parsed =
         formats::ParseRequestJson(bytes, path);
-    if (!parsed.ok()) Raise(parsed.status());
+    if (!parsed.ok()) return parsed.status();
     request = *std::move(parsed);
   } else {
-    throw py::value_error(path + ": use plan_buffers for CSV data");
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": use plan_buffers for CSV data"));
   }
   Apply(options, request.mutable_options());
   request.set_no_timings(true);
-  return Run(request);
+  return request;
 }
 
 // The whole contract: a PlanRequest as JSON in, the PlanResponse as JSON out.
 std::string PlanJson(const std::string& request_json) {
-  absl::StatusOr<v1::PlanRequest> request =
-      formats::ParseRequestJson(request_json, "request");
-  if (!request.ok()) Raise(request.status());
-  return Run(*request).json();
+  std::string json;
+  Run([&] { return formats::ParseRequestJson(request_json, "request"); },
+      &json);
+  return json;
+}
+
+// An int option: None (not given) or an int as IntArg takes it.
+std::optional<int64_t> IntOption(const py::object& h, const char* name) {
+  if (h.is_none()) return std::nullopt;
+  return IntArg(h, name);
+}
+
+// The keyword options as given.
+Options OptionsOf(const std::optional<std::string>& strategy,
+                  std::optional<bool> optimize,
+                  const py::object& time_budget_ms, const py::object& effort,
+                  const py::object& capacity, const py::object& alignment,
+                  const std::optional<std::string>& weights,
+                  const std::optional<std::string>& io) {
+  return Options{strategy,
+                 optimize,
+                 IntOption(time_budget_ms, "time_budget_ms"),
+                 IntOption(effort, "effort"),
+                 IntOption(capacity, "capacity"),
+                 IntOption(alignment, "alignment"),
+                 weights,
+                 io};
 }
 
 }  // namespace
@@ -348,61 +445,65 @@ PYBIND11_MODULE(memplan, m) {
                              "planned tensors: name, offset, size, kind, "
                              "start, end (half-open steps)")
       .def("json", &Plan::json, "the whole PlanResponse as JSON");
-#define MEMPLAN_OPTION_ARGS                                   \
-  py::arg("strategy") = "", py::arg("optimize") = false,      \
-  py::arg("time_budget_ms") = 0, py::arg("effort") = 0,       \
-  py::arg("capacity") = py::none(), py::arg("alignment") = 0, \
-  py::arg("weights") = "", py::arg("io") = ""
+#define MEMPLAN_OPTION_ARGS                                               \
+  py::arg("strategy") = py::none(), py::arg("optimize") = py::none(),     \
+  py::arg("time_budget_ms") = py::none(), py::arg("effort") = py::none(), \
+  py::arg("capacity") = py::none(), py::arg("alignment") = py::none(),    \
+  py::arg("weights") = py::none(), py::arg("io") = py::none()
+#define MEMPLAN_OPTION_PARAMS                                              \
+  const std::optional<std::string>&strategy, std::optional<bool> optimize, \
+      const py::object &time_budget_ms, const py::object &effort,          \
+      const py::object &capacity, const py::object &alignment,             \
+      const std::optional<std::string>&weights,                            \
+      const std::optional<std::string>&io
+#define MEMPLAN_OPTIONS                                                  \
+  memplan::python::OptionsOf(strategy, optimize, time_budget_ms, effort, \
+                             capacity, alignment, weights, io)
   m.def(
       "plan_buffers",
-      [](const py::iterable& buffers, const std::string& strategy,
-         bool optimize, int64_t time_budget_ms, int64_t effort,
-         std::optional<int64_t> capacity, int64_t alignment,
-         const std::string& weights, const std::string& io) {
-        return memplan::python::PlanBuffers(
-            buffers, Options{strategy, optimize, time_budget_ms, effort,
-                             capacity, alignment, weights, io});
+      [](const py::iterable& buffers, MEMPLAN_OPTION_PARAMS) {
+        return memplan::python::PlanBuffers(buffers, MEMPLAN_OPTIONS);
       },
       "Plans buffers given as (name, start, end, size[, alignment]) tuples "
       "or dicts; lifetimes are half-open [start, end).",
       py::arg("buffers"), py::kw_only(), MEMPLAN_OPTION_ARGS);
   m.def(
       "plan_graph",
-      [](const py::dict& graph, const std::string& strategy, bool optimize,
-         int64_t time_budget_ms, int64_t effort,
-         std::optional<int64_t> capacity, int64_t alignment,
-         const std::string& weights, const std::string& io) {
-        return memplan::python::PlanGraph(
-            graph, Options{strategy, optimize, time_budget_ms, effort, capacity,
-                           alignment, weights, io});
+      [](const py::dict& graph, MEMPLAN_OPTION_PARAMS) {
+        return memplan::python::PlanGraph(graph, MEMPLAN_OPTIONS);
       },
       "Plans a graph given as the JSON contract's dict: tensors (name, "
       "size_bytes), ops (name, inputs, outputs) in execution order, inputs, "
-      "outputs.",
+      "outputs; or a whole request's dict (its options, where no keyword "
+      "gives them).",
       py::arg("graph"), py::kw_only(), MEMPLAN_OPTION_ARGS);
   m.def(
       "plan_file",
       [](const py::object& path_like,
          const std::map<std::string, int64_t>& dims,
          const std::map<std::string, std::vector<int64_t>>& shapes,
-         const std::string& strategy, bool optimize, int64_t time_budget_ms,
-         int64_t effort, std::optional<int64_t> capacity, int64_t alignment,
-         const std::string& weights, const std::string& io) {
-        // A str, bytes or os.PathLike (pathlib.Path), as open() takes.
-        const py::object fs =
-            py::module_::import("os").attr("fspath")(path_like);
-        const std::string path = py::cast<std::string>(fs);
-        return memplan::python::PlanFile(
-            path, dims, shapes,
-            Options{strategy, optimize, time_budget_ms, effort, capacity,
-                    alignment, weights, io});
+         MEMPLAN_OPTION_PARAMS) {
+        // A str, bytes or os.PathLike (pathlib.Path), as open() takes: the
+        // file system's bytes (os.fsencode: a name that is not UTF-8 too).
+        const std::string path = py::cast<std::string>(
+            py::module_::import("os").attr("fsencode")(path_like));
+        if (path.find('\0') != std::string::npos) {
+          throw py::value_error("embedded null byte");  // as open() says
+        }
+        const memplan::python::Options options = MEMPLAN_OPTIONS;
+        return memplan::python::Run([&] {
+          return memplan::python::FileRequest(path, dims, shapes, options);
+        });
       },
       "Plans a file: a JSON request or graph, an ONNX or TFLite model "
-      "(dims: symbolic dim values; shapes: whole input shapes).",
+      "(dims: symbolic dim values; shapes: whole input shapes). Options "
+      "given replace the request file's own.",
       py::arg("path"), py::kw_only(),
       py::arg("dims") = std::map<std::string, int64_t>{},
       py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{},
       MEMPLAN_OPTION_ARGS);
+#undef MEMPLAN_OPTIONS
+#undef MEMPLAN_OPTION_PARAMS
 #undef MEMPLAN_OPTION_ARGS
   m.def("plan_json", &memplan::python::PlanJson,
         "A memplan.v1.PlanRequest as JSON in, the PlanResponse as JSON out.",

@@ -126,6 +126,77 @@ class MemplanModuleTest(unittest.TestCase):
         plan = memplan.plan_buffers([(b"\xff\xfe", 0, 1, 8)])
         self.assertEqual(list(plan.offsets), ["\\xFF\\xFE"])
 
+    def test_options_of_a_request_file_hold_unless_given(self):
+        request = {"buffers": [{"id": "a", "start": 0, "end": 2, "size": 10},
+                               {"id": "b", "start": 1, "end": 3, "size": 10}],
+                   "options": {"alignment": 256,
+                               "strategy": "first_fit_size"}}
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "request.json")
+            with open(path, "w") as f:
+                json.dump(request, f)
+            plan = memplan.plan_file(path)
+            self.assertEqual(plan.strategy, "first_fit_size")
+            self.assertEqual(plan.offsets["b"] % 256, 0)
+            self.assertEqual(plan.arena, 266)
+            # a keyword given replaces the file's option, the rest hold
+            plan = memplan.plan_file(path, alignment=64)
+            self.assertEqual(plan.arena, 74)
+            self.assertEqual(plan.strategy, "first_fit_size")
+        # a whole request's dict, likewise
+        self.assertEqual(memplan.plan_graph(request).arena, 266)
+
+    def test_odd_keys_names_paths_and_options_are_refused(self):
+        with self.assertRaisesRegex(ValueError, "has the key 'alignmnet'"):
+            memplan.plan_buffers([{"name": "a", "start": 0, "end": 1,
+                                   "size": 8, "alignmnet": 64}])
+        # a str that is not text (os.fsdecode of a non-UTF-8 byte)
+        with self.assertRaises(UnicodeEncodeError):
+            memplan.plan_buffers([("a\udcff", 0, 1, 8)])
+        # as open(): not a file cut at the NUL
+        with self.assertRaisesRegex(ValueError, "embedded null byte"):
+            memplan.plan_file(os.path.join(SOURCE, "examples/resnet50.json")
+                              + "\0/../x")
+        for options, error, pattern in [
+                ({"capacity": 2 ** 70}, OverflowError,
+                 "capacity does not fit in 64 bits"),
+                ({"alignment": True}, TypeError,
+                 "alignment must be an int, not bool"),
+                ({"time_budget_ms": 1.5}, TypeError,
+                 "time_budget_ms must be an int, not float")]:
+            with self.subTest(options=options):
+                with self.assertRaisesRegex(error, pattern):
+                    memplan.plan_buffers(PAPER, **options)
+
+    def test_a_file_name_that_is_not_utf8_is_read(self):
+        with tempfile.TemporaryDirectory() as d:
+            raw = os.path.join(os.fsencode(d), b"graph\xff.json")
+            with open(raw, "w") as f:
+                json.dump({"buffers": [{"id": "a", "start": 0, "end": 1,
+                                        "size": 8}]}, f)
+            for path in (raw, os.fsdecode(raw)):
+                with self.subTest(path=path):
+                    self.assertEqual(memplan.plan_file(path).arena, 8)
+
+    def test_exiting_with_a_plan_running_in_a_daemon_thread(self):
+        # The interpreter ends a daemon thread waiting for the GIL by
+        # unwinding it: the plan is stopped, the process exits cleanly.
+        import subprocess
+        import sys
+        code = ("import threading, time, memplan\n"
+                "b = [('b%d' % i, i % 97, i % 97 + 1 + (i * 7) % 50,\n"
+                "      64 * (1 + (i * 13) % 29)) for i in range(3000)]\n"
+                "for _ in range(2):\n"
+                "    threading.Thread(target=memplan.plan_buffers, args=(b,),\n"
+                "        kwargs={'strategy': 'exact', 'time_budget_ms': 20000},\n"
+                "        daemon=True).start()\n"
+                "time.sleep(0.5)\n"
+                "print('exiting', flush=True)\n")
+        out = subprocess.run([sys.executable, "-c", code],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("exiting", out.stdout)
+
     def test_an_unreadable_file_is_a_permission_error(self):
         import subprocess
         import sys
