@@ -1,16 +1,19 @@
 #include "engine/plan_cache.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "base/sha256.h"
 #include "memplan/version.h"
+#include "planner/memory_spaces.h"
 #include "planner/strategy.h"
 
 namespace memplan::engine {
@@ -145,11 +148,12 @@ class EntryReader {
     const uint64_t v = Varint();
     return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
   }
-  // A count of items of at least one byte each: never more than are left,
-  // so a forged count cannot make the reader allocate beyond the entry.
-  size_t Count() {
+  // A count of at most `most` items of at least `bytes_each` bytes each:
+  // never more than are left, so a forged count cannot make the reader
+  // allocate beyond the entry (and the request's own size).
+  size_t Count(size_t most = SIZE_MAX, size_t bytes_each = 1) {
     const uint64_t n = Varint();
-    if (n > data_.size()) return Fail();
+    if (n > most || n > data_.size() / bytes_each) return Fail();
     return static_cast<size_t>(n);
   }
   std::string Str() {
@@ -198,18 +202,21 @@ void PutChoices(const planner::PlanChoices& c, std::string* out) {
   for (int k : c.memory_space_of) PutInt(k, out);
 }
 
-planner::PlanChoices ReadChoices(EntryReader* r) {
+// `items`: the most buffers a plan of the request holds (each list of
+// the choices has one entry per buffer at most).
+planner::PlanChoices ReadChoices(EntryReader* r, size_t items) {
   planner::PlanChoices c;
   c.solution.arena_size = r->Int();
-  c.solution.offsets.resize(r->Count());
+  c.solution.offsets.resize(r->Count(items));
   for (int64_t& o : c.solution.offsets) o = r->Int();
   c.strategy = r->Str();
   c.proven_optimal = r->Int() != 0;
-  c.shared_objects.object_of.resize(r->Count());
+  c.shared_objects.object_of.resize(r->Count(items));
   for (int& o : c.shared_objects.object_of) o = r->Int32();
-  c.shared_objects.size.resize(r->Count());
+  c.shared_objects.size.resize(r->Count(items));
   for (int64_t& s : c.shared_objects.size) s = r->Int();
-  c.memory_spaces.resize(r->Count());
+  // A space: two strings and four numbers, 6 bytes at least.
+  c.memory_spaces.resize(r->Count(planner::kMaxMemorySpaces, 6));
   for (planner::MemorySpacePlan& m : c.memory_spaces) {
     m.name = r->Str();
     m.capacity = r->Int();
@@ -218,7 +225,7 @@ planner::PlanChoices ReadChoices(EntryReader* r) {
     m.buffers = r->Int32();
     m.strategy = r->Str();
   }
-  c.memory_space_of.resize(r->Count());
+  c.memory_space_of.resize(r->Count(items));
   for (int& k : c.memory_space_of) k = r->Int32();
   return c;
 }
@@ -343,7 +350,8 @@ std::string EncodeCacheEntry(const std::string& key,
 }
 
 absl::StatusOr<CacheEntry> DecodeCacheEntry(absl::string_view entry,
-                                            const std::string& key) {
+                                            const std::string& key,
+                                            size_t items) {
   const size_t magic = sizeof(kEntryMagic) - 1;
   if (entry.size() < magic + 32 || entry.substr(0, magic) != kEntryMagic) {
     return BadEntry("not an entry (or truncated)");
@@ -360,7 +368,7 @@ absl::StatusOr<CacheEntry> DecodeCacheEntry(absl::string_view entry,
   CacheEntry out;
   out.effort = r.Int();
   out.time_budget_ms = r.Int();
-  out.choices = ReadChoices(&r);
+  out.choices = ReadChoices(&r, items);
   if (!r.ok() || r.left() != 0) return BadEntry("malformed");
   return out;
 }
@@ -408,10 +416,11 @@ absl::StatusOr<planner::PlanResult> PlanCache::PlanGraph(
     *use = CacheUse::kNone;
     return compute();
   }
-  const Adopt adopt = [&](planner::PlanChoices choices) {
-    return planner::AdoptGraphPlan(graph, options, std::move(choices), cancel,
-                                   workers);
-  };
+  const Adopt adopt{[&](planner::PlanChoices choices) {
+                      return planner::AdoptGraphPlan(
+                          graph, options, std::move(choices), cancel, workers);
+                    },
+                    graph.tensors.size()};
   return Through(*key, options, cancel, adopt, compute, use);
 }
 
@@ -423,10 +432,12 @@ absl::StatusOr<planner::PlanResult> PlanCache::PlanBuffers(
   if (!key.has_value()) {
     return absl::DeadlineExceededError("plan cache key cancelled");
   }
-  const Adopt adopt = [&](planner::PlanChoices choices) {
-    return planner::AdoptBuffersPlan(problem, options, std::move(choices),
-                                     cancel, workers);
-  };
+  const Adopt adopt{[&](planner::PlanChoices choices) {
+                      return planner::AdoptBuffersPlan(problem, options,
+                                                       std::move(choices),
+                                                       cancel, workers);
+                    },
+                    problem.buffers.size()};
   const Compute compute = [&] {
     return planner::PlanBuffers(std::move(problem), options, workers, cancel);
   };
@@ -470,6 +481,12 @@ absl::StatusOr<planner::PlanResult> PlanCache::Through(
       return *std::move(hit);
     }
   }
+  // Whatever ends this call (an exception: std::bad_alloc), identical
+  // calls waiting for its flight are let go.
+  bool landed = !flying;
+  absl::Cleanup land_anyway = [&] {
+    if (!landed) Land(flight_key, std::string(), /*time_limited=*/false);
+  };
   *use = CacheUse::kMiss;
   misses_.fetch_add(1);
   listener_->Miss();
@@ -481,6 +498,7 @@ absl::StatusOr<planner::PlanResult> PlanCache::Through(
     Keep(key, entry);
   }
   if (flying) {
+    landed = true;
     Land(flight_key, result.ok() ? std::move(entry) : std::string(),
          result.ok() && result->time_limited);
   }
@@ -555,14 +573,15 @@ std::optional<planner::PlanResult> PlanCache::Lookup(const std::string& key,
 std::optional<planner::PlanResult> PlanCache::Serve(
     absl::string_view tier, const std::string& key, absl::string_view entry,
     int64_t effort, const Adopt& adopt, int64_t* found_effort, bool* bad) {
-  absl::StatusOr<CacheEntry> decoded = DecodeCacheEntry(entry, key);
+  absl::StatusOr<CacheEntry> decoded =
+      DecodeCacheEntry(entry, key, adopt.items);
   if (decoded.ok()) {
     if (decoded->effort != effort) {
       *found_effort = decoded->effort;
       return std::nullopt;
     }
     absl::StatusOr<planner::PlanResult> plan =
-        adopt(std::move(decoded->choices));
+        adopt.plan(std::move(decoded->choices));
     if (plan.ok()) return *std::move(plan);
     // A request the planner refuses, or a call cancelled meanwhile: not
     // the entry's fault; planning gives the answer.

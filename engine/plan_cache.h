@@ -162,9 +162,11 @@ struct CacheEntry {
   planner::PlanChoices choices;
 };
 // DATA_LOSS saying what is wrong (truncated, another format or version,
-// another key, a checksum mismatch).
+// another key, a checksum mismatch, a list longer than `items`: the most
+// buffers the request's plan holds).
 absl::StatusOr<CacheEntry> DecodeCacheEntry(absl::string_view entry,
-                                            const std::string& key);
+                                            const std::string& key,
+                                            size_t items = SIZE_MAX);
 
 // Thread-safe.
 class PlanCache {
@@ -208,8 +210,13 @@ class PlanCache {
     std::string key;
     std::string entry;
   };
-  using Adopt =
-      std::function<absl::StatusOr<planner::PlanResult>(planner::PlanChoices)>;
+  // Adopts an entry's choices for the request, whose plan holds at most
+  // `items` buffers (a longer list in an entry is forged).
+  struct Adopt {
+    std::function<absl::StatusOr<planner::PlanResult>(planner::PlanChoices)>
+        plan;
+    size_t items = 0;
+  };
   using Compute = std::function<absl::StatusOr<planner::PlanResult>()>;
 
   absl::StatusOr<planner::PlanResult> Through(

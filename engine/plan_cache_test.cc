@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "planner/memory_spaces.h"
 #include "planner/testing/random_problems.h"
 #include "proto/convert.h"
 
@@ -290,6 +291,28 @@ TEST(CacheEntryTest, TruncatedFlippedOrForeignEntriesAreDataLoss) {
   absl::Status s = DecodeCacheEntry(p.entry, other.key).status();
   EXPECT_TRUE(absl::IsDataLoss(s));
   EXPECT_THAT(s.message(), HasSubstr("another key"));
+}
+
+// An entry forged with a valid checksum (anyone who can write to the store
+// can make one when no secret signs entries): a list longer than the
+// request's buffers, or more memory spaces than a plan may have, is
+// refused before anything is allocated for it.
+TEST(CacheEntryTest, ListsLongerThanTheRequestAreDataLoss) {
+  const Planned p = PlanSome(4);
+  const size_t n = p.problem.buffers.size();
+  EXPECT_TRUE(DecodeCacheEntry(p.entry, p.key, n).ok());
+  absl::Status s = DecodeCacheEntry(p.entry, p.key, n - 1).status();
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("malformed"));
+  planner::PlanResult spaces = p.result;
+  spaces.memory_spaces.resize(planner::kMaxMemorySpaces + 1);
+  spaces.memory_space_of.assign(n, 0);
+  const std::string forged = EncodeCacheEntry(p.key, p.options, spaces);
+  EXPECT_TRUE(absl::IsDataLoss(DecodeCacheEntry(forged, p.key, n).status()));
+  spaces.memory_spaces.resize(planner::kMaxMemorySpaces);
+  EXPECT_TRUE(
+      DecodeCacheEntry(EncodeCacheEntry(p.key, p.options, spaces), p.key, n)
+          .ok());
 }
 
 // A store in memory, shared by several caches as Redis is by replicas; it

@@ -208,6 +208,15 @@ absl::StatusOr<PlanCacheParts> MakePlanCache(Metrics* metrics,
   parts.cache = std::make_unique<engine::PlanCache>(options);
   parts.note = absl::StrCat("plan cache ", bytes >> 20, " MiB in process",
                             parts.store != nullptr ? " + " + kind : "");
+  if (parts.store != nullptr && absl::EndsWith(MEMPLAN_GIT_COMMIT, "-dirty")) {
+    // Builds of one commit with different local changes share the key.
+    std::fprintf(stderr,
+                 "memplan-server: warning: this build is of a commit with "
+                 "local changes (%s): replicas of other builds of it, changed "
+                 "otherwise, share its plan cache entries (each is still "
+                 "verified before use)\n",
+                 MEMPLAN_GIT_COMMIT);
+  }
   if (parts.store != nullptr &&
       absl::string_view(MEMPLAN_GIT_COMMIT) == "unknown") {
     // Entries are keyed by the build: builds that cannot tell theirs apart

@@ -280,7 +280,9 @@ namespace {
 // milliseconds.
 const Histogram::BucketBoundaries& StoreBuckets() {
   static const auto* b = new Histogram::BucketBoundaries{
-      0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025};
+      0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+      // --cache_timeout_ms may be raised past the 5 ms default
+      0.05, 0.1, 0.25, 0.5, 1, 2.5};
   return *b;
 }
 
@@ -470,7 +472,7 @@ engine::PlanCacheListener* Metrics::PlanCacheListener(
     if (!store.empty()) {
       families_->cache_hits.Add({{"store", store}});
       families_->cache_refused.Add({{"store", store}});
-      for (const char* op : {"get", "put"}) {
+      for (const char* op : {"get", "put", "drop"}) {
         families_->store_errors.Add({{"store", store}, {"op", op}});
       }
     }

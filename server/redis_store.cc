@@ -305,17 +305,17 @@ absl::StatusOr<RedisStore::Reply> RedisStore::Command(
     return fail(Failure::kBroken, c->errstr);
   }
   void* raw = nullptr;
+  size_t read = 0;  // bytes of this reply read so far
   for (;;) {
     if (redisGetReplyFromReader(c, &raw) != REDIS_OK) {
       return fail(Failure::kBroken, c->errstr);
     }
     if (raw != nullptr) break;
-    // What is buffered of a reply still coming: bounded, whatever the
-    // server sends (an entry and its reply's framing are never larger; Put
-    // keeps none that is).
-    if (c->reader != nullptr &&
-        c->reader->len >
-            static_cast<size_t>(options_.max_reply_bytes) + kReplyFraming) {
+    // The bytes of a reply still coming: bounded, whatever the server
+    // sends (an entry and its reply's framing are never larger; Put keeps
+    // none that is). Counted as read, not as buffered: the reader drops
+    // what it parsed, while the reply it builds grows.
+    if (read > static_cast<size_t>(options_.max_reply_bytes) + kReplyFraming) {
       return fail(Failure::kTimeout,
                   absl::StrCat("a reply over ", options_.max_reply_bytes,
                                " bytes (--cache_max_entry_bytes)"));
@@ -323,9 +323,17 @@ absl::StatusOr<RedisStore::Reply> RedisStore::Command(
     if (!WaitFor(c->fd, POLLIN, deadline)) {
       return fail(Failure::kTimeout, "timed out reading");
     }
+    const size_t before = c->reader->len;
     if (redisBufferRead(c) != REDIS_OK) {
       return fail(Failure::kBroken, c->errstr);
     }
+    // GET, SET and DEL answer one value: an array (a server that is not
+    // Redis, or a hostile one) would build a reply object per element.
+    if (read == 0 && c->reader->len > c->reader->pos &&
+        c->reader->buf[c->reader->pos] == '*') {
+      return fail(Failure::kBroken, "an array reply where a value was asked");
+    }
+    read += c->reader->len - before;
   }
   auto* r = static_cast<redisReply*>(raw);
   Reply reply{r->type, ReplyText(r)};

@@ -32,6 +32,7 @@ enum class Mode {
   kDrip,         // GET: a 2,000-byte value, one byte every 3 ms
   kLarge,        // GET: a 100,000-byte value at once
   kNoRead,       // after PING, reads nothing more (a write fills the socket)
+  kArray,        // GET: an array of 100,000 integers (not a value)
 };
 
 // A fake Redis on 127.0.0.1, one thread per connection; every socket is
@@ -94,7 +95,11 @@ class FakeRedis {
         }
       } else if (absl::StrContains(in, "GET")) {
         in.clear();
-        if (mode_ == Mode::kLarge) {
+        if (mode_ == Mode::kArray) {
+          std::string items = "*100000\r\n";
+          for (int k = 0; k < 100000; ++k) items += ":1\r\n";
+          Send(fd, items);
+        } else if (mode_ == Mode::kLarge) {
           Send(fd,
                absl::StrCat("$100000\r\n", std::string(100000, 'x'), "\r\n"));
         } else {
@@ -156,6 +161,22 @@ TEST(RedisStoreTest, AReplyOverTheBoundFailsItsCall) {
   absl::Status put = (*store)->Put("k", std::string(5000, 'x'));
   EXPECT_EQ(put.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(put.message(), HasSubstr("5000 bytes"));
+}
+
+// A server that answers GET with an array (not Redis, or a hostile one)
+// would have hiredis build an object per element, 100 times the bytes
+// read: refused at its first byte.
+TEST(RedisStoreTest, AnArrayReplyIsRefused) {
+  FakeRedis fake(Mode::kArray);
+  RedisStoreOptions o = Options();
+  o.timeout = absl::Seconds(5);
+  auto store = RedisStore::Open(fake.url(), o);
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->WaitUntilUp(absl::Seconds(10)));
+  absl::StatusOr<std::optional<std::string>> got = (*store)->Get("k");
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(got.status().message(),
+              HasSubstr("an array reply where a value was asked"));
 }
 
 // A Redis that stops reading holds a store no longer than the timeout
