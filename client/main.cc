@@ -31,6 +31,7 @@
 #include "client/inspect.h"
 #include "client/remote.h"
 #include "engine/benchmark.h"
+#include "engine/emit.h"
 #include "engine/model_import.h"
 #include "engine/names.h"
 #include "engine/plan.h"
@@ -392,6 +393,17 @@ int RunPlan(const std::vector<std::string>& args) {
   if (absl::GetFlag(FLAGS_no_timings)) request.set_no_timings(true);
   if (const std::string id = absl::GetFlag(FLAGS_c_header_id); !id.empty()) {
     request.set_c_header_id(id);
+  }
+  // A format the flags ask for is written to its file, once: the
+  // request's own asking for it too is dropped.
+  for (const EmitTarget& t : *targets) {
+    auto* emit = request.mutable_emit();
+    for (int i = emit->size() - 1; i >= 0; --i) {
+      if (engine::CanonicalEmitFormat((*emit)[i]) ==
+          engine::CanonicalEmitFormat(t.format)) {
+        emit->DeleteSubrange(i, 1);
+      }
+    }
   }
   WarnAboutRequestEmit(request);
   for (const EmitTarget& t : *targets) request.add_emit(t.format);

@@ -20,6 +20,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "base/text.h"
 
 namespace memplan::formats {
 namespace {
@@ -27,13 +28,17 @@ namespace {
 // The reason of the last failed system call.
 std::string Reason() { return std::strerror(errno); }
 
+// A path as a message shows it: a newline or another control character in
+// it escaped, so that it cannot forge a line of its own.
+std::string Shown(const std::string& path) { return base::SafeText(path); }
+
 // NOT_FOUND for an input that cannot be opened (missing, unreadable: the
 // CLI's exit 66), carrying errno (kErrnoPayload) for callers that tell
 // those apart (the Python module's FileNotFoundError, PermissionError).
 absl::Status CannotOpen(const std::string& path) {
   const int error = errno;
   absl::Status s = absl::NotFoundError(
-      absl::StrCat("cannot open ", path, ": ", std::strerror(error)));
+      absl::StrCat("cannot open ", Shown(path), ": ", std::strerror(error)));
   s.SetPayload(kErrnoPayload, absl::Cord(absl::StrCat(error)));
   return s;
 }
@@ -73,7 +78,7 @@ bool WriteAll(int fd, absl::string_view contents) {
 
 absl::Status CannotWrite(const std::string& path, const std::string& why) {
   return absl::PermissionDeniedError(
-      absl::StrCat("cannot write ", path, ": ", why));
+      absl::StrCat("cannot write ", Shown(path), ": ", why));
 }
 
 }  // namespace
@@ -88,18 +93,18 @@ absl::StatusOr<std::string> ReadFile(const std::string& path,
   }
   if (S_ISDIR(info.st_mode)) {
     return absl::NotFoundError(
-        absl::StrCat(path, " is a directory, not a file"));
+        absl::StrCat(Shown(path), " is a directory, not a file"));
   }
   if (S_ISREG(info.st_mode) && info.st_size > max_bytes) {
     return absl::ResourceExhaustedError(
-        absl::StrCat(path, " is ", info.st_size, " bytes, larger than ",
+        absl::StrCat(Shown(path), " is ", info.st_size, " bytes, larger than ",
                      max_bytes, " (the input limit, --max_input_bytes)"));
   }
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return CannotOpen(path);
   }
-  absl::StatusOr<std::string> bytes = ReadBounded(fd, path, max_bytes);
+  absl::StatusOr<std::string> bytes = ReadBounded(fd, Shown(path), max_bytes);
   ::close(fd);
   return bytes;
 }
@@ -170,7 +175,7 @@ absl::StatusOr<FileBytes> FileBytes::Open(const std::string& path,
   }
   if (info.st_size > max_mapped_bytes) {
     return absl::ResourceExhaustedError(
-        absl::StrCat(path, " is ", info.st_size, " bytes, larger than ",
+        absl::StrCat(Shown(path), " is ", info.st_size, " bytes, larger than ",
                      max_mapped_bytes, " (the most a model file may hold)"));
   }
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -182,7 +187,8 @@ absl::StatusOr<FileBytes> FileBytes::Open(const std::string& path,
   const std::string why = p == MAP_FAILED ? Reason() : "";
   ::close(fd);
   if (p == MAP_FAILED) {
-    return absl::UnavailableError(absl::StrCat("cannot map ", path, ": ", why));
+    return absl::UnavailableError(
+        absl::StrCat("cannot map ", Shown(path), ": ", why));
   }
   file.mapped_ = static_cast<const char*>(p);
   file.mapped_size_ = size;

@@ -50,6 +50,12 @@ TEST_F(FileIoTest, MissingFilesAndDirectoriesAreNamed) {
   absl::StatusOr<std::string> dir = ReadFile(dir_, 100);
   EXPECT_EQ(dir.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(dir.status().message()), HasSubstr("is a directory"));
+  // A newline in a path cannot start a line of its own in a message.
+  absl::Status forged = ReadFile(dir_ + "/a\nmemplan: FORGED", 100).status();
+  EXPECT_THAT(std::string(forged.message()), HasSubstr("a\\x0Amemplan"));
+  EXPECT_THAT(
+      std::string(WriteFileAtomically(dir_ + "/no/a\nb", "x").message()),
+      HasSubstr("a\\x0Ab"));
 }
 
 TEST_F(FileIoTest, RegularFilesAreMappedUpToTheirOwnLimit) {

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -124,6 +125,9 @@ absl::Status ReadRow(const std::vector<absl::string_view>& cells,
 
 absl::StatusOr<MinimallocCsv> ReadMinimallocCsv(absl::string_view text,
                                                 absl::string_view name) {
+  // A UTF-8 byte order mark (a spreadsheet's export) is not the first
+  // column's name.
+  if (absl::StartsWith(text, "\xef\xbb\xbf")) text.remove_prefix(3);
   MinimallocCsv csv;
   std::optional<RowLayout> layout;
   size_t columns = 0;

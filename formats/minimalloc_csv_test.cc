@@ -29,6 +29,15 @@ TEST(MinimallocCsvTest, ReadsRowsWithAlignmentOneByDefault) {
   EXPECT_FALSE(csv->offsets.has_value());
 }
 
+// A spreadsheet's export starts with a UTF-8 byte order mark: not part of
+// the first column's name.
+TEST(MinimallocCsvTest, AByteOrderMarkIsSkipped) {
+  absl::StatusOr<MinimallocCsv> csv =
+      ReadMinimallocCsv("\xef\xbb\xbfid,lower,upper,size\n0,0,3,4\n", "x.csv");
+  ASSERT_TRUE(csv.ok()) << csv.status();
+  EXPECT_EQ(csv->problem.buffers.at(0).size, 4);
+}
+
 TEST(MinimallocCsvTest, ColumnsInAnyOrderWithAlignmentAndOffsets) {
   absl::StatusOr<MinimallocCsv> csv = ReadMinimallocCsv(
       "size,id,upper,lower,alignment,offset\n16,a,3,0,16,32\n", "x.csv");

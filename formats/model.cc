@@ -49,8 +49,9 @@ absl::Status ParseShapeList(absl::string_view text, ModelOptions* options) {
   auto pairs = SplitPairs(text, "input", "NAME=SHAPE (e.g. x=1x3x224x224)");
   if (!pairs.ok()) return pairs.status();
   for (const auto& [name, shape] : *pairs) {
-    std::vector<int64_t> dims;
-    for (absl::string_view d : absl::StrSplit(shape, 'x', absl::SkipEmpty())) {
+    std::vector<int64_t> dims;  // "x=" is a scalar; "1xx4" a typo
+    for (absl::string_view d : absl::StrSplit(shape, 'x')) {
+      if (shape.empty()) break;
       int64_t v = 0;
       if (!absl::SimpleAtoi(d, &v) || v < 0) {
         return Invalid("--input ", name.substr(0, 64), "=", shape.substr(0, 64),

@@ -78,6 +78,8 @@ absl::Status JsonError(absl::string_view text, absl::string_view name,
 
 absl::StatusOr<v1::PlanRequest> ParseRequestJson(absl::string_view text,
                                                  absl::string_view name) {
+  // A UTF-8 byte order mark (Windows editors write one) is not JSON.
+  if (absl::StartsWith(text, "\xef\xbb\xbf")) text.remove_prefix(3);
   const Shape shape = ScanJson(text);
   if (shape.depth > kMaxJsonDepth) {
     return absl::InvalidArgumentError(

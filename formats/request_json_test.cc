@@ -30,6 +30,13 @@ TEST(RequestJsonTest, ReadsARequestOrABareGraph) {
   EXPECT_EQ(r->graph().ops(0).name(), "x");
 }
 
+TEST(RequestJsonTest, AByteOrderMarkIsSkipped) {
+  absl::StatusOr<v1::PlanRequest> r = ParseRequestJson(
+      "\xef\xbb\xbf{\"buffers\": [{\"id\": \"a\", \"size\": 4}]}", "r.json");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->buffers(0).size(), 4);
+}
+
 TEST(RequestJsonTest, MalformedJsonNamesTheLine) {
   absl::StatusOr<v1::PlanRequest> r = ParseRequestJson(
       "{\n  \"graph\": {\n    \"name\" \"x\"\n  }\n}\n", "m.json");

@@ -343,6 +343,14 @@ TEST_F(CliUsabilityTest, ARequestsOwnEmitStaysBesideTheFlags) {
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_THAT(text.err, HasSubstr("warning: the request's emit (c_header)"));
   EXPECT_TRUE(std::filesystem::exists(Path("again.svg")));
+  // The flags asking for the request's own format: written to its file
+  // once (it was an error, "asked for more than once", after the warning
+  // had advised these very flags).
+  CommandResult both =
+      RunCli({"plan", request, "--emit", "c_header", "-o", Path("plan.h")});
+  ASSERT_EQ(both.exit_code, 0) << both.err;
+  EXPECT_THAT(both.err, Not(HasSubstr("warning")));
+  EXPECT_TRUE(std::filesystem::exists(Path("plan.h")));
 }
 
 TEST_F(CliUsabilityTest, UsageErrorsSayWhereHelpIsInsteadOfPrintingIt) {

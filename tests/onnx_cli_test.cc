@@ -170,6 +170,10 @@ TEST_F(OnnxCliTest, InputShapeFlagAndUnnamedDimWarning) {
   EXPECT_THAT(shaped.err, Not(HasSubstr("warning")));
   EXPECT_EQ(ParseResponse(shaped.out).unaligned_lower_bound_bytes(), 3 * 48);
   EXPECT_EQ(RunCli({"plan", "--input", "x=3xq", model}).exit_code, 65);
+  // A doubled 'x' is a typo, not the shape without it.
+  CommandResult typo = RunCli({"plan", "--input", "x=3xx4", model});
+  EXPECT_EQ(typo.exit_code, 65);
+  EXPECT_THAT(typo.err, HasSubstr("dim '' is not a non-negative integer"));
 }
 
 TEST_F(OnnxCliTest, InputFormatFlagAndStandardInput) {
