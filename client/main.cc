@@ -295,10 +295,12 @@ absl::StatusOr<std::vector<EmitTarget>> EmitTargets() {
     for (const EmitTarget& t : targets) {
       if (formats::SameFile(t.path, paths[i])) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "-o ", paths[i],
-            t.path == paths[i] ? ""
-                               : absl::StrCat(" (the file -o ", t.path, ")"),
-            " is given for both --emit ", t.format, " and --emit ", formats[i],
+            "-o ", base::SafeText(paths[i]),
+            t.path == paths[i]
+                ? ""
+                : absl::StrCat(" (the file -o ", base::SafeText(t.path), ")"),
+            " is given for both --emit ", base::SafeText(t.format),
+            " and --emit ", base::SafeText(formats[i]),
             "; give each its own file"));
       }
     }
@@ -322,8 +324,8 @@ absl::StatusOr<std::vector<EmitTarget>> CheckPlanFlags() {
   }
   for (const EmitTarget& t : *targets) {
     if (!dump.empty() && formats::SameFile(t.path, dump)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--dump_graph and -o both write '", dump, "'"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--dump_graph and -o both write '", base::SafeText(dump), "'"));
     }
   }
   return targets;

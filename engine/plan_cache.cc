@@ -455,6 +455,14 @@ absl::StatusOr<planner::PlanResult> PlanCache::Through(
       key, "/", effort, "/", absl::ToInt64Milliseconds(options.time_budget));
   int64_t found_effort = -1;
   bool flying = false;
+  // Once this call flies, whatever ends it (an exception: std::bad_alloc)
+  // lets identical calls waiting for its flight go.
+  bool landed = false;
+  absl::Cleanup land_anyway = [&] {
+    if (flying && !landed) {
+      Land(flight_key, std::string(), /*time_limited=*/false);
+    }
+  };
   // At most twice: before and after waiting for an identical call.
   for (int round = 0; round < 2 && !flying; ++round) {
     if (std::optional<planner::PlanResult> hit =
@@ -477,16 +485,11 @@ absl::StatusOr<planner::PlanResult> PlanCache::Through(
     std::string served;
     if (std::optional<planner::PlanResult> hit =
             LookupMemory(key, effort, adopt, &found_effort, use, &served)) {
+      landed = true;
       Land(flight_key, std::move(served), /*time_limited=*/false);
       return *std::move(hit);
     }
   }
-  // Whatever ends this call (an exception: std::bad_alloc), identical
-  // calls waiting for its flight are let go.
-  bool landed = !flying;
-  absl::Cleanup land_anyway = [&] {
-    if (!landed) Land(flight_key, std::string(), /*time_limited=*/false);
-  };
   *use = CacheUse::kMiss;
   misses_.fetch_add(1);
   listener_->Miss();
@@ -683,9 +686,10 @@ bool PlanCache::TakeOff(const std::string& flight_key,
   std::shared_ptr<Flight> flight;
   {
     absl::MutexLock lock(&mu_);
-    auto [it, inserted] = flights_.try_emplace(flight_key);
-    if (inserted) {
-      it->second = std::make_shared<Flight>();
+    auto it = flights_.find(flight_key);
+    if (it == flights_.end()) {
+      // Made before it is listed: a failure lists nothing.
+      flights_.emplace(flight_key, std::make_shared<Flight>());
       return true;
     }
     flight = it->second;

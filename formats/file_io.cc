@@ -257,35 +257,46 @@ void FileBytes::Unmap() {
 
 namespace {
 
-// Where a file named `path` is written: a regular file (or none yet) is
-// replaced by a temporary file renamed onto it, a symbolic link's target
-// in its place (the link stays); anything else (a FIFO, a device such as
-// /dev/null or /dev/stdout's pipe) is written in place, as a shell's `>`.
+// Where a file named `path` is written:
+//  - a regular file (or none yet) is replaced: a temporary file beside it,
+//    renamed onto it (the directory entry, never anything a link points
+//    to);
+//  - a symbolic link, a FIFO or a device is opened as a shell's `>` opens
+//    it (the kernel's rules on following links apply) and written in
+//    place after the renames;
+//  - this process's own standard output or error (/dev/stdout, or the
+//    file it is redirected to) is written to that descriptor, appending
+//    where it appends.
 struct Destination {
-  std::string path;       // what is replaced or written
-  bool in_place = false;  // written in place, not replaced
-  bool exists = false;    // path is a regular file now
-  struct stat info = {};  // its mode and owner when it exists
   std::string temp;       // the staged file, when replaced
+  struct stat info = {};  // the replaced file's mode and owner
+  bool exists = false;    // a regular file is replaced
+  int fd = -1;            // opened in place, written after the renames
+  bool created = false;   // ...and made by that open (removed on failure)
+  int stdio = -1;         // STDOUT_FILENO or STDERR_FILENO
 };
 
-absl::Status Resolve(const std::string& path, Destination* d) {
-  d->path = path;
-  struct stat link;
-  if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
-    char* target = ::realpath(path.c_str(), nullptr);
-    if (target == nullptr) {  // a dangling link: created through it
-      d->in_place = true;
-      return absl::OkStatus();
+// Whether `info` is the file open as descriptor `fd`.
+bool IsOpenAs(const struct stat& info, int fd) {
+  struct stat open;
+  return ::fstat(fd, &open) == 0 && open.st_dev == info.st_dev &&
+         open.st_ino == info.st_ino;
+}
+
+// Removes what an in-place open made (its file through a dangling link).
+void Discard(Destination* d) {
+  if (d->fd < 0) return;
+  if (d->created) {
+    char target[4096];
+    const std::string fd_path = absl::StrCat("/proc/self/fd/", d->fd);
+    const ssize_t n = ::readlink(fd_path.c_str(), target, sizeof target - 1);
+    if (n > 0) {
+      target[n] = '\0';
+      ::unlink(target);
     }
-    d->path = target;
-    std::free(target);
   }
-  if (::stat(d->path.c_str(), &d->info) != 0) return absl::OkStatus();
-  if (S_ISDIR(d->info.st_mode)) return CannotWrite(path, "it is a directory");
-  d->exists = S_ISREG(d->info.st_mode);
-  d->in_place = !d->exists;
-  return absl::OkStatus();
+  ::close(d->fd);
+  d->fd = -1;
 }
 
 // Creates a new file beside `path` (a short name, so that a long file
@@ -306,13 +317,15 @@ int CreateTemp(const std::string& path, std::string* temp) {
   return -1;
 }
 
-// Writes `contents` to a new temporary file beside `d.path` (d->temp),
-// with the mode and owner of the file it replaces. Nothing is left on
-// failure.
+// Writes `contents` to a new temporary file beside `path` (d->temp), with
+// the mode and owner of the file it replaces. Nothing is left on failure.
 absl::Status Stage(const std::string& path, absl::string_view contents,
                    Destination* d) {
-  const int fd = CreateTemp(d->path, &d->temp);
-  if (fd < 0) return CannotWrite(path, Reason());
+  const int fd = CreateTemp(path, &d->temp);
+  if (fd < 0) {
+    d->temp.clear();
+    return CannotWrite(path, Reason());
+  }
   if (d->exists) {
     // The owner first (root only; a failure keeps ours), then the mode,
     // without set-id bits.
@@ -326,23 +339,78 @@ absl::Status Stage(const std::string& path, absl::string_view contents,
   const std::string why = written ? "" : Reason();
   if (::close(fd) != 0 || !written) {
     ::unlink(d->temp.c_str());
+    d->temp.clear();
     return CannotWrite(path, why.empty() ? "write failed" : why);
   }
   return absl::OkStatus();
 }
 
-// Writes `contents` into `d.path` as it is (a FIFO, a device).
+// Decides how `path` is written (Destination) and stages or opens it.
+absl::Status Prepare(const std::string& path, absl::string_view contents,
+                     Destination* d) {
+  struct stat target;
+  const bool there = ::stat(path.c_str(), &target) == 0;
+  if (there && S_ISDIR(target.st_mode)) {
+    return CannotWrite(path, "it is a directory");
+  }
+  if (there &&
+      (IsOpenAs(target, STDOUT_FILENO) || IsOpenAs(target, STDERR_FILENO))) {
+    d->stdio = IsOpenAs(target, STDOUT_FILENO) ? STDOUT_FILENO : STDERR_FILENO;
+    return absl::OkStatus();
+  }
+  struct stat entry;
+  const bool named = ::lstat(path.c_str(), &entry) == 0;
+  if (!named || S_ISREG(entry.st_mode)) {
+    d->exists = named;
+    d->info = entry;
+    return Stage(path, contents, d);
+  }
+  // A link, a FIFO (which waits for its reader here), a device: truncated
+  // only once every file is ready.
+  d->fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+  if (d->fd < 0) return CannotWrite(path, Reason());
+  d->created = !there;
+  return absl::OkStatus();
+}
+
+// Writes `contents` into the file opened in place (d->fd), and closes it.
 absl::Status WriteInPlace(const std::string& path, absl::string_view contents,
-                          const Destination& d) {
-  const int fd =
-      ::open(d.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) return CannotWrite(path, Reason());
-  const bool written = WriteAll(fd, contents);
+                          Destination* d) {
+  struct stat info;
+  const int fd = std::exchange(d->fd, -1);
+  bool written = true;
+  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode)) {
+    written = ::ftruncate(fd, 0) == 0;
+  }
+  written = written && WriteAll(fd, contents);
   const std::string why = written ? "" : Reason();
   if (::close(fd) != 0 || !written) {
     return CannotWrite(path, why.empty() ? "write failed" : why);
   }
   return absl::OkStatus();
+}
+
+// The path `path` finally names, its links followed (a dangling one's
+// target too): "" when unknown.
+std::string FinalPath(std::string path) {
+  for (int hop = 0; hop < 40; ++hop) {
+    struct stat entry;
+    if (::lstat(path.c_str(), &entry) != 0 || !S_ISLNK(entry.st_mode)) break;
+    char target[4096];
+    const ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
+    if (n <= 0) return "";
+    const std::string link(target, static_cast<size_t>(n));
+    const size_t slash = path.rfind('/');
+    path = link.front() == '/' || slash == std::string::npos
+               ? link
+               : path.substr(0, slash + 1) + link;
+  }
+  // absolute() first: libstdc++ leaves a missing relative "d.json" as it
+  // is, and "./d.json" absolute.
+  std::error_code error;
+  std::filesystem::path p = std::filesystem::weakly_canonical(
+      std::filesystem::absolute(path, error), error);
+  return error ? std::string() : p.string();
 }
 
 }  // namespace
@@ -382,40 +450,48 @@ absl::Status WriteFileAtomically(const std::string& path,
 
 absl::Status WriteFilesAtomically(absl::Span<const FileToWrite> files) {
   std::vector<Destination> to(files.size());
-  const auto unlink_from = [&to](size_t first) {
-    for (size_t k = first; k < to.size(); ++k) {
-      if (!to[k].temp.empty()) ::unlink(to[k].temp.c_str());
+  // On failure before the renames: every temporary file, and every file
+  // an in-place open made, goes.
+  const auto discard_all = [&to] {
+    for (Destination& d : to) {
+      if (!d.temp.empty()) ::unlink(d.temp.c_str());
+      Discard(&d);
     }
   };
   for (size_t k = 0; k < files.size(); ++k) {
     if (files[k].path == "-") continue;
-    absl::Status s = Resolve(files[k].path, &to[k]);
-    if (s.ok() && !to[k].in_place)
-      s = Stage(files[k].path, files[k].contents, &to[k]);
-    if (!s.ok()) {
-      unlink_from(0);
+    if (absl::Status s = Prepare(files[k].path, files[k].contents, &to[k]);
+        !s.ok()) {
+      discard_all();
       return s;
     }
   }
   for (size_t k = 0; k < files.size(); ++k) {
     if (to[k].temp.empty()) continue;
-    if (::rename(to[k].temp.c_str(), to[k].path.c_str()) != 0) {
+    if (::rename(to[k].temp.c_str(), files[k].path.c_str()) != 0) {
       const std::string reason = Reason();
-      unlink_from(k);
+      discard_all();
       return CannotWrite(files[k].path, reason);
     }
     to[k].temp.clear();
   }
+  absl::Status first_error;
   for (size_t k = 0; k < files.size(); ++k) {
-    if (files[k].path == "-" || !to[k].in_place) continue;
-    if (absl::Status s = WriteInPlace(files[k].path, files[k].contents, to[k]);
-        !s.ok()) {
-      return s;
+    if (to[k].fd < 0) continue;
+    absl::Status s = WriteInPlace(files[k].path, files[k].contents, &to[k]);
+    if (first_error.ok()) first_error = s;
+  }
+  if (!first_error.ok()) return first_error;
+  for (size_t k = 0; k < files.size(); ++k) {
+    if (to[k].stdio != STDERR_FILENO) continue;
+    std::fflush(stderr);
+    if (!WriteAll(STDERR_FILENO, files[k].contents)) {
+      return CannotWrite("standard error", Reason());
     }
   }
-  for (const FileToWrite& f : files) {
-    if (f.path != "-") continue;
-    if (absl::Status s = WriteStdout(f.contents); !s.ok()) return s;
+  for (size_t k = 0; k < files.size(); ++k) {
+    if (files[k].path != "-" && to[k].stdio != STDOUT_FILENO) continue;
+    if (absl::Status s = WriteStdout(files[k].contents); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -424,20 +500,19 @@ bool SameFile(const std::string& a, const std::string& b) {
   if (a == b) return true;
   if (a == "-" || b == "-") return false;
   struct stat sa, sb;
-  if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0) {
-    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  const bool a_there = ::stat(a.c_str(), &sa) == 0;
+  const bool b_there = ::stat(b.c_str(), &sb) == 0;
+  if (a_there && b_there) {
+    // One regular file: one output would replace the other. A terminal,
+    // a pipe or a device takes both.
+    return S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
   }
-  // Not both there yet: the same path however spelt (./d.json, d.json).
-  // absolute() first: libstdc++ leaves a missing relative "d.json" as it
-  // is, and "./d.json" absolute.
-  const auto canonical = [](const std::string& path) {
-    std::error_code error;
-    std::filesystem::path p = std::filesystem::weakly_canonical(
-        std::filesystem::absolute(path, error), error);
-    return error ? std::string() : p.string();
-  };
-  const std::string ca = canonical(a);
-  return !ca.empty() && ca == canonical(b);
+  if (a_there || b_there) return false;
+  // Neither there yet: the path each finally names (./x and x; a link
+  // to a file not made yet and that file).
+  const std::string fa = FinalPath(a);
+  return !fa.empty() && fa == FinalPath(b);
 }
 
 }  // namespace memplan::formats

@@ -90,13 +90,15 @@ class FileBytes {
 
 // Writes `contents` to `path` through a temporary file in the same
 // directory and a rename; "-" writes to standard output. The file
-// replaced keeps its mode (and its owner, when run as root); a symbolic
-// link's target is replaced, the link kept; a FIFO or a device
-// (/dev/null, /dev/stdout) is written in place, as a shell's `>` does. A
-// hard link to the old file keeps the old contents. PERMISSION_DENIED
-// naming the path when it cannot be written (no such directory, no right,
-// a directory in the way, a full disk); the temporary file is removed on
-// failure.
+// replaced keeps its mode (and its owner, when run as root); a hard link
+// to it keeps the old contents. What is not a regular file is written in
+// place as a shell's `>` writes it: through a symbolic link (the kernel's
+// rules on following links apply), into a FIFO (waiting for its reader)
+// or a device; this process's own standard output or error, however
+// named (/dev/stdout, the file it is redirected to), is written to its
+// descriptor. PERMISSION_DENIED naming the path when it cannot be written
+// (no such directory, no right, a directory in the way, a full disk); the
+// temporary file is removed on failure.
 [[nodiscard]] absl::Status WriteFileAtomically(const std::string& path,
                                                absl::string_view contents);
 
@@ -107,11 +109,13 @@ struct FileToWrite {
 };
 
 // Files that go together (a picture and its page): every one is written to
-// its temporary file first, and none is renamed into place unless all were
-// written, so a full disk or a missing directory leaves every destination
-// as it was. Errors as WriteFileAtomically. (A rename that fails after
-// others succeeded, which needs the directory to change meanwhile, leaves
-// those in place.) Standard output is written last.
+// its temporary file (or opened in place) first, and none is renamed into
+// place or written unless all could be, so a full disk or a missing
+// directory leaves every destination as it was. Errors as
+// WriteFileAtomically. (A rename that fails after others succeeded, which
+// needs the directory to change meanwhile, leaves those in place; so does
+// a write in place that fails after the renames.) Standard output is
+// written last.
 [[nodiscard]] absl::Status WriteFilesAtomically(
     absl::Span<const FileToWrite> files);
 
@@ -123,9 +127,11 @@ struct FileToWrite {
 // Flushes standard output (std::cout and stdio): the error as WriteStdout.
 [[nodiscard]] absl::Status FlushStdout();
 
-// Whether `a` and `b` name one file however spelt: the same file when
-// both exist (a link, ./x and x), else the same absolute path once its
-// links are followed. "-" (standard output) is only itself.
+// Whether writing `a` and `b` would write one file, so that one output
+// replaced the other: the same regular file however named (a link, ./x
+// and x, a hard link), or, neither there yet, the same path once links
+// are followed (a dangling link to the other). A terminal, a pipe or a
+// device is not: it takes both. "-" (standard output) is only itself.
 bool SameFile(const std::string& a, const std::string& b);
 
 }  // namespace memplan::formats

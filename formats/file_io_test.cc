@@ -1,5 +1,6 @@
 #include "formats/file_io.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <string>
 #include <thread>
 
@@ -199,6 +201,47 @@ TEST_F(FileIoTest, ReplacingKeepsModesLinksAndSpecialFiles) {
   EXPECT_EQ(files, 6);  // no temporary file left behind
 }
 
+// In-place destinations are opened before anything is renamed: a link
+// into a missing directory fails the call with every file as it was.
+TEST_F(FileIoTest, InPlaceFilesAreOpenedBeforeAnyRename) {
+  const std::string svg = dir_ + "/a.svg";
+  ASSERT_TRUE(WriteFileAtomically(svg, "old").ok());
+  const std::string link = dir_ + "/page.html";
+  fs::create_symlink(dir_ + "/no/such/dir/x.html", link);
+  absl::Status s = WriteFilesAtomically({{svg, "new svg"}, {link, "new html"}});
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(*ReadFile(svg, 100), "old");
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    (void)entry;
+    ++files;
+  }
+  EXPECT_EQ(files, 2);  // a.svg and the link: no temporary file
+}
+
+// This process's standard output, however named, is written to its
+// descriptor: appending where it appends (a rename would drop what it
+// held, and the report written after it).
+TEST_F(FileIoTest, StandardOutputByAnotherNameIsWrittenToIt) {
+  const std::string log = dir_ + "/log.txt";
+  ASSERT_TRUE(WriteFileAtomically(log, "OLD\n").ok());
+  const int appending = ::open(log.c_str(), O_WRONLY | O_APPEND);
+  ASSERT_GE(appending, 0);
+  std::cout.flush();
+  const int saved = ::dup(STDOUT_FILENO);
+  ASSERT_GE(saved, 0);
+  ASSERT_EQ(::dup2(appending, STDOUT_FILENO), STDOUT_FILENO);
+  absl::Status by_dev = WriteFileAtomically("/dev/stdout", "one\n");
+  absl::Status by_name = WriteFileAtomically(log, "two\n");
+  std::cout.flush();
+  ::dup2(saved, STDOUT_FILENO);
+  ::close(saved);
+  ::close(appending);
+  EXPECT_TRUE(by_dev.ok()) << by_dev;
+  EXPECT_TRUE(by_name.ok()) << by_name;
+  EXPECT_EQ(*ReadFile(log, 100), "OLD\none\ntwo\n");
+}
+
 TEST_F(FileIoTest, SameFileHoweverSpelt) {
   const std::string a = dir_ + "/a.h";
   EXPECT_TRUE(SameFile(a, dir_ + "/./a.h"));  // neither there yet
@@ -210,6 +253,13 @@ TEST_F(FileIoTest, SameFileHoweverSpelt) {
   EXPECT_TRUE(SameFile(dir_ + "/soft.h", a));
   EXPECT_TRUE(SameFile("-", "-"));
   EXPECT_FALSE(SameFile("-", a));
+  // A dangling link to a file not made yet is that file.
+  fs::create_symlink(dir_ + "/made.svg", dir_ + "/dangling");
+  EXPECT_TRUE(SameFile(dir_ + "/made.svg", dir_ + "/dangling"));
+  fs::create_symlink("made.svg", dir_ + "/relative");
+  EXPECT_TRUE(SameFile(dir_ + "/relative", dir_ + "/./made.svg"));
+  // A device takes both outputs.
+  EXPECT_FALSE(SameFile("/dev/null", "/dev/./null"));
 }
 
 // Resident kilobytes of the mapping holding `address` (/proc/self/smaps).

@@ -392,15 +392,16 @@ std::string PlanJson(const MemoryMap& m, const base::CancelToken* cancel) {
     exact_text = exact_text || inexact(r.start) || inexact(r.end) ||
                  inexact(r.y) || inexact(r.y + r.size);
   }
-  // Then steps go relative to the first (`base`, as text): a page's
-  // doubles hold their differences, where 2^62 - 1 and 2^62 are one
-  // number.
+  // Where steps pass 2^53 they go relative to the first (`base`, as
+  // text): a page's doubles hold their differences, where 2^62 - 1 and
+  // 2^62 are one number. (Every step lies in [first, end].)
+  const bool relative = inexact(m.first) || inexact(m.end);
   const auto step = [&](int64_t v) -> uint64_t {
     return static_cast<uint64_t>(v) -
-           static_cast<uint64_t>(exact_text ? m.first : 0);
+           static_cast<uint64_t>(relative ? m.first : 0);
   };
   const auto step_text = [&](int64_t v) {
-    return exact_text ? absl::StrCat(step(v)) : absl::StrCat(v);
+    return relative ? absl::StrCat(step(v)) : absl::StrCat(v);
   };
   std::string names, s, l, o, z, c, k, obj, ip, x;
   for (size_t i = 0; i < m.rects.size(); ++i) {
@@ -444,7 +445,7 @@ std::string PlanJson(const MemoryMap& m, const base::CancelToken* cancel) {
   }
   return absl::StrCat(
       "{\"svg_limit\":", kSvgRectLimit,
-      exact_text ? absl::StrCat(",\"base\":\"", m.first, "\"") : "",
+      relative ? absl::StrCat(",\"base\":\"", m.first, "\"") : "",
       ",\"first\":", step_text(m.first), ",\"end\":", step_text(m.end),
       ",\"top\":", m.top, ",\"peak_step\":", step_text(m.peak_step),
       ",\"peak_bytes\":", m.peak_bytes, ",\"lines\":[", lines, "],\"colors\":[",

@@ -9,8 +9,8 @@
 //
 // The page's address may carry a view: plan.html#tensor=NAME shows NAME's
 // hover card, #view=X0,X1,Y0,Y1 zooms to steps [X0, X1) and bytes [Y0, Y1)
-// (both may be given, joined by '&'; where a step or byte figure passes
-// 2^53, X0 and X1 count from the first step).
+// (both may be given, joined by '&'; where a step passes 2^53, X0 and X1
+// count from the first step).
 //
 //   std::string html = formats::PlanHtml(result, options, {.title = "bert"});
 #ifndef MEMPLAN_PICTURES_PLAN_HTML_H_

@@ -265,11 +265,17 @@ void AddBuffer(const py::handle& item, v1::PlanRequest* request) {
   if (py::isinstance<py::dict>(item)) {
     py::dict d = py::reinterpret_borrow<py::dict>(item);
     for (const auto& [key, value] : d) {
+      // (A str key that is not text, a lone surrogate, is unknown too.)
+      Py_ssize_t size = 0;
+      const char* text = py::isinstance<py::str>(key)
+                             ? PyUnicode_AsUTF8AndSize(key.ptr(), &size)
+                             : nullptr;
+      if (text == nullptr) PyErr_Clear();
       const bool known =
-          py::isinstance<py::str>(key) &&
+          text != nullptr &&
           std::set<std::string>{"name", "start",     "end",
                                 "size", "alignment", "fixed_offset"}
-                  .count(py::cast<std::string>(key)) > 0;
+                  .count(std::string(text, static_cast<size_t>(size))) > 0;
       if (!known) {
         throw py::value_error(absl::StrCat(
             "a buffer dict has the key ",
