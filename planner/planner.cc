@@ -85,10 +85,6 @@ bool MissedCapacity(const PlanOptions& options, const PlanResult& result) {
          result.solution.arena_size > *options.capacity;
 }
 
-// Whether to run the exact search after the heuristics: asked for, or
-// needed (a capacity the heuristics miss; the default plan above the
-// bound), and able to improve (small enough, not within alignment padding
-// of the bound).
 // AlignedLowerBound of the plan's problem, from its compressed time `time`
 // when at hand (O(n); may be null: swept, O(n log n)).
 Bytes AlignedBound(const PlanResult& result, const Sections* time) {
@@ -96,17 +92,29 @@ Bytes AlignedBound(const PlanResult& result, const Sections* time) {
                          : AlignedLowerBound(result.problem);
 }
 
+// Whether to run the exact search after the heuristics: asked for, or
+// needed (a capacity the heuristics miss; the default plan above the
+// bound), and able to improve (small enough, above the lower bound). The
+// default plan stops within alignment padding of the bound (at or below
+// AlignedLowerBound); a search asked for, or a capacity missed, only at
+// the bound itself: AlignedLowerBound rounds every size up to its
+// alignment, which a plan need not (a 10-byte buffer aligned to 64 on top
+// of the arena takes 10), so it can lie above the best plan.
 bool WorthSearching(const PlanOptions& options, SearchWhen when,
                     const PlanResult& result, const Sections* time) {
-  const bool asked =
-      when == SearchWhen::kAlways || when == SearchWhen::kAboveBound ||
-      (when == SearchWhen::kCapacityMissed && MissedCapacity(options, result));
+  const bool missed = MissedCapacity(options, result);
+  const bool asked = when == SearchWhen::kAlways ||
+                     when == SearchWhen::kAboveBound ||
+                     (when == SearchWhen::kCapacityMissed && missed);
   if (!asked) return false;
   if (static_cast<int64_t>(result.problem.buffers.size()) >
       ExactOptions().max_buffers) {
     return false;
   }
-  return result.solution.arena_size > AlignedBound(result, time);
+  if (when == SearchWhen::kAboveBound && !missed) {
+    return result.solution.arena_size > AlignedBound(result, time);
+  }
+  return result.solution.arena_size > result.lower_bound;
 }
 
 // The search of the default plan (SearchWhen::kAboveBound, no capacity
