@@ -113,6 +113,17 @@ absl::Status PlanInput(const v1::PlanRequest& request, const Limits& limits,
   }
   if (!result.ok()) return result.status();
   outcome->result = *std::move(result);
+  // A heuristic named by the request that passed its work cap: the plan
+  // is the fallback's, which the response's strategy names.
+  const std::string& asked = options.strategy;
+  const std::string fallback(planner::kFallbackStrategy);
+  if (!asked.empty() && asked != "auto" && asked != "exact" &&
+      asked != fallback && outcome->result.strategy == fallback) {
+    outcome->warnings.push_back(absl::StrCat(
+        "strategy ", asked, " passed its work cap on this problem (",
+        outcome->result.problem.buffers.size(), " buffers); the plan is ",
+        fallback, "'s (O(n log n))"));
+  }
   return absl::OkStatus();
 }
 

@@ -94,6 +94,31 @@ TEST(PlanTest, PlansBuffersWithAlignmentAndFixedOffsets) {
   EXPECT_EQ(r->lower_bound_bytes(), 200);
 }
 
+// A heuristic named by the request stops at its work cap (16 times the
+// first plan's) and the O(n log n) fallback plans instead, saying so: the
+// skyline on 40,000 buffers sharing one step ran past 45 s uncapped.
+TEST(PlanTest, ANamedHeuristicStopsAtItsWorkCap) {
+  v1::PlanRequest request;
+  for (int i = 0; i < 40000; ++i) {
+    v1::Buffer* b = request.add_buffers();
+    b->set_id(absl::StrCat("b", i));
+    b->set_start(0);
+    b->set_end(1);
+    b->set_size(1);
+    b->set_alignment(1);
+  }
+  request.mutable_options()->set_strategy("skyline_area");
+  request.set_no_timings(true);
+  absl::StatusOr<v1::PlanResponse> r = PlanToResponse(request);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->strategy(), "sweep_best_fit");
+  EXPECT_EQ(r->arena_size_bytes(), 40000);
+  EXPECT_THAT(r->warnings(),
+              ::testing::Contains(HasSubstr(
+                  "strategy skyline_area passed its work cap on this problem "
+                  "(40000 buffers); the plan is sweep_best_fit's")));
+}
+
 TEST(PlanTest, WeightsInTheArenaAndCallerOwnedIo) {
   v1::PlanRequest request = Parse(kGraphJson);
   request.mutable_options()->set_weights("arena");

@@ -487,10 +487,12 @@ absl::Status AssignOffsets(const PlanOptions& options,
   // The needed heuristics share the cap: together they stop within it.
   const int64_t needed_count =
       std::count(choice->optional.begin(), choice->optional.end(), false);
-  const int64_t cap =
-      choice->capped
-          ? FirstPlanWorkCap(result->problem.buffers.size()) / needed_count
-          : 0;
+  // A heuristic named by the request is its whole plan: a larger cap.
+  const int64_t first_cap = FirstPlanWorkCap(result->problem.buffers.size());
+  const int64_t cap = choice->capped ? first_cap / needed_count
+                      : choice->search == SearchWhen::kNever
+                          ? kNamedHeuristicWorkFactor * first_cap
+                          : 0;
   const base::Parallelism parallel =
       ParallelismOf(options, workers, result->problem.buffers.size());
   SolveContext needed{cancel, &best, nullptr, options.effort,

@@ -180,8 +180,9 @@ struct StrategyChoice {
   // When the exact search follows.
   SearchWhen search = SearchWhen::kNever;
   // Whether the heuristics a request needs run under FirstPlanWorkCap
-  // (cancel.h), with kFallbackStrategy's plan when all of them pass it:
-  // "auto" and "exact". A heuristic asked for by name runs to its end.
+  // (work_cap.h), with kFallbackStrategy's plan when all of them pass it:
+  // "auto" and "exact". A heuristic asked for by name runs under
+  // kNamedHeuristicWorkFactor times that cap (work_cap.h), then the same.
   bool capped = false;
 };
 

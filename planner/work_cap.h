@@ -35,6 +35,16 @@ inline int64_t FirstPlanWorkCap(int64_t n) {
   return std::max<int64_t>(int64_t{16'000'000}, 8 * n * CeilLog2(n));
 }
 
+// A heuristic asked for by name (--strategy=best_fit_size) is the whole
+// plan of its request, so it may do more: this many times
+// FirstPlanWorkCap, 256 million units at least, before it too gives way
+// to the O(n log n) fallback (the skyline's units cost more than the gap
+// search's: 40,000 buffers sharing one step reach the cap in 3.7 s, 20,000
+// staggered ones in 6 s; the real traces stay far below it: S_1 by
+// skyline_area keeps its own plan). Without a cap a dense problem ran for
+// hours: skyline_area on those 40,000, 45 s and growing as n^2.2.
+inline constexpr int64_t kNamedHeuristicWorkFactor = 16;
+
 // The nodes (placements tried) the exact search of the default plan may
 // try when the first heuristics end above the aligned lower bound: 4 per
 // buffer, and at least kSmallSearchNodes on problems of up to
