@@ -7,11 +7,13 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/cancel.h"
 #include "base/parallel.h"
 #include "planner/verifier.h"
 #include "planner/windows.h"
@@ -96,24 +98,50 @@ absl::StatusOr<PortfolioResult> RunPortfolio(
   // The first strategy (in list order) whose plan reached lower_bound.
   std::atomic<int> first_at_bound{std::numeric_limits<int>::max()};
   std::atomic<int> skipped{0};
+  // Each member's own token, a child of its context's: cancelled once a
+  // member listed before it reaches the bound. A member not yet started
+  // is skipped, and one already running stops too: otherwise, with a
+  // thread for every member, they all ran to the time budget where one
+  // or two threads skipped them, and the call's time and time_limited
+  // depended on the thread count.
+  std::vector<std::unique_ptr<base::CancelToken>> cut(strategies.size());
+  std::vector<SolveContext> cut_contexts;
+  if (lower_bound > 0) {
+    cut_contexts.reserve(strategies.size());
+    for (size_t i = 0; i < strategies.size(); ++i) {
+      const base::CancelToken* parent = contexts[i]->cancel;
+      cut[i] = std::make_unique<base::CancelToken>(
+          parent,
+          parent != nullptr ? parent->deadline() : absl::InfiniteFuture());
+      cut_contexts.push_back(*contexts[i]);
+      cut_contexts.back().cancel = cut[i].get();
+    }
+  }
+  const auto skip = [&](size_t i) {
+    results[i] = absl::CancelledError(
+        "skipped: a strategy listed before it reached the lower bound");
+    skipped.fetch_add(1);
+  };
   const auto run = [&](size_t i) {
     const int at = static_cast<int>(i);
-    if (first_at_bound.load(std::memory_order_acquire) < at) {
-      results[i] = absl::CancelledError(
-          "skipped: a strategy listed before it reached the lower bound");
-      skipped.fetch_add(1);
-      return;
-    }
+    if (first_at_bound.load(std::memory_order_acquire) < at) return skip(i);
     absl::StatusOr<std::unique_ptr<OffsetStrategy>> strategy =
         MakeStrategy(strategies[i]);
-    results[i] = strategy.ok() ? (*strategy)->Solve(problem, *contexts[i])
+    results[i] = strategy.ok() ? (*strategy)->Solve(
+                                     problem, lower_bound > 0 ? cut_contexts[i]
+                                                              : *contexts[i])
                                : strategy.status();
+    const bool stopped_for_another =
+        first_at_bound.load(std::memory_order_acquire) < at &&
+        !(contexts[i]->cancel != nullptr && contexts[i]->cancel->Cancelled());
+    if (stopped_for_another && !results[i].ok()) return skip(i);
     if (lower_bound > 0 && results[i].ok() &&
         results[i]->arena_size <= lower_bound) {
       int seen = first_at_bound.load(std::memory_order_relaxed);
       while (at < seen && !first_at_bound.compare_exchange_weak(
                               seen, at, std::memory_order_acq_rel)) {
       }
+      for (size_t j = i + 1; j < cut.size(); ++j) cut[j]->Cancel();
     }
   };
   // On lists cut into time windows (those whose stages split over the

@@ -158,5 +158,29 @@ TEST(ThreadsTest, ADeadlineStopsThePeakWindowPlacedBeside) {
   EXPECT_LT(process_cpu() - before, absl::Milliseconds(30));
 }
 
+// --optimize where the first heuristic reaches the bound: the members
+// listed after it stop, started or not, so the call ends well within its
+// budget on any thread count (with a thread each they ran to the budget
+// and the plan said time_limited where one thread's did not).
+TEST(ThreadsTest, OptimizeStopsEveryMemberOnceOneListedBeforeReachesTheBound) {
+  const Problem problem = testing::StaggeredProblem(10000, 2, 64);
+  PlanOptions options;
+  options.optimize = true;
+  options.time_budget = absl::Seconds(1);
+  options.max_threads = kAllThreads;
+  const absl::StatusOr<PlanResult> alone =
+      PlanBuffers(problem, options, nullptr, nullptr);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  ASSERT_EQ(alone->solution.arena_size, alone->lower_bound);
+  for (int threads : {2, 16}) {
+    base::WorkerPool workers(threads, 256);
+    const absl::StatusOr<PlanResult> got =
+        PlanBuffers(problem, options, &workers, nullptr);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectSamePlan(*got, *alone, absl::StrCat("on ", threads));
+    EXPECT_FALSE(got->time_limited) << threads;
+  }
+}
+
 }  // namespace
 }  // namespace memplan::planner
