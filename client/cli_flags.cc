@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <set>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
@@ -87,8 +88,21 @@ std::string ClosestFlag(absl::string_view name) {
   return best;
 }
 
+namespace {
+// The flags the last ParseFlags was given, by canonical name.
+std::set<std::string>& Given() {
+  static auto* given = new std::set<std::string>();
+  return *given;
+}
+}  // namespace
+
+bool FlagGiven(absl::string_view name) {
+  return Given().count(std::string(name)) > 0;
+}
+
 absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv,
                                                     int first) {
+  Given().clear();
   std::vector<std::string> positional;
   std::map<std::string, std::vector<std::string>> lists;
   bool options = true;  // until "--": what follows it is positional
@@ -119,6 +133,7 @@ absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv,
     name = Canonical(name);
     absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
     if (flag == nullptr || !OurFlag(*flag)) return UnknownFlag(name);
+    Given().insert(name);
     if (!has_value && flag->IsOfType<bool>()) {
       value = "true";  // a bare boolean flag
     } else if (!has_value) {

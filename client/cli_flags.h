@@ -55,6 +55,9 @@ namespace memplan::client {
                                                                   char** argv,
                                                                   int first);
 
+// Whether the last ParseFlags was given flag `name` (canonical: "deadline").
+bool FlagGiven(absl::string_view name);
+
 // The known flag closest to `name` by edit distance, or "" when none is
 // close (at most a third of the name's length away).
 std::string ClosestFlag(absl::string_view name);

@@ -67,6 +67,23 @@ TEST(BudgetTest, TheBudgetCoversTheHeuristicsAndTheSearch) {
   EXPECT_LT(took, absl::Seconds(3));
 }
 
+// A budget longer than the call's deadline ends before it, with what the
+// plan needs after the search left: the best plan so far, time limited
+// (it was DEADLINE_EXCEEDED: `memplan plan --time_budget_ms=60000` under
+// the CLI's 30 s deadline threw a plan it had away).
+TEST(BudgetTest, ABudgetPastTheDeadlineEndsWithThePlanItHas) {
+  Problem dense = testing::DenseProblem(3000, 1);
+  base::WorkerPool pool(2, 64);
+  PlanOptions options;
+  options.strategy = "exact";
+  options.time_budget = absl::Seconds(60);
+  const base::CancelToken call(absl::Now() + absl::Seconds(1));
+  absl::StatusOr<PlanResult> r = PlanBuffers(dense, options, &pool, &call);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->time_limited);
+  EXPECT_TRUE(Verify(dense, r->solution).ok());
+}
+
 TEST(BudgetTest, TimeLimitedSaysWhetherTheClockCutTheSearch) {
   // Dense: neither the climb nor the search ends by itself in time.
   Problem dense = testing::DenseProblem(3000, 1);

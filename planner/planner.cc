@@ -961,6 +961,24 @@ absl::Status AssignMemorySpaces(const PlanOptions& options,
   return absl::OkStatus();
 }
 
+// When the optional work (the time budget) ends: options.time_budget from
+// now, but never later than the call's own deadline less what the plan
+// needs after it (verification, the tensor table, the response: a tenth
+// of the time left, at least 50 ms). A budget past the deadline (60 s
+// asked of a call given 30) then ends with the best plan so far, saying
+// so (time_limited), instead of no plan.
+absl::Time BudgetEnd(const PlanOptions& options,
+                     const base::CancelToken* cancel) {
+  const absl::Time now = absl::Now();
+  const absl::Time end = now + options.time_budget;
+  if (cancel == nullptr || cancel->deadline() == absl::InfiniteFuture()) {
+    return end;
+  }
+  const absl::Duration left = cancel->deadline() - now;
+  return std::min(end,
+                  now + left - std::max(left / 10, absl::Milliseconds(50)));
+}
+
 // The figures every plan reports: bounds and the naive sum, on the sizes
 // and alignments the plan uses. Cut short once `cancel` (may be null) fires:
 // the figures then mean nothing, and the call must fail.
@@ -1173,7 +1191,7 @@ absl::StatusOr<PlanResult> PlanGraph(const Graph& graph,
   workers = RequestWorkers(options, workers);
   // Every split of this request, side tasks included, shares its threads.
   const base::ThreadBudget threads({workers, RequestThreads(options)});
-  const base::CancelToken budget(cancel, absl::Now() + options.time_budget);
+  const base::CancelToken budget(cancel, BudgetEnd(options, cancel));
   PlanResult result;
   std::vector<InPlaceTensor> aliases;
   if (absl::Status s =
@@ -1200,7 +1218,7 @@ absl::StatusOr<PlanResult> PlanBuffers(Problem problem,
   workers = RequestWorkers(options, workers);
   // Every split of this request, side tasks included, shares its threads.
   const base::ThreadBudget threads({workers, RequestThreads(options)});
-  const base::CancelToken budget(cancel, absl::Now() + options.time_budget);
+  const base::CancelToken budget(cancel, BudgetEnd(options, cancel));
   PlanResult result;
   const base::Parallelism parallel =
       ParallelismOf(options, workers, problem.buffers.size());
