@@ -358,7 +358,7 @@ absl::Status Prepare(const std::string& path, absl::string_view contents,
     d->stdio = IsOpenAs(target, STDOUT_FILENO) ? STDOUT_FILENO : STDERR_FILENO;
     return absl::OkStatus();
   }
-  struct stat entry;
+  struct stat entry = {};
   const bool named = ::lstat(path.c_str(), &entry) == 0;
   if (!named || S_ISREG(entry.st_mode)) {
     d->exists = named;

@@ -13,6 +13,7 @@ python3-yaml is missing.
 """
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -118,6 +119,22 @@ def check_deployment(objects, where):
     req = ct.get("resources", {}).get("requests", {})
     c.check("cpu" in req and "memory" in req,
             f"{where}: resources.requests has cpu and memory (HPA needs cpu)")
+    # The memory limit holds what the flags let the server hold: its
+    # Benchmark replays and a plan of a million buffers (about 800 MB,
+    # docs/server.md) on each worker.
+    args = ct.get("args", [])
+    replays = (int(flag_value(args, "max_benchmarks") or 2) *
+               int(flag_value(args, "max_benchmark_bytes") or 1 << 30))
+    plans = int(flag_value(args, "worker_threads") or 0) * 800 * (1 << 20)
+    limit = ct.get("resources", {}).get("limits", {}).get("memory")
+    c.check(limit is not None and to_bytes(limit) >= replays + plans,
+            f"{where}: memory limit {limit} holds the replays "
+            f"({replays >> 20} MiB) and a large plan per worker "
+            f"({plans >> 20} MiB)")
+    # The HorizontalPodAutoscaler owns the count: replicas here would
+    # reset it on every apply.
+    c.check("replicas" not in dep["spec"],
+            f"{where}: the Deployment leaves replicas to the HPA")
     grace = float(flag_value(ct.get("args", []), "grace_seconds") or 5)
     tgps = pod.get("terminationGracePeriodSeconds", 30)
     c.check(tgps > grace,
@@ -330,6 +347,12 @@ for path in overlays:
     img = dep["spec"]["template"]["spec"]["containers"][0]["image"]
     c.check(":" in img and not img.endswith(":latest"),
             f"{where}: image {img} is pinned to a tag")
-    c.check(dep["spec"]["replicas"] >= 2, f"{where}: at least 2 replicas")
+    # The pinned image must know the flags the overlay passes: this
+    # version's (0.1.0 had no --drain_seconds nor --cache).
+    with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
+        version = re.search(r"project\(memplan VERSION ([0-9.]+)", f.read())
+    c.check(version is not None and img.endswith(":" + version.group(1)),
+            f"{where}: image {img} is this version "
+            f"({version.group(1) if version else '?'})")
 
 c.finish()
