@@ -115,10 +115,15 @@ class ReliabilityTest : public ::testing::Test {
 testing::ServerProcess* ReliabilityTest::server_ = nullptr;
 std::shared_ptr<grpc::Channel>* ReliabilityTest::channel_ = nullptr;
 
-TEST_F(ReliabilityTest, AnExpiredCallLeavesNoWorkRunning) {
+// A search given 60 s in a call given 300 ms: its budget ends before the
+// deadline (what follows the search keeps 50 ms), so the call gets the
+// best plan so far, saying so, not DEADLINE_EXCEEDED; nothing runs on.
+TEST_F(ReliabilityTest, ABudgetPastTheDeadlineEndsWithAPlanAndNoWorkRunning) {
   v1::PlanResponse response;
   const grpc::Status s = Plan(LongSearch(), &response, /*deadline_ms=*/300);
-  EXPECT_EQ(s.error_code(), grpc::DEADLINE_EXCEEDED) << s.error_message();
+  ASSERT_TRUE(s.ok()) << s.error_code() << ": " << s.error_message();
+  EXPECT_TRUE(response.time_limited());
+  EXPECT_GT(response.arena_size_bytes(), 0);
   // Had the search gone on, a worker would burn a whole core.
   EXPECT_LT(CpuInTheNextSecond(), 0.1);
 }
