@@ -58,6 +58,15 @@ class CancelToken {
   }
 
   absl::Time deadline() const { return deadline_; }
+  // The earliest deadline of this token and its parents: when it will be
+  // cancelled at the latest (InfiniteFuture when none has one).
+  absl::Time EarliestDeadline() const {
+    absl::Time earliest = deadline_;
+    for (const CancelToken* p = parent_; p != nullptr; p = p->parent_) {
+      earliest = std::min(earliest, p->deadline_);
+    }
+    return earliest;
+  }
 
  private:
   const CancelToken* parent_ = nullptr;

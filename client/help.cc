@@ -94,7 +94,10 @@ std::string PlanHelp() {
       "  --server=HOST:PORT         plan on a memplan-server (also "
       "dns:///h:p,\n"
       "                             ipv4:a:p,b:p); default: in-process\n"
-      "  --deadline=DURATION        give up after this long (default 30s)\n\n",
+      "  --deadline=DURATION        give up after this long (default 30s,\n"
+      "                             or the time budget and 10s more); a\n"
+      "                             budget past it ends before it: the best\n"
+      "                             plan so far, time_limited\n\n",
       kFlagSyntax, kExitCodes);
 }
 

@@ -453,6 +453,12 @@ absl::StatusOr<planner::PlanResult> PlanCache::Through(
   // budget does not wait for this one's).
   const std::string flight_key = absl::StrCat(
       key, "/", effort, "/", absl::ToInt64Milliseconds(options.time_budget));
+  // Whether this call's budget ends where an identical call's does (its
+  // deadline, a second later even, does not cut it short): only then may
+  // calls waiting for its flight take a plan the budget cut.
+  const absl::Time later = absl::Now() + absl::Seconds(1);
+  const bool budget_shared = planner::TimeBudgetEnd(options, cancel, later) ==
+                             later + options.time_budget;
   int64_t found_effort = -1;
   bool flying = false;
   // Once this call flies, whatever ends it (an exception: std::bad_alloc)
@@ -501,8 +507,11 @@ absl::StatusOr<planner::PlanResult> PlanCache::Through(
     Keep(key, entry);
   }
   if (flying) {
+    // A plan its own deadline cut short is not for calls given longer:
+    // they plan themselves.
+    const bool shared = result.ok() && (!result->time_limited || budget_shared);
     landed = true;
-    Land(flight_key, result.ok() ? std::move(entry) : std::string(),
+    Land(flight_key, shared ? std::move(entry) : std::string(),
          result.ok() && result->time_limited);
   }
   return result;
@@ -522,7 +531,8 @@ std::optional<planner::PlanResult> PlanCache::FromFlight(const Flight* flight,
       Serve("memory", key, flight->entry, effort, adopt, &found_effort, &bad);
   if (!plan.has_value()) return std::nullopt;
   // A plan the budget cut is not kept, but an identical call that waited
-  // for it gets it as it is: its own would be cut the same way.
+  // for it gets it as it is: its own would be cut the same way (a plan
+  // cut by the computing call's own deadline lands empty).
   plan->time_limited = flight->time_limited;
   memory_hits_.fetch_add(1);
   listener_->Hit("memory");

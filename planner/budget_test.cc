@@ -84,6 +84,25 @@ TEST(BudgetTest, ABudgetPastTheDeadlineEndsWithThePlanItHas) {
   EXPECT_TRUE(Verify(dense, r->solution).ok());
 }
 
+// The earliest deadline up the token's parents counts (a Benchmark's token
+// is a child with its own, later limit); a tenth of the time left, at
+// least 50 ms, is kept for what follows the search.
+TEST(BudgetTest, TheBudgetEndsBeforeTheEarliestDeadline) {
+  PlanOptions options;
+  options.time_budget = absl::Seconds(60);
+  const absl::Time now = absl::Now();
+  EXPECT_EQ(TimeBudgetEnd(options, nullptr, now), now + absl::Seconds(60));
+  const base::CancelToken call(now + absl::Seconds(2));
+  const base::CancelToken replay(&call, now + absl::Seconds(30));
+  EXPECT_EQ(TimeBudgetEnd(options, &replay, now),
+            now + absl::Seconds(2) - absl::Milliseconds(200));
+  const base::CancelToken short_call(now + absl::Milliseconds(300));
+  EXPECT_EQ(TimeBudgetEnd(options, &short_call, now),
+            now + absl::Milliseconds(250));
+  options.time_budget = absl::Seconds(1);
+  EXPECT_EQ(TimeBudgetEnd(options, &replay, now), now + absl::Seconds(1));
+}
+
 TEST(BudgetTest, TimeLimitedSaysWhetherTheClockCutTheSearch) {
   // Dense: neither the climb nor the search ends by itself in time.
   Problem dense = testing::DenseProblem(3000, 1);

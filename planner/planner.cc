@@ -961,24 +961,6 @@ absl::Status AssignMemorySpaces(const PlanOptions& options,
   return absl::OkStatus();
 }
 
-// When the optional work (the time budget) ends: options.time_budget from
-// now, but never later than the call's own deadline less what the plan
-// needs after it (verification, the tensor table, the response: a tenth
-// of the time left, at least 50 ms). A budget past the deadline (60 s
-// asked of a call given 30) then ends with the best plan so far, saying
-// so (time_limited), instead of no plan.
-absl::Time BudgetEnd(const PlanOptions& options,
-                     const base::CancelToken* cancel) {
-  const absl::Time now = absl::Now();
-  const absl::Time end = now + options.time_budget;
-  if (cancel == nullptr || cancel->deadline() == absl::InfiniteFuture()) {
-    return end;
-  }
-  const absl::Duration left = cancel->deadline() - now;
-  return std::min(end,
-                  now + left - std::max(left / 10, absl::Milliseconds(50)));
-}
-
 // The figures every plan reports: bounds and the naive sum, on the sizes
 // and alignments the plan uses. Cut short once `cancel` (may be null) fires:
 // the figures then mean nothing, and the call must fail.
@@ -1183,6 +1165,18 @@ base::WorkerPool* RequestWorkers(const PlanOptions& options,
 
 }  // namespace
 
+absl::Time TimeBudgetEnd(const PlanOptions& options,
+                         const base::CancelToken* cancel, absl::Time start) {
+  const absl::Time end = start + options.time_budget;
+  // (A parent's deadline too: a Benchmark's token is a child of the call's.)
+  const absl::Time deadline =
+      cancel == nullptr ? absl::InfiniteFuture() : cancel->EarliestDeadline();
+  if (deadline == absl::InfiniteFuture()) return end;
+  const absl::Duration left = deadline - start;
+  return std::min(end,
+                  start + left - std::max(left / 10, absl::Milliseconds(50)));
+}
+
 absl::StatusOr<PlanResult> PlanGraph(const Graph& graph,
                                      const PlanOptions& options,
                                      base::WorkerPool* workers,
@@ -1191,7 +1185,8 @@ absl::StatusOr<PlanResult> PlanGraph(const Graph& graph,
   workers = RequestWorkers(options, workers);
   // Every split of this request, side tasks included, shares its threads.
   const base::ThreadBudget threads({workers, RequestThreads(options)});
-  const base::CancelToken budget(cancel, BudgetEnd(options, cancel));
+  const base::CancelToken budget(cancel,
+                                 TimeBudgetEnd(options, cancel, absl::Now()));
   PlanResult result;
   std::vector<InPlaceTensor> aliases;
   if (absl::Status s =
@@ -1218,7 +1213,8 @@ absl::StatusOr<PlanResult> PlanBuffers(Problem problem,
   workers = RequestWorkers(options, workers);
   // Every split of this request, side tasks included, shares its threads.
   const base::ThreadBudget threads({workers, RequestThreads(options)});
-  const base::CancelToken budget(cancel, BudgetEnd(options, cancel));
+  const base::CancelToken budget(cancel,
+                                 TimeBudgetEnd(options, cancel, absl::Now()));
   PlanResult result;
   const base::Parallelism parallel =
       ParallelismOf(options, workers, problem.buffers.size());

@@ -191,6 +191,14 @@ struct PlanResult {
   }
 };
 
+// When the time budget (options.time_budget, the optional work) of a plan
+// starting at `start` ends: the budget from then, but never later than the
+// earliest deadline of `cancel` (may be null) less what the plan needs
+// after it (a tenth of the time left, at least 50 ms). A budget past the
+// deadline so ends with the best plan so far (time_limited), not none.
+absl::Time TimeBudgetEnd(const PlanOptions& options,
+                         const base::CancelToken* cancel, absl::Time start);
+
 // Plans a graph. INVALID_ARGUMENT for a malformed graph (liveness.h),
 // FAILED_PRECONDITION when a capacity is set and no plan fits it,
 // DEADLINE_EXCEEDED when cancelled before any plan, INTERNAL when no

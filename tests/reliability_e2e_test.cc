@@ -115,6 +115,28 @@ class ReliabilityTest : public ::testing::Test {
 testing::ServerProcess* ReliabilityTest::server_ = nullptr;
 std::shared_ptr<grpc::Channel>* ReliabilityTest::channel_ = nullptr;
 
+// A call whose deadline passes in the plan every request gets (the
+// heuristics of 300,000 buffers, no search): DEADLINE_EXCEEDED, and
+// nothing runs on.
+TEST_F(ReliabilityTest, AnExpiredCallLeavesNoWorkRunning) {
+  v1::PlanRequest request;
+  uint64_t x = 12345;
+  for (int i = 0; i < 300000; ++i) {
+    x = x * 6364136223846793005u + 1442695040888963407u;
+    v1::Buffer* b = request.add_buffers();
+    b->set_id(absl::StrCat("b", i));
+    const int64_t start = static_cast<int64_t>((x >> 20) % 100000);
+    b->set_start(start);
+    b->set_end(start + 1 + static_cast<int64_t>((x >> 40) % 500));
+    b->set_size(1 + static_cast<int64_t>((x >> 8) % 4096));
+  }
+  v1::PlanResponse response;
+  const grpc::Status s = Plan(request, &response, /*deadline_ms=*/200);
+  EXPECT_EQ(s.error_code(), grpc::DEADLINE_EXCEEDED) << s.error_message();
+  // Had the heuristics gone on, a worker would burn a whole core.
+  EXPECT_LT(CpuInTheNextSecond(), 0.1);
+}
+
 // A search given 60 s in a call given 300 ms: its budget ends before the
 // deadline (what follows the search keeps 50 ms), so the call gets the
 // best plan so far, saying so, not DEADLINE_EXCEEDED; nothing runs on.

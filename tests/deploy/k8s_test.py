@@ -125,7 +125,11 @@ def check_deployment(objects, where):
     args = ct.get("args", [])
     replays = (int(flag_value(args, "max_benchmarks") or 2) *
                int(flag_value(args, "max_benchmark_bytes") or 1 << 30))
-    plans = int(flag_value(args, "worker_threads") or 0) * 800 * (1 << 20)
+    workers = flag_value(args, "worker_threads")
+    c.check(workers is not None and int(workers) > 0,
+            f"{where}: --worker_threads is set (its default, one per core of "
+            f"the node, is not known to the memory limit)")
+    plans = int(workers or 0) * 800 * (1 << 20)
     limit = ct.get("resources", {}).get("limits", {}).get("memory")
     c.check(limit is not None and to_bytes(limit) >= replays + plans,
             f"{where}: memory limit {limit} holds the replays "
