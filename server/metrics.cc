@@ -344,7 +344,14 @@ class Metrics::Sampled : public prometheus::Collectable {
 Metrics::Metrics()
     : registry_(std::make_shared<prometheus::Registry>()),
       families_(std::make_unique<Families>(*registry_)),
-      sampled_(std::make_shared<Sampled>(this)) {}
+      sampled_(std::make_shared<Sampled>(this)) {
+  // Every allocator's counters from the start, at 0: rates and increase()
+  // then see the first replay after a start too.
+  for (const std::string& allocator : engine::BenchmarkAllocatorNames()) {
+    families_->allocs.Add({{"allocator", allocator}});
+    families_->failures.Add({{"allocator", allocator}});
+  }
+}
 
 Metrics::~Metrics() = default;
 

@@ -320,6 +320,11 @@ TEST_F(ServerTest, BenchmarkComparesAllocatorsAndMovesTheMetrics) {
   const int metrics_port = testing::MetricsPort(server_->first_line());
   ASSERT_GT(metrics_port, 0) << server_->first_line();
   const std::string before = Scrape(metrics_port);
+  // Every allocator's counters are there from the start, at 0 (mmap is
+  // in no default Benchmark): increase() sees a first replay too.
+  EXPECT_THAT(
+      before,
+      HasSubstr("\nmemplan_allocator_allocs_total{allocator=\"mmap\"} 0"));
   v1::BenchmarkRequest request;
   *request.mutable_graph() = Example("transformer_encoder.json").graph();
   request.set_repetitions(2);
