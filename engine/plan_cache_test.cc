@@ -559,12 +559,20 @@ TEST(PlanCacheTest, MoreEffortRecomputesAndReplacesLessKeeps) {
   EXPECT_EQ(use, CacheUse::kStoreHit);
 }
 
+// --optimize within `budget`: on DenseProblem(400, 3, 1) every heuristic
+// and the search end far above the bound, so the search runs its whole
+// budget.
+planner::PlanOptions OptimizeWithin(absl::Duration budget) {
+  planner::PlanOptions o;
+  o.optimize = true;
+  o.time_budget = budget;
+  return o;
+}
+
 TEST(PlanCacheTest, TimeLimitedPlansAreNotKept) {
   PlanCache cache({});
   const planner::Problem p = planner::testing::DenseProblem(400, 3, 1);
-  planner::PlanOptions o;
-  o.optimize = true;
-  o.time_budget = absl::Milliseconds(30);
+  const planner::PlanOptions o = OptimizeWithin(absl::Milliseconds(30));
   CacheUse use;
   auto r = cache.PlanBuffers(p, o, nullptr, nullptr, &use);
   ASSERT_TRUE(r.ok());
@@ -608,9 +616,7 @@ TEST(PlanCacheTest, ConcurrentIdenticalRequestsComputeOnce) {
 TEST(PlanCacheTest, IdenticalCallsShareAPlanTheBudgetCut) {
   PlanCache cache({});
   const planner::Problem p = planner::testing::DenseProblem(400, 3, 1);
-  planner::PlanOptions o;
-  o.optimize = true;
-  o.time_budget = absl::Milliseconds(300);
+  const planner::PlanOptions o = OptimizeWithin(absl::Milliseconds(300));
   constexpr int kCalls = 4;
   std::vector<std::thread> threads;
   std::atomic<int> limited{0};
@@ -638,9 +644,7 @@ TEST(PlanCacheTest, IdenticalCallsShareAPlanTheBudgetCut) {
 TEST(PlanCacheTest, APlanCutByItsCallersDeadlineIsNotShared) {
   PlanCache cache({});
   const planner::Problem p = planner::testing::DenseProblem(400, 3, 1);
-  planner::PlanOptions o;
-  o.optimize = true;
-  o.time_budget = absl::Milliseconds(1500);
+  const planner::PlanOptions o = OptimizeWithin(absl::Milliseconds(1500));
   std::atomic<bool> first_limited{false};
   std::thread first([&] {
     const base::CancelToken cancel(absl::Now() + absl::Milliseconds(400));
@@ -668,9 +672,7 @@ TEST(PlanCacheTest, ACallWithAnotherBudgetDoesNotWait) {
   // the skyline pass reaches it): the first call searches for its whole
   // budget.
   const planner::Problem p = planner::testing::DenseProblem(400, 3, 1);
-  planner::PlanOptions slow;
-  slow.optimize = true;
-  slow.time_budget = absl::Seconds(4);
+  const planner::PlanOptions slow = OptimizeWithin(absl::Seconds(4));
   std::thread first([&] {
     CacheUse use;
     (void)cache.PlanBuffers(p, slow, nullptr, nullptr, &use);
