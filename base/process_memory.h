@@ -23,6 +23,7 @@
 #ifndef MEMPLAN_BASE_PROCESS_MEMORY_H_
 #define MEMPLAN_BASE_PROCESS_MEMORY_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <functional>
 
@@ -58,6 +59,19 @@ inline constexpr bool kSanitizerAllocator = false;
 // peak RSS +5-18% on 2 and 16 workers, the traces as fast as with an arena
 // per thread on this machine kind's 2 vCPUs.
 inline constexpr int kKeptMemoryArenas = 2;
+
+// The most arenas KeptMemoryArenas gives.
+inline constexpr int kMostKeptMemoryArenas = 8;
+
+// The arenas for a process planning on `threads` threads: one for every
+// two, from kKeptMemoryArenas up to kMostKeptMemoryArenas. On 16 cores two
+// arenas still held the traces back (the peak window's larger side placed
+// in 78 ms beside the heuristics, about 55 alone); eight planned S_1 and
+// pangu_2.6B about 20% faster than two, and the 1M plan as fast, at +10%
+// peak RSS against one core (BENCHMARKS.md, "On 16 cores").
+constexpr int KeptMemoryArenas(int threads) {
+  return std::clamp(threads / 2, kKeptMemoryArenas, kMostKeptMemoryArenas);
+}
 
 // Turns off mmap for large allocations and the heap's trimming, has the
 // threads share `arenas` (>= 1) malloc arenas, and grows heaps in large

@@ -112,6 +112,15 @@ TEST(KeepFreedMemoryTest, ThreadsShareTheArenasAskedFor) {
   EXPECT_LE(arenas, 2);
 }
 
+TEST(KeptMemoryArenasTest, OneForEveryTwoThreadsFromTwoToEight) {
+  EXPECT_EQ(KeptMemoryArenas(0), 2);  // one core, no workers
+  EXPECT_EQ(KeptMemoryArenas(2), 2);
+  EXPECT_EQ(KeptMemoryArenas(5), 2);
+  EXPECT_EQ(KeptMemoryArenas(8), 4);
+  EXPECT_EQ(KeptMemoryArenas(16), 8);
+  EXPECT_EQ(KeptMemoryArenas(64), 8);
+}
+
 TEST(KeepFreedMemoryTest, ReturnFreedMemoryGivesKeptMemoryBack) {
   if (kSanitizerAllocator) {
     ReturnFreedMemory();  // must be harmless; nothing to measure

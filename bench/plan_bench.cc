@@ -39,7 +39,8 @@
 // Every mode but quality takes --keep_freed_memory=0|1: 0 runs
 // glibc's malloc as it comes; 1, the default, keeps freed memory for reuse
 // as `memplan plan` does (base/process_memory.h), over
-// --malloc_arenas=A arenas (default base::kKeptMemoryArenas), and with
+// --malloc_arenas=A arenas (default base::KeptMemoryArenas of the workers:
+// one for every two, 2 to 8), and with
 // --huge_pages=1, the default, the heap on transparent huge pages as
 // `memplan plan` asks for them (0: 4 KiB pages). scale, graph, traces and
 // dense take --max_threads=M: each plan's thread budget
@@ -638,8 +639,8 @@ int main(int argc, char** argv) {
   std::string generator;  // dense: only this generator
   bool keep_freed_memory = true;
   bool huge_pages = true;
-  int arenas = memplan::base::kKeptMemoryArenas;
-  int runs = 3;  // scale: runs per size
+  int arenas = 0;  // 0: base::KeptMemoryArenas(threads)
+  int runs = 3;    // scale: runs per size
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--runs=", 0) == 0) {
@@ -672,6 +673,7 @@ int main(int argc, char** argv) {
       args.push_back(arg);
     }
   }
+  if (arenas == 0) arenas = memplan::base::KeptMemoryArenas(threads);
   if (keep_freed_memory && huge_pages) {
     memplan::base::KeepFreedMemoryOnHugePages(memplan::base::kHugePageHeapBytes,
                                               arenas);
@@ -719,7 +721,9 @@ int main(int argc, char** argv) {
                "all but quality: --keep_freed_memory=0 runs "
                "glibc's malloc as it\ncomes (default 1: freed memory kept, "
                "as `memplan plan` runs), --malloc_arenas=A\nthe arenas "
-               "kept memory is shared over (default 2), --huge_pages=0 "
+               "kept memory is shared over (default: one for every two\n"
+               "workers, 2 to 8, as `memplan plan` on that many cores), "
+               "--huge_pages=0 "
                "keeps\nit on 4 KiB pages (default 1: huge pages asked "
                "for, as `memplan plan` does)\nscale, graph, traces, "
                "dense: --max_threads=M, each plan's thread budget\n(default "

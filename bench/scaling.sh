@@ -5,7 +5,7 @@
 # per worker count (so each peak RSS is its own); a random graph of 300,000
 # ops planned from the graph on one core, 2, 4 and 16 workers (liveness
 # splits its hash and atomic passes from 4 threads); every trace of
-# a folder on 16 workers (and both again with one and four malloc arenas,
+# a folder on 16 workers (and both again with one and two malloc arenas,
 # and the 1M plan on 4 KiB pages on one core, 2 and 16 workers); the peak
 # window's variants alone on 1, 2 and 3 threads; the shared objects alone
 # on 1 and 16 threads; a plan whose thread budget (--max_threads) is 4 of
@@ -79,10 +79,10 @@ run plan_bench traces --threads=16 "$traces"/*.csv
 run plan_bench traces --threads=0 "$traces"/*.csv
 echo '```'
 echo
-echo "The same on 16 workers with one and four malloc arenas (the default is two, base/process_memory.h):"
+echo "The same on 16 workers with one and two malloc arenas (the default on 16 workers is eight: base::KeptMemoryArenas, one for every two workers):"
 echo
 echo '```'
-for a in 1 4; do
+for a in 1 2; do
   echo "arenas $a:"
   run plan_bench scale --runs=3 --threads=16 --malloc_arenas=$a 1000000 | tail -1
   run plan_bench traces --threads=16 --malloc_arenas=$a "$traces"/*.csv | tail -n +3

@@ -653,7 +653,8 @@ int Run(int argc, char** argv) {
     // the heap is asked for huge pages (a third of a large plan's time is
     // page faults otherwise). Not for `bench`, whose figures include
     // malloc's own behaviour.
-    base::KeepFreedMemoryOnHugePages();
+    base::KeepFreedMemoryOnHugePages(
+        base::kHugePageHeapBytes, base::KeptMemoryArenas(base::UsableCores()));
     return RunPlan(*args);
   }
   if (command == "bench") return RunBench(*args);
