@@ -249,6 +249,40 @@ TEST(GreedyTest, PortfolioOfRacedHeuristicsHasNoPlanOnceAllGaveUp) {
   }
 }
 
+// A plan that ends far above the plan raced beside, once that one is
+// settled, is returned unverified (AssignOffsets takes the other plan, or
+// verifies this one); unsettled, or near enough, it is verified as ever.
+// (The skyline places without polling the race, so it ends whatever the
+// race says.)
+TEST(GreedyTest, PortfolioLeavesAPlanTheRacedWindowBeatsUnverified) {
+  const Problem p = testing::RandomProblem(3000, 5, 8);
+  const std::vector<std::string> names = {"skyline_area"};
+  const absl::StatusOr<PortfolioResult> alone =
+      RunPortfolio(p, names, SolveContext{}, nullptr);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_TRUE(alone->verified);
+  const Bytes arena = alone->solution.arena_size;
+  struct Case {
+    bool settled;
+    Bytes far_above;
+    bool verified;
+  };
+  for (const Case& c : {Case{false, 0, true}, Case{true, arena, true},
+                        Case{true, arena - 1, false}}) {
+    HeuristicRace race(1, c.far_above);
+    if (c.settled) race.Settle();
+    SolveContext raced;
+    raced.race = &race;
+    const absl::StatusOr<PortfolioResult> got =
+        RunPortfolio(p, names, {&raced}, nullptr);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->verified, c.verified)
+        << "settled " << c.settled << ", far_above " << c.far_above;
+    EXPECT_EQ(got->solution.offsets, alone->solution.offsets);
+    EXPECT_EQ(got->strategy, "skyline_area");
+  }
+}
+
 TEST(GreedyTest, PlacementWithinALimitGivesUpOnlyAboveIt) {
   for (uint32_t seed = 0; seed < 40; ++seed) {
     const Problem p = testing::RandomProblem(50 + seed * 20, seed, 8);

@@ -520,6 +520,29 @@ absl::Status AssignOffsets(const PlanOptions& options,
       (options.optimize && choice->search == SearchWhen::kAlways);
   const bool may_climb =
       climbs && n > ExactOptions().max_buffers && n <= kMaxHillClimbBuffers;
+  // The heuristics' plan when RunPortfolio left it unverified (the window
+  // raced beside beat it: ClimbAboveBound takes the window's instead), its
+  // strategy and arena: verified before it is returned, if it still is the
+  // plan (a deadline cut the window's verification, say).
+  std::optional<std::pair<std::string, Bytes>> unverified;
+  const auto verified = [&](absl::Status status) -> absl::Status {
+    if (!unverified.has_value() || result->strategy != unverified->first ||
+        result->solution.arena_size != unverified->second) {
+      return status;
+    }
+    unverified.reset();
+    const absl::Time start = absl::Now();
+    absl::Status checked = Verify(problem, result->solution, cancel);
+    AddStageTime("verify", absl::Now() - start, result);
+    if (absl::IsDeadlineExceeded(checked)) return checked;
+    if (!checked.ok()) {
+      return absl::InternalError(absl::StrCat("the ", result->strategy,
+                                              " strategy produced an invalid "
+                                              "plan: ",
+                                              checked.message()));
+    }
+    return status;
+  };
   // The heuristics' plan, racing the window placed beside them (below)
   // when `raced` is given.
   const auto heuristics =
@@ -555,6 +578,9 @@ absl::Status AssignOffsets(const PlanOptions& options,
     AddStageTime("offsets", elapsed - absl::Microseconds(won->verify_micros),
                  result);
     AddStageTime("verify", absl::Microseconds(won->verify_micros), result);
+    if (!won->verified) {
+      unverified.emplace(won->strategy, won->solution.arena_size);
+    }
     result->solution = std::move(won->solution);
     result->strategy = std::move(won->strategy);
     result->proven_optimal = result->solution.arena_size == result->lower_bound;
@@ -639,16 +665,16 @@ absl::Status AssignOffsets(const PlanOptions& options,
   }
   if (!planned.ok()) return planned;
   if (climb_applies()) {
-    if (!FarAboveBound(*result, time)) return absl::OkStatus();
+    if (!FarAboveBound(*result, time)) return verified(absl::OkStatus());
     absl::Status status =
         ClimbAboveBound(needed, workers, cancel, options.optimize,
                         peak.has_value() ? &*peak : nullptr, result);
     result->time_limited =
         result->time_limited || (cancel != nullptr && cancel->Cancelled());
-    return status;
+    return verified(status);
   }
   if (!WorthSearching(options, choice->search, *result, time)) {
-    return absl::OkStatus();
+    return verified(absl::OkStatus());
   }
   // The default plan above the bound: the skyline pass by area (the
   // search's first dive, without the search's set-up), then, still above,
@@ -671,16 +697,16 @@ absl::Status AssignOffsets(const PlanOptions& options,
     }
     result->time_limited =
         result->time_limited || (cancel != nullptr && cancel->Cancelled());
-    return status;
+    return verified(status);
   }
   if (budget_reached()) {  // no time left: the search was cut before it began
     result->time_limited = true;
-    return absl::OkStatus();
+    return verified(absl::OkStatus());
   }
   absl::Status searched = SearchExact(options, /*tight=*/false, parallel,
                                       cancel, budget, &best, result);
   result->time_limited = result->time_limited || budget_reached();
-  return searched;
+  return verified(searched);
 }
 
 absl::Status CheckCapacity(const PlanOptions& options,

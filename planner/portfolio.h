@@ -18,9 +18,13 @@
 namespace memplan::planner {
 
 struct PortfolioResult {
-  Solution solution;          // the winner's plan, verified
+  Solution solution;          // the winner's plan, verified (below)
   std::string strategy;       // the winner's name
   int64_t verify_micros = 0;  // time the verifier took on the winner
+  // False when the winner was not verified because the plan raced beside
+  // the heuristics beat it (HeuristicRace::Beaten, the first context's
+  // race): the caller takes that plan instead, or verifies this one.
+  bool verified = true;
   // Strategies not run because one listed before them reached the lower
   // bound.
   int skipped = 0;

@@ -70,6 +70,11 @@ class HeuristicRace {
   // Whether a heuristic was told to give up: its plan would have ended far
   // above.
   bool gave_up() const { return gave_up_.load(); }
+  // Whether a plan of `arena` bytes loses to the plan beside: that plan is
+  // settled, and this one ends far above.
+  bool Beaten(Bytes arena) const {
+    return settled_.load() && arena > far_above_;
+  }
 
  private:
   const Bytes far_above_;
