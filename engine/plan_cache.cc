@@ -459,6 +459,15 @@ absl::StatusOr<planner::PlanResult> PlanCache::Through(
   const absl::Time later = absl::Now() + absl::Seconds(1);
   const bool budget_shared = planner::TimeBudgetEnd(options, cancel, later) ==
                              later + options.time_budget;
+  // How long this call waits for an identical call's flight: where its own
+  // deadline ends its budget early, only until then; it then plans itself
+  // with what is left (the heuristics it needs; time_limited), where
+  // waiting on to its deadline would leave it no plan at all.
+  const absl::Time now = absl::Now();
+  const absl::Time budget_end = planner::TimeBudgetEnd(options, cancel, now);
+  const absl::Time wait_until = budget_end < now + options.time_budget
+                                    ? budget_end
+                                    : absl::InfiniteFuture();
   int64_t found_effort = -1;
   bool flying = false;
   // Once this call flies, whatever ends it (an exception: std::bad_alloc)
@@ -477,7 +486,7 @@ absl::StatusOr<planner::PlanResult> PlanCache::Through(
     }
     if (found_effort >= 0) break;  // another effort's entry: compute
     std::shared_ptr<Flight> waited;
-    flying = TakeOff(flight_key, cancel, &waited);
+    flying = TakeOff(flight_key, cancel, wait_until, &waited);
     if (std::optional<planner::PlanResult> shared =
             FromFlight(waited.get(), key, effort, adopt)) {
       *use = CacheUse::kMemoryHit;
@@ -691,7 +700,7 @@ void PlanCache::StoreCall(absl::string_view op,
 }
 
 bool PlanCache::TakeOff(const std::string& flight_key,
-                        const base::CancelToken* cancel,
+                        const base::CancelToken* cancel, absl::Time wait_until,
                         std::shared_ptr<Flight>* waited) {
   std::shared_ptr<Flight> flight;
   {
@@ -706,6 +715,7 @@ bool PlanCache::TakeOff(const std::string& flight_key,
   }
   while (!flight->landed.WaitForNotificationWithTimeout(kFlightPoll)) {
     if (cancel != nullptr && cancel->Cancelled()) break;
+    if (absl::Now() >= wait_until) break;
   }
   *waited = std::move(flight);
   return false;

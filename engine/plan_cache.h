@@ -251,9 +251,9 @@ class PlanCache {
   void StoreCall(absl::string_view op, const std::function<bool()>& call);
   // Single flight: true when this call computes `flight_key` (it then
   // calls Land); otherwise waits for the call that does, at most until
-  // `cancel`, and sets *waited to its flight.
+  // `cancel` or `wait_until`, and sets *waited to its flight.
   bool TakeOff(const std::string& flight_key, const base::CancelToken* cancel,
-               std::shared_ptr<Flight>* waited);
+               absl::Time wait_until, std::shared_ptr<Flight>* waited);
   // Hands `entry` (empty: the computation failed) to the waiting calls.
   void Land(const std::string& flight_key, std::string entry,
             bool time_limited);
