@@ -165,13 +165,14 @@ absl::StatusOr<StrategyChoice> ResolveStrategy(std::string_view name,
   }
   const Entry* entry = Find(name);
   if (entry->role == Role::kSearch) {
-    choice.heuristics = {HeuristicNames()[0]};  // the search's seed
+    choice.heuristics = QuickHeuristicNames();  // the search's seeds
     choice.search = SearchWhen::kAlways;
     choice.capped = true;
+    choice.skyline_seeds = true;
   } else {
     choice.heuristics = {std::string(name)};
   }
-  choice.optional.assign(1, false);
+  choice.optional.assign(choice.heuristics.size(), false);
   return choice;
 }
 

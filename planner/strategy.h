@@ -176,8 +176,9 @@ enum class SearchWhen {
 // What a strategy name (with PlanOptions::optimize) asks for.
 struct StrategyChoice {
   // Run by the portfolio, in tie-break order. "auto": QuickHeuristicNames(),
-  // or HeuristicNames() with optimize; "exact": the first heuristic (the
-  // search's seed); a heuristic: itself.
+  // or HeuristicNames() with optimize; "exact": QuickHeuristicNames() (with
+  // the skyline passes below, the default plan's seeds); a heuristic:
+  // itself.
   std::vector<std::string> heuristics;
   // Of them, the ones that may be cut by the time budget (the rest give the
   // plan a request needs): with "auto" and optimize, all but the first.
@@ -189,6 +190,10 @@ struct StrategyChoice {
   // "auto" and "exact". A heuristic asked for by name runs under
   // kNamedHeuristicWorkFactor times that cap (work_cap.h), then the same.
   bool capped = false;
+  // Whether the skyline passes of the default plan (by area, then by size)
+  // follow the heuristics before the search: "exact", so that its search
+  // starts from the default plan's seeds and never ends above it.
+  bool skyline_seeds = false;
 };
 
 // The O(n log n) plan a request gets when its first heuristics pass their

@@ -11,6 +11,7 @@
 namespace memplan::planner {
 namespace {
 
+using ::testing::Each;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -85,8 +86,11 @@ TEST(StrategyRegistryTest, AutoExactAndOptimizeResolvedInOnePlace) {
 
   absl::StatusOr<StrategyChoice> exact = ResolveStrategy("exact", false);
   ASSERT_TRUE(exact.ok());
-  EXPECT_THAT(exact->heuristics, ElementsAreArray({HeuristicNames()[0]}));
+  EXPECT_THAT(exact->heuristics, ElementsAreArray(QuickHeuristicNames()));
+  EXPECT_THAT(exact->optional, Each(false));
   EXPECT_EQ(exact->search, SearchWhen::kAlways);
+  EXPECT_TRUE(exact->skyline_seeds);
+  EXPECT_FALSE(ResolveStrategy("auto", false)->skyline_seeds);
 
   absl::StatusOr<StrategyChoice> one = ResolveStrategy("best_fit_area", true);
   ASSERT_TRUE(one.ok());
