@@ -590,10 +590,12 @@ absl::Status AssignOffsets(const PlanOptions& options,
                            (cancel != nullptr && cancel->Cancelled());
     return absl::OkStatus();
   };
-  // Whether ClimbAboveBound applies to the heuristics' plan, and runs.
+  // Whether ClimbAboveBound applies to the heuristics' plan, and runs: a
+  // missed capacity too (no search can follow on a problem this large; the
+  // climb lowered pangu_2.6B's plan to the bound where its heuristics
+  // missed a capacity at the bound).
   const auto climb_applies = [&] {
-    return may_climb && !MissedCapacity(options, *result) &&
-           result->strategy != kFallbackStrategy;
+    return may_climb && result->strategy != kFallbackStrategy;
   };
   const auto climb_follows = [&] {
     return climb_applies() && FarAboveBound(*result, time);
@@ -683,8 +685,9 @@ absl::Status AssignOffsets(const PlanOptions& options,
   // still above, the skyline pass by size. (The search runs before it: on
   // four Silero exports its nodes reach the bound from the heuristics'
   // plan, not from the skyline by size's.)
-  if (choice->search == SearchWhen::kAboveBound &&
-      !MissedCapacity(options, *result)) {
+  // With a capacity the heuristics missed, the same steps, then (still
+  // missed) the search for the capacity, within the budget.
+  if (choice->search == SearchWhen::kAboveBound) {
     absl::Status status =
         PlaceOnSkyline(SkylineTies::kArea, time, cancel, result);
     if (status.ok() && WorthSearching(options, choice->search, *result, time)) {
@@ -697,7 +700,9 @@ absl::Status AssignOffsets(const PlanOptions& options,
     }
     result->time_limited =
         result->time_limited || (cancel != nullptr && cancel->Cancelled());
-    return verified(status);
+    if (!status.ok() || !MissedCapacity(options, *result)) {
+      return verified(status);
+    }
   }
   if (choice->skyline_seeds &&
       result->solution.arena_size > AlignedBound(*result, time)) {

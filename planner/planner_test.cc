@@ -408,6 +408,33 @@ TEST(PlannerTest, ExactNeverEndsAboveTheDefaultPlan) {
   EXPECT_FALSE(exact->time_limited);
 }
 
+// A capacity the heuristics miss gets the default plan's own steps first:
+// its skyline passes (G_1 at alignment 1024: the skyline meets a capacity
+// at the default plan with no time left for the search) and, on problems
+// too large for the search, its climb (pangu_2.6B at its bound). Before,
+// both failed: the search for the capacity ran alone, or not at all.
+TEST(PlannerTest, AMissedCapacityGetsTheDefaultPlansStepsFirst) {
+  const std::string dir =
+      std::string(MEMPLAN_SOURCE_DIR) + "/bench/data/traces/";
+  Problem g1 = testing::ReadTrace(dir + "G_1.csv");
+  for (Buffer& b : g1.buffers) b.alignment = 1024;
+  Problem pangu = testing::ReadTrace(dir + "pangu_2.6B.csv");
+  ASSERT_EQ(pangu.buffers.size(), 18692u);
+  for (const Problem* p : {&g1, &pangu}) {
+    const absl::StatusOr<PlanResult> default_plan =
+        PlanBuffers(*p, PlanOptions(), nullptr, nullptr);
+    ASSERT_TRUE(default_plan.ok()) << default_plan.status();
+    ASSERT_GT(QuickHeuristicsArena(*p), default_plan->solution.arena_size);
+    PlanOptions options;
+    options.capacity = default_plan->solution.arena_size;
+    options.time_budget = absl::ZeroDuration();  // no capacity search
+    const absl::StatusOr<PlanResult> within =
+        PlanBuffers(*p, options, nullptr, nullptr);
+    ASSERT_TRUE(within.ok()) << within.status();
+    EXPECT_LE(within->solution.arena_size, *options.capacity);
+  }
+}
+
 TEST(PlannerTest, DefaultPlanClimbsOnTracesTooLargeForTheSearch) {
   const std::string dir =
       std::string(MEMPLAN_SOURCE_DIR) + "/bench/data/traces/";
