@@ -319,10 +319,14 @@ std::optional<std::string> BuffersCacheKey(const planner::Problem& problem,
   return w.Finish();
 }
 
-int64_t CacheEffort(const planner::PlanOptions& options) {
+namespace {
+
+// Whether a plan under `options` may run work the time budget (or an
+// effort) bounds: a search or the hill climb by name.
+bool BudgetBounds(const planner::PlanOptions& options) {
   absl::StatusOr<planner::StrategyChoice> choice =
       planner::ResolveStrategy(options.strategy, options.optimize);
-  if (!choice.ok()) return options.effort;
+  if (!choice.ok()) return true;
   const bool climbs =
       std::find(choice->heuristics.begin(), choice->heuristics.end(),
                 "hill_climb") != choice->heuristics.end();
@@ -331,7 +335,13 @@ int64_t CacheEffort(const planner::PlanOptions& options) {
       ((choice->search == planner::SearchWhen::kCapacityMissed ||
         choice->search == planner::SearchWhen::kAboveBound) &&
        options.capacity.has_value());
-  return climbs || searches ? options.effort : 0;
+  return climbs || searches;
+}
+
+}  // namespace
+
+int64_t CacheEffort(const planner::PlanOptions& options) {
+  return BudgetBounds(options) ? options.effort : 0;
 }
 
 std::string EncodeCacheEntry(const std::string& key,
@@ -459,15 +469,19 @@ absl::StatusOr<planner::PlanResult> PlanCache::Through(
   const absl::Time later = absl::Now() + absl::Seconds(1);
   const bool budget_shared = planner::TimeBudgetEnd(options, cancel, later) ==
                              later + options.time_budget;
-  // How long this call waits for an identical call's flight: where its own
-  // deadline ends its budget early, only until then; it then plans itself
-  // with what is left (the heuristics it needs; time_limited), where
-  // waiting on to its deadline would leave it no plan at all.
+  // How long this call waits for an identical call's flight: where the
+  // budget bounds its plan (a search, the hill climb) and its own deadline
+  // ends its budget early, only until then; it then plans itself with what
+  // is left (the heuristics it needs; time_limited), where waiting on to
+  // its deadline for a flight given longer would leave it no plan at all.
+  // Other plans take as long whatever the budget: the flight, begun
+  // earlier, lands before this call's own plan would end.
   const absl::Time now = absl::Now();
   const absl::Time budget_end = planner::TimeBudgetEnd(options, cancel, now);
-  const absl::Time wait_until = budget_end < now + options.time_budget
-                                    ? budget_end
-                                    : absl::InfiniteFuture();
+  const absl::Time wait_until =
+      BudgetBounds(options) && budget_end < now + options.time_budget
+          ? budget_end
+          : absl::InfiniteFuture();
   int64_t found_effort = -1;
   bool flying = false;
   // Once this call flies, whatever ends it (an exception: std::bad_alloc)

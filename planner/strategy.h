@@ -192,7 +192,8 @@ struct StrategyChoice {
   bool capped = false;
   // Whether the skyline passes of the default plan (by area, then by size)
   // follow the heuristics before the search: "exact", so that its search
-  // starts from the default plan's seeds and never ends above it.
+  // starts from the default plan's heuristics and skyline passes (not its
+  // bounded search or climb: it can still end above the default plan).
   bool skyline_seeds = false;
 };
 
