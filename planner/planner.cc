@@ -32,7 +32,21 @@
 namespace memplan::planner {
 namespace {
 
-// Times a stage into `stages`.
+// Adds `micros` to the stage named `stage` of `stages` (appended at its
+// first use), so a stage entered several times (verify; search, the
+// default plan's bounded one and then a missed capacity's) is one entry.
+void AddStageMicros(const char* stage, int64_t micros,
+                    std::vector<StageTime>* stages) {
+  for (StageTime& s : *stages) {
+    if (s.stage == stage) {
+      s.micros += micros;
+      return;
+    }
+  }
+  stages->push_back({stage, micros});
+}
+
+// Times a stage into `stages` (AddStageMicros).
 class StageTimer {
  public:
   StageTimer(const char* stage, std::vector<StageTime>* stages)
@@ -40,8 +54,8 @@ class StageTimer {
   StageTimer(const char* stage, PlanResult* result)
       : StageTimer(stage, &result->stages) {}
   ~StageTimer() {
-    stages_->push_back(
-        {stage_, absl::ToInt64Microseconds(absl::Now() - start_)});
+    AddStageMicros(stage_, absl::ToInt64Microseconds(absl::Now() - start_),
+                   stages_);
   }
 
  private:
@@ -50,18 +64,10 @@ class StageTimer {
   absl::Time start_;
 };
 
-// Adds `elapsed` to the stage named `stage` (appended at its first use), so
-// a stage entered several times (verify) is one entry.
+// AddStageMicros into the result's stages.
 void AddStageTime(const char* stage, absl::Duration elapsed,
                   PlanResult* result) {
-  const int64_t micros = absl::ToInt64Microseconds(elapsed);
-  for (StageTime& s : result->stages) {
-    if (s.stage == stage) {
-      s.micros += micros;
-      return;
-    }
-  }
-  result->stages.push_back({stage, micros});
+  AddStageMicros(stage, absl::ToInt64Microseconds(elapsed), &result->stages);
 }
 
 // Problems this large, up to those cut into time windows (which split
