@@ -146,6 +146,15 @@ void Adopt(Solution plan, std::string strategy, PlanResult* result) {
                            result->solution.arena_size == result->lower_bound;
 }
 
+// The error for a plan of `strategy` the verifier rejected with `verified`.
+absl::Status InvalidPlan(const std::string& strategy,
+                         const absl::Status& verified) {
+  return absl::InternalError(absl::StrCat("the ", strategy,
+                                          " strategy produced an invalid "
+                                          "plan: ",
+                                          verified.message()));
+}
+
 // Verifies `plan`, `strategy`'s, under `cancel` and takes it (Adopt).
 // INTERNAL when the verifier rejects it; DEADLINE_EXCEEDED, the result
 // unchanged, when the call ended first. Adds the verifier's time to
@@ -157,12 +166,7 @@ absl::Status VerifyAndAdopt(Solution plan, std::string strategy,
   absl::Status verified = Verify(result->problem, plan, cancel);
   AddStageTime("verify", absl::Now() - start, result);
   if (absl::IsDeadlineExceeded(verified)) return verified;
-  if (!verified.ok()) {
-    return absl::InternalError(absl::StrCat("the ", strategy,
-                                            " strategy produced an invalid "
-                                            "plan: ",
-                                            verified.message()));
-  }
+  if (!verified.ok()) return InvalidPlan(strategy, verified);
   Adopt(std::move(plan), std::move(strategy), result);
   return absl::OkStatus();
 }
@@ -545,12 +549,7 @@ absl::Status AssignOffsets(const PlanOptions& options,
     absl::Status checked = Verify(problem, result->solution, nullptr);
     AddStageTime("verify", absl::Now() - start, result);
     if (absl::IsDeadlineExceeded(checked)) return checked;
-    if (!checked.ok()) {
-      return absl::InternalError(absl::StrCat("the ", result->strategy,
-                                              " strategy produced an invalid "
-                                              "plan: ",
-                                              checked.message()));
-    }
+    if (!checked.ok()) return InvalidPlan(result->strategy, checked);
     return status;
   };
   // The heuristics' plan, racing the window placed beside them (below)
