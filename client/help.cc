@@ -70,8 +70,8 @@ std::string PlanHelp() {
       "                             ",
       absl::StrJoin(planner::StrategyNames(), ", "),
       "\n"
-      "  --optimize                 run every heuristic, then the exact "
-      "search\n"
+      "  --optimize                 the default plan, every other heuristic,\n"
+      "                             then the exact search\n"
       "  --time_budget_ms=N         search time (default 1000; at most 60 s,\n"
       "                             or the server's cap)\n"
       "  --effort=N                 bound the search by work, not time: the\n"

@@ -493,6 +493,17 @@ absl::Status AssignOffsets(const PlanOptions& options,
   absl::StatusOr<StrategyChoice> choice =
       ResolveStrategy(options.strategy, options.optimize);
   if (!choice.ok()) return choice.status();
+  const Problem& problem = result->problem;
+  const int64_t n = static_cast<int64_t>(problem.buffers.size());
+  if (n > ExactOptions().max_buffers) {
+    // No default steps on a list larger than the search takes: --optimize's
+    // other heuristics run beside the quick ones.
+    for (std::string& name : choice->later) {
+      choice->heuristics.push_back(std::move(name));
+      choice->optional.push_back(true);
+    }
+    choice->later.clear();
+  }
   std::atomic<Bytes> best{std::numeric_limits<Bytes>::max()};
   // The needed heuristics share the cap: together they stop within it.
   const int64_t needed_count =
@@ -520,8 +531,6 @@ absl::Status AssignOffsets(const PlanOptions& options,
   const bool optional_ran =
       std::find(choice->optional.begin(), choice->optional.end(), true) !=
       choice->optional.end();
-  const Problem& problem = result->problem;
-  const int64_t n = static_cast<int64_t>(problem.buffers.size());
   // Over the search's size, the default plan climbs (bounded by moves);
   // so does --optimize, whose budget may have cut its own hill climb (it
   // must not end above the default plan).
@@ -689,40 +698,63 @@ absl::Status AssignOffsets(const PlanOptions& options,
   }
   // The default plan above the bound: the skyline pass by area (the
   // search's first dive, without the search's set-up), then, still above,
-  // a search bounded by nodes, not by the time budget, so the plan is the
-  // same under any load (only the call's own deadline can cut them), then,
-  // still above, the skyline pass by size. (The search runs before it: on
-  // four Silero exports its nodes reach the bound from the heuristics'
-  // plan, not from the skyline by size's.)
-  // With a capacity the heuristics missed, the same steps, then (still
-  // missed) the search for the capacity, within the budget.
-  if (choice->search == SearchWhen::kAboveBound) {
+  // a search bounded by nodes, then, still above, the skyline pass by size.
+  // (The search runs before it: on four Silero exports its nodes reach the
+  // bound from the heuristics' plan, not from the skyline by size's.) Each
+  // step stops with `token`: the call's own for the default plan, so the
+  // plan is the same under any load; the budget's before a search.
+  const auto default_steps =
+      [&](const base::CancelToken* token) -> absl::Status {
     absl::Status status =
-        PlaceOnSkyline(SkylineTies::kArea, time, cancel, result);
-    if (status.ok() && WorthSearching(options, choice->search, *result, time)) {
-      status = SearchExact(options, /*tight=*/true, parallel, cancel, cancel,
+        PlaceOnSkyline(SkylineTies::kArea, time, token, result);
+    if (status.ok() &&
+        WorthSearching(options, SearchWhen::kAboveBound, *result, time)) {
+      status = SearchExact(options, /*tight=*/true, parallel, cancel, token,
                            &best, result);
     }
     if (status.ok() &&
         result->solution.arena_size > AlignedBound(*result, time)) {
-      status = PlaceOnSkyline(SkylineTies::kSize, time, cancel, result);
+      status = PlaceOnSkyline(SkylineTies::kSize, time, token, result);
     }
+    return status;
+  };
+  // With a capacity the heuristics missed, the same steps, then (still
+  // missed) the search for the capacity, within the budget.
+  if (choice->search == SearchWhen::kAboveBound) {
+    absl::Status status = default_steps(cancel);
     result->time_limited =
         result->time_limited || (cancel != nullptr && cancel->Cancelled());
     if (!status.ok() || !MissedCapacity(options, *result)) {
       return verified(status);
     }
   }
-  if (choice->skyline_seeds &&
-      result->solution.arena_size > AlignedBound(*result, time)) {
-    // "exact": the default plan's skyline passes seed the search too (with
-    // best fit alone, G_1 at alignment 1024 ended 5 KB above the default
-    // plan when the budget cut the search).
+  if (choice->default_steps) {
+    // "exact" and --optimize: the default plan's steps within the budget
+    // (with best fit alone, G_1 at alignment 1024 ended 5 KB above the
+    // default plan when the budget cut the search), then --optimize's
+    // other heuristics, the smallest plan kept: the search starts from the
+    // smallest of them all.
     absl::Status status =
-        PlaceOnSkyline(SkylineTies::kArea, time, cancel, result);
-    if (status.ok() &&
-        result->solution.arena_size > AlignedBound(*result, time)) {
-      status = PlaceOnSkyline(SkylineTies::kSize, time, cancel, result);
+        result->solution.arena_size > AlignedBound(*result, time)
+            ? default_steps(budget)
+            : absl::OkStatus();
+    if (status.ok() && !choice->later.empty() && !budget_reached() &&
+        WorthSearching(options, choice->search, *result, time)) {
+      const absl::Time start = absl::Now();
+      absl::StatusOr<PortfolioResult> won = RunPortfolio(
+          problem, choice->later,
+          std::vector<const SolveContext*>(choice->later.size(), &optional),
+          workers, result->lower_bound);
+      const absl::Duration elapsed = absl::Now() - start;
+      const int64_t verify_micros = won.ok() ? won->verify_micros : 0;
+      AddStageTime("offsets", elapsed - absl::Microseconds(verify_micros),
+                   result);
+      AddStageTime("verify", absl::Microseconds(verify_micros), result);
+      if (won.ok() && won->solution.arena_size < result->solution.arena_size) {
+        Adopt(std::move(won->solution), std::move(won->strategy), result);
+      } else if (!won.ok() && absl::IsInternal(won.status())) {
+        status = won.status();  // a plan the verifier rejected
+      }  // else none smaller, or the budget cut them all: the plan stays
     }
     if (!status.ok()) return verified(status);
     if (!WorthSearching(options, choice->search, *result, time)) {

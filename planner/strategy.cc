@@ -156,11 +156,20 @@ absl::StatusOr<StrategyChoice> ResolveStrategy(std::string_view name,
   if (absl::Status s = CheckStrategyName(name); !s.ok()) return s;
   StrategyChoice choice;
   if (name.empty() || name == kAuto) {
-    choice.heuristics = optimize ? HeuristicNames() : QuickHeuristicNames();
+    choice.heuristics = QuickHeuristicNames();
     choice.search = optimize ? SearchWhen::kAlways : SearchWhen::kAboveBound;
     choice.optional.assign(choice.heuristics.size(), optimize);
     choice.optional[0] = false;  // the plan every request gets
     choice.capped = true;
+    if (optimize) {
+      for (const std::string& name : HeuristicNames()) {
+        if (std::find(choice.heuristics.begin(), choice.heuristics.end(),
+                      name) == choice.heuristics.end()) {
+          choice.later.push_back(name);
+        }
+      }
+      choice.default_steps = true;
+    }
     return choice;
   }
   const Entry* entry = Find(name);
@@ -168,7 +177,7 @@ absl::StatusOr<StrategyChoice> ResolveStrategy(std::string_view name,
     choice.heuristics = QuickHeuristicNames();  // the search's seeds
     choice.search = SearchWhen::kAlways;
     choice.capped = true;
-    choice.skyline_seeds = true;
+    choice.default_steps = true;
   } else {
     choice.heuristics = {std::string(name)};
   }

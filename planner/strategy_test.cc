@@ -14,6 +14,7 @@ namespace {
 using ::testing::Each;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 using ::testing::Not;
 
 TEST(StrategyRegistryTest, EveryRegisteredNameIsValidAndBuildsItself) {
@@ -73,10 +74,19 @@ TEST(StrategyRegistryTest, AutoExactAndOptimizeResolvedInOnePlace) {
   EXPECT_EQ(quick->search, SearchWhen::kAboveBound);
   EXPECT_THAT(quick->optional, Not(::testing::Contains(true)));
 
+  EXPECT_THAT(quick->later, IsEmpty());
+  EXPECT_FALSE(quick->default_steps);
+
+  // --optimize: the quick heuristics, the default plan's steps, then the
+  // other heuristics (every heuristic once, in the registry's order).
   absl::StatusOr<StrategyChoice> full = ResolveStrategy("", true);
   ASSERT_TRUE(full.ok());
-  EXPECT_THAT(full->heuristics, ElementsAreArray(HeuristicNames()));
-  EXPECT_EQ(full->heuristics.back(), "hill_climb");
+  EXPECT_THAT(full->heuristics, ElementsAreArray(QuickHeuristicNames()));
+  std::vector<std::string> all = full->heuristics;
+  all.insert(all.end(), full->later.begin(), full->later.end());
+  EXPECT_THAT(all, ElementsAreArray(HeuristicNames()));
+  EXPECT_EQ(full->later.back(), "hill_climb");
+  EXPECT_TRUE(full->default_steps);
   EXPECT_EQ(full->search, SearchWhen::kAlways);
   ASSERT_EQ(full->optional.size(), full->heuristics.size());
   EXPECT_FALSE(full->optional[0]);  // the plan every request gets
@@ -89,8 +99,8 @@ TEST(StrategyRegistryTest, AutoExactAndOptimizeResolvedInOnePlace) {
   EXPECT_THAT(exact->heuristics, ElementsAreArray(QuickHeuristicNames()));
   EXPECT_THAT(exact->optional, Each(false));
   EXPECT_EQ(exact->search, SearchWhen::kAlways);
-  EXPECT_TRUE(exact->skyline_seeds);
-  EXPECT_FALSE(ResolveStrategy("auto", false)->skyline_seeds);
+  EXPECT_TRUE(exact->default_steps);
+  EXPECT_THAT(exact->later, IsEmpty());
 
   absl::StatusOr<StrategyChoice> one = ResolveStrategy("best_fit_area", true);
   ASSERT_TRUE(one.ok());
