@@ -532,11 +532,11 @@ absl::Status AssignOffsets(const PlanOptions& options,
       std::find(choice->optional.begin(), choice->optional.end(), true) !=
       choice->optional.end();
   // Over the search's size, the default plan climbs (bounded by moves);
-  // so does --optimize, whose budget may have cut its own hill climb (it
-  // must not end above the default plan).
+  // so do --optimize, whose budget may have cut its own hill climb, and
+  // "exact", which has no search there (neither may end above the default
+  // plan).
   const bool climbs =
-      choice->search == SearchWhen::kAboveBound ||
-      (options.optimize && choice->search == SearchWhen::kAlways);
+      choice->search == SearchWhen::kAboveBound || choice->default_steps;
   const bool may_climb =
       climbs && n > ExactOptions().max_buffers && n <= kMaxHillClimbBuffers;
   // The heuristics' plan when RunPortfolio left it unverified (the window

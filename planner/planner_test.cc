@@ -495,6 +495,14 @@ TEST(PlannerTest, DefaultPlanClimbsOnTracesTooLargeForTheSearch) {
       PlanBuffers(pangu, optimize, nullptr, nullptr);
   ASSERT_TRUE(optimized.ok()) << optimized.status();
   EXPECT_EQ(optimized->solution.arena_size, AlignedLowerBound(pangu));
+  // So does "exact", which has no search on a list this large: the default
+  // plan (before, the heuristics' plan, 0.76% above).
+  PlanOptions exact;
+  exact.strategy = "exact";
+  absl::StatusOr<PlanResult> exact_plan =
+      PlanBuffers(pangu, exact, nullptr, nullptr);
+  ASSERT_TRUE(exact_plan.ok()) << exact_plan.status();
+  EXPECT_EQ(exact_plan->solution.arena_size, AlignedLowerBound(pangu));
   // Cancelled at 60% of the plan's polls of its token (in the peak
   // window's variants, which follow the heuristics), the call ends soon
   // after. Polls, not time: the placements poll every so many units of
