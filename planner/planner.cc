@@ -220,11 +220,12 @@ absl::Status SearchExact(const PlanOptions& options, bool tight,
 }
 
 // One skyline pass of the default plan (skyline.h) with `ties`, within
-// SkylineWorkCap, on the problem's compressed time `time` (may be null):
-// keeps its plan when smaller (KeepIfSmaller). A pass cut by its cap or
-// the call's deadline leaves the plan as it was. Adds its time to
-// "offsets".
+// SkylineWorkCap, on the problem's compressed time `time` (may be null),
+// until `token` fires: keeps its plan when smaller (KeepIfSmaller, its
+// verification under `cancel`, the call's own token). A pass cut by its
+// cap or `token` leaves the plan as it was. Adds its time to "offsets".
 absl::Status PlaceOnSkyline(SkylineTies ties, const Sections* time,
+                            const base::CancelToken* token,
                             const base::CancelToken* cancel,
                             PlanResult* result) {
   SkylineOptions options;
@@ -233,7 +234,7 @@ absl::Status PlaceOnSkyline(SkylineTies ties, const Sections* time,
   options.time = time;
   const absl::Time start = absl::Now();
   absl::StatusOr<Solution> placed =
-      SkylineOffsets(result->problem, cancel, options);
+      SkylineOffsets(result->problem, token, options);
   AddStageTime("offsets", absl::Now() - start, result);
   if (!placed.ok()) {
     // The plan stays: past its work cap, out of time, or (INVALID_ARGUMENT)
@@ -702,11 +703,13 @@ absl::Status AssignOffsets(const PlanOptions& options,
   // (The search runs before it: on four Silero exports its nodes reach the
   // bound from the heuristics' plan, not from the skyline by size's.) Each
   // step stops with `token`: the call's own for the default plan, so the
-  // plan is the same under any load; the budget's before a search.
+  // plan is the same under any load; the budget's before a search. Their
+  // plans are verified under the call's own token (a budget that ends as a
+  // plan is verified keeps it).
   const auto default_steps =
       [&](const base::CancelToken* token) -> absl::Status {
     absl::Status status =
-        PlaceOnSkyline(SkylineTies::kArea, time, token, result);
+        PlaceOnSkyline(SkylineTies::kArea, time, token, cancel, result);
     if (status.ok() &&
         WorthSearching(options, SearchWhen::kAboveBound, *result, time)) {
       status = SearchExact(options, /*tight=*/true, parallel, cancel, token,
@@ -714,7 +717,7 @@ absl::Status AssignOffsets(const PlanOptions& options,
     }
     if (status.ok() &&
         result->solution.arena_size > AlignedBound(*result, time)) {
-      status = PlaceOnSkyline(SkylineTies::kSize, time, token, result);
+      status = PlaceOnSkyline(SkylineTies::kSize, time, token, cancel, result);
     }
     return status;
   };
@@ -738,13 +741,18 @@ absl::Status AssignOffsets(const PlanOptions& options,
         result->solution.arena_size > AlignedBound(*result, time)
             ? default_steps(budget)
             : absl::OkStatus();
-    if (status.ok() && !choice->later.empty() && !budget_reached() &&
-        WorthSearching(options, choice->search, *result, time)) {
+    // (A plan the bounded search proved optimal above the bound, where
+    // alignment keeps it there, ends here.)
+    const auto done = [&] {
+      return result->proven_optimal ||
+             !WorthSearching(options, choice->search, *result, time);
+    };
+    if (status.ok() && !choice->later.empty() && !budget_reached() && !done()) {
       const absl::Time start = absl::Now();
       absl::StatusOr<PortfolioResult> won = RunPortfolio(
           problem, choice->later,
           std::vector<const SolveContext*>(choice->later.size(), &optional),
-          workers, result->lower_bound);
+          workers, result->lower_bound, /*verify=*/&needed);
       const absl::Duration elapsed = absl::Now() - start;
       const int64_t verify_micros = won.ok() ? won->verify_micros : 0;
       AddStageTime("offsets", elapsed - absl::Microseconds(verify_micros),
@@ -756,10 +764,7 @@ absl::Status AssignOffsets(const PlanOptions& options,
         status = won.status();  // a plan the verifier rejected
       }  // else none smaller, or the budget cut them all: the plan stays
     }
-    if (!status.ok()) return verified(status);
-    if (!WorthSearching(options, choice->search, *result, time)) {
-      return verified(absl::OkStatus());
-    }
+    if (!status.ok() || done()) return verified(status);
   }
   if (budget_reached()) {  // no time left: the search was cut before it began
     result->time_limited = true;

@@ -36,14 +36,16 @@ struct PlanOptions {
   // base::kDefaultAlignment (64). REQUIRES: a power of two.
   Bytes alignment = base::kDefaultAlignment;
   // "auto" (QuickHeuristicNames(): greedy by size, best and first fit;
-  // with `optimize` every heuristic including the hill climb, then the
-  // exact search seeded with the best; the smallest verified arena wins),
-  // "exact" (the first heuristic as the seed, then the search), or one
-  // heuristic from HeuristicNames(). Checked before any work
-  // (CheckStrategyName). Default "auto".
+  // with `optimize` the default plan, then every other heuristic including
+  // the hill climb, then the exact search seeded with the best; the
+  // smallest verified arena wins), "exact" (the default plan's heuristics
+  // and steps as the seed, then the search; over the search's size, the
+  // default plan's climb), or one heuristic from HeuristicNames(). Checked
+  // before any work (CheckStrategyName). Default "auto".
   std::string strategy = "auto";
-  // With "auto": also run the other heuristics and the hill climb, and the
-  // exact search after them, within time_budget. Default false: greedy by
+  // With "auto": after the default plan's heuristics and steps, also run
+  // the other heuristics and the hill climb, and the exact search after
+  // them, within time_budget. Default false: greedy by
   // size, then, where it ends above the lower bound, the exact search
   // within TightSearchNodes (work_cap.h), not time. The search runs within
   // time_budget anyway for "exact", and with "auto" when a capacity is set

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 
@@ -434,6 +435,66 @@ TEST(PlannerTest, OptimizeStartsFromTheDefaultPlan) {
         << name;
     EXPECT_FALSE(optimized->time_limited) << name;
   }
+  // And in time: C under a budget ten times its default plan's wall time
+  // (at least 100 ms, where the other heuristics alone took 160 ms).
+  const Problem c = testing::ReadTrace(dir + "C.1048576.csv");
+  const absl::Time start = absl::Now();
+  const absl::StatusOr<PlanResult> default_plan =
+      PlanBuffers(c, PlanOptions(), nullptr, nullptr);
+  ASSERT_TRUE(default_plan.ok()) << default_plan.status();
+  PlanOptions options;
+  options.optimize = true;
+  options.time_budget =
+      std::max(absl::Milliseconds(100), 10 * (absl::Now() - start));
+  const absl::StatusOr<PlanResult> optimized =
+      PlanBuffers(c, options, nullptr, nullptr);
+  ASSERT_TRUE(optimized.ok()) << optimized.status();
+  EXPECT_LE(optimized->solution.arena_size, default_plan->solution.arena_size)
+      << "budget " << options.time_budget;
+}
+
+// --optimize's other heuristics all run under the time budget: the plan of
+// one the budget cut (the hill climb's best so far) is verified under the
+// call's own token, given to RunPortfolio, not under the budget's, which
+// has fired by then and would lose it.
+TEST(PlannerTest, ABudgetCutPlanIsVerifiedUnderTheCallsToken) {
+  const Problem p = testing::RandomProblem(400, 3);
+  absl::StatusOr<std::unique_ptr<OffsetStrategy>> climb =
+      MakeStrategy("hill_climb");
+  ASSERT_TRUE(climb.ok());
+  std::atomic<int64_t> polls{0};
+  base::CancelToken counting(nullptr, absl::InfiniteFuture(), [&polls] {
+    polls.fetch_add(1);
+    return false;
+  });
+  SolveContext counted;
+  counted.cancel = &counting;
+  ASSERT_TRUE((*climb)->Solve(p, counted).ok());
+  // Cut in its climb (the seed's placements come first, a few polls).
+  const int64_t cut_at = polls.load() * 9 / 10;
+  ASSERT_GT(cut_at, 10);
+  // A budget that fires at its cut_at-th poll.
+  const auto budget_token = [cut_at](std::atomic<int64_t>* seen) {
+    return std::make_unique<base::CancelToken>(
+        nullptr, absl::InfiniteFuture(),
+        [cut_at, seen] { return seen->fetch_add(1) + 1 >= cut_at; });
+  };
+  std::atomic<int64_t> seen{0};
+  const std::unique_ptr<base::CancelToken> budget = budget_token(&seen);
+  SolveContext budgeted;
+  budgeted.cancel = budget.get();
+  const SolveContext call;  // the call's own: no deadline
+  const absl::StatusOr<PortfolioResult> won = RunPortfolio(
+      p, {"hill_climb"}, {&budgeted}, nullptr, /*lower_bound=*/0, &call);
+  ASSERT_TRUE(won.ok()) << won.status();
+  EXPECT_TRUE(budget->Cancelled());  // the climb was cut
+  EXPECT_TRUE(Verify(p, won->solution).ok());
+  // Verified under the budget's token, the same plan is lost.
+  std::atomic<int64_t> seen_again{0};
+  const std::unique_ptr<base::CancelToken> again = budget_token(&seen_again);
+  budgeted.cancel = again.get();
+  EXPECT_TRUE(absl::IsDeadlineExceeded(
+      RunPortfolio(p, {"hill_climb"}, {&budgeted}, nullptr).status()));
 }
 
 // A capacity the heuristics miss gets the default plan's own steps first:

@@ -96,7 +96,7 @@ absl::StatusOr<PortfolioResult> RunPortfolio(
 absl::StatusOr<PortfolioResult> RunPortfolio(
     const Problem& problem, const std::vector<std::string>& strategies,
     const std::vector<const SolveContext*>& contexts, base::WorkerPool* pool,
-    Bytes lower_bound) {
+    Bytes lower_bound, const SolveContext* verify) {
   assert(contexts.size() == strategies.size());
   std::vector<absl::StatusOr<Solution>> results(
       strategies.size(), absl::UnknownError("strategy did not run"));
@@ -214,14 +214,15 @@ absl::StatusOr<PortfolioResult> RunPortfolio(
   }
   for (base::HandedTask& member : handed) member.Join();
   idle.reset();
-  // The first strategy is always one the request needs: its token is the
-  // call's.
-  absl::StatusOr<PortfolioResult> won = FirstVerified(
-      problem, strategies, results, contexts.empty() ? nullptr : contexts[0]);
+  // By default the first strategy's context: one the request needs, its
+  // token the call's.
+  if (verify == nullptr && !contexts.empty()) verify = contexts[0];
+  absl::StatusOr<PortfolioResult> won =
+      FirstVerified(problem, strategies, results, verify);
   if (!won.ok() && absl::IsInternal(won.status()) && skipped.load() > 0) {
     // A plan at the bound failed verification (a bug somewhere): the
     // skipped strategies may have valid ones, so all of them run.
-    return RunPortfolio(problem, strategies, contexts, pool, 0);
+    return RunPortfolio(problem, strategies, contexts, pool, 0, verify);
   }
   if (won.ok()) won->skipped = skipped.load();
   return won;

@@ -44,11 +44,15 @@ struct PortfolioResult {
 // optional ones under the time budget. With `lower_bound` (> 0: no plan is
 // smaller), a strategy is skipped once one listed before it has reached
 // the bound: it could at best tie, and ties go to the earlier one, so the
-// winner is the same as if all had run. REQUIRES equal sizes.
+// winner is the same as if all had run. The winner is verified under
+// `verify`'s token (and on its time windows), by default contexts[0]'s:
+// give the call's own where every strategy runs under the time budget, or
+// a plan the budget cut (the hill climb's best so far) is lost with it.
+// REQUIRES equal sizes.
 [[nodiscard]] absl::StatusOr<PortfolioResult> RunPortfolio(
     const Problem& problem, const std::vector<std::string>& strategies,
     const std::vector<const SolveContext*>& contexts, base::WorkerPool* pool,
-    Bytes lower_bound = 0);
+    Bytes lower_bound = 0, const SolveContext* verify = nullptr);
 
 }  // namespace memplan::planner
 

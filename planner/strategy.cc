@@ -162,10 +162,10 @@ absl::StatusOr<StrategyChoice> ResolveStrategy(std::string_view name,
     choice.optional[0] = false;  // the plan every request gets
     choice.capped = true;
     if (optimize) {
-      for (const std::string& name : HeuristicNames()) {
+      for (const std::string& heuristic : HeuristicNames()) {
         if (std::find(choice.heuristics.begin(), choice.heuristics.end(),
-                      name) == choice.heuristics.end()) {
-          choice.later.push_back(name);
+                      heuristic) == choice.heuristics.end()) {
+          choice.later.push_back(heuristic);
         }
       }
       choice.default_steps = true;

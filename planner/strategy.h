@@ -148,8 +148,9 @@ const std::vector<std::string>& HeuristicNames();
 // (TFLite's ArenaPlanner and tflite-micro's greedy planner), the first two
 // of HeuristicNames(). They reach the lower bound on typical graphs and keep
 // a Plan RPC cheap; where they end above it, the exact search follows within
-// TightSearchNodes (work_cap.h). "auto" with optimize runs all of
-// HeuristicNames(), then the exact search within the time budget.
+// TightSearchNodes (work_cap.h). "auto" with optimize runs them, the
+// default plan's steps, the rest of HeuristicNames(), then the exact search,
+// within the time budget (StrategyChoice).
 const std::vector<std::string>& QuickHeuristicNames();
 
 // Every strategy MakeStrategy knows: the heuristics, then "exact".

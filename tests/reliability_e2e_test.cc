@@ -100,10 +100,10 @@ class ReliabilityTest : public ::testing::Test {
   }
 
   // CPU seconds the server spends in the second that starts 100 ms from
-  // now (a cancelled call stops within 50 ms), 600 ms under the sanitizers
-  // (which make the planner's stages 8 times as long, so a stage runs on
-  // up to 400 ms past a deadline): about 0 when it is idle, up to 2 when
-  // both workers are busy.
+  // now (a cancelled call stops within 50 ms), 600 ms under
+  // AddressSanitizer (which, with UBSan, makes the planner's stages 8 times
+  // as long, so a stage runs on up to 400 ms past a deadline): about 0 when
+  // it is idle, up to 2 when both workers are busy.
   static double CpuInTheNextSecond() {
     std::this_thread::sleep_for(
         std::chrono::milliseconds(kAddressSanitizer ? 600 : 100));
@@ -120,8 +120,8 @@ testing::ServerProcess* ReliabilityTest::server_ = nullptr;
 std::shared_ptr<grpc::Channel>* ReliabilityTest::channel_ = nullptr;
 
 // A call whose deadline passes in the plan every request gets (the
-// heuristics of 300,000 buffers, no search; 3 s of work, 22 s under the
-// sanitizers): DEADLINE_EXCEEDED, and nothing runs on.
+// heuristics of 300,000 buffers, no search; 3 s of work, 22 s under
+// AddressSanitizer and UBSan): DEADLINE_EXCEEDED, and nothing runs on.
 TEST_F(ReliabilityTest, AnExpiredCallLeavesNoWorkRunning) {
   v1::PlanRequest request;
   uint64_t x = 12345;
