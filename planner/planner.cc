@@ -70,6 +70,14 @@ void AddStageTime(const char* stage, absl::Duration elapsed,
   AddStageMicros(stage, absl::ToInt64Microseconds(elapsed), &result->stages);
 }
 
+// A portfolio's wall time `elapsed`: its verification (`verify_micros`)
+// to "verify", the rest to "offsets".
+void AddPortfolioTime(absl::Duration elapsed, int64_t verify_micros,
+                      PlanResult* result) {
+  AddStageTime("offsets", elapsed - absl::Microseconds(verify_micros), result);
+  AddStageTime("verify", absl::Microseconds(verify_micros), result);
+}
+
 // Problems this large, up to those cut into time windows (which split
 // each stage instead), color shared objects on a worker while offsets are
 // assigned.
@@ -594,9 +602,7 @@ absl::Status AssignOffsets(const PlanOptions& options,
     }
     const absl::Duration elapsed = absl::Now() - start;
     if (!won.ok()) return won.status();
-    AddStageTime("offsets", elapsed - absl::Microseconds(won->verify_micros),
-                 result);
-    AddStageTime("verify", absl::Microseconds(won->verify_micros), result);
+    AddPortfolioTime(elapsed, won->verify_micros, result);
     if (!won->verified) {
       unverified.emplace(won->strategy, won->solution.arena_size);
     }
@@ -753,11 +759,8 @@ absl::Status AssignOffsets(const PlanOptions& options,
           problem, choice->later,
           std::vector<const SolveContext*>(choice->later.size(), &optional),
           workers, result->lower_bound, /*verify=*/&needed);
-      const absl::Duration elapsed = absl::Now() - start;
-      const int64_t verify_micros = won.ok() ? won->verify_micros : 0;
-      AddStageTime("offsets", elapsed - absl::Microseconds(verify_micros),
-                   result);
-      AddStageTime("verify", absl::Microseconds(verify_micros), result);
+      AddPortfolioTime(absl::Now() - start, won.ok() ? won->verify_micros : 0,
+                       result);
       if (won.ok() && won->solution.arena_size < result->solution.arena_size) {
         Adopt(std::move(won->solution), std::move(won->strategy), result);
       } else if (!won.ok() && absl::IsInternal(won.status())) {

@@ -162,12 +162,7 @@ absl::StatusOr<StrategyChoice> ResolveStrategy(std::string_view name,
     choice.optional[0] = false;  // the plan every request gets
     choice.capped = true;
     if (optimize) {
-      for (const std::string& heuristic : HeuristicNames()) {
-        if (std::find(choice.heuristics.begin(), choice.heuristics.end(),
-                      heuristic) == choice.heuristics.end()) {
-          choice.later.push_back(heuristic);
-        }
-      }
+      choice.later = NamesWith({Role::kHeuristic});
       choice.default_steps = true;
     }
     return choice;
