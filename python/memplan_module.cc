@@ -7,8 +7,10 @@
 //   plan.arena, plan.lower_bound, plan.offsets["b"]
 //   plan = memplan.plan_file("model.onnx", dims={"batch": 1})
 //   response_json = memplan.plan_json(request_json)
+#include <cxxabi.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -98,6 +100,24 @@ void Apply(const Options& o, v1::PlanOptions* out) {
   if (o.io.has_value()) out->set_io(*o.io);
 }
 
+// Takes the GIL back (after PyEval_SaveThread). While the interpreter
+// finishes (the main thread returned, daemon threads still planning),
+// CPython 3.11-3.13 end a thread taking the GIL by unwinding it
+// (pthread_exit); the destructors on the way out, pybind11's dispatcher's
+// among them, would free Python objects without the GIL: a fatal error
+// ("PyThreadState_Get: ... the GIL is released"), the process aborted.
+// Such a thread runs `stop` (the plan stopped and joined) and waits here
+// for the process to end instead, as CPython 3.14 makes it wait.
+void TakeGil(PyThreadState* python,
+             const std::function<void()>& stop = nullptr) {
+  try {
+    PyEval_RestoreThread(python);
+  } catch (abi::__forced_unwind&) {
+    if (stop) stop();
+    for (;;) pause();
+  }
+}
+
 // A plan as Python sees it: the figures, offsets by name, and the whole
 // response as JSON for anything else.
 struct Plan {
@@ -139,10 +159,10 @@ struct Plan {
     try {
       out = formats::ToJson(response);
     } catch (...) {
-      PyEval_RestoreThread(python);
+      TakeGil(python);
       throw;
     }
-    PyEval_RestoreThread(python);
+    TakeGil(python);
     return out;
   }
 };
@@ -160,10 +180,9 @@ Plan Run(const std::function<absl::StatusOr<v1::PlanRequest>()>& make,
   absl::Notification done;
   std::exception_ptr thrown;
   bool interrupted = false;
-  // The GIL is given up and taken back by calls, not a guard's destructor:
-  // when the interpreter finishes, a daemon thread taking the GIL is ended
-  // by unwinding it (pthread_exit), which from a destructor (noexcept)
-  // would end the process.
+  // The GIL is given up and taken back by calls (TakeGil), not a guard's
+  // destructor: see TakeGil for a daemon thread while the interpreter
+  // finishes.
   PyThreadState* python = PyEval_SaveThread();
   std::optional<std::thread> planner;
   try {
@@ -186,23 +205,23 @@ Plan Run(const std::function<absl::StatusOr<v1::PlanRequest>()>& make,
       done.Notify();
     });
   } catch (...) {
-    PyEval_RestoreThread(python);
+    TakeGil(python);
     throw;
   }
-  // However Run ends (that unwinding included), the planner is stopped and
+  // However Run ends (an exception included), the planner is stopped and
   // joined first: a std::thread destroyed joinable ends the process.
-  struct JoinPlanner {
-    std::thread& thread;
-    base::CancelToken& cancel;
-    ~JoinPlanner() {
-      if (thread.joinable()) {
-        cancel.Cancel();
-        thread.join();  // a cancelled plan ends within the planner's poll
-      }
+  const auto stop = [&] {
+    if (planner->joinable()) {
+      cancel.Cancel();
+      planner->join();  // a cancelled plan ends within the planner's poll
     }
-  } join{*planner, cancel};
+  };
+  struct JoinPlanner {
+    const std::function<void()> stop;
+    ~JoinPlanner() { stop(); }
+  } join{stop};
   while (!done.WaitForNotificationWithTimeout(absl::Milliseconds(50))) {
-    PyEval_RestoreThread(python);
+    TakeGil(python, stop);
     const bool signalled = PyErr_CheckSignals() != 0;  // the handler raised
     python = PyEval_SaveThread();
     if (signalled) {
@@ -212,7 +231,7 @@ Plan Run(const std::function<absl::StatusOr<v1::PlanRequest>()>& make,
     }
   }
   planner->join();
-  PyEval_RestoreThread(python);
+  TakeGil(python);
   if (interrupted) throw py::error_already_set();
   if (thrown) std::rethrow_exception(thrown);
   if (!response.ok()) Raise(response.status());

@@ -4,6 +4,7 @@ PYTHONPATH points at build/python)."""
 import json
 import os
 import tempfile
+import time
 import unittest
 
 import memplan
@@ -179,8 +180,12 @@ class MemplanModuleTest(unittest.TestCase):
                     self.assertEqual(memplan.plan_file(path).arena, 8)
 
     def test_exiting_with_a_plan_running_in_a_daemon_thread(self):
-        # The interpreter ends a daemon thread waiting for the GIL by
-        # unwinding it: the plan is stopped, the process exits cleanly.
+        # While the interpreter finishes, a daemon thread taking the GIL
+        # back was ended by unwinding it, and the unwinding freed Python
+        # objects without the GIL (a fatal error, SIGABRT): now its plan
+        # is stopped and the thread waits for the process to end. The
+        # object freed last sleeps while the interpreter finishes, so the
+        # threads' 50 ms polls fall in that time on every run.
         import subprocess
         import sys
         code = ("import threading, time, memplan\n"
@@ -190,12 +195,19 @@ class MemplanModuleTest(unittest.TestCase):
                 "    threading.Thread(target=memplan.plan_buffers, args=(b,),\n"
                 "        kwargs={'strategy': 'exact', 'time_budget_ms': 20000},\n"
                 "        daemon=True).start()\n"
+                "class Slow:\n"
+                "    def __del__(self, sleep=time.sleep):\n"
+                "        sleep(0.3)\n"
+                "slow = Slow()\n"
                 "time.sleep(0.5)\n"
                 "print('exiting', flush=True)\n")
+        start = time.monotonic()
         out = subprocess.run([sys.executable, "-c", code],
                              capture_output=True, text=True, timeout=60)
         self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stderr, "")
         self.assertIn("exiting", out.stdout)
+        self.assertLess(time.monotonic() - start, 15)  # not the 20 s budget
 
     def test_an_unreadable_file_is_a_permission_error(self):
         import subprocess
