@@ -100,6 +100,13 @@ bool FlagGiven(absl::string_view name) {
   return Given().count(std::string(name)) > 0;
 }
 
+absl::Duration PlanDeadline(int64_t time_budget_ms) {
+  const absl::Duration deadline = absl::GetFlag(FLAGS_deadline);
+  if (FlagGiven("deadline")) return deadline;
+  const int64_t budget_ms = std::min<int64_t>(time_budget_ms, 3'600'000);
+  return std::max(deadline, absl::Milliseconds(budget_ms) + absl::Seconds(10));
+}
+
 absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv,
                                                     int first) {
   Given().clear();

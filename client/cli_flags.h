@@ -58,6 +58,12 @@ namespace memplan::client {
 // Whether the last ParseFlags was given flag `name` (canonical: "deadline").
 bool FlagGiven(absl::string_view name);
 
+// A plan call's deadline: --deadline when given, else its default (30 s)
+// or, for a time budget longer than 20 s, the budget and 10 s more (a
+// budget counted up to an hour), so that a budget asked for is not cut by
+// a deadline nobody asked for.
+absl::Duration PlanDeadline(int64_t time_budget_ms);
+
 // The known flag closest to `name` by edit distance, or "" when none is
 // close (at most a third of the name's length away).
 std::string ClosestFlag(absl::string_view name);

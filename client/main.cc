@@ -164,28 +164,19 @@ struct Planned {
   planner::PlanResult result;
 };
 
-// The plan call's deadline: --deadline when given, else its default (30 s)
-// or, for a longer time budget, the budget and 10 s more, so that a
-// budget asked for is not cut by a deadline nobody asked for.
-absl::Duration PlanDeadline(const v1::PlanRequest& request) {
-  const absl::Duration deadline = absl::GetFlag(FLAGS_deadline);
-  if (FlagGiven("deadline")) return deadline;
-  const int64_t budget_ms =
-      std::min<int64_t>(request.options().time_budget_ms(), 3'600'000);
-  return std::max(deadline, absl::Milliseconds(budget_ms) + absl::Seconds(10));
-}
-
 absl::StatusOr<Planned> PlanRequest(const v1::PlanRequest& request) {
   Planned planned;
   if (Remote()) {
     absl::StatusOr<v1::PlanResponse> r =
-        PlanRemote(absl::GetFlag(FLAGS_server), request, PlanDeadline(request));
+        PlanRemote(absl::GetFlag(FLAGS_server), request,
+                   PlanDeadline(request.options().time_budget_ms()));
     if (!r.ok()) return r.status();
     planned.response = *std::move(r);
     planned.result = api::ResultFromProto(planned.response);
     return planned;
   }
-  base::CancelToken cancel(absl::Now() + PlanDeadline(request));
+  base::CancelToken cancel(absl::Now() +
+                           PlanDeadline(request.options().time_budget_ms()));
   absl::StatusOr<engine::PlanOutcome> outcome =
       engine::Plan(request, engine::Limits{}, &Workers(), &cancel);
   if (!outcome.ok()) return outcome.status();
