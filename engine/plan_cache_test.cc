@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <map>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -635,6 +636,54 @@ TEST(PlanCacheTest, IdenticalCallsShareAPlanTheBudgetCut) {
   EXPECT_EQ(cache.stats().misses, 1);
   EXPECT_EQ(cache.stats().memory_hits, kCalls - 1);
   EXPECT_EQ(cache.stats().entries, 0);
+}
+
+// Throws std::bad_alloc from the first call's miss, as the planner would
+// run out of memory in it, after the other call has begun waiting.
+class ThrowingOnceListener : public PlanCacheListener {
+ public:
+  void Miss() override {
+    if (thrown_.exchange(true)) return;
+    computing.Notify();
+    absl::SleepFor(absl::Milliseconds(500));  // the other call waits
+    throw std::bad_alloc();
+  }
+  absl::Notification computing;
+
+ private:
+  std::atomic<bool> thrown_{false};
+};
+
+// A flight that ends in an exception lets an identical call waiting for it
+// go at once: it plans itself (without the landing on the way out it
+// would wait to its deadline, or for ever without one).
+TEST(PlanCacheTest, AFlightEndedByAnExceptionLetsItsWaitersGo) {
+  ThrowingOnceListener listener;
+  PlanCacheOptions options;
+  options.listener = &listener;
+  PlanCache cache(options);
+  const planner::Problem p = planner::testing::DenseProblem(100, 3, 1);
+  std::atomic<bool> threw{false};
+  std::thread first([&] {
+    CacheUse use;
+    try {
+      (void)cache.PlanBuffers(p, {}, nullptr, nullptr, &use);
+    } catch (const std::bad_alloc&) {
+      threw = true;
+    }
+  });
+  listener.computing.WaitForNotification();
+  const base::CancelToken cancel(absl::Now() + absl::Seconds(20));
+  const absl::Time start = absl::Now();
+  CacheUse use = CacheUse::kMemoryHit;
+  auto r = cache.PlanBuffers(p, {}, nullptr, &cancel, &use);
+  const absl::Duration took = absl::Now() - start;
+  first.join();
+  EXPECT_TRUE(threw.load());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(use, CacheUse::kMiss);
+  EXPECT_EQ(cache.stats().misses, 2);
+  EXPECT_LT(took, absl::Seconds(10));  // the 500 ms wait and its own plan
 }
 
 // A plan its own deadline cut short (the budget ends before the deadline)
