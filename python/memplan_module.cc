@@ -7,13 +7,15 @@
 //   plan.arena, plan.lower_bound, plan.offsets["b"]
 //   plan = memplan.plan_file("model.onnx", dims={"batch": 1})
 //   response_json = memplan.plan_json(request_json)
-#include <cxxabi.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
+#if defined(__GLIBCXX__)
+#include <cxxabi.h>  // abi::__forced_unwind
+#endif
 #include <exception>
 #include <functional>
 #include <map>
@@ -107,15 +109,26 @@ void Apply(const Options& o, v1::PlanOptions* out) {
 // among them, would free Python objects without the GIL: a fatal error
 // ("PyThreadState_Get: ... the GIL is released"), the process aborted.
 // Such a thread runs `stop` (the plan stopped and joined) and waits here
-// for the process to end instead, as CPython 3.14 makes it wait.
+// for the process to end instead, as CPython 3.14 makes it wait. The
+// unwinding is libstdc++'s abi::__forced_unwind (pthread_cancel's too,
+// which nothing here uses); its handler never ends, since leaving it
+// without rethrowing would abort the process: an exception from `stop`
+// is dropped.
 void TakeGil(PyThreadState* python,
              const std::function<void()>& stop = nullptr) {
+#if defined(__GLIBCXX__)
   try {
     PyEval_RestoreThread(python);
   } catch (abi::__forced_unwind&) {
-    if (stop) stop();
+    try {
+      if (stop) stop();
+    } catch (...) {
+    }
     for (;;) pause();
   }
+#else
+  PyEval_RestoreThread(python);
+#endif
 }
 
 // A plan as Python sees it: the figures, offsets by name, and the whole

@@ -5,18 +5,23 @@
 # then warns that other builds of the commit share its cache entries),
 # untracked files do not, and a tree without git takes the commit the
 # builder named, else "unknown".
-#   tests/version/version_test.sh SOURCE_DIR
+#   tests/version/version_test.sh SOURCE_DIR [CMAKE]
 set -euo pipefail
 source="$1"
+cmake="${2:-cmake}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-# The tree without git must not find one above it (a TMPDIR in a checkout).
+# The tree without git must not find one above it (a TMPDIR in a checkout),
+# and git here is plain git: no repository, hooks or signing of the
+# caller's (a git hook running the tests, a developer's global config).
 export GIT_CEILING_DIRECTORIES="$tmp"
+unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_OBJECT_DIRECTORY GIT_COMMON_DIR
+export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1
 
 # The commit line version.cmake writes for the tree $1 (and COMMIT $2).
 commit_of() {
   rm -f "$tmp/version.h"
-  cmake -DSOURCE_DIR="$1" -DOUTPUT="$tmp/version.h" -DVERSION=1.2.3 \
+  "$cmake" -DSOURCE_DIR="$1" -DOUTPUT="$tmp/version.h" -DVERSION=1.2.3 \
     -DBUILD_TYPE=Release -DCOMMIT="${2:-}" -P "$source/cmake/version.cmake"
   grep '^#define MEMPLAN_GIT_COMMIT ' "$tmp/version.h" | cut -d'"' -f2
 }
