@@ -317,9 +317,10 @@ Clock::time_point FirstNotServing(
 // in flight at SIGTERM, or started before the server said NOT_SERVING
 // (`refusing`), with its own answer or UNAVAILABLE; started after that
 // with UNAVAILABLE, or CANCELLED as the server closed (`closed`: when the
-// Watch stream ended, seen up to 0.1 s late): gRPC cancels the calls it has
-// received but not yet given to a handler when it closes. None reached its
-// 60 s deadline.
+// Watch stream ended, seen by another client thread, up to 0.5 s late on a
+// loaded machine; calls cancelled at the drain's start would end 2 s
+// before it): gRPC cancels the calls it has received but not yet given to
+// a handler when it closes. None reached its 60 s deadline.
 void ExpectLoadClean(const std::vector<Call>& calls, Clock::time_point t0,
                      Clock::time_point refusing, Clock::time_point closed) {
   int after = 0;
@@ -332,7 +333,7 @@ void ExpectLoadClean(const std::vector<Call>& calls, Clock::time_point t0,
       EXPECT_TRUE(c.code == own || c.code == grpc::StatusCode::UNAVAILABLE)
           << c.code << " " << c.message;
     } else if (c.code == grpc::StatusCode::CANCELLED) {
-      EXPECT_GE(c.end, closed - std::chrono::milliseconds(100))
+      EXPECT_GE(c.end, closed - std::chrono::milliseconds(500))
           << "cancelled " << Seconds(c.end, closed) << " s before the close";
     } else {
       ++after;
