@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -229,10 +230,7 @@ Plan Run(const std::function<absl::StatusOr<v1::PlanRequest>()>& make,
       planner->join();  // a cancelled plan ends within the planner's poll
     }
   };
-  struct JoinPlanner {
-    const std::function<void()> stop;
-    ~JoinPlanner() { stop(); }
-  } join{stop};
+  absl::Cleanup join = stop;
   while (!done.WaitForNotificationWithTimeout(absl::Milliseconds(50))) {
     TakeGil(python, stop);
     const bool signalled = PyErr_CheckSignals() != 0;  // the handler raised

@@ -143,11 +143,9 @@ struct Replica {
   // A metric summed over the series whose labels include `match`.
   double Metric(const std::string& name,
                 const std::map<std::string, std::string>& match = {}) const {
-    absl::StatusOr<std::string> text =
-        testing::HttpGet(metrics_port, "/metrics");
-    EXPECT_TRUE(text.ok()) << text.status();
-    if (!text.ok()) return -1;
-    return testing::SumOf(testing::ParseExposition(*text), name, match);
+    absl::StatusOr<double> sum = testing::MetricSum(metrics_port, name, match);
+    EXPECT_TRUE(sum.ok()) << sum.status();
+    return sum.value_or(-1);
   }
   // Waits (at most 10 s) until the replica's store is up: it connects
   // from a thread of its own, and waits only 200 ms for that at start

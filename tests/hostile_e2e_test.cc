@@ -75,13 +75,12 @@ class HostileTest : public ::testing::Test {
 
   // grpc_server_handled_total for a method and code.
   static double Handled(const std::string& method, const std::string& code) {
-    const int port = testing::MetricsPort(server_->first_line());
-    absl::StatusOr<std::string> text = testing::HttpGet(port, "/metrics");
-    EXPECT_TRUE(text.ok()) << text.status();
-    if (!text.ok()) return -1;
-    return testing::SumOf(testing::ParseExposition(*text),
-                          "grpc_server_handled_total",
-                          {{"grpc_method", method}, {"grpc_code", code}});
+    absl::StatusOr<double> sum =
+        testing::MetricSum(testing::MetricsPort(server_->first_line()),
+                           "grpc_server_handled_total",
+                           {{"grpc_method", method}, {"grpc_code", code}});
+    EXPECT_TRUE(sum.ok()) << sum.status();
+    return sum.value_or(-1);
   }
 
   static testing::ServerProcess* server_;

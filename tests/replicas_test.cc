@@ -35,13 +35,11 @@ struct Replica {
 
   // Plan calls this replica finished with `code`, from its own /metrics.
   double PlanCalls(const std::string& code = "OK") const {
-    absl::StatusOr<std::string> text =
-        testing::HttpGet(metrics_port, "/metrics");
-    EXPECT_TRUE(text.ok()) << text.status();
-    if (!text.ok()) return -1;
-    return testing::SumOf(testing::ParseExposition(*text),
-                          "grpc_server_handled_total",
-                          {{"grpc_method", "Plan"}, {"grpc_code", code}});
+    absl::StatusOr<double> sum =
+        testing::MetricSum(metrics_port, "grpc_server_handled_total",
+                           {{"grpc_method", "Plan"}, {"grpc_code", code}});
+    EXPECT_TRUE(sum.ok()) << sum.status();
+    return sum.value_or(-1);
   }
 
   testing::ServerProcess process;

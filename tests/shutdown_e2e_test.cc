@@ -235,10 +235,8 @@ class Watcher {
 
 // Calls admitted and running on the server (memplan_planner_queue_depth).
 double QueueDepth(int metrics_port) {
-  absl::StatusOr<std::string> text = testing::HttpGet(metrics_port, "/metrics");
-  if (!text.ok()) return -1;
-  return testing::SumOf(testing::ParseExposition(*text),
-                        "memplan_planner_queue_depth");
+  return testing::MetricSum(metrics_port, "memplan_planner_queue_depth")
+      .value_or(-1);
 }
 
 // Waits (at most 30 s) until `n` calls are running on the server.

@@ -150,6 +150,14 @@ double SumOf(const std::vector<Sample>& samples, const std::string& name,
   return sum;
 }
 
+absl::StatusOr<double> MetricSum(
+    int port, const std::string& name,
+    const std::map<std::string, std::string>& match) {
+  absl::StatusOr<std::string> text = HttpGet(port, "/metrics");
+  if (!text.ok()) return text.status();
+  return SumOf(ParseExposition(*text), name, match);
+}
+
 std::string UrlEncode(const std::string& s) {
   std::string out;
   for (unsigned char c : s) {

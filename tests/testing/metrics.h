@@ -39,6 +39,11 @@ std::vector<Sample> ParseExposition(const std::string& text);
 double SumOf(const std::vector<Sample>& samples, const std::string& name,
              const std::map<std::string, std::string>& match = {});
 
+// GET /metrics from 127.0.0.1:port, then SumOf(name, match).
+absl::StatusOr<double> MetricSum(
+    int port, const std::string& name,
+    const std::map<std::string, std::string>& match = {});
+
 // Percent-encodes `s` for a URL query value.
 std::string UrlEncode(const std::string& s);
 
