@@ -50,21 +50,30 @@ int64_t StageSum(const PlanResult& r) {
 TEST(BudgetTest, TheBudgetCoversTheHeuristicsAndTheSearch) {
   // Dense: the exact search cannot finish, and a hill climb allowed an
   // unbounded effort would run its 1000 iterations (tens of seconds here).
-  // The budget stops both, counted from the call.
+  // The budget stops both, counted from the call. It does not cut the
+  // default plan's own steps (bounded by work: about 0.4 s here in a
+  // release build, several times that under the sanitizers), which come
+  // first: the call ends within the longer of the two.
   Problem p = testing::DenseProblem(3000, 1);
+  base::WorkerPool pool(2, 64);
+  const absl::Time default_start = absl::Now();
+  absl::StatusOr<PlanResult> r = PlanBuffers(p, PlanOptions(), &pool, nullptr);
+  const absl::Duration default_took = absl::Now() - default_start;
+  ASSERT_TRUE(r.ok()) << r.status();
   PlanOptions options;
   options.optimize = true;
   options.effort = int64_t{1} << 40;
   options.time_budget = absl::Milliseconds(500);
-  base::WorkerPool pool(2, 64);
   const absl::Time start = absl::Now();
-  absl::StatusOr<PlanResult> r = PlanBuffers(p, options, &pool, nullptr);
+  r = PlanBuffers(p, options, &pool, nullptr);
   const absl::Duration took = absl::Now() - start;
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(Verify(p, r->solution).ok());
   EXPECT_FALSE(r->proven_optimal);
   // 10% + 50 ms is the promise; the margin here absorbs a loaded machine.
-  EXPECT_LT(took, absl::Seconds(3));
+  EXPECT_LT(took, std::max(default_took, options.time_budget) +
+                      absl::Milliseconds(2500))
+      << "the default plan took " << default_took;
 }
 
 // A budget longer than the call's deadline ends before it, with what the
@@ -119,17 +128,6 @@ TEST(BudgetTest, TimeLimitedSaysWhetherTheClockCutTheSearch) {
               ::testing::HasSubstr("search:       stopped by the time "
                                    "budget"));
 
-  // The search asked for but skipped: no time was left for it.
-  PlanOptions exact;
-  exact.strategy = "exact";
-  exact.time_budget = absl::ZeroDuration();
-  r = PlanBuffers(dense, exact, &pool, nullptr);
-  ASSERT_TRUE(r.ok()) << r.status();
-  // A seed (the default plan's: on this list first fit), unsearched.
-  EXPECT_THAT(r->strategy, ::testing::AnyOf("best_fit_size", "first_fit_size",
-                                            "skyline_area", "skyline_size"));
-  EXPECT_TRUE(r->time_limited);
-
   // The plan every request gets runs past the budget but is not cut by it:
   // it is the same on any machine.
   PlanOptions quick;
@@ -140,6 +138,17 @@ TEST(BudgetTest, TimeLimitedSaysWhetherTheClockCutTheSearch) {
   EXPECT_THAT(
       FormatReport(*r),
       ::testing::Not(::testing::HasSubstr("stopped by the time budget")));
+  const Bytes default_arena = r->solution.arena_size;
+
+  // The search asked for but skipped: no time was left for it. The plan is
+  // the default plan's (its steps are not the budget's to cut).
+  PlanOptions exact;
+  exact.strategy = "exact";
+  exact.time_budget = absl::ZeroDuration();
+  r = PlanBuffers(dense, exact, &pool, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->solution.arena_size, default_arena);
+  EXPECT_TRUE(r->time_limited);
 
   // One memory space: planned as its own problem, reported the same way.
   PlanOptions spaces = cut;
