@@ -289,8 +289,10 @@ std::string NameArg(const py::handle& h) {
 }
 
 // One buffer from a tuple (name, start, end, size[, alignment]) or a dict
-// with those keys (and optionally fixed_offset).
-void AddBuffer(const py::handle& item, v1::PlanRequest* request) {
+// with those keys (and optionally fixed_offset). Without its own alignment
+// a buffer gets `alignment` (none: the request's, the alignment= option).
+void AddBuffer(const py::handle& item, std::optional<int64_t> alignment,
+               v1::PlanRequest* request) {
   v1::Buffer* b = request->add_buffers();
   if (py::isinstance<py::dict>(item)) {
     py::dict d = py::reinterpret_borrow<py::dict>(item);
@@ -326,9 +328,11 @@ void AddBuffer(const py::handle& item, v1::PlanRequest* request) {
     b->set_start(IntArg(d["start"], "a buffer's start"));
     b->set_end(IntArg(d["end"], "a buffer's end"));
     b->set_size(IntArg(d["size"], "a buffer's size"));
-    b->set_alignment(d.contains("alignment")
-                         ? IntArg(d["alignment"], "a buffer's alignment")
-                         : 1);
+    if (d.contains("alignment")) {
+      b->set_alignment(IntArg(d["alignment"], "a buffer's alignment"));
+    } else if (alignment.has_value()) {
+      b->set_alignment(*alignment);
+    }
     if (d.contains("fixed_offset")) {
       b->set_fixed_offset(IntArg(d["fixed_offset"], "a buffer's fixed_offset"));
     }
@@ -347,12 +351,21 @@ void AddBuffer(const py::handle& item, v1::PlanRequest* request) {
   b->set_start(IntArg(t[1], "a buffer's start"));
   b->set_end(IntArg(t[2], "a buffer's end"));
   b->set_size(IntArg(t[3], "a buffer's size"));
-  b->set_alignment(t.size() == 5 ? IntArg(t[4], "a buffer's alignment") : 1);
+  if (t.size() == 5) {
+    b->set_alignment(IntArg(t[4], "a buffer's alignment"));
+  } else if (alignment.has_value()) {
+    b->set_alignment(*alignment);
+  }
 }
 
 Plan PlanBuffers(const py::iterable& buffers, const Options& options) {
   v1::PlanRequest request;
-  for (const py::handle& item : buffers) AddBuffer(item, &request);
+  // A buffer without its own alignment takes the alignment= option, else
+  // 1, as a CSV without an alignment column (the CLI's default of 64 is
+  // for graphs and JSON buffer lists).
+  const std::optional<int64_t> alignment =
+      options.alignment.has_value() ? std::nullopt : std::optional<int64_t>(1);
+  for (const py::handle& item : buffers) AddBuffer(item, alignment, &request);
   Apply(options, request.mutable_options());
   request.set_no_timings(true);
   return Run(

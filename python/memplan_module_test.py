@@ -48,6 +48,21 @@ class MemplanModuleTest(unittest.TestCase):
         self.assertEqual(plan.lower_bound, 74)  # padding counted honestly
         self.assertEqual(plan.strategy, "first_fit_size")
 
+    def test_the_alignment_option_aligns_buffers_without_their_own(self):
+        buffers = [("a", 0, 2, 32), {"name": "b", "start": 1, "end": 3,
+                                     "size": 28}]
+        packed = memplan.plan_buffers(buffers)  # 1, as a CSV's rows
+        self.assertEqual(packed.arena, 60)
+        aligned = memplan.plan_buffers(buffers, alignment=64)
+        self.assertEqual(aligned.offsets["a"] % 64, 0)
+        self.assertEqual(aligned.offsets["b"] % 64, 0)
+        self.assertEqual(aligned.arena, 92)
+        self.assertEqual(aligned.lower_bound, 92)
+        # A buffer's own alignment stays.
+        own = memplan.plan_buffers([("a", 0, 2, 32, 1), ("b", 1, 3, 28, 1)],
+                                   alignment=64)
+        self.assertEqual(own.arena, 60)
+
     def test_time_limited_says_when_the_clock_cut_the_search(self):
         path = os.path.join(SOURCE, "bench/data/minimalloc/D.1048576.csv")
         with open(path) as f:
