@@ -158,10 +158,8 @@ absl::StatusOr<PlanCacheParts> MakePlanCache(Metrics* metrics,
   options.max_bytes = bytes;
   if (kind != "memory") {
     RedisStoreOptions redis;
-    redis.timeout = absl::Milliseconds(
-        std::max<int64_t>(1, absl::GetFlag(FLAGS_cache_timeout_ms)));
-    redis.max_reply_bytes =
-        std::max<int64_t>(1024, absl::GetFlag(FLAGS_cache_max_entry_bytes));
+    redis.timeout = absl::Milliseconds(absl::GetFlag(FLAGS_cache_timeout_ms));
+    redis.max_reply_bytes = absl::GetFlag(FLAGS_cache_max_entry_bytes);
     if (const std::string& path = secret_file; !path.empty()) {
       absl::StatusOr<std::string> secret = formats::ReadFile(path, 4096);
       if (!secret.ok()) {
@@ -241,7 +239,7 @@ ServiceOptions OptionsFromFlags() {
       absl::Milliseconds(absl::GetFlag(FLAGS_default_time_budget_ms));
   options.limits.budgets.max_budget =
       absl::Milliseconds(absl::GetFlag(FLAGS_max_time_budget_ms));
-  options.max_in_flight = std::max(1, absl::GetFlag(FLAGS_max_in_flight));
+  options.max_in_flight = absl::GetFlag(FLAGS_max_in_flight);
   options.max_benchmarks = absl::GetFlag(FLAGS_max_benchmarks);
   options.benchmark.plan = options.limits;
   options.benchmark.max_bytes = absl::GetFlag(FLAGS_max_benchmark_bytes);
@@ -392,13 +390,29 @@ std::string BadFlag() {
   if (!std::isfinite(benchmark) || benchmark <= 0) {
     return "--max_benchmark_seconds must be a number of seconds above 0";
   }
+  // A limit of 0 would refuse every call (or, clamped, mean something
+  // else than it says): none has a meaning for 0.
   const std::pair<const char*, int64_t> above_zero[] = {
       {"max_request_bytes", absl::GetFlag(FLAGS_max_request_bytes)},
+      {"max_tensors", absl::GetFlag(FLAGS_max_tensors)},
+      {"max_ops", absl::GetFlag(FLAGS_max_ops)},
+      {"max_tensor_refs", absl::GetFlag(FLAGS_max_tensor_refs)},
+      {"max_model_bytes", absl::GetFlag(FLAGS_max_model_bytes)},
+      {"max_in_flight", absl::GetFlag(FLAGS_max_in_flight)},
+      {"default_time_budget_ms", absl::GetFlag(FLAGS_default_time_budget_ms)},
+      {"max_time_budget_ms", absl::GetFlag(FLAGS_max_time_budget_ms)},
       {"max_benchmark_bytes", absl::GetFlag(FLAGS_max_benchmark_bytes)},
       {"max_benchmark_ops", absl::GetFlag(FLAGS_max_benchmark_ops)},
-      {"max_benchmarks", absl::GetFlag(FLAGS_max_benchmarks)}};
+      {"max_benchmarks", absl::GetFlag(FLAGS_max_benchmarks)},
+      {"cache_timeout_ms", absl::GetFlag(FLAGS_cache_timeout_ms)}};
   for (const auto& [name, value] : above_zero) {
     if (value <= 0) return absl::StrCat("--", name, " must be above 0");
+  }
+  if (absl::GetFlag(FLAGS_cache_bytes) < 0) {
+    return "--cache_bytes must be 0 (none kept in process) or more";
+  }
+  if (absl::GetFlag(FLAGS_cache_max_entry_bytes) < 1024) {
+    return "--cache_max_entry_bytes must be at least 1024";
   }
   if (absl::GetFlag(FLAGS_worker_threads) < 0) {
     return "--worker_threads must be 0 (one per core) or more";

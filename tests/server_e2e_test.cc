@@ -619,7 +619,21 @@ TEST(ServerLimitsTest, UnusableFlagValuesAreStartupErrors) {
       {"--grace_seconds=-1", "--grace_seconds must be"},
       {"--max_benchmark_seconds=-1", "--max_benchmark_seconds must be"},
       {"--max_benchmark_bytes=0", "--max_benchmark_bytes must be above 0"},
-      {"--worker_threads=-2", "--worker_threads must be"}};
+      {"--worker_threads=-2", "--worker_threads must be"},
+      // A limit of 0 refused every Plan call (max_tensors) or was taken
+      // as 1 without a word (max_in_flight).
+      {"--max_tensors=0", "--max_tensors must be above 0"},
+      {"--max_ops=0", "--max_ops must be above 0"},
+      {"--max_tensor_refs=0", "--max_tensor_refs must be above 0"},
+      {"--max_model_bytes=0", "--max_model_bytes must be above 0"},
+      {"--max_in_flight=0", "--max_in_flight must be above 0"},
+      {"--default_time_budget_ms=0", "--default_time_budget_ms must be"},
+      {"--max_time_budget_ms=-5", "--max_time_budget_ms must be above 0"},
+      {"--cache_timeout_ms=0", "--cache_timeout_ms must be above 0"},
+      {"--cache_bytes=-1", "--cache_bytes must be 0"},
+      {"--cache_max_entry_bytes=0",
+       "--cache_max_entry_bytes must be at "
+       "least 1024"}};
   for (const auto& [flag, message] : cases) {
     testing::CommandResult r = testing::RunCommand(
         MEMPLAN_SERVER_PATH, {"--address=127.0.0.1:0", flag}, "", 20);
