@@ -4,16 +4,26 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "base/edit_distance.h"
+#include "engine/benchmark.h"
+#include "engine/emit.h"
 #include "formats/file_io.h"
+#include "formats/format.h"
+#include "formats/model.h"
+#include "proto/convert.h"
 
 ABSL_FLAG(std::string, server, "", "");
 ABSL_FLAG(std::string, format, "text", "");
@@ -65,11 +75,17 @@ bool OurFlag(const absl::CommandLineFlag& flag) {
   return absl::EndsWith(flag.Filename(), "client/cli_flags.cc");
 }
 
-absl::Status UnknownFlag(const std::string& name) {
+// `typed`: the argument as given, up to its '=' ("-x", "--stratgy"); one
+// with a single dash may be a file's name.
+absl::Status UnknownFlag(const std::string& name, absl::string_view typed) {
   const std::string closest = ClosestFlag(name);
+  const absl::string_view shown = typed.substr(0, 64);
   return absl::InvalidArgumentError(absl::StrCat(
-      "unknown flag --", name.substr(0, 64),
-      closest.empty() ? "" : absl::StrCat("; did you mean --", closest, "?")));
+      "unknown flag ", shown,
+      closest.empty() ? "" : absl::StrCat("; did you mean --", closest, "?"),
+      absl::StartsWith(typed, "--")
+          ? ""
+          : absl::StrCat(" (a file named ", shown, ": -- ", shown, ")")));
 }
 
 }  // namespace
@@ -98,6 +114,138 @@ std::set<std::string>& Given() {
 
 bool FlagGiven(absl::string_view name) {
   return Given().count(std::string(name)) > 0;
+}
+
+namespace {
+
+// --memory_pool NAME=BYTES lists into the options.
+absl::Status ApplyMemoryPools(v1::PlanOptions* o) {
+  for (const std::string& list : absl::GetFlag(FLAGS_memory_pool)) {
+    for (absl::string_view item :
+         absl::StrSplit(list, ',', absl::SkipEmpty())) {
+      const std::vector<std::string> kv = absl::StrSplit(item, '=');
+      int64_t capacity = 0;
+      if (kv.size() != 2 || kv[0].empty() ||
+          !absl::SimpleAtoi(kv[1], &capacity)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--memory_pool: '", item, "' is not NAME=BYTES (0: unbounded)"));
+      }
+      v1::MemoryPool* pool = o->add_memory_pools();
+      pool->set_name(kv[0]);
+      pool->set_capacity_bytes(capacity);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ApplyPlanFlags(v1::PlanOptions* o) {
+  if (int64_t a = absl::GetFlag(FLAGS_alignment); a != 0) o->set_alignment(a);
+  if (int64_t c = absl::GetFlag(FLAGS_capacity); c != 0) o->set_capacity(c);
+  if (auto s = absl::GetFlag(FLAGS_strategy); !s.empty()) o->set_strategy(s);
+  if (int64_t t = absl::GetFlag(FLAGS_time_budget_ms); t != 0) {
+    o->set_time_budget_ms(t);
+  }
+  if (int64_t e = absl::GetFlag(FLAGS_effort); e != 0) o->set_effort(e);
+  if (absl::GetFlag(FLAGS_optimize)) o->set_optimize(true);
+  if (auto w = absl::GetFlag(FLAGS_weights); !w.empty()) o->set_weights(w);
+  if (auto io = absl::GetFlag(FLAGS_io); !io.empty()) o->set_io(io);
+  return ApplyMemoryPools(o);
+}
+
+namespace {
+
+// A request's error about a value `flag` set, as the flag's: the field's
+// name ("options.alignment 3 ...", "emit: unknown format ...") becomes the
+// flag's, or the flag's name comes first.
+absl::Status AsFlagError(const absl::Status& s, absl::string_view flag,
+                         absl::string_view field) {
+  absl::string_view message = s.message();
+  if (!field.empty() && absl::ConsumePrefix(&message, field)) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, message));
+  }
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", message));
+}
+
+// bench's own flags given, each on a workload request that is otherwise
+// fine (CheckFlagValues).
+absl::Status CheckBenchFlags() {
+  const auto bench = [](const char* flag, const auto& set) -> absl::Status {
+    if (!FlagGiven(flag)) return absl::OkStatus();
+    v1::BenchmarkRequest request;
+    request.set_workload("allocation");
+    set(&request);
+    absl::Status s = engine::CheckBenchmarkFields(request);
+    return s.ok() ? s : AsFlagError(s, flag, flag);
+  };
+  const absl::Status checked[] = {
+      bench("workload",
+            [](v1::BenchmarkRequest* r) {
+              r->set_workload(absl::GetFlag(FLAGS_workload));
+            }),
+      bench("allocators",
+            [](v1::BenchmarkRequest* r) {
+              for (absl::string_view name :
+                   absl::StrSplit(absl::GetFlag(FLAGS_allocators), ',',
+                                  absl::SkipEmpty())) {
+                r->add_allocators(std::string(name));
+              }
+            }),
+      bench("arena_allocator",
+            [](v1::BenchmarkRequest* r) {
+              r->set_arena_allocator(absl::GetFlag(FLAGS_arena_allocator));
+            }),
+      bench("repetitions", [](v1::BenchmarkRequest* r) {
+        r->set_repetitions(absl::GetFlag(FLAGS_repetitions));
+      })};
+  for (const absl::Status& s : checked) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckFlagValues(absl::string_view command) {
+  if (const std::string f = absl::GetFlag(FLAGS_input_format); !f.empty()) {
+    if (auto s = formats::FormatFromName(f); !s.ok()) {
+      return AsFlagError(s.status(), "input_format", "");
+    }
+  }
+  formats::ModelOptions model;
+  for (const std::string& list : absl::GetFlag(FLAGS_dim)) {
+    if (auto s = formats::ParseDimList(list, &model); !s.ok()) return s;
+  }
+  for (const std::string& list : absl::GetFlag(FLAGS_input)) {
+    if (auto s = formats::ParseShapeList(list, &model); !s.ok()) return s;
+  }
+  // The planning options given, checked together: the fields named in
+  // the error are the flags' ("options.alignment 3 ..." is "--alignment 3
+  // ...").
+  v1::PlanOptions given;
+  if (auto s = ApplyPlanFlags(&given); !s.ok()) return s;
+  if (absl::Status s = api::OptionsFromProto(given, api::Budgets{}).status();
+      !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrReplaceAll(
+        s.message(),
+        {{"options.memory_pools", "--memory_pool"}, {"options.", "--"}}));
+  }
+  if (command == "bench") return CheckBenchFlags();  // its --emit is its own
+  // What the plan may emit, as a TFLite model's plan (the input, not read
+  // yet, is checked against its format later).
+  v1::PlanRequest emit;
+  emit.mutable_model()->set_format("tflite");
+  for (const std::string& format : absl::GetFlag(FLAGS_emit)) {
+    emit.add_emit(format);
+  }
+  emit.set_c_header_id(absl::GetFlag(FLAGS_c_header_id));
+  if (absl::Status s = engine::CheckEmit(emit); !s.ok()) {
+    return absl::StartsWith(s.message(), "c_header_id")
+               ? AsFlagError(s, "c_header_id", "c_header_id")
+               : AsFlagError(s, "emit", "emit");
+  }
+  return absl::OkStatus();
 }
 
 absl::Duration PlanDeadline(int64_t time_budget_ms) {
@@ -139,7 +287,10 @@ absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv,
     }
     name = Canonical(name);
     absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
-    if (flag == nullptr || !OurFlag(*flag)) return UnknownFlag(name);
+    if (flag == nullptr || !OurFlag(*flag)) {
+      return UnknownFlag(name, absl::string_view(arg).substr(
+                                   0, has_value ? arg.find('=') : arg.size()));
+    }
     Given().insert(name);
     if (!has_value && flag->IsOfType<bool>()) {
       value = "true";  // a bare boolean flag

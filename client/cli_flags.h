@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "memplan/v1/memplan.pb.h"
 
 // Every flag of the CLI; their meaning and defaults are in help.cc.
 ABSL_DECLARE_FLAG(std::string, server);
@@ -57,6 +58,20 @@ namespace memplan::client {
 
 // Whether the last ParseFlags was given flag `name` (canonical: "deadline").
 bool FlagGiven(absl::string_view name);
+
+// The planning flags (--alignment, --capacity, --strategy,
+// --time_budget_ms, --effort, --optimize, --weights, --io, --memory_pool)
+// onto a request's options: the flags given win over the request's own.
+// INVALID_ARGUMENT for a --memory_pool that is not NAME=BYTES.
+[[nodiscard]] absl::Status ApplyPlanFlags(memplan::v1::PlanOptions* options);
+
+// The values of the flags given that go into a request, checked before
+// any input is read, as the request's own checks would (so that a wrong
+// value is a usage error, exit 64, naming the flag, not the request's
+// field): --input_format, --dim, --input, the planning flags, --emit,
+// --c_header_id (plan's), and bench's --workload, --allocators,
+// --arena_allocator and --repetitions. INVALID_ARGUMENT naming the flag.
+[[nodiscard]] absl::Status CheckFlagValues(absl::string_view command);
 
 // A plan call's deadline: --deadline when given, else its default (30 s)
 // or, for a time budget longer than 20 s, the budget and 10 s more (a

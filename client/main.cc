@@ -116,41 +116,6 @@ InputOptions InputOptionsFromFlags() {
   return options;
 }
 
-// --memory_pool NAME=BYTES lists into the options.
-absl::Status ApplyMemoryPools(v1::PlanOptions* o) {
-  for (const std::string& list : absl::GetFlag(FLAGS_memory_pool)) {
-    for (absl::string_view item :
-         absl::StrSplit(list, ',', absl::SkipEmpty())) {
-      const std::vector<std::string> kv = absl::StrSplit(item, '=');
-      int64_t capacity = 0;
-      if (kv.size() != 2 || kv[0].empty() ||
-          !absl::SimpleAtoi(kv[1], &capacity)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--memory_pool: '", item, "' is not NAME=BYTES (0: unbounded)"));
-      }
-      v1::MemoryPool* pool = o->add_memory_pools();
-      pool->set_name(kv[0]);
-      pool->set_capacity_bytes(capacity);
-    }
-  }
-  return absl::OkStatus();
-}
-
-// The planning flags onto a request's options (flags win over the file's).
-absl::Status ApplyPlanFlags(v1::PlanOptions* o) {
-  if (int64_t a = absl::GetFlag(FLAGS_alignment); a != 0) o->set_alignment(a);
-  if (int64_t c = absl::GetFlag(FLAGS_capacity); c != 0) o->set_capacity(c);
-  if (auto s = absl::GetFlag(FLAGS_strategy); !s.empty()) o->set_strategy(s);
-  if (int64_t t = absl::GetFlag(FLAGS_time_budget_ms); t != 0) {
-    o->set_time_budget_ms(t);
-  }
-  if (int64_t e = absl::GetFlag(FLAGS_effort); e != 0) o->set_effort(e);
-  if (absl::GetFlag(FLAGS_optimize)) o->set_optimize(true);
-  if (auto w = absl::GetFlag(FLAGS_weights); !w.empty()) o->set_weights(w);
-  if (auto io = absl::GetFlag(FLAGS_io); !io.empty()) o->set_io(io);
-  return ApplyMemoryPools(o);
-}
-
 // A worker pool of one thread per usable core, for in-process calls.
 base::WorkerPool& Workers() {
   static auto* workers = new base::WorkerPool(base::UsableCores(), 64);
@@ -614,8 +579,10 @@ int Run(int argc, char** argv) {
     return 0;
   }
   if (command == "help" || command == "--help" || command == "-h") {
-    const std::string help = argc > 2 ? CommandHelp(argv[2]) : "";
-    if (argc > 2 && help.empty()) {
+    // (`memplan help help`: the overview, which says how help works.)
+    const std::string help =
+        argc > 2 && std::string(argv[2]) != "help" ? CommandHelp(argv[2]) : "";
+    if (argc > 2 && help.empty() && std::string(argv[2]) != "help") {
       return Usage("", absl::StrCat("no command '", argv[2], "' to help with"));
     }
     std::printf("%s", help.empty() ? OverviewHelp().c_str() : help.c_str());
@@ -638,6 +605,11 @@ int Run(int argc, char** argv) {
       return 1;
     }
     return Usage(command, std::string(args.status().message()));
+  }
+  if (command != "health") {
+    if (absl::Status s = CheckFlagValues(command); !s.ok()) {
+      return Usage(command, std::string(s.message()));
+    }
   }
   if (command == "plan") {
     // One plan, then exit: freed memory is kept for the next stage, and

@@ -424,11 +424,21 @@ absl::StatusOr<v1::BenchmarkResponse> RunBenchmarkUntil(
 
 }  // namespace
 
+absl::Status CheckBenchmarkFields(const v1::BenchmarkRequest& request) {
+  if (auto s = CheckRequest(request); !s.ok()) return s;
+  if (!request.workload().empty()) {
+    if (auto events = WorkloadEvents(request.workload(), 0); !events.ok()) {
+      return events.status();
+    }
+  }
+  return ChooseAllocators(request).status();
+}
+
 absl::StatusOr<v1::BenchmarkResponse> RunBenchmark(
     const v1::BenchmarkRequest& request, const BenchmarkLimits& limits,
     base::WorkerPool* workers, const base::CancelToken* call,
     const ReplayObserver& observer) {
-  if (auto s = CheckRequest(request); !s.ok()) return s;
+  if (auto s = CheckBenchmarkFields(request); !s.ok()) return s;
   const absl::Time limit = absl::Now() + limits.max_time;
   base::CancelToken cancel(call, limit);
   absl::StatusOr<v1::BenchmarkResponse> response =

@@ -57,6 +57,13 @@ std::vector<std::string> DefaultBenchmarkAllocators();
 // Where a static plan's arena may come from: "bfc", "mmap", "recurse".
 std::vector<std::string> ArenaAllocatorNames();
 
+// The request's small fields, checked as RunBenchmark checks them, before
+// any input is read or built: exactly one source, the workload's name (when
+// it has one), repetitions and series points in range, the allocators' and
+// the arena allocator's names. INVALID_ARGUMENT naming the field.
+[[nodiscard]] absl::Status CheckBenchmarkFields(
+    const v1::BenchmarkRequest& request);
+
 // INVALID_ARGUMENT for a bad graph, workload, allocator or arena name;
 // RESOURCE_EXHAUSTED, naming the limit, before any replay memory is taken
 // when the request is over `limits` (a workload_size over

@@ -384,6 +384,9 @@ TEST_F(CliUsabilityTest, DoubleDashEndsTheFlagsAndBadValuesAreUsageErrors) {
   CommandResult help = RunCli({"help", "bogus"});
   EXPECT_EQ(help.exit_code, 64);
   EXPECT_THAT(help.err, HasSubstr("no command 'bogus' to help with"));
+  CommandResult help_help = RunCli({"help", "help"});
+  EXPECT_EQ(help_help.exit_code, 0) << help_help.err;
+  EXPECT_EQ(help_help.out, RunCli({"help"}).out);
   for (const char* deadline :
        {"--deadline=0s", "--deadline=-1s", "--deadline=-inf"}) {
     CommandResult r = RunCli({"plan", deadline, csv});
@@ -397,6 +400,50 @@ TEST_F(CliUsabilityTest, DoubleDashEndsTheFlagsAndBadValuesAreUsageErrors) {
   CommandResult esc = RunCli({"plan", "--\x1b]0;title\x07", csv});
   EXPECT_EQ(esc.exit_code, 64);
   EXPECT_THAT(esc.err, Not(HasSubstr("\x1b")));
+}
+
+// A wrong value of a flag is a usage error (exit 64) naming the flag, found
+// before the input is read (the file here does not exist); it was bad
+// input (65) naming the request's field ("options.strategy: ..."), so a
+// CI could not tell a mistyped flag from a bad model.
+TEST_F(CliUsabilityTest, WrongFlagValuesAreUsageErrorsNamingTheFlag) {
+  const std::string missing = ::testing::TempDir() + "/no_such_model.onnx";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"plan", "--strategy=bestfit"}, "--strategy: unknown strategy"},
+      {{"plan", "--alignment=3"}, "--alignment 3 is not a power of two"},
+      {{"plan", "--weights=foo"}, "--weights 'foo' is not"},
+      {{"plan", "--io=foo"}, "--io 'foo' is not"},
+      {{"plan", "--effort=-1"}, "--effort -1 is negative"},
+      {{"plan", "--capacity=-3"}, "--capacity -3 must be positive"},
+      {{"plan", "--time_budget_ms=-5"}, "--time_budget_ms -5 is negative"},
+      {{"plan", "--memory_pool=fast=10", "--capacity=5"},
+       "--capacity and --memory_pool cannot be combined"},
+      {{"plan", "--memory_pool=sram"}, "--memory_pool: 'sram' is not"},
+      {{"plan", "--input_format=yaml"},
+       "--input_format: unknown input format 'yaml'"},
+      {{"plan", "--dim=batch=x"}, "--dim batch=x:"},
+      {{"plan", "--emit=png", "-o", "x.png"}, "--emit: unknown format 'png'"},
+      {{"plan", "--c_header_id=9bad"}, "--c_header_id '9bad' is not"},
+      {{"bench", "--workload=foo"}, "--workload: unknown workload 'foo'"},
+      {{"bench", "--allocators=bfc,nope"},
+       "--allocators: unknown allocator 'nope'"},
+      {{"bench", "--repetitions=101"}, "--repetitions 101 is outside"},
+      {{"bench", "--arena_allocator=pool"},
+       "--arena_allocator: unknown arena_allocator 'pool'"},
+      {{"inspect", "--input_format=yaml"}, "--input_format: unknown"}};
+  for (const auto& [args, message] : cases) {
+    std::vector<std::string> argv = args;
+    argv.push_back(missing);
+    CommandResult r = RunCli(argv);
+    EXPECT_EQ(r.exit_code, 64) << args[1] << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr(message)) << args[1];
+    EXPECT_THAT(r.err, HasSubstr("run 'memplan help " + args[0] + "'"));
+    EXPECT_THAT(r.err, Not(HasSubstr("options."))) << args[1];
+  }
+  // A file named like a flag: the error says how to name it.
+  CommandResult dash = RunCli({"plan", "-x"});
+  EXPECT_EQ(dash.exit_code, 64);
+  EXPECT_THAT(dash.err, HasSubstr("unknown flag -x (a file named -x: -- -x)"));
 }
 
 // inspect checks a buffer list as plan does and reports the bound plan
