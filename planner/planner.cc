@@ -708,27 +708,32 @@ absl::Status AssignOffsets(const PlanOptions& options,
   // a search bounded by nodes, then, still above, the skyline pass by size.
   // (The search runs before it: on four Silero exports its nodes reach the
   // bound from the heuristics' plan, not from the skyline by size's.) Each
-  // step is bounded by work and stops only with the call's own token, never
-  // the budget, so the plan is the same under any load and no budget leaves
-  // "exact" or --optimize above it.
-  const auto default_steps = [&]() -> absl::Status {
+  // step is bounded by work and stops with `token`, never the budget: the
+  // call's own for the default plan, so the plan is the same under any
+  // load; for "exact" and --optimize, the call's deadline less what the
+  // budget keeps for after the search, so that no budget leaves them above
+  // the default plan and a deadline that comes first still leaves time to
+  // answer with the plan so far. Their plans are verified under the call's
+  // own token.
+  const auto default_steps =
+      [&](const base::CancelToken* token) -> absl::Status {
     absl::Status status =
-        PlaceOnSkyline(SkylineTies::kArea, time, cancel, cancel, result);
+        PlaceOnSkyline(SkylineTies::kArea, time, token, cancel, result);
     if (status.ok() &&
         WorthSearching(options, SearchWhen::kAboveBound, *result, time)) {
-      status = SearchExact(options, /*tight=*/true, parallel, cancel, cancel,
+      status = SearchExact(options, /*tight=*/true, parallel, cancel, token,
                            &best, result);
     }
     if (status.ok() &&
         result->solution.arena_size > AlignedBound(*result, time)) {
-      status = PlaceOnSkyline(SkylineTies::kSize, time, cancel, cancel, result);
+      status = PlaceOnSkyline(SkylineTies::kSize, time, token, cancel, result);
     }
     return status;
   };
   // With a capacity the heuristics missed, the same steps, then (still
   // missed) the search for the capacity, within the budget.
   if (choice->search == SearchWhen::kAboveBound) {
-    absl::Status status = default_steps();
+    absl::Status status = default_steps(cancel);
     result->time_limited =
         result->time_limited || (cancel != nullptr && cancel->Cancelled());
     if (!status.ok() || !MissedCapacity(options, *result)) {
@@ -739,12 +744,17 @@ absl::Status AssignOffsets(const PlanOptions& options,
     // "exact" and --optimize: the default plan's steps, bounded by work
     // and not cut by the budget, so that neither ends above the default
     // plan (cut by a 5 ms budget, --optimize left MiniMalloc's K 24% above
-    // it), then --optimize's other heuristics within what is left of the
+    // it), only by the deadline's reserve (TimeBudgetEnd of a budget without
+    // end), then --optimize's other heuristics within what is left of the
     // budget, the smallest plan kept: the search starts from the smallest
     // of them all.
+    PlanOptions unbudgeted = options;
+    unbudgeted.time_budget = absl::InfiniteDuration();
+    const base::CancelToken steps(
+        cancel, TimeBudgetEnd(unbudgeted, cancel, absl::Now()));
     absl::Status status =
         result->solution.arena_size > AlignedBound(*result, time)
-            ? default_steps()
+            ? default_steps(&steps)
             : absl::OkStatus();
     // (A plan the bounded search proved optimal above the bound, where
     // alignment keeps it there, ends here.)
