@@ -9,12 +9,19 @@
 
 namespace memplan::allocators {
 
-void* AlignedMalloc(size_t size, size_t alignment) {
-  if (!IsPowerOfTwo(alignment)) return nullptr;
+size_t AlignedMallocBytes(size_t size, size_t alignment) {
+  if (!IsPowerOfTwo(alignment)) return 0;
   alignment = std::max(alignment, sizeof(void*));
   const size_t extra = sizeof(void*) + alignment + kOverreadBytes;
-  if (size > std::numeric_limits<size_t>::max() - extra) return nullptr;
-  auto* origin = static_cast<unsigned char*>(std::malloc(size + extra));
+  if (size > std::numeric_limits<size_t>::max() - extra) return 0;
+  return size + extra;
+}
+
+void* AlignedMalloc(size_t size, size_t alignment) {
+  const size_t bytes = AlignedMallocBytes(size, alignment);
+  if (bytes == 0) return nullptr;
+  alignment = std::max(alignment, sizeof(void*));
+  auto* origin = static_cast<unsigned char*>(std::malloc(bytes));
   if (origin == nullptr) return nullptr;
   // The first aligned address that leaves room for the origin pointer.
   uintptr_t aligned =
@@ -35,14 +42,16 @@ AlignedAllocator::~AlignedAllocator() {
 
 void* AlignedAllocator::Allocate(size_t size, size_t alignment) {
   if (size == 0) return nullptr;
-  void* p = IsPowerOfTwo(alignment)
-                ? AlignedMalloc(size, std::max(alignment, kDefaultAlignment))
-                : nullptr;
+  void* p = nullptr;
+  if (IsPowerOfTwo(alignment)) {
+    alignment = std::max(alignment, kDefaultAlignment);
+    p = AlignedMalloc(size, alignment);
+  }
   if (p == nullptr) {
     live_.CountFailure();
     return nullptr;
   }
-  live_.Add(p, size);
+  live_.Add(p, AlignedMallocBytes(size, alignment));
   return p;
 }
 

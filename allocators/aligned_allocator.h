@@ -36,6 +36,12 @@ inline constexpr size_t kOverreadBytes = 64;
 // Thread-safe (as malloc).
 void* AlignedMalloc(size_t size, size_t alignment);
 
+// The bytes AlignedMalloc(size, alignment) asks malloc for: the block, the
+// word holding malloc's pointer, the alignment's padding and the over-read
+// (alignment raised as AlignedMalloc raises it); 0 when that overflows or
+// the alignment is not a power of two.
+size_t AlignedMallocBytes(size_t size, size_t alignment);
+
 // Frees a block from AlignedMalloc; nullptr is a no-op. Any other pointer is
 // undefined behaviour: use AlignedAllocator when pointers may be wrong.
 void AlignedFree(void* p);
@@ -51,9 +57,11 @@ class AlignedSubAllocator final : public SubAllocator {
 };
 
 // Allocator over AlignedMalloc that tracks live blocks, so a wrong pointer
-// is an error rather than a crash, and keeps stats. Nothing is cached:
-// bytes_reserved equals bytes_in_use (malloc's own overhead is not counted)
-// and fragmentation is always 0. Thread-safe.
+// is an error rather than a crash, and keeps stats. A block counts the
+// bytes asked of malloc for it (AlignedMallocBytes: 100 bytes at 64 count
+// 236), as mmap counts its pages: what the system gave (malloc's own
+// headers are not counted). Nothing is cached: bytes_reserved equals
+// bytes_in_use and fragmentation is always 0. Thread-safe.
 class AlignedAllocator final : public Allocator {
  public:
   AlignedAllocator() : live_("aligned") {}
