@@ -98,10 +98,19 @@ int ExitCode(const absl::Status& s, bool remote) {
 
 int Fail(const absl::Status& s, bool remote = false) {
   // Messages may quote raw names from the input: the text rule applies,
-  // and a long name is cut as the server cuts it.
-  std::fprintf(stderr, "memplan: %s: %s\n",
-               absl::StatusCodeToString(s.code()).c_str(),
-               base::BoundedMessage(s.message()).c_str());
+  // and a long name is cut as the server cuts it. A local file that cannot
+  // be read or written says so without a gRPC code, which would misname
+  // it ("PERMISSION_DENIED: cannot write x: No such file or directory"):
+  // its exit code (74, 73) tells it apart.
+  const bool local_file =
+      !remote && (s.code() == absl::StatusCode::kPermissionDenied ||
+                  s.code() == absl::StatusCode::kUnavailable);
+  std::fprintf(
+      stderr, "memplan: %s%s\n",
+      local_file
+          ? ""
+          : absl::StrCat(absl::StatusCodeToString(s.code()), ": ").c_str(),
+      base::BoundedMessage(s.message()).c_str());
   return ExitCode(s, remote);
 }
 
@@ -443,11 +452,16 @@ absl::StatusOr<v1::BenchmarkResponse> Bench(const v1::BenchmarkRequest& r) {
 void PrintBenchTable(const v1::BenchmarkResponse& r) {
   std::printf(
       "trace: %lld events; static plan arena %lld bytes (%s, arena from "
-      "%s), lower bound %lld bytes\n",
+      "%s), lower bound %lld bytes%s\n",
       static_cast<long long>(r.trace_events()),
       static_cast<long long>(r.arena_size_bytes()), r.strategy().c_str(),
       r.arena_allocator().c_str(),
-      static_cast<long long>(r.lower_bound_bytes()));
+      static_cast<long long>(r.lower_bound_bytes()),
+      r.unaligned_lower_bound_bytes() != r.lower_bound_bytes()
+          ? absl::StrCat(" (", r.unaligned_lower_bound_bytes(),
+                         " without alignment padding)")
+                .c_str()
+          : "");
   std::printf("%-14s %14s %14s %9s %8s %8s %8s %8s\n", "allocator",
               "peak in use", "peak reserved", "vs plan", "frag", "fails",
               "p50 ns", "p99 ns");

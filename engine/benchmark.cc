@@ -407,6 +407,7 @@ absl::StatusOr<v1::BenchmarkResponse> RunBenchmarkUntil(
   v1::BenchmarkResponse response;
   response.set_arena_size_bytes(w->plan.solution.arena_size);
   response.set_lower_bound_bytes(w->plan.lower_bound);
+  response.set_unaligned_lower_bound_bytes(w->plan.unaligned_lower_bound);
   response.set_trace_events(static_cast<int64_t>(w->trace.events.size()));
   response.set_strategy(w->plan.strategy);
   response.set_arena_allocator(
