@@ -22,7 +22,8 @@ constexpr char kFlagSyntax[] =
     "Flags are --name=value or --name value, with - or _ in names; -o is\n"
     "--output. Durations need a unit: 500ms, 10s, 2m.\n";
 
-std::string InputHelp() {
+// `shapes`: the command takes --dim and --input (plan and bench do).
+std::string InputHelp(bool shapes = true) {
   return absl::StrCat(
       "FILE is ", formats::FormatNames(),
       " (from the extension, else the\n"
@@ -30,10 +31,12 @@ std::string InputHelp() {
       "  protobuf JSON   a memplan.v1.PlanRequest or a bare Graph\n"
       "  MiniMalloc CSV  id,lower,upper,size[,alignment], half-open lifetimes\n"
       "  ONNX, TFLite    models; weights stay out of the arena (--weights)\n"
-      "  --input_format=FORMAT      force the format (default: detect)\n"
-      "  --dim=NAME=N[,NAME=N]      models: symbolic dims (repeatable)\n"
-      "  --input=NAME=AxBxC[,...]   models: whole shapes of inputs "
-      "(repeatable)\n"
+      "  --input_format=FORMAT      force the format (default: detect)\n",
+      shapes
+          ? "  --dim=NAME=N[,NAME=N]      models: symbolic dims (repeatable)\n"
+            "  --input=NAME=AxBxC[,...]   models: whole shapes of inputs "
+            "(repeatable)\n"
+          : "",
       "  --max_input_bytes=N        refuse larger input read into memory:\n"
       "                             JSON, CSV, standard input (default\n"
       "                             536870912); model files are mapped and\n"
@@ -62,7 +65,8 @@ std::string PlanHelp() {
       "                             offline plan; TFLite input only); repeat\n"
       "                             the pair for several files\n"
       "  --c_header_id=ID           names in the C header: MEMPLAN_<ID>_...\n"
-      "                             (default: the file name and a hash of\n"
+      "                             (default: the model's file name, a\n"
+      "                             graph's name or \"plan\", and a hash of\n"
       "                             the model and plan)\n"
       "  --dump_graph=FILE          write the graph memplan planned as JSON\n"
       "\nPlanning:\n"
@@ -79,8 +83,9 @@ std::string PlanHelp() {
       "                             off); a plan the budget cut says\n"
       "                             time_limited\n"
       "  --capacity=N               fail (exit 65) unless the arena fits N\n"
-      "  --alignment=N              default alignment, a power of two (64; a\n"
-      "                             CSV without an alignment column: 1)\n"
+      "  --alignment=N              default alignment, a power of two (64;\n"
+      "                             TFLite: 16; a CSV without an alignment\n"
+      "                             column: 1)\n"
       "  --memory_pool=NAME=BYTES[,NAME=BYTES]  several memories, fastest\n"
       "                             first; 0 bytes: unbounded (repeatable)\n"
       "  --weights=exclude|arena    weights and constants: kept out of the\n"
@@ -136,7 +141,8 @@ std::string InspectHelp() {
       "JSON, the counts and the lower bound plan would report (the request's\n"
       "options and --alignment, --weights, --io, as for plan). In-process:\n"
       "--dim, --input, --emit, -o, --dump_graph and --server are plan's.\n\n",
-      InputHelp(), "  --format=text|json\n\n", kFlagSyntax, kExitCodes);
+      InputHelp(/*shapes=*/false), "  --format=text|json\n\n", kFlagSyntax,
+      kExitCodes);
 }
 
 std::string HealthHelp() {

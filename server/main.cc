@@ -488,7 +488,10 @@ int Run() {
       (*metrics)->InterceptorFactories());
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
-    std::fprintf(stderr, "memplan-server: cannot listen on %s\n",
+    // (gRPC's own log line above says why, among its details.)
+    std::fprintf(stderr,
+                 "memplan-server: cannot listen on %s (--address): is the "
+                 "port in use, or the host not an address of this machine?\n",
                  address.c_str());
     return 1;
   }

@@ -372,8 +372,10 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(
     metrics->exposer_ = std::make_unique<prometheus::Exposer>(options);
   } catch (const std::exception& e) {
     return absl::UnavailableError(
-        absl::StrCat("cannot serve metrics on ", address, ": ", e.what(),
-                     " (is the port already in use?)"));
+        absl::StrCat("cannot serve metrics on ", address,
+                     " (--metrics_address): is the port in use, or the host "
+                     "not an address of this machine? (",
+                     e.what(), ")"));
   }
   metrics->exposer_->RegisterCollectable(metrics->sampled_);
   return metrics;
