@@ -75,15 +75,16 @@ bool OurFlag(const absl::CommandLineFlag& flag) {
   return absl::EndsWith(flag.Filename(), "client/cli_flags.cc");
 }
 
-// `typed`: the argument as given, up to its '=' ("-x", "--stratgy"); one
-// with a single dash may be a file's name.
-absl::Status UnknownFlag(const std::string& name, absl::string_view typed) {
+// `arg`: the argument as given ("-x", "--stratgy=auto"); one with a single
+// dash may be a file's name.
+absl::Status UnknownFlag(const std::string& name, absl::string_view arg) {
   const std::string closest = ClosestFlag(name);
-  const absl::string_view shown = typed.substr(0, 64);
+  const absl::string_view shown = arg.substr(0, 64);
   return absl::InvalidArgumentError(absl::StrCat(
-      "unknown flag ", shown,
+      "unknown flag ", absl::StartsWith(arg, "--") ? "--" : "-",
+      name.substr(0, 64),
       closest.empty() ? "" : absl::StrCat("; did you mean --", closest, "?"),
-      absl::StartsWith(typed, "--")
+      absl::StartsWith(arg, "--")
           ? ""
           : absl::StrCat(" (a file named ", shown, ": -- ", shown, ")")));
 }
@@ -169,55 +170,73 @@ absl::Status AsFlagError(const absl::Status& s, absl::string_view flag,
 }
 
 // bench's own flags given, each on a workload request that is otherwise
-// fine (CheckFlagValues).
-absl::Status CheckBenchFlags() {
-  const auto bench = [](const char* flag, const auto& set) -> absl::Status {
-    if (!FlagGiven(flag)) return absl::OkStatus();
-    v1::BenchmarkRequest request;
-    request.set_workload("allocation");
-    set(&request);
-    absl::Status s = engine::CheckBenchmarkFields(request);
-    return s.ok() ? s : AsFlagError(s, flag, flag);
-  };
-  const absl::Status checked[] = {
-      bench("workload",
-            [](v1::BenchmarkRequest* r) {
-              r->set_workload(absl::GetFlag(FLAGS_workload));
-            }),
-      bench("allocators",
-            [](v1::BenchmarkRequest* r) {
-              for (absl::string_view name :
-                   absl::StrSplit(absl::GetFlag(FLAGS_allocators), ',',
-                                  absl::SkipEmpty())) {
-                r->add_allocators(std::string(name));
-              }
-            }),
-      bench("arena_allocator",
-            [](v1::BenchmarkRequest* r) {
-              r->set_arena_allocator(absl::GetFlag(FLAGS_arena_allocator));
-            }),
-      bench("repetitions", [](v1::BenchmarkRequest* r) {
-        r->set_repetitions(absl::GetFlag(FLAGS_repetitions));
-      })};
-  for (const absl::Status& s : checked) {
-    if (!s.ok()) return s;
+// fine (CheckFlagValues). With `remote`, names the server's build may know
+// (workloads, allocators) are the server's to check.
+absl::Status CheckBenchFlags(bool remote) {
+  if (absl::GetFlag(FLAGS_workload_size) < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--workload_size ", absl::GetFlag(FLAGS_workload_size),
+                     " is negative (0: the default)"));
   }
-  return absl::OkStatus();
+  v1::BenchmarkRequest request;
+  request.set_workload(remote || absl::GetFlag(FLAGS_workload).empty()
+                           ? "allocation"
+                           : absl::GetFlag(FLAGS_workload));
+  BenchFlagsOnto(&request);
+  if (remote) {
+    request.clear_allocators();
+    request.clear_arena_allocator();
+  }
+  absl::Status s = engine::CheckBenchmarkFields(request);
+  if (s.ok()) return s;
+  // The field the message starts with (the rest may quote the flag's
+  // value, any text).
+  const std::pair<const char*, const char*> fields[] = {
+      {"unknown workload", "workload"},
+      {"repetitions", "repetitions"},
+      {"unknown arena_allocator", "arena_allocator"},
+      {"unknown allocator", "allocators"}};
+  for (const auto& [start, flag] : fields) {
+    if (absl::StartsWith(s.message(), start)) {
+      return AsFlagError(s, flag,
+                         flag == std::string("repetitions") ? flag : "");
+    }
+  }
+  return s;
 }
 
 }  // namespace
 
+void BenchFlagsOnto(v1::BenchmarkRequest* request) {
+  for (absl::string_view name : absl::StrSplit(absl::GetFlag(FLAGS_allocators),
+                                               ',', absl::SkipEmpty())) {
+    request->add_allocators(std::string(name));
+  }
+  request->set_arena_allocator(absl::GetFlag(FLAGS_arena_allocator));
+  request->set_repetitions(absl::GetFlag(FLAGS_repetitions));
+}
+
 absl::Status CheckFlagValues(absl::string_view command) {
+  // A server may be a newer build: the names only it may know (strategies,
+  // emit formats, workloads, allocators) are left to it.
+  const bool remote = !absl::GetFlag(FLAGS_server).empty();
   if (const std::string f = absl::GetFlag(FLAGS_input_format); !f.empty()) {
     if (auto s = formats::FormatFromName(f); !s.ok()) {
       return AsFlagError(s.status(), "input_format", "");
     }
   }
+  if (absl::GetFlag(FLAGS_max_input_bytes) <= 0) {
+    return absl::InvalidArgumentError("--max_input_bytes must be above 0");
+  }
+  // (inspect refuses --dim, --input, --emit and --c_header_id itself.)
+  const bool inspect = command == "inspect";
   formats::ModelOptions model;
   for (const std::string& list : absl::GetFlag(FLAGS_dim)) {
+    if (inspect) break;
     if (auto s = formats::ParseDimList(list, &model); !s.ok()) return s;
   }
   for (const std::string& list : absl::GetFlag(FLAGS_input)) {
+    if (inspect) break;
     if (auto s = formats::ParseShapeList(list, &model); !s.ok()) return s;
   }
   // The planning options given, checked together: the fields named in
@@ -225,19 +244,23 @@ absl::Status CheckFlagValues(absl::string_view command) {
   // ...").
   v1::PlanOptions given;
   if (auto s = ApplyPlanFlags(&given); !s.ok()) return s;
+  if (remote) given.clear_strategy();
   if (absl::Status s = api::OptionsFromProto(given, api::Budgets{}).status();
       !s.ok()) {
     return absl::InvalidArgumentError(absl::StrReplaceAll(
         s.message(),
         {{"options.memory_pools", "--memory_pool"}, {"options.", "--"}}));
   }
-  if (command == "bench") return CheckBenchFlags();  // its --emit is its own
+  if (command == "bench") return CheckBenchFlags(remote);  // own --emit
+  if (inspect) return absl::OkStatus();
   // What the plan may emit, as a TFLite model's plan (the input, not read
   // yet, is checked against its format later).
   v1::PlanRequest emit;
   emit.mutable_model()->set_format("tflite");
-  for (const std::string& format : absl::GetFlag(FLAGS_emit)) {
-    emit.add_emit(format);
+  if (!remote) {
+    for (const std::string& format : absl::GetFlag(FLAGS_emit)) {
+      emit.add_emit(format);
+    }
   }
   emit.set_c_header_id(absl::GetFlag(FLAGS_c_header_id));
   if (absl::Status s = engine::CheckEmit(emit); !s.ok()) {
@@ -287,10 +310,7 @@ absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv,
     }
     name = Canonical(name);
     absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
-    if (flag == nullptr || !OurFlag(*flag)) {
-      return UnknownFlag(name, absl::string_view(arg).substr(
-                                   0, has_value ? arg.find('=') : arg.size()));
-    }
+    if (flag == nullptr || !OurFlag(*flag)) return UnknownFlag(name, arg);
     Given().insert(name);
     if (!has_value && flag->IsOfType<bool>()) {
       value = "true";  // a bare boolean flag

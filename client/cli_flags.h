@@ -65,12 +65,18 @@ bool FlagGiven(absl::string_view name);
 // INVALID_ARGUMENT for a --memory_pool that is not NAME=BYTES.
 [[nodiscard]] absl::Status ApplyPlanFlags(memplan::v1::PlanOptions* options);
 
+// bench's --allocators, --arena_allocator and --repetitions onto a
+// Benchmark request.
+void BenchFlagsOnto(memplan::v1::BenchmarkRequest* request);
+
 // The values of the flags given that go into a request, checked before
 // any input is read, as the request's own checks would (so that a wrong
 // value is a usage error, exit 64, naming the flag, not the request's
 // field): --input_format, --dim, --input, the planning flags, --emit,
-// --c_header_id (plan's), and bench's --workload, --allocators,
-// --arena_allocator and --repetitions. INVALID_ARGUMENT naming the flag.
+// --c_header_id (plan's), --max_input_bytes, and bench's --workload,
+// --workload_size, --allocators, --arena_allocator and --repetitions. With
+// --server, the names a newer server may know (strategies, emit formats,
+// workloads, allocators) are left to it. INVALID_ARGUMENT naming the flag.
 [[nodiscard]] absl::Status CheckFlagValues(absl::string_view command);
 
 // A plan call's deadline: --deadline when given, else its default (30 s)

@@ -103,7 +103,8 @@ int Fail(const absl::Status& s, bool remote = false) {
   // it ("PERMISSION_DENIED: cannot write x: No such file or directory"):
   // its exit code (74, 73) tells it apart.
   const bool local_file =
-      !remote && (s.code() == absl::StatusCode::kPermissionDenied ||
+      !remote && (s.code() == absl::StatusCode::kNotFound ||
+                  s.code() == absl::StatusCode::kPermissionDenied ||
                   s.code() == absl::StatusCode::kUnavailable);
   std::fprintf(
       stderr, "memplan: %s%s\n",
@@ -426,12 +427,7 @@ absl::StatusOr<v1::BenchmarkRequest> BenchRequest(
     *request.mutable_options() = plan.options();
   }
   if (auto s = ApplyPlanFlags(request.mutable_options()); !s.ok()) return s;
-  for (absl::string_view name : absl::StrSplit(absl::GetFlag(FLAGS_allocators),
-                                               ',', absl::SkipEmpty())) {
-    request.add_allocators(std::string(name));
-  }
-  request.set_arena_allocator(absl::GetFlag(FLAGS_arena_allocator));
-  request.set_repetitions(absl::GetFlag(FLAGS_repetitions));
+  BenchFlagsOnto(&request);
   return request;
 }
 
@@ -457,7 +453,9 @@ void PrintBenchTable(const v1::BenchmarkResponse& r) {
       static_cast<long long>(r.arena_size_bytes()), r.strategy().c_str(),
       r.arena_allocator().c_str(),
       static_cast<long long>(r.lower_bound_bytes()),
-      r.unaligned_lower_bound_bytes() != r.lower_bound_bytes()
+      // (0 from a server older than the field.)
+      r.unaligned_lower_bound_bytes() > 0 &&
+              r.unaligned_lower_bound_bytes() != r.lower_bound_bytes()
           ? absl::StrCat(" (", r.unaligned_lower_bound_bytes(),
                          " without alignment padding)")
                 .c_str()
@@ -537,6 +535,7 @@ int RunInspect(const std::vector<std::string>& args) {
       {"--emit", !absl::GetFlag(FLAGS_emit).empty()},
       {"-o", !absl::GetFlag(FLAGS_output).empty()},
       {"--dump_graph", !absl::GetFlag(FLAGS_dump_graph).empty()},
+      {"--c_header_id", !absl::GetFlag(FLAGS_c_header_id).empty()},
       {"--server", Remote()}};
   for (const auto& [flag, given] : unused) {
     if (given) {
@@ -594,10 +593,10 @@ int Run(int argc, char** argv) {
   }
   if (command == "help" || command == "--help" || command == "-h") {
     // (`memplan help help`: the overview, which says how help works.)
-    const std::string help =
-        argc > 2 && std::string(argv[2]) != "help" ? CommandHelp(argv[2]) : "";
-    if (argc > 2 && help.empty() && std::string(argv[2]) != "help") {
-      return Usage("", absl::StrCat("no command '", argv[2], "' to help with"));
+    const std::string topic = argc > 2 ? argv[2] : "help";
+    const std::string help = topic == "help" ? "" : CommandHelp(topic);
+    if (topic != "help" && help.empty()) {
+      return Usage("", absl::StrCat("no command '", topic, "' to help with"));
     }
     std::printf("%s", help.empty() ? OverviewHelp().c_str() : help.c_str());
     return 0;

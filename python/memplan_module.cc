@@ -514,7 +514,8 @@ PYBIND11_MODULE(memplan, m) {
         return memplan::python::PlanBuffers(buffers, MEMPLAN_OPTIONS);
       },
       "Plans buffers given as (name, start, end, size[, alignment]) tuples "
-      "or dicts; lifetimes are half-open [start, end).",
+      "or dicts; lifetimes are half-open [start, end). A buffer without its "
+      "own alignment takes the alignment option, else 1.",
       py::arg("buffers"), py::kw_only(), MEMPLAN_OPTION_ARGS);
   m.def(
       "plan_graph",

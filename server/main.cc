@@ -121,8 +121,8 @@ ABSL_FLAG(std::string, cache_secret_file, "",
           "replicas");
 ABSL_FLAG(int64_t, cache_max_entry_bytes, int64_t{64} << 20,
           "with --cache=redis://...: the largest plan entry stored in or "
-          "read from Redis (a longer reply fails its lookup, whatever sent "
-          "it)");
+          "read from Redis, at least 1024 (a longer reply fails its lookup, "
+          "whatever sent it)");
 
 namespace memplan::server {
 namespace {
@@ -391,7 +391,7 @@ std::string BadFlag() {
     return "--max_benchmark_seconds must be a number of seconds above 0";
   }
   // A limit of 0 would refuse every call (or, clamped, mean something
-  // else than it says): none has a meaning for 0.
+  // else than it says): none of these has a meaning for 0.
   const std::pair<const char*, int64_t> above_zero[] = {
       {"max_request_bytes", absl::GetFlag(FLAGS_max_request_bytes)},
       {"max_tensors", absl::GetFlag(FLAGS_max_tensors)},
@@ -399,14 +399,22 @@ std::string BadFlag() {
       {"max_tensor_refs", absl::GetFlag(FLAGS_max_tensor_refs)},
       {"max_model_bytes", absl::GetFlag(FLAGS_max_model_bytes)},
       {"max_in_flight", absl::GetFlag(FLAGS_max_in_flight)},
-      {"default_time_budget_ms", absl::GetFlag(FLAGS_default_time_budget_ms)},
-      {"max_time_budget_ms", absl::GetFlag(FLAGS_max_time_budget_ms)},
       {"max_benchmark_bytes", absl::GetFlag(FLAGS_max_benchmark_bytes)},
       {"max_benchmark_ops", absl::GetFlag(FLAGS_max_benchmark_ops)},
       {"max_benchmarks", absl::GetFlag(FLAGS_max_benchmarks)},
       {"cache_timeout_ms", absl::GetFlag(FLAGS_cache_timeout_ms)}};
   for (const auto& [name, value] : above_zero) {
     if (value <= 0) return absl::StrCat("--", name, " must be above 0");
+  }
+  // A budget of 0: default plans only, never a timed search.
+  for (const auto& [name, value] :
+       {std::pair<const char*, int64_t>{
+            "default_time_budget_ms",
+            absl::GetFlag(FLAGS_default_time_budget_ms)},
+        {"max_time_budget_ms", absl::GetFlag(FLAGS_max_time_budget_ms)}}) {
+    if (value < 0) {
+      return absl::StrCat("--", name, " must be 0 (no timed search) or more");
+    }
   }
   if (absl::GetFlag(FLAGS_cache_bytes) < 0) {
     return "--cache_bytes must be 0 (none kept in process) or more";

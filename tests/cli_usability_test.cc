@@ -443,10 +443,27 @@ TEST_F(CliUsabilityTest, WrongFlagValuesAreUsageErrorsNamingTheFlag) {
     EXPECT_THAT(r.err, HasSubstr("run 'memplan help " + args[0] + "'"));
     EXPECT_THAT(r.err, Not(HasSubstr("options."))) << args[1];
   }
+  for (const auto& [flag, message] :
+       {std::pair<std::string, std::string>{"--workload_size=-5",
+                                            "--workload_size -5 is negative"},
+        {"--max_input_bytes=-1", "--max_input_bytes must be above 0"}}) {
+    CommandResult r = RunCli({"bench", "--workload=allocation", flag});
+    EXPECT_EQ(r.exit_code, 64) << flag << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr(message)) << flag;
+  }
+  // What a command refuses is refused as such, whatever its value.
+  CommandResult inspect = RunCli({"inspect", "--dim=bad", missing});
+  EXPECT_EQ(inspect.exit_code, 64);
+  EXPECT_THAT(inspect.err, HasSubstr("inspect does not take --dim"));
+  // An empty value is no value: the file is benchmarked.
+  CommandResult empty = RunCli({"bench", "--workload=", "--allocators=bfc",
+                                kExamples + "minimalloc_example.csv"});
+  EXPECT_EQ(empty.exit_code, 0) << empty.err;
   // A file named like a flag: the error says how to name it.
-  CommandResult dash = RunCli({"plan", "-x"});
+  CommandResult dash = RunCli({"plan", "-x=3"});
   EXPECT_EQ(dash.exit_code, 64);
-  EXPECT_THAT(dash.err, HasSubstr("unknown flag -x (a file named -x: -- -x)"));
+  EXPECT_THAT(dash.err,
+              HasSubstr("unknown flag -x (a file named -x=3: -- -x=3)"));
 }
 
 // inspect checks a buffer list as plan does and reports the bound plan
