@@ -253,7 +253,7 @@ TEST_F(CliTest, InputsAndOutputsLiveAsRuntimesRunThem) {
   }
   CommandResult bad =
       RunCli({"plan", "--io=keep", "--input-format=json", "-"}, kMlp);
-  EXPECT_EQ(bad.exit_code, 65);
+  EXPECT_EQ(bad.exit_code, 64);  // the flag's value: a usage error
   EXPECT_THAT(bad.err, HasSubstr("\"arena_keep_inputs\""));
 }
 

@@ -169,10 +169,12 @@ TEST_F(OnnxCliTest, InputShapeFlagAndUnnamedDimWarning) {
   ASSERT_EQ(shaped.exit_code, 0) << shaped.err;
   EXPECT_THAT(shaped.err, Not(HasSubstr("warning")));
   EXPECT_EQ(ParseResponse(shaped.out).unaligned_lower_bound_bytes(), 3 * 48);
-  EXPECT_EQ(RunCli({"plan", "--input", "x=3xq", model}).exit_code, 65);
+  // A shape that cannot be one is the flag's error (usage), found before
+  // the model is read.
+  EXPECT_EQ(RunCli({"plan", "--input", "x=3xq", model}).exit_code, 64);
   // A doubled 'x' is a typo, not the shape without it.
   CommandResult typo = RunCli({"plan", "--input", "x=3xx4", model});
-  EXPECT_EQ(typo.exit_code, 65);
+  EXPECT_EQ(typo.exit_code, 64);
   EXPECT_THAT(typo.err, HasSubstr("dim '' is not a non-negative integer"));
 }
 
@@ -185,8 +187,10 @@ TEST_F(OnnxCliTest, InputFormatFlagAndStandardInput) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   CommandResult in = RunCli({"plan", "--input-format", "onnx", "-"}, bytes);
   EXPECT_EQ(in.exit_code, 0) << in.err;
+  // The file is not what the flag says: bad input. A format that does not
+  // exist: the flag's error.
   EXPECT_EQ(RunCli({"plan", "--input_format=tflite", renamed}).exit_code, 65);
-  EXPECT_EQ(RunCli({"plan", "--input_format=yaml", renamed}).exit_code, 65);
+  EXPECT_EQ(RunCli({"plan", "--input_format=yaml", renamed}).exit_code, 64);
 }
 
 TEST_F(OnnxCliTest, BadFilesAreExit65NamingTheProblem) {
