@@ -189,17 +189,20 @@ absl::Status CheckBenchFlags(bool remote) {
   }
   absl::Status s = engine::CheckBenchmarkFields(request);
   if (s.ok()) return s;
-  // The field the message starts with (the rest may quote the flag's
-  // value, any text).
-  const std::pair<const char*, const char*> fields[] = {
-      {"unknown workload", "workload"},
-      {"repetitions", "repetitions"},
-      {"unknown arena_allocator", "arena_allocator"},
-      {"unknown allocator", "allocators"}};
-  for (const auto& [start, flag] : fields) {
-    if (absl::StartsWith(s.message(), start)) {
-      return AsFlagError(s, flag,
-                         flag == std::string("repetitions") ? flag : "");
+  // Which flag, by how the message starts (the rest may quote the flag's
+  // value, any text); "repetitions 101 ..." names its field first.
+  struct Field {
+    const char* start;
+    const char* flag;
+    const char* field;
+  };
+  const Field fields[] = {{"unknown workload", "workload", ""},
+                          {"repetitions", "repetitions", "repetitions"},
+                          {"unknown arena_allocator", "arena_allocator", ""},
+                          {"unknown allocator", "allocators", ""}};
+  for (const Field& f : fields) {
+    if (absl::StartsWith(s.message(), f.start)) {
+      return AsFlagError(s, f.flag, f.field);
     }
   }
   return s;
