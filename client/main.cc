@@ -106,12 +106,21 @@ int Fail(const absl::Status& s, bool remote = false) {
       !remote && (s.code() == absl::StatusCode::kNotFound ||
                   s.code() == absl::StatusCode::kPermissionDenied ||
                   s.code() == absl::StatusCode::kUnavailable);
-  std::fprintf(
-      stderr, "memplan: %s%s\n",
-      local_file
-          ? ""
-          : absl::StrCat(absl::StatusCodeToString(s.code()), ": ").c_str(),
-      base::BoundedMessage(s.message()).c_str());
+  std::string line = absl::StrCat(
+      local_file ? "" : absl::StrCat(absl::StatusCodeToString(s.code()), ": "),
+      base::BoundedMessage(s.message()));
+  if (s.code() == absl::StatusCode::kDeadlineExceeded) {
+    // Its message may not say which deadline ("Deadline Exceeded").
+    absl::StrAppend(
+        &line, " (the call's deadline",
+        FlagGiven("deadline")
+            ? absl::StrCat(", --deadline ",
+                           absl::FormatDuration(absl::GetFlag(FLAGS_deadline)))
+            : ": 30 s unless --deadline says, a plan's time budget over "
+              "20 s and 10 s more",
+        ")");
+  }
+  std::fprintf(stderr, "memplan: %s\n", line.c_str());
   return ExitCode(s, remote);
 }
 

@@ -89,8 +89,9 @@ absl::Status CheckEvents(int64_t events, int64_t replays,
   if (events > limits.max_ops || events * replays > limits.max_ops) {
     return absl::ResourceExhaustedError(
         absl::StrCat("the benchmark would replay ", events, " events ", replays,
-                     " times; this server allows ", limits.max_ops,
-                     " in all (max_benchmark_ops)"));
+                     " times; at most ", limits.max_ops,
+                     " are replayed in all (max_benchmark_ops: a server's "
+                     "--max_benchmark_ops)"));
   }
   return absl::OkStatus();
 }
@@ -100,8 +101,9 @@ absl::Status CheckBytes(int64_t bytes, const char* what,
                         const BenchmarkLimits& limits) {
   if (bytes <= limits.max_bytes) return absl::OkStatus();
   return absl::ResourceExhaustedError(
-      absl::StrCat(what, " is ", bytes, " bytes; this server allows ",
-                   limits.max_bytes, " per replay (max_benchmark_bytes)"));
+      absl::StrCat(what, " is ", bytes, " bytes; at most ", limits.max_bytes,
+                   " are held per replay (max_benchmark_bytes: a server's "
+                   "--max_benchmark_bytes)"));
 }
 
 // DEADLINE_EXCEEDED once `cancel` has fired: `what` stopped for it.
@@ -205,9 +207,10 @@ absl::StatusOr<Workload> SyntheticWorkload(const v1::BenchmarkRequest& request,
   if (!events.ok()) return events.status();
   // Each allocation is a buffer of the static plan: the graph limit holds.
   if (size > limits.plan.max_tensors) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("workload_size is ", size, "; this server plans at most ",
-                     limits.plan.max_tensors, " buffers (max_tensors)"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "workload_size is ", size, "; at most ", limits.plan.max_tensors,
+        " buffers are planned (max_tensors: a server's "
+        "--max_tensors)"));
   }
   if (auto s = CheckEvents(*events, replays, limits); !s.ok()) return s;
   absl::StatusOr<planner::PlanOptions> options =

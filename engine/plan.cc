@@ -22,11 +22,9 @@ namespace {
 
 absl::Status OverLimit(absl::string_view what, int64_t count,
                        absl::string_view limit_name, int64_t limit) {
-  return absl::ResourceExhaustedError(
-      absl::StrCat("the request has ", count, " ", what,
-                   "; this server plans "
-                   "at most ",
-                   limit, " (", limit_name, ")"));
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the request has ", count, " ", what, "; at most ", limit,
+      " are planned (", limit_name, ": a server's --", limit_name, ")"));
 }
 
 // A graph within the limits: tensors, ops, and tensor references.

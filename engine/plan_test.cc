@@ -172,8 +172,10 @@ TEST(PlanTest, OverTheLimitsIsResourceExhaustedNamingTheLimit) {
   absl::StatusOr<v1::PlanResponse> r =
       PlanToResponse(Parse(kGraphJson), limits);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(std::string(r.status().message()),
-              HasSubstr("at most 3 (max_tensors)"));
+  EXPECT_THAT(
+      std::string(r.status().message()),
+      HasSubstr(
+          "at most 3 are planned (max_tensors: a server's --max_tensors)"));
   limits = {};
   limits.max_tensor_refs = 4;
   r = PlanToResponse(Parse(kGraphJson), limits);

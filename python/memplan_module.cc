@@ -27,6 +27,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
@@ -49,7 +50,14 @@ namespace {
 [[noreturn]] void Raise(const absl::Status& s) {
   // Python decodes the message as UTF-8: the text rule applies (and a
   // message quoting a long name is cut).
-  const std::string message = base::BoundedMessage(s.message());
+  std::string message = base::BoundedMessage(s.message());
+  // The model import names the CLI's flags ("set it with --dim ...").
+  if (absl::StrContains(message, "--dim") ||
+      absl::StrContains(message, "--input")) {
+    absl::StrAppend(&message,
+                    " (in Python: --dim NAME=N is dims={NAME: N}, --input "
+                    "NAME=AxB is shapes={NAME: [A, B]})");
+  }
   switch (s.code()) {
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kFailedPrecondition:

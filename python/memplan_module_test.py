@@ -103,6 +103,13 @@ class MemplanModuleTest(unittest.TestCase):
         self.assertEqual(response["arena_size_bytes"], "8")
         self.assertEqual(response["schema_version"], 2)
 
+    def test_model_errors_say_how_python_sets_dims(self):
+        # The import's messages name the CLI's --dim and --input.
+        mlp = os.path.join(SOURCE, "tests/fuzz/corpus/onnx_import_fuzz/mlp.onnx")
+        with self.assertRaisesRegex(ValueError, r"dims=\{NAME: N\}"):
+            memplan.plan_file(mlp)
+        self.assertGreater(memplan.plan_file(mlp, dims={"batch": 1}).arena, 0)
+
     def test_errors_are_python_exceptions(self):
         with self.assertRaisesRegex(ValueError, "unknown strategy 'nope'"):
             memplan.plan_buffers(PAPER, strategy="nope")

@@ -466,6 +466,20 @@ TEST_F(CliUsabilityTest, WrongFlagValuesAreUsageErrorsNamingTheFlag) {
               HasSubstr("unknown flag -x (a file named -x=3: -- -x=3)"));
 }
 
+// A call past its deadline says which deadline (a server's answer says
+// only "Deadline Exceeded"), and is exit 75 (retry).
+TEST_F(CliUsabilityTest, ADeadlineErrorNamesTheDeadline) {
+  std::string csv = "id,lower,upper,size\n";
+  for (int i = 0; i < 50000; ++i) {
+    csv += absl::StrCat("b", i, ",", i % 997, ",", i % 997 + 1 + i % 50, ",",
+                        64 + i % 4096, "\n");
+  }
+  CommandResult r = RunCli({"plan", "--deadline=1ms", Write("many.csv", csv)});
+  EXPECT_EQ(r.exit_code, 75) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("DEADLINE_EXCEEDED: "));
+  EXPECT_THAT(r.err, HasSubstr("(the call's deadline, --deadline 1ms)"));
+}
+
 // inspect checks a buffer list as plan does and reports the bound plan
 // would, under the same options; it quotes a graph's names escaped and
 // refuses the flags it cannot honour.

@@ -267,7 +267,8 @@ INSTANTIATE_TEST_SUITE_P(
                            absl::StrCat("extra", i));
                      }
                    },
-                   grpc::RESOURCE_EXHAUSTED, "at most 5000 (max_tensors)"}),
+                   grpc::RESOURCE_EXHAUSTED,
+                   "at most 5000 are planned (max_tensors"}),
     [](const auto& info) { return std::string(info.param.label); });
 
 TEST_F(ServerTest, ClientDeadlineIsHonoured) {
