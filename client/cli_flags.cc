@@ -18,11 +18,11 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "base/edit_distance.h"
+#include "client/input.h"
 #include "engine/benchmark.h"
 #include "engine/emit.h"
 #include "formats/file_io.h"
 #include "formats/format.h"
-#include "formats/model.h"
 #include "proto/convert.h"
 
 ABSL_FLAG(std::string, server, "", "");
@@ -233,14 +233,12 @@ absl::Status CheckFlagValues(absl::string_view command) {
   }
   // (inspect refuses --dim, --input, --emit and --c_header_id itself.)
   const bool inspect = command == "inspect";
-  formats::ModelOptions model;
-  for (const std::string& list : absl::GetFlag(FLAGS_dim)) {
-    if (inspect) break;
-    if (auto s = formats::ParseDimList(list, &model); !s.ok()) return s;
-  }
-  for (const std::string& list : absl::GetFlag(FLAGS_input)) {
-    if (inspect) break;
-    if (auto s = formats::ParseShapeList(list, &model); !s.ok()) return s;
+  if (!inspect) {
+    if (auto model = ModelOptionsFromFlags(absl::GetFlag(FLAGS_dim),
+                                           absl::GetFlag(FLAGS_input));
+        !model.ok()) {
+      return model.status();
+    }
   }
   // The planning options given, checked together: the fields named in
   // the error are the flags' ("options.alignment 3 ..." is "--alignment 3

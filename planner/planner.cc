@@ -101,6 +101,19 @@ bool MissedCapacity(const PlanOptions& options, const PlanResult& result) {
 
 // AlignedLowerBound of the plan's problem, from its compressed time `time`
 // when at hand (O(n); may be null: swept, O(n log n)).
+// When a search must end for the call to answer before `cancel`'s
+// earliest deadline: a tenth of the time left from `start`, at least
+// 50 ms, before it (never, without one).
+absl::Time DeadlineReserveEnd(const base::CancelToken* cancel,
+                              absl::Time start) {
+  // (A parent's deadline too: a Benchmark's token is a child of the call's.)
+  const absl::Time deadline =
+      cancel == nullptr ? absl::InfiniteFuture() : cancel->EarliestDeadline();
+  if (deadline == absl::InfiniteFuture()) return deadline;
+  const absl::Duration left = deadline - start;
+  return start + left - std::max(left / 10, absl::Milliseconds(50));
+}
+
 Bytes AlignedBound(const PlanResult& result, const Sections* time) {
   return time != nullptr ? AlignedLowerBound(result.problem, *time)
                          : AlignedLowerBound(result.problem);
@@ -744,14 +757,12 @@ absl::Status AssignOffsets(const PlanOptions& options,
     // "exact" and --optimize: the default plan's steps, bounded by work
     // and not cut by the budget, so that neither ends above the default
     // plan (cut by a 5 ms budget, --optimize left MiniMalloc's K 24% above
-    // it), only by the deadline's reserve (TimeBudgetEnd of a budget without
-    // end), then --optimize's other heuristics within what is left of the
-    // budget, the smallest plan kept: the search starts from the smallest
-    // of them all.
-    PlanOptions unbudgeted = options;
-    unbudgeted.time_budget = absl::InfiniteDuration();
-    const base::CancelToken steps(
-        cancel, TimeBudgetEnd(unbudgeted, cancel, absl::Now()));
+    // it), only by the deadline's reserve (DeadlineReserveEnd, which
+    // also caps the budget), then --optimize's other heuristics within
+    // what is left of the budget, the smallest plan kept: the search starts
+    // from the smallest of them all.
+    const base::CancelToken steps(cancel,
+                                  DeadlineReserveEnd(cancel, absl::Now()));
     absl::Status status =
         result->solution.arena_size > AlignedBound(*result, time)
             ? default_steps(&steps)
@@ -1272,14 +1283,8 @@ base::WorkerPool* RequestWorkers(const PlanOptions& options,
 
 absl::Time TimeBudgetEnd(const PlanOptions& options,
                          const base::CancelToken* cancel, absl::Time start) {
-  const absl::Time end = start + options.time_budget;
-  // (A parent's deadline too: a Benchmark's token is a child of the call's.)
-  const absl::Time deadline =
-      cancel == nullptr ? absl::InfiniteFuture() : cancel->EarliestDeadline();
-  if (deadline == absl::InfiniteFuture()) return end;
-  const absl::Duration left = deadline - start;
-  return std::min(end,
-                  start + left - std::max(left / 10, absl::Milliseconds(50)));
+  return std::min(start + options.time_budget,
+                  DeadlineReserveEnd(cancel, start));
 }
 
 absl::StatusOr<PlanResult> PlanGraph(const Graph& graph,

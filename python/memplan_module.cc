@@ -337,10 +337,9 @@ void AddBuffer(const py::handle& item, std::optional<int64_t> alignment,
     b->set_end(IntArg(d["end"], "a buffer's end"));
     b->set_size(IntArg(d["size"], "a buffer's size"));
     if (d.contains("alignment")) {
-      b->set_alignment(IntArg(d["alignment"], "a buffer's alignment"));
-    } else if (alignment.has_value()) {
-      b->set_alignment(*alignment);
+      alignment = IntArg(d["alignment"], "a buffer's alignment");
     }
+    if (alignment.has_value()) b->set_alignment(*alignment);
     if (d.contains("fixed_offset")) {
       b->set_fixed_offset(IntArg(d["fixed_offset"], "a buffer's fixed_offset"));
     }
@@ -359,11 +358,8 @@ void AddBuffer(const py::handle& item, std::optional<int64_t> alignment,
   b->set_start(IntArg(t[1], "a buffer's start"));
   b->set_end(IntArg(t[2], "a buffer's end"));
   b->set_size(IntArg(t[3], "a buffer's size"));
-  if (t.size() == 5) {
-    b->set_alignment(IntArg(t[4], "a buffer's alignment"));
-  } else if (alignment.has_value()) {
-    b->set_alignment(*alignment);
-  }
+  if (t.size() == 5) alignment = IntArg(t[4], "a buffer's alignment");
+  if (alignment.has_value()) b->set_alignment(*alignment);
 }
 
 Plan PlanBuffers(const py::iterable& buffers, const Options& options) {
