@@ -1247,7 +1247,16 @@ absl::Status ListTensors(const base::CancelToken* cancel, PlanResult* result,
     }
     return absl::OkStatus();
   }
-  tensors.resize(buffers.size());
+  // Making the entries touches all of the table's memory (about 100 bytes
+  // a buffer: 0.1-0.2 s for 500,000 here, page faults mostly), so it goes
+  // in steps, each after a look at the token: a call cancelled meanwhile
+  // stops within one step, not at the end of the whole table.
+  tensors.reserve(buffers.size());
+  while (tensors.size() < buffers.size()) {
+    if (cancel != nullptr && cancel->Cancelled()) return cancelled();
+    tensors.resize(
+        std::min(buffers.size(), tensors.size() + (size_t{1} << 14)));
+  }
   std::atomic<bool> stopped{false};
   base::ParallelForRange(parallel, buffers.size(), size_t{1} << 14,
                          [&](int, size_t first, size_t last) {
