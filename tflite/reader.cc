@@ -154,6 +154,7 @@ class Importer {
   absl::Status SizeTensor(int s, int t, std::vector<MissingSize>* missing);
   absl::StatusOr<std::vector<int64_t>> ResolveDims(int s, int t, bool* known);
   absl::Status MissingError(const std::vector<MissingSize>& missing) const;
+  absl::Status CheckResizedInputs() const;
   void WarnDefaultedDims();
   void FindScratch();
   void KeepOfflinePlan();
@@ -188,6 +189,16 @@ class Importer {
   // those dims was a first dim (--dim batch would set it).
   int64_t defaulted_tensors_ = 0;
   bool defaulted_batch_ = false;
+  // Of those, per kind of dim (0: first dims, 1: the others): how many
+  // tensors had one defaulted, and the first such tensor with its dims.
+  int64_t defaulted_of_kind_[2] = {0, 0};
+  std::string first_defaulted_[2];
+  // --input shapes that set a -1 dim to another value than the model's
+  // own: each flag as given with the stored shape; whether a first dim, or
+  // another, was among those set so; the first first dim set so.
+  std::vector<std::string> resized_;
+  bool resized_kind_[2] = {false, false};
+  int64_t resized_batch_ = -1;
   int64_t ops_walked_ = 0;             // for polling options_.cancel
   int64_t block_ = -1;                 // global index of the kept block
   bool block_written_ = false;         // an op of this walk used the block
@@ -283,6 +294,8 @@ absl::StatusOr<std::vector<int64_t>> Importer::ResolveDims(int s, int t,
                      DimsText(given), ": ", m_.TensorLabel(s, t), " has ",
                      dims.size(), " dims (", DimsText(dims), ")");
     }
+    const std::vector<int64_t> stored = StaticShape(tensor);
+    bool resized = false;
     for (size_t k = 0; k < dims.size(); ++k) {
       if (dims[k] >= 0 && dims[k] != given[k]) {
         return Invalid(m_.name(), ": --input ", api::Clip(it->first), "=",
@@ -290,6 +303,17 @@ absl::StatusOr<std::vector<int64_t>> Importer::ResolveDims(int s, int t,
                        m_.TensorLabel(s, t), " is ", dims[k],
                        " in the model; only -1 dims can be set");
       }
+      if (dims[k] < 0 && stored.size() == dims.size() && stored[k] >= 0 &&
+          stored[k] != given[k]) {
+        resized = true;
+        resized_kind_[k == 0 ? 0 : 1] = true;
+        if (k == 0 && resized_batch_ < 0) resized_batch_ = given[0];
+      }
+    }
+    if (resized) {
+      resized_.push_back(absl::StrCat("--input ", api::Clip(it->first), "=",
+                                      DimsText(given), " (stored shape ",
+                                      DimsText(stored), ")"));
     }
     return given;
   }
@@ -297,6 +321,7 @@ absl::StatusOr<std::vector<int64_t>> Importer::ResolveDims(int s, int t,
   // Micro runs).
   const auto* shape = tensor.shape();
   bool defaulted = false;
+  bool defaulted_kind[2] = {false, false};
   for (size_t k = 0; k < dims.size(); ++k) {
     if (dims[k] >= 0) continue;
     auto batch = options_.dims.find(kTfliteBatchDim);
@@ -306,12 +331,22 @@ absl::StatusOr<std::vector<int64_t>> Importer::ResolveDims(int s, int t,
                shape->Get(static_cast<int>(k)) >= 0) {
       dims[k] = shape->Get(static_cast<int>(k));
       defaulted = true;
+      defaulted_kind[k == 0 ? 0 : 1] = true;
       defaulted_batch_ = defaulted_batch_ || k == 0;
     } else {
       *known = false;
     }
   }
-  defaulted_tensors_ += defaulted && *known;
+  if (defaulted && *known) {
+    ++defaulted_tensors_;
+    for (int kind : {0, 1}) {
+      if (!defaulted_kind[kind]) continue;
+      if (defaulted_of_kind_[kind]++ > 0) continue;
+      first_defaulted_[kind] = absl::StrCat(
+          m_.TensorLabel(s, t), ": ", DimsText(TfliteDeclaredDims(tensor)),
+          ", stored shape ", DimsText(StaticShape(tensor)));
+    }
+  }
   return dims;
 }
 
@@ -354,6 +389,7 @@ absl::Status Importer::SizeTensors() {
     }
   }
   if (!missing.empty()) return MissingError(missing);
+  if (auto s = CheckResizedInputs(); !s.ok()) return s;
   WarnDefaultedDims();
   if (int4_activations_ > 0) {
     out_.warnings.push_back(absl::StrCat(
@@ -381,6 +417,33 @@ absl::Status Importer::MissingError(
                  ": their shape_signature has -1 dims and their stored "
                  "shape cannot stand in for it: ",
                  FewNames(listed));
+}
+
+// An --input that sets a -1 dim to another value than the model stores,
+// while -1 dims of the same kind (first dims, the batch; or the others)
+// elsewhere keep their stored values: those tensors would not follow
+// (memplan sizes each TFLite tensor from its own declared shape; it does
+// not carry an input's shape through the operators, as TFLite Micro never
+// resizes), so the plan would be too small for the shape given.
+absl::Status Importer::CheckResizedInputs() const {
+  for (int kind : {0, 1}) {
+    if (!resized_kind_[kind] || defaulted_of_kind_[kind] == 0) continue;
+    return Invalid(
+        m_.name(), ": ", resized_.front(),
+        resized_.size() > 1
+            ? absl::StrCat(" (and ", resized_.size() - 1, " more --input)")
+            : "",
+        " sets a tensor's ", kind == 0 ? "first dim" : "-1 dims",
+        " to another value than the model stores, but ",
+        defaulted_of_kind_[kind], " other tensor(s) would keep their stored ",
+        kind == 0 ? "first dim" : "dims", " (such as ", first_defaulted_[kind],
+        "): memplan does not carry a TFLite tensor's shape through the "
+        "operators, so the plan would be too small; ",
+        kind == 0 ? absl::StrCat("set every first dim with --dim batch=",
+                                 resized_batch_, " instead")
+                  : "give each of them its shape with --input too");
+  }
+  return absl::OkStatus();
 }
 
 // One line for every tensor whose -1 dims took the model's own shape.

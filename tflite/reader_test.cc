@@ -220,6 +220,51 @@ TEST(TfliteReaderTest, BatchDimAndInputShapesOverrideTheModelsOwnShape) {
   EXPECT_TRUE(m->warnings.empty());
 }
 
+// memplan sizes each TFLite tensor from its own shape: an --input that
+// sets a first dim (or another -1 dim) to other than the stored value,
+// while other tensors' dims of that kind keep theirs, would plan the rest
+// of the model too small. It is an error that says what to set instead.
+TEST(TfliteReaderTest, AnInputResizedAloneIsAnErrorNamingTheFix) {
+  ModelOptions batch;
+  batch.shapes["x"] = {2, 1};  // y's -1 first dim would stay 1
+  absl::StatusOr<ImportedModel> m = Import(DynamicModel().Build(), batch);
+  ASSERT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      m.status().message(),
+      ::testing::AllOf(
+          HasSubstr("--input x=2x1 (stored shape 1x1) sets a tensor's first "
+                    "dim"),
+          HasSubstr("1 other tensor(s) would keep their stored first dim"),
+          HasSubstr("'y'"), HasSubstr("-1x8, stored shape 1x8"),
+          HasSubstr("--dim batch=2 instead")));
+  // The same first dim set for all: planned.
+  batch.dims["batch"] = 2;
+  m = Import(DynamicModel().Build(), batch);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->graph->tensors(1).size_bytes(), 4 * 16);
+  // Another dim, where no other tensor has one of that kind to keep: y's
+  // second dim is no -1, its first keeps the value x keeps too.
+  ModelOptions length;
+  length.shapes["x"] = {1, 100};
+  m = Import(DynamicModel().Build(), length);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->graph->tensors(0).size_bytes(), 4 * 100);
+  // A second -1 dim elsewhere that would keep its stored value.
+  TfliteBuilder b = DynamicModel();
+  b.subgraphs[0].tensors[1].signature = {-1, -1};
+  m = Import(b.Build(), length);
+  ASSERT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(m.status().message(),
+              ::testing::AllOf(HasSubstr("sets a tensor's -1 dims"),
+                               HasSubstr("would keep their stored dims"),
+                               HasSubstr("give each of them its shape with "
+                                         "--input too")));
+  // The stored value given again changes nothing: planned.
+  ModelOptions same;
+  same.shapes["x"] = {1, 1};
+  EXPECT_TRUE(Import(b.Build(), same).ok());
+}
+
 // One set of flags for a pipeline's models: a --dim no dim of the model
 // could be meant by is a warning; one that looks like a typo of the dim
 // the model has is an error suggesting it.
