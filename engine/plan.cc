@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "base/status.h"
 #include "base/text.h"
 #include "engine/emit.h"
@@ -159,6 +160,21 @@ void LabelModelIo(const formats::ImportedModel& model,
   label(model.scratch, planner::TensorKind::kScratch);
 }
 
+// TFLite models: when `offline` (OfflinePlanOffsets' status) says TFLite
+// Micro would not run the plan as it is, says so in a warning and in
+// outcome->tflm_refusal (the response then has no runtime figure), and
+// returns true.
+bool NoteTflmRefusal(const absl::Status& offline, PlanOutcome* outcome) {
+  if (!absl::IsFailedPrecondition(offline)) return false;
+  outcome->tflm_refusal =
+      std::string(absl::StripPrefix(offline.message(), "emit tflite: "));
+  outcome->warnings.push_back(absl::StrCat(
+      "TFLite Micro would not run this plan as it is (", outcome->tflm_refusal,
+      "): no runtime figure; --emit tflite and the C header's TFLite Micro "
+      "section refuse it"));
+  return true;
+}
+
 // TFLite models: the head of TFLM's arena running the planned file. TFLM
 // places the tensors it plans and the offline plan leaves at -1 (a tensor
 // without data that no op reads or writes, live in no scope) itself,
@@ -171,6 +187,28 @@ absl::Status SetTflmRuntime(const base::CancelToken* cancel,
   const int64_t rounded = (outcome->result.solution.arena_size + a - 1) / a * a;
   absl::StatusOr<std::vector<int32_t>> offline =
       formats::OfflinePlanOffsets(model, outcome->result);
+  if (NoteTflmRefusal(offline.status(), outcome)) return absl::OkStatus();
+  // Weights planned in the arena (--weights arena): the planned file leaves
+  // them to the model (-1), as TFLM reads weights from there, so their
+  // room in the arena stays unused.
+  int64_t weights = 0, weight_bytes = 0;
+  for (size_t i = 0; i < outcome->result.tensors.size(); ++i) {
+    if (outcome->result.OffsetOf(i) < 0 ||
+        !model.graph->tensors(static_cast<int>(i)).constant()) {
+      continue;
+    }
+    ++weights;
+    weight_bytes += outcome->result.tensors[i].size;
+  }
+  if (weights > 0) {
+    outcome->warnings.push_back(absl::StrCat(
+        weights,
+        " weight(s) are planned in the arena (--weights arena), but TFLite "
+        "Micro reads weights from the model: the ",
+        weight_bytes,
+        " bytes kept for them stay unused when it runs this plan (plan "
+        "without --weights arena for TFLite Micro)"));
+  }
   if (!offline.ok() || !model.tflm_uses_status.ok() ||
       offline->size() != model.tflm_uses.size()) {
     return absl::OkStatus();  // not a plan TFLM can run (emit says why)
@@ -232,6 +270,9 @@ absl::Status SetTflmBaseline(const base::CancelToken* cancel,
         buffers.ok() ? "no tflm_greedy baseline: too many tensors"
                      : absl::StrCat("no tflm_greedy baseline: ",
                                     buffers.status().message()));
+    NoteTflmRefusal(
+        formats::OfflinePlanOffsets(*outcome->model, outcome->result).status(),
+        outcome);
     return absl::OkStatus();
   }
   absl::StatusOr<planner::TflmPlan> plan =
@@ -288,7 +329,8 @@ absl::StatusOr<PlanOutcome> Plan(const v1::PlanRequest& request,
     return s;
   }
   if (outcome.model.has_value() &&
-      outcome.model->format == formats::Format::kTflite) {
+      outcome.model->format == formats::Format::kTflite &&
+      outcome.tflm_refusal.empty()) {
     LabelModelIo(*outcome.model, &outcome.result);
     if (auto s = SetTflmBaseline(cancel, &outcome); !s.ok()) return s;
   }
@@ -318,7 +360,8 @@ void Response(const PlanOutcome& outcome, std::vector<EmittedFile>* files,
     out->set_data(std::move(f.data));
   }
   if (outcome.model.has_value() &&
-      outcome.model->format == formats::Format::kTflite) {
+      outcome.model->format == formats::Format::kTflite &&
+      outcome.tflm_refusal.empty()) {
     const int64_t a = planner::kTflmAlignment;
     response->set_runtime_arena_bytes(outcome.tflm_runtime_bytes.value_or(
         (outcome.result.solution.arena_size + a - 1) / a * a));

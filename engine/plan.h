@@ -66,6 +66,10 @@ struct PlanOutcome {
   // TFLM places tensors the plan leaves to it (a tensor without data that
   // no op uses). Unset when the plan cannot be emitted for TFLM.
   std::optional<int64_t> tflm_runtime_bytes;
+  // TFLite models: why TFLite Micro would not run this plan as it is (what
+  // `emit tflite` refuses it for), empty when it would. A warning says it,
+  // and the response then has no runtime figure.
+  std::string tflm_refusal;
   // When the request carried a model: what it imported to (its names
   // cleaned, engine/names.h).
   std::optional<formats::ImportedModel> model;

@@ -18,11 +18,11 @@ namespace memplan::formats {
 namespace {
 
 // Text safe inside a C comment: no control characters, no "*/" or "/*"
-// and no "??" (C99 trigraphs), at most 120 bytes, not cut inside a
+// and no "??" (C99 trigraphs), at most `max` bytes, not cut inside a
 // character.
-std::string CommentText(absl::string_view raw) {
+std::string CommentText(absl::string_view raw, size_t max = 120) {
   std::string out;
-  for (char c : base::Utf8Prefix(raw, 120)) {
+  for (char c : base::Utf8Prefix(raw, max)) {
     const bool control = static_cast<unsigned char>(c) < 0x20 || c == 0x7F;
     const char before = out.empty() ? ' ' : out.back();
     if (control || c == '?' || (c == '/' && before == '*') ||
@@ -142,6 +142,12 @@ class HeaderWriter {
                                in_.tflm_arena_bytes.value_or(0)),
                       "\n");
       DeclareBufferPlan();
+    } else if (tflm_refused_) {
+      absl::StrAppend(&out_,
+                      "\n/* No TFLite Micro section (its arena size and "
+                      "buffer plan): TFLite Micro\n * would not run this "
+                      "plan as it is: ",
+                      CommentText(in_.tflm_refusal, 1024), ". */\n");
     }
     absl::StrAppend(&out_, "\n#ifdef MEMPLAN_", macro_, "_IMPLEMENTATION\n");
     for (const Column& c : columns_) Define(c);
@@ -190,7 +196,8 @@ class HeaderWriter {
   bool stopped_ = false;
   std::string id_, macro_;
   std::vector<Column> columns_;
-  Column tflm_;  // TFLM's buffer plan entries
+  Column tflm_;                // TFLM's buffer plan entries
+  bool tflm_refused_ = false;  // none: in_.tflm_refusal says why
   std::string out_;
 };
 
@@ -237,6 +244,10 @@ absl::StatusOr<bool> HeaderWriter::TflmColumn() {
     return false;
   }
   if (!in_.model->tflm_uses_status.ok()) return in_.model->tflm_uses_status;
+  if (!in_.tflm_refusal.empty()) {
+    tflm_refused_ = true;
+    return false;
+  }
   const std::vector<TflmTensorUse>* uses = &in_.model->tflm_uses;
   // Tensors are numbered as in the offline plan: subgraphs concatenated.
   std::vector<int> graph_of(uses->size(), -1);

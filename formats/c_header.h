@@ -59,6 +59,11 @@ struct CHeaderInput {
   // more than the plan's arena rounded up to 16 (tensors TFLM places
   // itself: engine's runtime figure). Default: none.
   std::optional<int64_t> tflm_arena_bytes;
+  // TFLite: why TFLite Micro would not run this plan as it is (what `emit
+  // tflite` refuses it for: other shapes than the file stores, offsets off
+  // its alignment, weights in the arena). When set the header has no
+  // TFLite Micro section, and a comment says why. Default: none.
+  std::string tflm_refusal;
 };
 
 // The C99 header text for a plan. The error of the TFLM walk when a TFLite

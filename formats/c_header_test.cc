@@ -257,6 +257,24 @@ TEST(CHeaderTest, TfliteHeaderCompilesAndHoldsNoOverlap) {
                   HasSubstr("x *_ int oops; /_ __/")));
   EXPECT_THAT(CompileAndRun(*header, "if_model"),
               ::testing::StartsWith("exit 0: ok "));
+  // A plan TFLite Micro would not run as it is (engine passes emit
+  // tflite's refusal): no TFLite Micro section, a comment saying why (its
+  // text made safe), and the rest of the header as before.
+  input.tflm_refusal = "tensor 'x */ int oops; /*' is at offset 8";
+  absl::StatusOr<std::string> refused = EmitCHeader(input);
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_THAT(*refused,
+              ::testing::AllOf(
+                  HasSubstr("/* No TFLite Micro section (its arena size and "
+                            "buffer plan): TFLite Micro\n * would not run "
+                            "this plan as it is: tensor 'x *_ int oops; /_' "
+                            "is at offset 8. */"),
+                  ::testing::Not(HasSubstr("TFLM_")),
+                  ::testing::Not(HasSubstr("buffer_plan")),
+                  HasSubstr("#define MEMPLAN_IF_MODEL_ARENA_BYTES ")));
+  EXPECT_THAT(CompileAndRun(*refused, "if_model"),
+              ::testing::StartsWith("exit 0: ok "));
+  input.tflm_refusal.clear();
   // The check can fail: x and y (live together) put at one offset.
   planner::PlanResult broken = *plan;
   broken.solution.offsets[broken.tensors[y].buffer] =

@@ -148,6 +148,46 @@ TEST_F(TfliteCliTest, ServerAndInProcessGiveTheSamePlanAndFiles) {
                   "#define MEMPLAN_M_[0-9A-F]{8}_TFLM_BUFFER_COUNT 12"));
 }
 
+// A plan TFLite Micro would not run as it is (another batch than the file
+// stores): a warning says why, the report has no runtime figure, --emit
+// tflite refuses it and the C header has no TFLite Micro section. Weights
+// planned in the arena are written (TFLM leaves them to the model) with a
+// warning that their room stays unused.
+TEST_F(TfliteCliTest, PlansTfliteMicroWouldNotRunSaySoInEveryOutput) {
+  const std::string model = Write("dyn.tflite", DynamicModel().Build());
+  for (bool remote : {false, true}) {
+    SCOPED_TRACE(remote);
+    std::vector<std::string> args = {
+        "plan",   "--format=json", model, "--dim",      "batch=2",
+        "--emit", "c_header",      "-o",  Path("dyn.h")};
+    if (remote) args.push_back("--server=" + server_->address());
+    CommandResult r = RunCli(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.err,
+                HasSubstr("TFLite Micro would not run this plan as it is "
+                          "(tensor 'x' is planned at 8 bytes, but TFLite "
+                          "Micro allocates 4 from the shape stored in the "
+                          "file"));
+    EXPECT_EQ(ParsePlanJson(r.out).runtime_arena_bytes(), 0);
+    const std::string header = ReadAll(Path("dyn.h"));
+    EXPECT_THAT(header, HasSubstr("/* No TFLite Micro section"));
+    EXPECT_THAT(header, ::testing::Not(HasSubstr("TFLM_ARENA_BYTES")));
+  }
+  CommandResult emit = RunCli({"plan", model, "--dim", "batch=2", "--emit",
+                               "tflite", "-o", Path("dyn2.tflite")});
+  EXPECT_EQ(emit.exit_code, 65) << emit.err;
+  EXPECT_FALSE(Exists(Path("dyn2.tflite")));
+  CommandResult weights =
+      RunCli({"plan", Write("chain.tflite", ChainModel().Build()), "--weights",
+              "arena", "--emit", "tflite", "-o", Path("chain2.tflite")});
+  ASSERT_EQ(weights.exit_code, 0) << weights.err;
+  EXPECT_THAT(weights.err,
+              HasSubstr("weight(s) are planned in the arena (--weights "
+                        "arena), but TFLite Micro reads weights from the "
+                        "model"));
+  EXPECT_EQ(DecodeOfflinePlan(ReadAll(Path("chain2.tflite"))).offsets[1], -1);
+}
+
 TEST_F(TfliteCliTest, PlanningThePlannedModelGivesTheSameFile) {
   const std::string model = Write("m.tflite", IfModel().Build());
   ASSERT_EQ(RunCli({"plan", model, "--emit", "tflite", "-o", Path("a.tflite")})
