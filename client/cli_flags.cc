@@ -149,7 +149,8 @@ absl::Status ApplyPlanFlags(v1::PlanOptions* o) {
     o->set_time_budget_ms(t);
   }
   if (int64_t e = absl::GetFlag(FLAGS_effort); e != 0) o->set_effort(e);
-  if (absl::GetFlag(FLAGS_optimize)) o->set_optimize(true);
+  // Given as false, it turns off a request file's optimize too.
+  if (FlagGiven("optimize")) o->set_optimize(absl::GetFlag(FLAGS_optimize));
   if (auto w = absl::GetFlag(FLAGS_weights); !w.empty()) o->set_weights(w);
   if (auto io = absl::GetFlag(FLAGS_io); !io.empty()) o->set_io(io);
   return ApplyMemoryPools(o);

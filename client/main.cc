@@ -192,7 +192,11 @@ absl::Status DumpGraph(const Input& input, const std::string& path) {
       dump.mutable_options()->set_alignment(planner::kTflmAlignment);
     }
   }
+  // What to write and how to report it are this run's, not the graph's:
+  // planned again, the dump takes the flags of that run.
   dump.clear_emit();
+  dump.clear_c_header_id();
+  dump.clear_no_timings();
   // The names as the plan has them (the text rule): a model's or a CSV's
   // bytes may not be UTF-8, which JSON cannot hold, and the dump must read
   // back to the same graph (SafeName keeps distinct names distinct).
@@ -378,7 +382,9 @@ int RunPlan(const std::vector<std::string>& args) {
   if (auto s = ApplyPlanFlags(request.mutable_options()); !s.ok()) {
     return Fail(s);
   }
-  if (absl::GetFlag(FLAGS_no_timings)) request.set_no_timings(true);
+  if (FlagGiven("no_timings")) {
+    request.set_no_timings(absl::GetFlag(FLAGS_no_timings));
+  }
   if (const std::string id = absl::GetFlag(FLAGS_c_header_id); !id.empty()) {
     request.set_c_header_id(id);
   }

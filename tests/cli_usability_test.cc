@@ -557,6 +557,34 @@ TEST_F(CliUsabilityTest, DumpedBufferListsReplanToTheSameArena) {
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(again.out, &b).ok());
   EXPECT_EQ(a.arena_size_bytes(), b.arena_size_bytes());
   EXPECT_EQ(a.assignments_size(), b.assignments_size());
+  // How that run reported is not the dump's: planned again without
+  // --no_timings, it has stage times.
+  {
+    std::ifstream dumped(Path("dump.json"));
+    EXPECT_THAT(std::string(std::istreambuf_iterator<char>(dumped), {}),
+                Not(HasSubstr("noTimings")));
+  }
+  CommandResult timed = RunCli({"plan", Path("dump.json")});
+  ASSERT_EQ(timed.exit_code, 0) << timed.err;
+  EXPECT_THAT(timed.out, HasSubstr("stages (us):"));
+  // A request file's no_timings and optimize, turned off by the flags
+  // given as false.
+  const std::string quiet_json =
+      Write("quiet.json",
+            R"({"buffers": [{"id": "a", "size": 8, "start": 0, "end": 2}],
+                "no_timings": true, "options": {"optimize": true}})");
+  CommandResult quiet = RunCli({"plan", "--format=json", quiet_json});
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  v1::PlanResponse q;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(quiet.out, &q).ok());
+  EXPECT_TRUE(q.stage_micros().empty());
+  EXPECT_TRUE(q.options().optimize());
+  CommandResult loud = RunCli({"plan", "--format=json", "--no_timings=false",
+                               "--optimize=false", quiet_json});
+  ASSERT_EQ(loud.exit_code, 0) << loud.err;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(loud.out, &q).ok());
+  EXPECT_FALSE(q.stage_micros().empty());
+  EXPECT_FALSE(q.options().optimize());
   CommandResult out = RunCli({"plan", "--dump_graph=-", csv});
   EXPECT_EQ(out.exit_code, 64);
   EXPECT_THAT(out.err, HasSubstr("--dump_graph needs a file"));
