@@ -273,6 +273,17 @@ TEST_F(TfliteCliTest, DynamicDimsTakeTheModelsOwnShapeUnlessFlagsSetThem) {
                     HasSubstr("x dim 1 = 1  (the model's own shape; set with "
                               "--input x=SHAPE)"),
                     HasSubstr("2 tensors have -1 dims")));
+  // A batch or dim of 0 leaves nothing to plan: a usage error.
+  CommandResult zero = RunCli({"plan", model, "--dim", "batch=0"});
+  EXPECT_EQ(zero.exit_code, 65);
+  EXPECT_THAT(zero.err, HasSubstr("--dim batch=0 would leave every tensor "
+                                  "with a -1 first dim empty (nothing to "
+                                  "plan); give a batch of 1 or more"));
+  CommandResult zero_input = RunCli({"plan", model, "--input", "x=1x0"});
+  EXPECT_EQ(zero_input.exit_code, 65);
+  EXPECT_THAT(zero_input.err, HasSubstr("--input x=1x0: dim 1 of 0 would "
+                                        "leave tensor 0 ('x') of subgraph 0 "
+                                        "empty"));
   CommandResult pipeline =
       RunCli({"plan", Write("chain.tflite", ChainModel().Build()), "--dim",
               "batch=1,seq_len=16"});

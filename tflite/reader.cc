@@ -238,7 +238,16 @@ absl::Status Importer::CheckOptionNames() {
 // when the name looks like a misspelling of it, else a warning (one set of
 // flags may serve every model of a pipeline) and the dim is ignored.
 absl::Status Importer::CheckDimName(const std::string& dim, bool batch) {
-  if (batch && dim == kTfliteBatchDim) return absl::OkStatus();
+  if (batch && dim == kTfliteBatchDim) {
+    // TFLite Micro runs a batch of at least one: 0 would leave every
+    // tensor with it empty, a plan of nothing.
+    if (options_.dims.at(dim) == 0) {
+      return Invalid(m_.name(), ": --dim ", kTfliteBatchDim,
+                     "=0 would leave every tensor with a -1 first dim empty "
+                     "(nothing to plan); give a batch of 1 or more");
+    }
+    return absl::OkStatus();
+  }
   if (batch && base::LooksLikeMisspelling(dim, kTfliteBatchDim)) {
     return Invalid(m_.name(), ": --dim ", api::Clip(dim),
                    ": did you mean --dim ", kTfliteBatchDim,
@@ -302,6 +311,12 @@ absl::StatusOr<std::vector<int64_t>> Importer::ResolveDims(int s, int t,
                        DimsText(given), ": dim ", k, " of ",
                        m_.TensorLabel(s, t), " is ", dims[k],
                        " in the model; only -1 dims can be set");
+      }
+      if (dims[k] < 0 && given[k] == 0) {
+        return Invalid(m_.name(), ": --input ", api::Clip(it->first), "=",
+                       DimsText(given), ": dim ", k, " of 0 would leave ",
+                       m_.TensorLabel(s, t),
+                       " empty (nothing to plan); give 1 or more");
       }
       if (dims[k] < 0 && stored.size() == dims.size() && stored[k] >= 0 &&
           stored[k] != given[k]) {
