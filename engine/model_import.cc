@@ -1,5 +1,6 @@
 #include "engine/model_import.h"
 
+#include "absl/strings/str_cat.h"
 #include "base/status.h"
 #include "onnx/import.h"
 #include "onnx/inspect.h"
@@ -24,20 +25,39 @@ using formats::SniffFormat;
 using formats::SummarizeOnnx;
 using formats::SummarizeTflite;
 
+// A model refused as not of `format`, whose bytes look like another
+// model format (a .tflite file named .onnx): the refusal, with a hint.
+absl::Status WithFormatHint(absl::Status status, Format format,
+                            absl::string_view bytes) {
+  if (!absl::IsInvalidArgument(status)) return status;
+  absl::StatusOr<Format> looks = SniffFormat(bytes, "");
+  if (!looks.ok() || *looks == format || !IsModel(*looks)) return status;
+  const absl::string_view other = FormatName(*looks);
+  return absl::InvalidArgumentError(absl::StrCat(
+      status.message(), "; its bytes look like ",
+      *looks == Format::kTflite ? "a TFLite" : "an ONNX", " model: read it as ",
+      other, " (the CLI's --input_format ", other, " or a .", other,
+      " file name; a request's model.format)"));
+}
+
 absl::StatusOr<ImportedModel> ImportModel(Format format,
                                           absl::string_view bytes,
                                           absl::string_view name,
                                           const ModelOptions& options) {
+  absl::StatusOr<ImportedModel> model;
   switch (format) {
     case Format::kOnnx:
-      return ImportOnnx(bytes, name, options);
+      model = ImportOnnx(bytes, name, options);
+      break;
     case Format::kTflite:
-      return ImportTflite(bytes, name, options);
+      model = ImportTflite(bytes, name, options);
+      break;
     case Format::kJson:
     case Format::kCsv:
-      break;
+      return Invalid(name, ": ", FormatName(format), " is not a model format");
   }
-  return Invalid(name, ": ", FormatName(format), " is not a model format");
+  if (!model.ok()) return WithFormatHint(model.status(), format, bytes);
+  return model;
 }
 
 absl::StatusOr<ModelSummary> SummarizeModel(Format format,
@@ -95,14 +115,18 @@ absl::StatusOr<std::string> RequestModelBytes(Format format,
                                               const formats::FileBytes& file,
                                               absl::string_view name) {
   if (format == Format::kOnnx) {
-    return formats::LeanOnnxModel(
+    absl::StatusOr<std::string> lean = formats::LeanOnnxModel(
         file.view(), [&file](absl::string_view part) { file.Release(part); });
+    if (!lean.ok()) return WithFormatHint(lean.status(), format, file.view());
+    return lean;
   }
   // A file that is no TFLite model is refused before it is copied (a 1 GiB
   // file took 2 GiB and 5 s to be told so): the parser's own message.
   const absl::string_view view = file.view();
   if (view.size() < 8 || view.substr(4, 4) != "TFL3") {
-    return formats::TfliteModel::Parse(file.view().substr(0, 8), name).status();
+    return WithFormatHint(
+        formats::TfliteModel::Parse(file.view().substr(0, 8), name).status(),
+        format, view);
   }
   return std::string(file.view());
 }

@@ -96,6 +96,16 @@ class OnnxCliTest : public testing::SharedServerTest,
   }
 };
 
+// An ONNX model named as a TFLite one is refused as TFLite, with a hint.
+TEST_F(OnnxCliTest, AnOnnxModelNamedTfliteGetsAHint) {
+  const std::string model = Write("m.tflite", DynamicModel({"batch", "seq"}));
+  CommandResult r = RunCli({"plan", model, "--dim", "batch=1,seq=4"});
+  EXPECT_EQ(r.exit_code, 65);
+  EXPECT_THAT(r.err, HasSubstr("not a TFLite model (no 'TFL3' file identifier "
+                               "at byte 4); its bytes look like an ONNX model: "
+                               "read it as onnx"));
+}
+
 TEST_F(OnnxCliTest, PlansAnOnnxFileWithSymbolicDims) {
   const std::string model = Write("m.onnx", DynamicModel({"batch", "seq"}));
   CommandResult r = RunCli({"plan", model, "--dim", "batch=2", "--dim=seq=8"});

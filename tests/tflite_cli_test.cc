@@ -204,6 +204,20 @@ TEST_F(TfliteCliTest, FormatFromTheFlagOrTheContent) {
   const std::string bin = Write("model.bin", ChainModel().Build());
   EXPECT_EQ(RunCli({"plan", bin}).exit_code, 0);  // sniffed: TFL3
   EXPECT_EQ(RunCli({"plan", "--input_format=tflite", bin}).exit_code, 0);
+  // Named as another format: refused as that format, with a hint.
+  const std::string misnamed = Write("model.onnx", ChainModel().Build());
+  for (bool remote : {false, true}) {
+    std::vector<std::string> args = {"plan", misnamed};
+    if (remote) args.push_back("--server=" + server_->address());
+    CommandResult r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 65) << remote;
+    EXPECT_THAT(r.err,
+                HasSubstr("does not parse as an onnx.ModelProto; its bytes "
+                          "look like a TFLite model: read it as tflite (the "
+                          "CLI's --input_format tflite or a .tflite file "
+                          "name"))
+        << remote;
+  }
 }
 
 // Every bad input: exit 65 with a message naming the problem, and nothing
