@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "base/edit_distance.h"
+#include "base/text.h"
 #include "client/input.h"
 #include "engine/benchmark.h"
 #include "engine/emit.h"
@@ -220,10 +221,27 @@ void BenchFlagsOnto(v1::BenchmarkRequest* request) {
   request->set_repetitions(absl::GetFlag(FLAGS_repetitions));
 }
 
+absl::Status CheckServerTarget(absl::string_view target) {
+  for (absl::string_view scheme :
+       {"http://", "https://", "grpc://", "grpcs://"}) {
+    if (!absl::StartsWithIgnoreCase(target, scheme)) continue;
+    absl::string_view rest = target.substr(scheme.size());
+    rest = rest.substr(0, rest.find('/'));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--server takes a gRPC target, HOST:PORT (or dns:///HOST:PORT, "
+        "ipv4:ADDR:PORT,...), not a URL: try --server ",
+        base::SafeText(rest.substr(0, 256))));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckFlagValues(absl::string_view command) {
   // A server may be a newer build: the names only it may know (strategies,
   // emit formats, workloads, allocators) are left to it.
   const bool remote = !absl::GetFlag(FLAGS_server).empty();
+  if (auto s = CheckServerTarget(absl::GetFlag(FLAGS_server)); !s.ok()) {
+    return s;
+  }
   if (const std::string f = absl::GetFlag(FLAGS_input_format); !f.empty()) {
     if (auto s = formats::FormatFromName(f); !s.ok()) {
       return AsFlagError(s.status(), "input_format", "");

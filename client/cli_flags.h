@@ -69,6 +69,10 @@ bool FlagGiven(absl::string_view name);
 // Benchmark request.
 void BenchFlagsOnto(memplan::v1::BenchmarkRequest* request);
 
+// A --server value that is a URL (http://HOST:PORT): an error saying what
+// the flag takes instead. OK otherwise (gRPC checks the rest).
+[[nodiscard]] absl::Status CheckServerTarget(absl::string_view target);
+
 // The values of the flags given that go into a request, checked before
 // any input is read, as the request's own checks would (so that a wrong
 // value is a usage error, exit 64, naming the flag, not the request's

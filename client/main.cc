@@ -581,6 +581,10 @@ int RunHealth(const std::vector<std::string>& args) {
                  "help health' for its flags\n");
     return 1;
   }
+  if (absl::Status s = CheckServerTarget(server); !s.ok()) {
+    std::fprintf(stderr, "memplan: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
   HealthResult r = CheckHealth(server, absl::GetFlag(FLAGS_service),
                                absl::GetFlag(FLAGS_deadline));
   std::printf("%s\n", r.message.c_str());

@@ -433,7 +433,10 @@ TEST_F(CliUsabilityTest, WrongFlagValuesAreUsageErrorsNamingTheFlag) {
       {{"bench", "--repetitions=101"}, "--repetitions 101 is outside"},
       {{"bench", "--arena_allocator=pool"},
        "--arena_allocator: unknown arena_allocator 'pool'"},
-      {{"inspect", "--input_format=yaml"}, "--input_format: unknown"}};
+      {{"inspect", "--input_format=yaml"}, "--input_format: unknown"},
+      {{"plan", "--server=http://127.0.0.1:50051/"},
+       "--server takes a gRPC target, HOST:PORT (or dns:///HOST:PORT, "
+       "ipv4:ADDR:PORT,...), not a URL: try --server 127.0.0.1:50051"}};
   for (const auto& [args, message] : cases) {
     std::vector<std::string> argv = args;
     argv.push_back(missing);
@@ -451,6 +454,10 @@ TEST_F(CliUsabilityTest, WrongFlagValuesAreUsageErrorsNamingTheFlag) {
     EXPECT_EQ(r.exit_code, 64) << flag << ": " << r.err;
     EXPECT_THAT(r.err, HasSubstr(message)) << flag;
   }
+  // health keeps grpc_health_probe's exit code for bad flags (1).
+  CommandResult url = RunCli({"health", "--server=https://h:1"});
+  EXPECT_EQ(url.exit_code, 1);
+  EXPECT_THAT(url.err, HasSubstr("not a URL: try --server h:1"));
   // What a command refuses is refused as such, whatever its value.
   CommandResult inspect = RunCli({"inspect", "--dim=bad", missing});
   EXPECT_EQ(inspect.exit_code, 64);
