@@ -44,21 +44,6 @@ std::string ListSome(const std::vector<std::string>& names) {
 // --- Flags checked against the model
 // -------------------------------------------
 
-// Named dims declared on the main graph's inputs, outputs and value_info.
-std::set<std::string> DeclaredDims(const onnx::GraphProto& g) {
-  std::set<std::string> dims;
-  for (const auto* list : {&g.input(), &g.output(), &g.value_info()}) {
-    for (const onnx::ValueInfoProto& vi : *list) {
-      for (const auto& d : vi.type().tensor_type().shape().dim()) {
-        if (d.has_dim_param() && !d.dim_param().empty()) {
-          dims.insert(d.dim_param());
-        }
-      }
-    }
-  }
-  return dims;
-}
-
 // A --dim the model has no use for: an error when it looks like one of the
 // model's dims (a misspelling, or several dims run together in one flag),
 // suggesting it, else a warning (one set of flags may serve every model of
@@ -66,7 +51,7 @@ std::set<std::string> DeclaredDims(const onnx::GraphProto& g) {
 absl::Status CheckDimNames(const ModelOptions& options,
                            const onnx::GraphProto& g,
                            std::vector<std::string>* warnings) {
-  const std::set<std::string> declared = DeclaredDims(g);
+  const std::set<std::string> declared = internal::DeclaredDims(g);
   const std::vector<std::string> valid(declared.begin(), declared.end());
   const std::string named_dims = valid.empty()
                                      ? "it has no named dims"

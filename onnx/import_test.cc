@@ -851,6 +851,15 @@ TEST(OnnxSummaryTest, InputsOutputsDimsWeightsAndOps) {
   EXPECT_THAT(s->outputs[0].dims, ElementsAre("batch*seq", "64"));
   EXPECT_EQ(s->outputs[1].element_type, "int64");
   EXPECT_THAT(s->symbolic_dims, ElementsAre("batch", "seq"));
+  // Every name --dim can set, as the import takes them: an output's too
+  // (inspect listed the inputs' only, where --dim's error listed both).
+  Model out(13);
+  out.graph().Input("x", kFloat, {"n", "4"});
+  out.graph().Add("Relu", {"x"}, {"y"});
+  out.graph().Output("y", kFloat, {"n_out", "4"});
+  absl::StatusOr<ModelSummary> with_output = SummarizeOnnx(out.Bytes(), "o");
+  ASSERT_TRUE(with_output.ok()) << with_output.status();
+  EXPECT_THAT(with_output->symbolic_dims, ElementsAre("n", "n_out"));
   // The unnamed dim the import sets to 1, and how to set it instead.
   ASSERT_EQ(s->defaulted_dims.size(), 1u);
   EXPECT_EQ(s->defaulted_dims[0].value, "mask");

@@ -1,6 +1,5 @@
 #include "onnx/inspect.h"
 
-#include <cctype>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -142,14 +141,8 @@ void DeclaredInputsOutputs(const onnx::GraphProto& g, ModelSummary* s) {
   for (const onnx::ValueInfoProto& vi : g.output()) {
     s->outputs.push_back(DeclaredSummary(vi));
   }
-  std::set<std::string> named;
-  for (const ValueSummary& in : s->inputs) {
-    for (const std::string& d : in.dims) {
-      if (d != "?" && !std::isdigit(static_cast<unsigned char>(d[0]))) {
-        named.insert(d);
-      }
-    }
-  }
+  // The names --dim sets: the import's (an output's or value_info's too).
+  const std::set<std::string> named = internal::DeclaredDims(g);
   s->symbolic_dims.assign(named.begin(), named.end());
 }
 

@@ -404,6 +404,20 @@ absl::Status ParseModelInto(absl::string_view bytes, absl::string_view name,
   return absl::OkStatus();
 }
 
+std::set<std::string> DeclaredDims(const onnx::GraphProto& g) {
+  std::set<std::string> dims;
+  for (const auto* list : {&g.input(), &g.output(), &g.value_info()}) {
+    for (const onnx::ValueInfoProto& vi : *list) {
+      for (const auto& d : vi.type().tensor_type().shape().dim()) {
+        if (d.has_dim_param() && !d.dim_param().empty()) {
+          dims.insert(d.dim_param());
+        }
+      }
+    }
+  }
+  return dims;
+}
+
 int DefaultOpset(const onnx::ModelProto& model) {
   int version = -1;
   for (const onnx::OperatorSetIdProto& o : model.opset_import()) {

@@ -12,6 +12,7 @@
 #define MEMPLAN_ONNX_INTERNAL_MODEL_READING_H_
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,10 @@ void ForEachGraph(const ::ONNX_NAMESPACE::GraphProto& g, const F& f) {
 
 // The model's opset of the default domain, or -1.
 int DefaultOpset(const ::ONNX_NAMESPACE::ModelProto& model);
+
+// The named dims declared on the main graph's inputs, outputs and
+// value_info: the names --dim can set, sorted.
+std::set<std::string> DeclaredDims(const ::ONNX_NAMESPACE::GraphProto& g);
 
 // What SanitizeTensors reads of one tensor to check its data and decide
 // whether to clear it: filled from a parsed TensorProto, or from its wire
