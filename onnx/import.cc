@@ -716,14 +716,19 @@ absl::StatusOr<int64_t> OnnxTensorBytes(int32_t elem_type,
 
 namespace {
 
-// An import's error as the user sees it: the model's text it quotes
-// escaped (a name holding a newline cannot start a line of a log), and
-// the warnings the import made before it failed (a dim defaulted to 1 is
-// often the cause: Silero VAD's Conv then sizes a negative dim).
-absl::Status ImportError(const absl::Status& s,
+// An import's error as the user sees it: the model file's name first, the
+// model's text it quotes escaped (a name holding a newline cannot start a line
+// of a log), and the warnings the import made before it failed (a dim defaulted
+// to 1 is often the cause: Silero VAD's Conv then sizes a negative dim).
+absl::Status ImportError(const absl::Status& s, absl::string_view name,
                          const std::vector<std::string>& warnings) {
   if (s.ok() || s.code() == absl::StatusCode::kDeadlineExceeded) return s;
   std::string message = base::SafeText(s.message());
+  // Every message names the file (a node's error began with the node).
+  const std::string file = base::SafeText(name);
+  if (!file.empty() && !absl::StartsWith(message, file)) {
+    message = absl::StrCat(file, ": ", message);
+  }
   constexpr size_t kMaxNotes = 4;
   for (size_t i = 0; i < warnings.size() && i < kMaxNotes; ++i) {
     absl::StrAppend(&message, i == 0 ? " (import warnings: " : "; ",
@@ -753,7 +758,7 @@ absl::StatusOr<ImportedModel> ImportOnnx(absl::string_view bytes,
   std::vector<std::string> warnings;
   absl::StatusOr<ImportedModel> imported =
       ImportOnnxWithWarnings(bytes, name, options, &warnings);
-  if (!imported.ok()) return ImportError(imported.status(), warnings);
+  if (!imported.ok()) return ImportError(imported.status(), name, warnings);
   return imported;
 }
 

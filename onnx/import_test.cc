@@ -152,6 +152,25 @@ TEST(OnnxImportTest, MultiConsumerTensorLivesUntilItsLastReader) {
 
 // An op lists each tensor it reads once, in order of first use: short
 // lists (searched) and long ones (a set of names) alike.
+// An input too small for a node (a length set below a Conv's kernel): the
+// error names the file and the node, and says what to look at.
+TEST(OnnxImportTest, ANegativeDimNamesTheFileAndTheLikelyCause) {
+  Model m(13);
+  auto g = m.graph();
+  g.Input("x", kFloat, {"1", "1", "samples"}).FloatInitializer("w", {1, 1, 8});
+  g.Node("Conv", {"x", "w"}, {"y"}, "conv");
+  g.Output("y");
+  absl::StatusOr<ImportedModel> ok = Import(m, {.dims = {{"samples", 8}}});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  absl::StatusOr<ImportedModel> small = Import(m, {.dims = {{"samples", 4}}});
+  ASSERT_EQ(small.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(small.status()),
+              ::testing::StartsWith(
+                  "test.onnx: node 'conv' (Conv, #0): gives a negative dim "
+                  "(-3): an input may be too small for it (the values of "
+                  "--dim and --input, or dims defaulted to 1)"));
+}
+
 TEST(OnnxImportTest, OpsListEachInputOnce) {
   Model m;
   m.graph().Input("x", kFloat, {"2", "8"}).Add("Relu", {"x"}, {"a"}, "relu");

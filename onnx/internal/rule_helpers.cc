@@ -196,7 +196,9 @@ absl::Status CheckNotNegative(const OnnxNodeContext& c,
                               const std::vector<SymDim>& dims) {
   for (const SymDim& d : dims) {
     if (d.is_constant() && d.constant() < 0) {
-      return NodeError(c, "gives a negative dim (", d.constant(), ")");
+      return NodeError(c, "gives a negative dim (", d.constant(),
+                       "): an input may be too small for it (the values of "
+                       "--dim and --input, or dims defaulted to 1)");
     }
   }
   return absl::OkStatus();
