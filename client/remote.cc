@@ -1,7 +1,11 @@
 #include "client/remote.h"
 
+#include <algorithm>
+
+#include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "memplan/v1/memplan.grpc.pb.h"
 
@@ -22,6 +26,15 @@ constexpr char kServiceConfig[] = R"({
     }
   }]
 })";
+// The same balancing, retries left to the caller.
+constexpr char kServiceConfigWithoutRetries[] = R"({
+  "loadBalancingConfig": [{"round_robin": {}}]
+})";
+
+// The retries Call makes itself, as kServiceConfig's policy has them.
+constexpr int kMaxAttempts = 5;
+constexpr absl::Duration kFirstBackoff = absl::Milliseconds(50);
+constexpr absl::Duration kMaxBackoff = absl::Seconds(1);
 
 void SetDeadline(grpc::ClientContext* context, absl::Duration deadline) {
   context->set_deadline(absl::ToChronoTime(absl::Now() + deadline));
@@ -29,9 +42,11 @@ void SetDeadline(grpc::ClientContext* context, absl::Duration deadline) {
 
 }  // namespace
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
+                                           bool retries) {
   grpc::ChannelArguments args;
-  args.SetServiceConfigJSON(kServiceConfig);
+  args.SetServiceConfigJSON(retries ? kServiceConfig
+                                    : kServiceConfigWithoutRetries);
   args.SetMaxReceiveMessageSize(-1);  // plans of large graphs are large
   return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
                                    args);
@@ -55,22 +70,47 @@ absl::Status FromGrpc(const grpc::Status& status) {
 
 namespace {
 
-// Calls one unary method of MemoryPlanner with the deadline; UNAVAILABLE
-// names the target.
+// Calls one unary method of MemoryPlanner within the deadline; UNAVAILABLE
+// is retried (another replica may answer) with the channel's policy's
+// backoff, but here rather than by the policy, so that what a server said
+// (it shut down during the call) is not lost behind what the attempts
+// after it met (connection refused once it was gone). CANCELLED is retried
+// too: this client never cancels, so the server did (a call that reached
+// it as it closed). The error names the target.
 template <typename Request, typename Response, typename Method>
 absl::StatusOr<Response> Call(const std::string& target, const Request& request,
                               absl::Duration deadline, Method method) {
-  auto stub = v1::MemoryPlanner::NewStub(MakeChannel(target));
-  grpc::ClientContext context;
-  SetDeadline(&context, deadline);
-  Response response;
-  absl::Status s = FromGrpc(((*stub).*method)(&context, request, &response));
-  if (absl::IsUnavailable(s)) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot reach memplan-server at ", target, ": ", s.message()));
+  auto stub = v1::MemoryPlanner::NewStub(MakeChannel(target, false));
+  const absl::Time end = absl::Now() + deadline;
+  absl::Duration backoff = kFirstBackoff;
+  std::string first, last;  // the first and last attempts' reasons
+  absl::Status s;
+  absl::BitGen random;
+  for (int attempt = 1;; ++attempt) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(end));
+    Response response;
+    s = FromGrpc(((*stub).*method)(&context, request, &response));
+    if (s.ok()) return response;
+    if (!absl::IsUnavailable(s) && !absl::IsCancelled(s)) return s;
+    last =
+        absl::IsCancelled(s)
+            ? absl::StrCat("the server cancelled the call (", s.message(), ")")
+            : std::string(s.message());
+    if (first.empty()) first = last;
+    // Each wait from 80% to 120% of the backoff, as gRPC's own retries
+    // (clients cut off together do not all come back at once).
+    const absl::Duration wait = backoff * absl::Uniform(random, 0.8, 1.2);
+    if (attempt == kMaxAttempts || absl::Now() + wait >= end) break;
+    absl::SleepFor(wait);
+    backoff = std::min(2 * backoff, kMaxBackoff);
   }
-  if (!s.ok()) return s;
-  return response;
+  std::string message =
+      absl::StrCat("cannot reach memplan-server at ", target, ": ", last);
+  if (first != last) {
+    absl::StrAppend(&message, " (an earlier attempt: ", first, ")");
+  }
+  return absl::UnavailableError(message);
 }
 
 }  // namespace

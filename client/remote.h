@@ -17,8 +17,11 @@
 
 namespace memplan::client {
 
-// A channel to `target` with round_robin and the retry policy.
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target);
+// A channel to `target` with round_robin and, with `retries`, the retry
+// policy (UNAVAILABLE retried with backoff; PlanRemote and BenchmarkRemote
+// retry themselves, on a channel without it).
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
+                                           bool retries = true);
 
 // The call's status as an absl::Status (same code and message).
 absl::Status FromGrpc(const grpc::Status& status);

@@ -22,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "base/process_memory.h"
+#include "gmock/gmock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -516,6 +517,46 @@ TEST(ShutdownTest, SigtermUnderBenchmarkLoadExitsWithinGrace) {
                 s.error_code() == grpc::StatusCode::CANCELLED)
         << s.error_code() << " " << s.error_message();
   }
+}
+
+// What the CLI says of a call the server's shutdown cut: its retries then
+// meet a closing or closed server, and it once reported only the last
+// ("connection refused"; or "CANCELLED: CANCELLED", exit 70, an internal
+// error). Now exit 69 (server unavailable) with the server's own reason
+// for the first attempt. The call is a Benchmark that outlasts the grace.
+TEST(ShutdownTest, TheCliSaysTheServerEndedItsCall) {
+  auto server = std::make_unique<testing::ServerProcess>(
+      MEMPLAN_SERVER_PATH,
+      std::vector<std::string>{
+          "--address=127.0.0.1:0", "--worker_threads=2", "--grace_seconds=2",
+          "--drain_seconds=0.5", "--max_benchmark_ops=1000000000",
+          "--max_benchmark_seconds=600", "--max_benchmark_bytes=4000000000"});
+  ASSERT_GT(server->port(), 0) << server->first_line();
+  const int metrics_port = testing::MetricsPort(server->first_line());
+  ASSERT_GT(metrics_port, 0) << server->first_line();
+  testing::CommandResult cli;
+  std::thread client([&] {
+    cli = testing::RunCommand(
+        MEMPLAN_CLI_PATH,
+        {"bench", "--server=" + server->address(), "--workload=allocation",
+         "--workload_size=999999", "--repetitions=10", "--deadline=120s"},
+        "", 180);
+  });
+  const bool running = Running(metrics_port, 1);
+  const int status = server->Stop(SIGTERM, 30);
+  client.join();
+  ASSERT_TRUE(running) << "the benchmark never ran";
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(cli.exit_code, 69) << cli.err;
+  // The server's reason: it cut the call (in the handler), or cancelled it
+  // as it closed (a handler slower to stop, as under a sanitizer).
+  EXPECT_THAT(cli.err,
+              ::testing::AnyOf(
+                  ::testing::HasSubstr(
+                      "(an earlier attempt: the server shut down during the "
+                      "call)"),
+                  ::testing::HasSubstr("the server cancelled the call")))
+      << cli.err;
 }
 
 }  // namespace
