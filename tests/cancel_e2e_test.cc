@@ -51,7 +51,7 @@ using Clock = std::chrono::steady_clock;
 // twice in five full runs on 2026-12-01, at 0.27-0.28 s after the
 // 500,000-buffer list: a profile showed its tensor table made in one
 // uninterrupted step, 0.17 s of page faults, now made in steps that look
-// at the token; after that 0.01-0.12 s in 40 runs, alone and beside a busy
+// at the token; after that 0.01-0.12 s in 35 runs, alone and beside a busy
 // loop. 0.40 is a third of what work going on would take). A sanitizer's
 // allocator frees far more slowly (ASan recycles its quarantine: 0.18-0.38
 // s after the 500,000-buffer plan alone, also beside two busy loops; 0.84
