@@ -227,6 +227,7 @@ absl::Status CheckServerTarget(absl::string_view target) {
     if (!absl::StartsWithIgnoreCase(target, scheme)) continue;
     absl::string_view rest = target.substr(scheme.size());
     rest = rest.substr(0, rest.find('/'));
+    if (rest.empty()) rest = "HOST:PORT";
     return absl::InvalidArgumentError(absl::StrCat(
         "--server takes a gRPC target, HOST:PORT (or dns:///HOST:PORT, "
         "ipv4:ADDR:PORT,...), not a URL: try --server ",

@@ -92,7 +92,14 @@ absl::StatusOr<Response> Call(const std::string& target, const Request& request,
     Response response;
     s = FromGrpc(((*stub).*method)(&context, request, &response));
     if (s.ok()) return response;
-    if (!absl::IsUnavailable(s) && !absl::IsCancelled(s)) return s;
+    if (!absl::IsUnavailable(s) && !absl::IsCancelled(s)) {
+      // A retry's own answer (a deadline, a busy replica), with what the
+      // first attempt met.
+      if (first.empty()) return s;
+      return absl::Status(
+          s.code(),
+          absl::StrCat(s.message(), " (an earlier attempt: ", first, ")"));
+    }
     last =
         absl::IsCancelled(s)
             ? absl::StrCat("the server cancelled the call (", s.message(), ")")

@@ -24,12 +24,15 @@ using ::testing::HasSubstr;
 // Answers its first `unavailable` calls as a server that shuts down is
 // seen to: UNAVAILABLE with what it says when its shutdown cuts a call,
 // then CANCELLED (a call that came as it closed), then UNAVAILABLE as a
-// refused connection would be; then plans nothing and answers OK. With
-// `invalid`, INVALID_ARGUMENT every time.
+// refused connection would be; then plans nothing and answers OK (with
+// `invalid_after`, INVALID_ARGUMENT). With `invalid`, INVALID_ARGUMENT
+// every time.
 class FlakyPlanner final : public v1::MemoryPlanner::Service {
  public:
-  FlakyPlanner(int unavailable, bool invalid)
-      : unavailable_(unavailable), invalid_(invalid) {}
+  FlakyPlanner(int unavailable, bool invalid, bool invalid_after)
+      : unavailable_(unavailable),
+        invalid_(invalid),
+        invalid_after_(invalid_after) {}
 
   grpc::Status Plan(grpc::ServerContext*, const v1::PlanRequest*,
                     v1::PlanResponse* response) override {
@@ -49,7 +52,12 @@ class FlakyPlanner final : public v1::MemoryPlanner::Service {
   grpc::Status Answer() {
     const int n = ++calls_;
     if (invalid_) return {grpc::StatusCode::INVALID_ARGUMENT, "bad graph"};
-    if (n > unavailable_) return grpc::Status::OK;
+    if (n > unavailable_) {
+      if (invalid_after_) {
+        return {grpc::StatusCode::INVALID_ARGUMENT, "bad graph"};
+      }
+      return grpc::Status::OK;
+    }
     if (n == 1) {
       return {grpc::StatusCode::UNAVAILABLE,
               "the server shut down during the call"};
@@ -61,14 +69,17 @@ class FlakyPlanner final : public v1::MemoryPlanner::Service {
 
   const int unavailable_;
   const bool invalid_;
+  const bool invalid_after_;
   std::atomic<int> calls_{0};
 };
 
 class RemoteTest : public ::testing::Test {
  protected:
   // A server of a FlakyPlanner; returns its target.
-  std::string Start(int unavailable, bool invalid = false) {
-    planner_ = std::make_unique<FlakyPlanner>(unavailable, invalid);
+  std::string Start(int unavailable, bool invalid = false,
+                    bool invalid_after = false) {
+    planner_ =
+        std::make_unique<FlakyPlanner>(unavailable, invalid, invalid_after);
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
@@ -122,6 +133,21 @@ TEST_F(RemoteTest, TheDeadlineBoundsTheRetries) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_LT(planner_->calls(), 5);
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+// A retry that meets another error (here a server past the first
+// attempt's shutdown answering INVALID_ARGUMENT) reports it with the
+// first attempt's reason.
+TEST_F(RemoteTest, ARetrysOwnErrorKeepsTheFirstReason) {
+  const std::string target = Start(/*unavailable=*/1, /*invalid=*/false,
+                                   /*invalid_after=*/true);
+  absl::StatusOr<v1::PlanResponse> r =
+      PlanRemote(target, v1::PlanRequest(), absl::Seconds(30));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(),
+            "bad graph (an earlier attempt: the server shut down during the "
+            "call)");
+  EXPECT_EQ(planner_->calls(), 2);
 }
 
 TEST_F(RemoteTest, OtherErrorsAreNotRetried) {

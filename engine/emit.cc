@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
 #include "formats/c_header.h"
 #include "formats/format.h"
 #include "pictures/plan_html.h"
@@ -116,15 +115,8 @@ absl::StatusOr<std::string> EmitFile(const std::string& format,
     header.content = request.model().data();
     header.cancel = cancel;
     header.tflm_arena_bytes = outcome.tflm_runtime_bytes;
-    if (model != nullptr && model->format == formats::Format::kTflite) {
-      // A plan `emit tflite` refuses gets no TFLite Micro section.
-      absl::StatusOr<std::vector<int32_t>> offline =
-          formats::OfflinePlanOffsets(*model, outcome.result);
-      if (absl::IsFailedPrecondition(offline.status())) {
-        header.tflm_refusal = std::string(
-            absl::StripPrefix(offline.status().message(), "emit tflite: "));
-      }
-    }
+    // A plan `emit tflite` refuses gets no TFLite Micro section.
+    header.tflm_refusal = outcome.tflm_refusal;
     return formats::EmitCHeader(header);
   }
   if (format == "svg") {

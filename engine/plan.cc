@@ -175,22 +175,12 @@ bool NoteTflmRefusal(const absl::Status& offline, PlanOutcome* outcome) {
   return true;
 }
 
-// TFLite models: the head of TFLM's arena running the planned file. TFLM
-// places the tensors it plans and the offline plan leaves at -1 (a tensor
-// without data that no op reads or writes, live in no scope) itself,
-// around the planned ones: its planner, with the plan's offsets fixed,
-// says where (the plan's arena rounded up when it leaves none).
-absl::Status SetTflmRuntime(const base::CancelToken* cancel,
-                            PlanOutcome* outcome) {
+// TFLite models whose plan TFLite Micro runs (OfflinePlanOffsets OK):
+// weights planned in the arena (--weights arena) are left to the model in
+// the planned file (-1), as TFLM reads weights from there, so the room kept
+// for them in the arena stays unused: a warning says how much.
+void WarnUnusedWeightRoom(PlanOutcome* outcome) {
   const formats::ImportedModel& model = *outcome->model;
-  const int64_t a = planner::kTflmAlignment;
-  const int64_t rounded = (outcome->result.solution.arena_size + a - 1) / a * a;
-  absl::StatusOr<std::vector<int32_t>> offline =
-      formats::OfflinePlanOffsets(model, outcome->result);
-  if (NoteTflmRefusal(offline.status(), outcome)) return absl::OkStatus();
-  // Weights planned in the arena (--weights arena): the planned file leaves
-  // them to the model (-1), as TFLM reads weights from there, so their
-  // room in the arena stays unused.
   int64_t weights = 0, weight_bytes = 0;
   for (size_t i = 0; i < outcome->result.tensors.size(); ++i) {
     if (outcome->result.OffsetOf(i) < 0 ||
@@ -209,10 +199,26 @@ absl::Status SetTflmRuntime(const base::CancelToken* cancel,
         " bytes kept for them stay unused when it runs this plan (plan "
         "without --weights arena for TFLite Micro)"));
   }
+}
+
+// TFLite models: the head of TFLM's arena running the planned file. TFLM
+// places the tensors it plans and the offline plan leaves at -1 (a tensor
+// without data that no op reads or writes, live in no scope) itself,
+// around the planned ones: its planner, with the plan's offsets fixed,
+// says where (the plan's arena rounded up when it leaves none).
+absl::Status SetTflmRuntime(const base::CancelToken* cancel,
+                            PlanOutcome* outcome) {
+  const formats::ImportedModel& model = *outcome->model;
+  const int64_t a = planner::kTflmAlignment;
+  const int64_t rounded = (outcome->result.solution.arena_size + a - 1) / a * a;
+  absl::StatusOr<std::vector<int32_t>> offline =
+      formats::OfflinePlanOffsets(model, outcome->result);
+  if (NoteTflmRefusal(offline.status(), outcome)) return absl::OkStatus();
   if (!offline.ok() || !model.tflm_uses_status.ok() ||
       offline->size() != model.tflm_uses.size()) {
     return absl::OkStatus();  // not a plan TFLM can run (emit says why)
   }
+  WarnUnusedWeightRoom(outcome);
   std::vector<int64_t> size(model.tflm_uses.size(), 0);
   std::vector<std::string> name(model.tflm_uses.size());
   std::vector<int> graph_index(model.tflm_uses.size(), -1);
@@ -270,9 +276,11 @@ absl::Status SetTflmBaseline(const base::CancelToken* cancel,
         buffers.ok() ? "no tflm_greedy baseline: too many tensors"
                      : absl::StrCat("no tflm_greedy baseline: ",
                                     buffers.status().message()));
-    NoteTflmRefusal(
-        formats::OfflinePlanOffsets(*outcome->model, outcome->result).status(),
-        outcome);
+    absl::StatusOr<std::vector<int32_t>> offline =
+        formats::OfflinePlanOffsets(*outcome->model, outcome->result);
+    if (!NoteTflmRefusal(offline.status(), outcome) && offline.ok()) {
+      WarnUnusedWeightRoom(outcome);
+    }
     return absl::OkStatus();
   }
   absl::StatusOr<planner::TflmPlan> plan =
@@ -329,8 +337,7 @@ absl::StatusOr<PlanOutcome> Plan(const v1::PlanRequest& request,
     return s;
   }
   if (outcome.model.has_value() &&
-      outcome.model->format == formats::Format::kTflite &&
-      outcome.tflm_refusal.empty()) {
+      outcome.model->format == formats::Format::kTflite) {
     LabelModelIo(*outcome.model, &outcome.result);
     if (auto s = SetTflmBaseline(cancel, &outcome); !s.ok()) return s;
   }

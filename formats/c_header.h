@@ -61,7 +61,7 @@ struct CHeaderInput {
   std::optional<int64_t> tflm_arena_bytes;
   // TFLite: why TFLite Micro would not run this plan as it is (what `emit
   // tflite` refuses it for: other shapes than the file stores, offsets off
-  // its alignment, weights in the arena). When set the header has no
+  // its alignment or past int32, memory pools). When set the header has no
   // TFLite Micro section, and a comment says why. Default: none.
   std::string tflm_refusal;
 };

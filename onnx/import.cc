@@ -726,7 +726,7 @@ absl::Status ImportError(const absl::Status& s, absl::string_view name,
   std::string message = base::SafeText(s.message());
   // Every message names the file (a node's error began with the node).
   const std::string file = base::SafeText(name);
-  if (!file.empty() && !absl::StartsWith(message, file)) {
+  if (!file.empty() && !absl::StartsWith(message, absl::StrCat(file, ":"))) {
     message = absl::StrCat(file, ": ", message);
   }
   constexpr size_t kMaxNotes = 4;

@@ -287,7 +287,7 @@ TEST_F(TfliteCliTest, DynamicDimsTakeTheModelsOwnShapeUnlessFlagsSetThem) {
                     HasSubstr("x dim 1 = 1  (the model's own shape; set with "
                               "--input x=SHAPE)"),
                     HasSubstr("2 tensors have -1 dims")));
-  // A batch or dim of 0 leaves nothing to plan: a usage error.
+  // A batch or dim of 0 leaves nothing to plan: bad input (65).
   CommandResult zero = RunCli({"plan", model, "--dim", "batch=0"});
   EXPECT_EQ(zero.exit_code, 65);
   EXPECT_THAT(zero.err, HasSubstr("--dim batch=0 would leave every tensor "

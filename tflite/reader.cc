@@ -304,6 +304,7 @@ absl::StatusOr<std::vector<int64_t>> Importer::ResolveDims(int s, int t,
                      dims.size(), " dims (", DimsText(dims), ")");
     }
     const std::vector<int64_t> stored = StaticShape(tensor);
+    const auto batch_it = options_.dims.find(kTfliteBatchDim);
     bool resized = false;
     for (size_t k = 0; k < dims.size(); ++k) {
       if (dims[k] >= 0 && dims[k] != given[k]) {
@@ -311,6 +312,17 @@ absl::StatusOr<std::vector<int64_t>> Importer::ResolveDims(int s, int t,
                        DimsText(given), ": dim ", k, " of ",
                        m_.TensorLabel(s, t), " is ", dims[k],
                        " in the model; only -1 dims can be set");
+      }
+      // --dim batch sets every other -1 first dim: one set otherwise here
+      // would leave the model's tensors at two batches.
+      if (k == 0 && dims[k] < 0 && batch_it != options_.dims.end() &&
+          given[k] != batch_it->second) {
+        return Invalid(m_.name(), ": --input ", api::Clip(it->first), "=",
+                       DimsText(given), " sets the first dim of ",
+                       m_.TensorLabel(s, t), " to ", given[k], ", but --dim ",
+                       kTfliteBatchDim, "=", batch_it->second,
+                       " sets every other -1 first dim: give both the same "
+                       "batch");
       }
       if (dims[k] < 0 && given[k] == 0) {
         return Invalid(m_.name(), ": --input ", api::Clip(it->first), "=",

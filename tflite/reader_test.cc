@@ -242,6 +242,14 @@ TEST(TfliteReaderTest, AnInputResizedAloneIsAnErrorNamingTheFix) {
   m = Import(DynamicModel().Build(), batch);
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->graph->tensors(1).size_bytes(), 4 * 16);
+  // Another batch than --dim batch's: the model would hold two.
+  batch.dims["batch"] = 4;
+  m = Import(DynamicModel().Build(), batch);
+  ASSERT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(m.status().message(),
+              HasSubstr("--input x=2x1 sets the first dim of tensor 0 ('x') "
+                        "of subgraph 0 to 2, but --dim batch=4 sets every "
+                        "other -1 first dim: give both the same batch"));
   // Another dim, where no other tensor has one of that kind to keep: y's
   // second dim is no -1, its first keeps the value x keeps too.
   ModelOptions length;
