@@ -145,9 +145,23 @@ void KeepTfliteInputs(formats::ImportedModel* model) {
 
 // TFLite models: the main subgraph's inputs and outputs, planned as
 // activations with TFLM's lifetimes, are reported as inputs and outputs,
-// and operators' scratch tensors as scratch.
+// and operators' scratch tensors as scratch. A tensor without data that no
+// op writes (nor reads: those are scratch), which the graph's rule calls a
+// weight, is no weight kept in the model: TFLite Micro allocates it in
+// its arena (the runtime figure counts it), so it is an activation, and
+// not in weights_bytes.
 void LabelModelIo(const formats::ImportedModel& model,
                   planner::PlanResult* result) {
+  for (size_t t = 0; t < result->tensors.size(); ++t) {
+    planner::TensorPlacement& p = result->tensors[t];
+    if (p.kind != planner::TensorKind::kWeight ||
+        t >= static_cast<size_t>(model.graph->tensors_size()) ||
+        model.graph->tensors(static_cast<int>(t)).constant()) {
+      continue;
+    }
+    p.kind = planner::TensorKind::kActivation;
+    if (p.buffer < 0) result->weights_bytes -= p.size;
+  }
   auto label = [&](const std::vector<int>& tensors, planner::TensorKind kind) {
     for (int t : tensors) {
       if (t < 0 || static_cast<size_t>(t) >= result->tensors.size()) continue;
@@ -221,14 +235,12 @@ absl::Status SetTflmRuntime(const base::CancelToken* cancel,
   WarnUnusedWeightRoom(outcome);
   std::vector<int64_t> size(model.tflm_uses.size(), 0);
   std::vector<std::string> name(model.tflm_uses.size());
-  std::vector<int> graph_index(model.tflm_uses.size(), -1);
   const formats::TfliteModel* m = model.tflite.get();
   for (size_t i = 0; i < model.tflite_tensors.size(); ++i) {
     const formats::TfliteTensorRef& ref = model.tflite_tensors[i];
     const int64_t g = m->global_index(ref.subgraph, ref.tensor);
     size[g] = model.graph->tensors(static_cast<int>(i)).size_bytes();
     name[g] = model.graph->tensors(static_cast<int>(i)).name();
-    graph_index[g] = static_cast<int>(i);
   }
   std::vector<planner::TflmBuffer> buffers;
   std::vector<std::string> online;
@@ -239,13 +251,6 @@ absl::Status SetTflmRuntime(const base::CancelToken* cancel,
         {(size[g] + a - 1) / a * a, u.first, u.last, (*offline)[g]});
     if ((*offline)[g] >= 0) continue;
     online.push_back(absl::StrCat("'", name[g], "'"));
-    // Without data, it is no weight kept in the model (the graph's rule
-    // calls a tensor no op makes one).
-    const int i = graph_index[g];
-    if (i >= 0 &&
-        outcome->result.tensors[i].kind == planner::TensorKind::kWeight) {
-      outcome->result.weights_bytes -= size[g];
-    }
   }
   outcome->tflm_runtime_bytes = rounded;
   if (online.empty()) return absl::OkStatus();

@@ -350,6 +350,12 @@ TEST(PlanTest, TensorsTflmPlacesItselfCountInTheRuntimeFigure) {
   EXPECT_GE(r->runtime_arena_bytes(), 400);
   EXPECT_EQ(r->runtime_arena_bytes(), r->baseline().arena_size_bytes());
   EXPECT_EQ(r->weights_bytes(), 12);  // w's; 'unused' holds no data
+  // Nor is it reported as a weight: an activation memplan leaves to TFLM.
+  ASSERT_EQ(r->unplanned_size(), 2);
+  for (const v1::UnplannedTensor& u : r->unplanned()) {
+    EXPECT_EQ(u.kind(), u.name() == "unused" ? "activation" : "weight")
+        << u.name();
+  }
   // The C header says the same arena for TFLite Micro.
   request.add_emit("c_header");
   absl::StatusOr<v1::PlanResponse> h = PlanToResponse(request);
