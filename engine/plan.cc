@@ -215,6 +215,18 @@ void WarnUnusedWeightRoom(PlanOutcome* outcome) {
   }
 }
 
+// TFLite models: the plan's offline offsets (OfflinePlanOffsets), with
+// NoteTflmRefusal's warning when TFLite Micro would not run the plan and
+// WarnUnusedWeightRoom's when it would.
+absl::StatusOr<std::vector<int32_t>> CheckedTflmOffsets(PlanOutcome* outcome) {
+  absl::StatusOr<std::vector<int32_t>> offline =
+      formats::OfflinePlanOffsets(*outcome->model, outcome->result);
+  if (!NoteTflmRefusal(offline.status(), outcome) && offline.ok()) {
+    WarnUnusedWeightRoom(outcome);
+  }
+  return offline;
+}
+
 // TFLite models: the head of TFLM's arena running the planned file. TFLM
 // places the tensors it plans and the offline plan leaves at -1 (a tensor
 // without data that no op reads or writes, live in no scope) itself,
@@ -225,14 +237,12 @@ absl::Status SetTflmRuntime(const base::CancelToken* cancel,
   const formats::ImportedModel& model = *outcome->model;
   const int64_t a = planner::kTflmAlignment;
   const int64_t rounded = (outcome->result.solution.arena_size + a - 1) / a * a;
-  absl::StatusOr<std::vector<int32_t>> offline =
-      formats::OfflinePlanOffsets(model, outcome->result);
-  if (NoteTflmRefusal(offline.status(), outcome)) return absl::OkStatus();
+  const absl::StatusOr<std::vector<int32_t>> offline =
+      CheckedTflmOffsets(outcome);
   if (!offline.ok() || !model.tflm_uses_status.ok() ||
       offline->size() != model.tflm_uses.size()) {
     return absl::OkStatus();  // not a plan TFLM can run (emit says why)
   }
-  WarnUnusedWeightRoom(outcome);
   std::vector<int64_t> size(model.tflm_uses.size(), 0);
   std::vector<std::string> name(model.tflm_uses.size());
   const formats::TfliteModel* m = model.tflite.get();
@@ -281,11 +291,7 @@ absl::Status SetTflmBaseline(const base::CancelToken* cancel,
         buffers.ok() ? "no tflm_greedy baseline: too many tensors"
                      : absl::StrCat("no tflm_greedy baseline: ",
                                     buffers.status().message()));
-    absl::StatusOr<std::vector<int32_t>> offline =
-        formats::OfflinePlanOffsets(*outcome->model, outcome->result);
-    if (!NoteTflmRefusal(offline.status(), outcome) && offline.ok()) {
-      WarnUnusedWeightRoom(outcome);
-    }
+    CheckedTflmOffsets(outcome).IgnoreError();  // its warnings only
     return absl::OkStatus();
   }
   absl::StatusOr<planner::TflmPlan> plan =

@@ -185,12 +185,10 @@ class Importer {
   std::vector<std::string> prefixes_;  // per subgraph: "" for the main one
   ImportedModel out_;
   int64_t int4_activations_ = 0;
-  // Tensors whose -1 dims took the model's own shape, and whether one of
-  // those dims was a first dim (--dim batch would set it).
+  // Tensors whose -1 dims took the model's own shape; of those, per kind of
+  // dim (0: first dims, which --dim batch would set; 1: the others), how
+  // many had one defaulted, and the first such tensor with its dims.
   int64_t defaulted_tensors_ = 0;
-  bool defaulted_batch_ = false;
-  // Of those, per kind of dim (0: first dims, 1: the others): how many
-  // tensors had one defaulted, and the first such tensor with its dims.
   int64_t defaulted_of_kind_[2] = {0, 0};
   std::string first_defaulted_[2];
   // --input shapes that set a -1 dim to another value than the model's
@@ -347,8 +345,7 @@ absl::StatusOr<std::vector<int64_t>> Importer::ResolveDims(int s, int t,
   // -1 dims: the batch when given, else the model's own shape (what TFLite
   // Micro runs).
   const auto* shape = tensor.shape();
-  bool defaulted = false;
-  bool defaulted_kind[2] = {false, false};
+  bool defaulted_kind[2] = {false, false};  // a first dim; another
   for (size_t k = 0; k < dims.size(); ++k) {
     if (dims[k] >= 0) continue;
     auto batch = options_.dims.find(kTfliteBatchDim);
@@ -357,14 +354,12 @@ absl::StatusOr<std::vector<int64_t>> Importer::ResolveDims(int s, int t,
     } else if (Size(shape) == static_cast<int>(dims.size()) &&
                shape->Get(static_cast<int>(k)) >= 0) {
       dims[k] = shape->Get(static_cast<int>(k));
-      defaulted = true;
       defaulted_kind[k == 0 ? 0 : 1] = true;
-      defaulted_batch_ = defaulted_batch_ || k == 0;
     } else {
       *known = false;
     }
   }
-  if (defaulted && *known) {
+  if ((defaulted_kind[0] || defaulted_kind[1]) && *known) {
     ++defaulted_tensors_;
     for (int kind : {0, 1}) {
       if (!defaulted_kind[kind]) continue;
@@ -480,7 +475,8 @@ void Importer::WarnDefaultedDims() {
       defaulted_tensors_,
       " tensor(s) have dynamic (-1) dims: planned at the model's own shapes, "
       "as TFLite Micro runs it (set them with ",
-      defaulted_batch_ ? "--dim batch=N or " : "", "--input NAME=SHAPE)"));
+      defaulted_of_kind_[0] > 0 ? "--dim batch=N or " : "",
+      "--input NAME=SHAPE)"));
 }
 
 // Tensors an operator reads that hold no data, are no variable, and that
